@@ -1,0 +1,203 @@
+//! The command line: `rtlab run [FILE]`, `rtlab check FILE`, and the systress
+//! form `rtlab [-c FILE | --cfg=FILE] [-d N] [-V] [-h]`.
+//!
+//! Exit statuses (documented in docs/manual.md): 0 completed, 1 failed after
+//! start, 2 refused before start (bad file, flag or privileges), 3 ended by an
+//! ABORT program, 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).
+
+use crate::config::Diagnostic;
+use crate::plan::{self, PlanOptions, RealMachine};
+use crate::run::{self, RunOptions};
+use crate::sys::SysRoot;
+use crate::{messages, result::EndReason};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+
+/// Exit status: refused before anything started.
+pub const EXIT_REFUSED: i32 = 2;
+/// Exit status: failed after the start.
+pub const EXIT_FAILED: i32 = 1;
+
+/// rtlab: a real-time Linux test bench.
+#[derive(Debug, Parser)]
+#[command(name = "rtlab", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Run this experiment file (systress: `-c cfg_file`, `--cfg=cfg_file`).
+    #[arg(short = 'c', long = "cfg", value_name = "FILE")]
+    pub cfg: Option<PathBuf>,
+    /// Debug level for diagnostics on stderr (overrides `dbg_level`).
+    #[arg(short = 'd', long = "dbg-level", value_name = "N", global = true)]
+    pub dbg_level: Option<u8>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment file, or the built-in experiment (one FIFO 99 timer
+    /// thread per online CPU at 1 ms for 10 s) when no file is given.
+    Run(RunArgs),
+    /// Check an experiment file against this machine without running it.
+    Check {
+        /// The experiment file.
+        file: PathBuf,
+    },
+    /// Internal: the guard process that cleans up if rtlab is killed.
+    #[command(name = "__guard", hide = true)]
+    Guard,
+}
+
+/// Options of `rtlab run`.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// The experiment file (systress.conf format).
+    pub file: Option<PathBuf>,
+    /// Write the JSON result document to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for the timer threads' result files (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub outdir: Option<PathBuf>,
+    /// Print every refresh of the live table even when stdout is not a terminal.
+    #[arg(long)]
+    pub every_refresh: bool,
+}
+
+fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
+    for d in diags {
+        eprintln!("{}", d.render(file));
+    }
+    eprintln!(
+        "rtlab: {} problem{} in {file}; nothing was started",
+        diags.len(),
+        if diags.len() == 1 { "" } else { "s" }
+    );
+}
+
+/// Reads and plans an experiment (or the built-in one). Err = exit status.
+fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
+    let root = SysRoot::real();
+    let machine = RealMachine { root: root.clone() };
+    let (text, name) = match file {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => (t, path.display().to_string()),
+            Err(e) => {
+                eprintln!("rtlab: cannot read {}: {e}", path.display());
+                return Err(EXIT_REFUSED);
+            }
+        },
+        None => {
+            use plan::Machine;
+            (
+                plan::builtin_experiment_text(&machine.online_cpus()),
+                "<built-in>".to_string(),
+            )
+        }
+    };
+    plan::plan_text(&text, &name, &machine, opts).map_err(|diags| {
+        print_diagnostics(&name, &diags);
+        EXIT_REFUSED
+    })
+}
+
+fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
+    if let Some(json) = &args.json {
+        let parent = json.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) {
+            eprintln!(
+                "rtlab: --json {}: its directory does not exist",
+                json.display()
+            );
+            return EXIT_REFUSED;
+        }
+    }
+    let opts = PlanOptions {
+        outdir: args.outdir.clone(),
+        dbg_level,
+    };
+    let plan = match load_plan(args.file.as_deref(), &opts) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    messages::set_level(plan.main.dbg_level);
+    let run_opts = RunOptions {
+        json: args.json.clone(),
+        every_refresh: args.every_refresh,
+        root: SysRoot::real(),
+    };
+    let result = match run::execute(&plan, &run_opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rtlab: {e:#}");
+            return EXIT_FAILED;
+        }
+    };
+    for w in &result.warnings {
+        messages::warn(w);
+    }
+    if let Err(e) = run::write_outputs(&result, args.json.as_deref()) {
+        eprintln!("rtlab: {e:#}");
+        return EXIT_FAILED;
+    }
+    match &result.end {
+        EndReason::Completed => {}
+        EndReason::Interrupted { signal } => {
+            eprintln!("rtlab: run interrupted by {signal}; results written")
+        }
+        EndReason::Aborted {
+            program,
+            command,
+            status,
+        } => eprintln!("rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"),
+        EndReason::Failed { error } => eprintln!("rtlab: run failed: {error}"),
+    }
+    result.end.exit_code()
+}
+
+/// Entry point: parses the command line and returns the exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    if let Some(level) = cli.dbg_level {
+        messages::set_level(level);
+    }
+    match (&cli.command, &cli.cfg) {
+        (Some(Command::Guard), _) => crate::load::guard::guard_main(),
+        (Some(Command::Run(args)), _) => run_command(args, cli.dbg_level),
+        (Some(Command::Check { file }), _) => {
+            match load_plan(
+                Some(file),
+                &PlanOptions {
+                    outdir: None,
+                    dbg_level: cli.dbg_level,
+                },
+            ) {
+                Ok(plan) => {
+                    println!(
+                        "{}: OK ({} timer thread{}, {} program{})",
+                        file.display(),
+                        plan.timers.len(),
+                        if plan.timers.len() == 1 { "" } else { "s" },
+                        plan.programs.len(),
+                        if plan.programs.len() == 1 { "" } else { "s" }
+                    );
+                    0
+                }
+                Err(code) => code,
+            }
+        }
+        (None, Some(file)) => run_command(
+            &RunArgs {
+                file: Some(file.clone()),
+                ..RunArgs::default()
+            },
+            cli.dbg_level,
+        ),
+        (None, None) => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            EXIT_REFUSED
+        }
+    }
+}

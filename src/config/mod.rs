@@ -1,0 +1,199 @@
+//! The experiment file (systress.conf format): text in, a typed
+//! [`Experiment`] out, or every problem found as a [`Diagnostic`].
+//!
+//! Pure: no file, clock or machine fact is consulted here. Checks that need
+//! the machine (online CPUs, commands on PATH, privileges) belong to
+//! [`crate::plan`], which keeps the positions recorded here for its messages.
+
+pub mod keys;
+mod parse;
+pub mod values;
+
+use crate::sys::os::Sched;
+use keys::StanzaKind;
+pub use parse::parse;
+pub use values::Action;
+
+/// A position in the file, 1-based (columns count characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
+pub struct Pos {
+    /// Line number.
+    pub line: usize,
+    /// Column number.
+    pub col: usize,
+}
+
+/// A value with the position it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was read.
+    pub pos: Pos,
+}
+
+/// A problem in the file, printed as `FILE:LINE:COL: message` and a hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Where.
+    pub pos: Pos,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic at `pos`.
+    pub fn new(pos: Pos, message: impl Into<String>) -> Self {
+        Diagnostic {
+            pos,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn with_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+
+    /// Renders it for `file` (`FILE:LINE:COL: error: message` + hint line).
+    pub fn render(&self, file: &str) -> String {
+        let mut out = format!(
+            "{file}:{}:{}: error: {}",
+            self.pos.line, self.pos.col, self.message
+        );
+        if let Some(hint) = &self.hint {
+            out.push_str(&format!("\n  hint: {hint}"));
+        }
+        out
+    }
+}
+
+/// Format of a timer thread's result file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatsFormat {
+    /// Text, gnuplot-ready.
+    Txt,
+    /// CSV.
+    Csv,
+}
+
+/// Which CPU load to show in the live table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuLoadDisplay {
+    /// Per CPU and global.
+    All,
+    /// Global only.
+    Global,
+    /// Nothing.
+    None,
+}
+
+/// The `main` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MainConfig {
+    /// Where the stanza starts (default position when absent).
+    pub pos: Pos,
+    /// Diagnostics verbosity.
+    pub dbg_level: u8,
+    /// CPUs of the main thread.
+    pub cpu_affinity: Option<Spanned<Vec<usize>>>,
+    /// Main-thread scheduling.
+    pub sched: Spanned<Sched>,
+    /// Refresh period of the live table (ns).
+    pub stats_period_ns: u64,
+    /// Result-file format.
+    pub stats_format: StatsFormat,
+    /// CPU load display.
+    pub cpu_load: CpuLoadDisplay,
+    /// mlockall before measuring.
+    pub memlock: bool,
+    /// PM QoS request held on /dev/cpu_dma_latency (µs); None = leave alone.
+    pub dma_latency_us: Option<u32>,
+}
+
+impl Default for MainConfig {
+    fn default() -> Self {
+        MainConfig {
+            pos: Pos::default(),
+            dbg_level: 0,
+            cpu_affinity: None,
+            sched: Spanned {
+                value: Sched::default(),
+                pos: Pos::default(),
+            },
+            stats_period_ns: 1_000_000_000,
+            stats_format: StatsFormat::Txt,
+            cpu_load: CpuLoadDisplay::None,
+            memlock: false,
+            dma_latency_us: Some(0),
+        }
+    }
+}
+
+/// A `timer_thread[N]` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerConfig {
+    /// N.
+    pub index: usize,
+    /// Where the stanza starts.
+    pub pos: Pos,
+    /// CPUs of the thread.
+    pub cpu_affinity: Option<Spanned<Vec<usize>>>,
+    /// Scheduling.
+    pub sched: Spanned<Sched>,
+    /// Timer period (ns).
+    pub period_ns: u64,
+    /// Measure for this long (ns).
+    pub duration_ns: Option<u64>,
+    /// Or take this many samples.
+    pub loops: Option<u64>,
+    /// Largest latency kept in the 1-µs histogram (µs).
+    pub histo_size_us: u64,
+    /// Result file name.
+    pub filename: Option<Spanned<String>>,
+}
+
+/// A `program[N]` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramConfig {
+    /// N.
+    pub index: usize,
+    /// Where the stanza starts.
+    pub pos: Pos,
+    /// argv (never run through a shell).
+    pub argv: Spanned<Vec<String>>,
+    /// CPUs (inherited by its children).
+    pub cpu_affinity: Option<Spanned<Vec<usize>>>,
+    /// Scheduling.
+    pub sched: Spanned<Sched>,
+    /// stdout target.
+    pub out: Option<Spanned<String>>,
+    /// stderr target.
+    pub err: Option<Spanned<String>>,
+    /// On exit status 0.
+    pub on_ok: Action,
+    /// On non-zero exit or death by signal.
+    pub on_ko: Action,
+    /// Time between SIGTERM and SIGKILL at the end (ns).
+    pub grace_ns: u64,
+}
+
+/// A whole experiment, as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Experiment {
+    /// The conductor.
+    pub main: MainConfig,
+    /// Timer threads, ordered by index.
+    pub timers: Vec<TimerConfig>,
+    /// Programs, ordered by index.
+    pub programs: Vec<ProgramConfig>,
+}
+
+/// The stanza kinds, re-exported for diagnostics elsewhere.
+pub type Kind = StanzaKind;

@@ -1,0 +1,630 @@
+//! The parser: lines → stanzas of properties → typed configuration, with
+//! every problem gathered (parsing goes on after an error).
+
+use super::keys::{self, StanzaKind};
+use super::values::{self, ValueError};
+use super::*;
+use crate::sys::os::{Policy, Sched};
+
+/// One `key value` line.
+#[derive(Debug, Clone)]
+struct Prop {
+    key: String,
+    key_pos: Pos,
+    value: String,
+    value_pos: Pos,
+}
+
+impl Prop {
+    /// The position `offset` bytes into the value.
+    fn pos_at(&self, offset: usize) -> Pos {
+        let offset = offset.min(self.value.len());
+        let chars = self.value.get(..offset).map_or(0, |s| s.chars().count());
+        Pos {
+            line: self.value_pos.line,
+            col: self.value_pos.col + chars,
+        }
+    }
+}
+
+/// Where the line splitter is: between stanzas, after a name waiting for its
+/// `{`, or inside a stanza (None when its name was bad: lines are skipped).
+enum State {
+    Outside,
+    AwaitBrace(Option<(StanzaKind, usize)>, Pos),
+    Inside(Option<Stanza>, Pos),
+}
+
+struct Stanza {
+    kind: StanzaKind,
+    index: usize,
+    pos: Pos,
+    props: Vec<Prop>,
+}
+
+/// Byte index where a `#` comment starts, outside quotes; or the line length.
+fn comment_start(line: &str) -> usize {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (c, quote) {
+            ('\\', q) if q != Some('\'') => escaped = true,
+            ('"' | '\'', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            ('#', None) => return i,
+            _ => {}
+        }
+    }
+    line.len()
+}
+
+fn col_of(line: &str, byte: usize) -> usize {
+    line.get(..byte).map_or(0, |s| s.chars().count()) + 1
+}
+
+/// Parses a stanza name: `main`, `timer_thread[N]`, `program[N]`.
+fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
+    if name == "main" {
+        return Ok((StanzaKind::Main, 0));
+    }
+    let (base, rest) = name.split_once('[').ok_or_else(|| unknown_stanza(name))?;
+    let kind = match base.trim() {
+        "timer_thread" => StanzaKind::Timer,
+        "program" => StanzaKind::Program,
+        _ => return Err(unknown_stanza(name)),
+    };
+    let index = rest
+        .strip_suffix(']')
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .ok_or_else(|| {
+            format!(
+                "`{name}`: the index must be a non-negative integer, as in `{}[0]`",
+                base.trim()
+            )
+        })?;
+    Ok((kind, index))
+}
+
+fn unknown_stanza(name: &str) -> String {
+    format!("unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]` and `program[N]`")
+}
+
+/// Parses an experiment file's text.
+pub fn parse(text: &str) -> Result<Experiment, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let stanzas = split_stanzas(text, &mut diags);
+    let mut exp = Experiment::default();
+    let mut main_seen: Option<Pos> = None;
+    let mut seen: Vec<(StanzaKind, usize, Pos)> = Vec::new();
+    for st in stanzas {
+        if st.kind == StanzaKind::Main {
+            if let Some(first) = main_seen {
+                diags.push(
+                    Diagnostic::new(st.pos, "a second `main` stanza").with_hint(Some(format!(
+                        "merge it into the first one, at line {}",
+                        first.line
+                    ))),
+                );
+                continue;
+            }
+            main_seen = Some(st.pos);
+        } else if let Some((_, _, first)) = seen
+            .iter()
+            .find(|(k, i, _)| *k == st.kind && *i == st.index)
+        {
+            diags.push(
+                Diagnostic::new(st.pos, format!("index {} is used twice", st.index)).with_hint(
+                    Some(format!(
+                        "the first one is at line {}; give each a unique N",
+                        first.line
+                    )),
+                ),
+            );
+            continue;
+        }
+        seen.push((st.kind, st.index, st.pos));
+        let mut b = Builder {
+            diags: &mut diags,
+            kind: st.kind,
+        };
+        match st.kind {
+            StanzaKind::Main => exp.main = b.main(&st),
+            StanzaKind::Timer => exp.timers.push(b.timer(&st)),
+            StanzaKind::Program => {
+                if let Some(p) = b.program(&st) {
+                    exp.programs.push(p);
+                }
+            }
+        }
+    }
+    exp.timers.sort_by_key(|t| t.index);
+    exp.programs.sort_by_key(|p| p.index);
+    if diags.is_empty() {
+        Ok(exp)
+    } else {
+        diags.sort_by_key(|d| d.pos);
+        Err(diags)
+    }
+}
+
+/// Splits text into stanzas of properties; syntax errors go to `diags`.
+fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
+    let mut stanzas = Vec::new();
+    let mut state = State::Outside;
+    for (n, raw_line) in text.lines().enumerate() {
+        let line = &raw_line[..comment_start(raw_line)];
+        let content = line.trim();
+        if content.is_empty() {
+            continue;
+        }
+        let lead = line.len() - line.trim_start().len();
+        let pos = Pos {
+            line: n + 1,
+            col: col_of(line, lead),
+        };
+        state = match state {
+            State::Outside | State::AwaitBrace(..) if content == "}" => {
+                diags.push(Diagnostic::new(pos, "`}` without an open stanza"));
+                State::Outside
+            }
+            State::AwaitBrace(name, start) if content == "{" => match name {
+                Some((kind, index)) => State::Inside(
+                    Some(Stanza {
+                        kind,
+                        index,
+                        pos: start,
+                        props: Vec::new(),
+                    }),
+                    start,
+                ),
+                None => State::Inside(None, start),
+            },
+            State::AwaitBrace(_, start) => {
+                diags.push(
+                    Diagnostic::new(start, "stanza name not followed by `{`")
+                        .with_hint(Some("a stanza is a name, then `{`, properties, `}`".into())),
+                );
+                header(content, pos, diags)
+            }
+            State::Outside => header(content, pos, diags),
+            State::Inside(stanza, _) if content == "}" => {
+                stanzas.extend(stanza);
+                State::Outside
+            }
+            State::Inside(mut stanza, start) => {
+                if content.ends_with('{') || content.starts_with('}') {
+                    diags.push(
+                        Diagnostic::new(pos, "a stanza cannot be opened or closed here").with_hint(
+                            Some(format!(
+                                "close the stanza of line {} with `}}` on a line of its own first",
+                                start.line
+                            )),
+                        ),
+                    );
+                } else if let Some(st) = stanza.as_mut() {
+                    let key_len = content.find(char::is_whitespace).unwrap_or(content.len());
+                    let key = &content[..key_len];
+                    let value = content[key_len..].trim_start();
+                    let value_byte = lead + key_len + (content[key_len..].len() - value.len());
+                    st.props.push(Prop {
+                        key: key.to_string(),
+                        key_pos: pos,
+                        value: value.to_string(),
+                        value_pos: Pos {
+                            line: n + 1,
+                            col: col_of(line, value_byte),
+                        },
+                    });
+                }
+                State::Inside(stanza, start)
+            }
+        };
+    }
+    match state {
+        State::Inside(_, start) => diags.push(
+            Diagnostic::new(start, "stanza is not closed")
+                .with_hint(Some("add `}` after its last property".into())),
+        ),
+        State::AwaitBrace(_, start) => diags.push(
+            Diagnostic::new(start, "stanza name not followed by `{`")
+                .with_hint(Some("a stanza is a name, then `{`, properties, `}`".into())),
+        ),
+        State::Outside => {}
+    }
+    stanzas
+}
+
+/// Parses a stanza header line (`name` or `name {`).
+fn header(content: &str, pos: Pos, diags: &mut Vec<Diagnostic>) -> State {
+    let (name, opens) = match content.strip_suffix('{') {
+        Some(n) => (n.trim(), true),
+        None => (content, false),
+    };
+    let parsed = match stanza_name(name) {
+        Ok(k) => Some(k),
+        Err(msg) => {
+            let hint = if name.contains(char::is_whitespace) {
+                Some("a property must be inside a stanza: `main { ... }`".to_string())
+            } else {
+                None
+            };
+            diags.push(Diagnostic::new(pos, msg).with_hint(hint));
+            None
+        }
+    };
+    if opens {
+        State::Inside(
+            parsed.map(|(kind, index)| Stanza {
+                kind,
+                index,
+                pos,
+                props: Vec::new(),
+            }),
+            pos,
+        )
+    } else {
+        State::AwaitBrace(parsed, pos)
+    }
+}
+
+/// Turns a stanza's properties into typed configuration.
+struct Builder<'a> {
+    diags: &'a mut Vec<Diagnostic>,
+    kind: StanzaKind,
+}
+
+/// The scheduling keys of a stanza, checked together once all are read.
+#[derive(Default)]
+struct SchedKeys {
+    policy: Option<(Policy, Pos)>,
+    priority: Option<(i64, Pos)>,
+}
+
+impl Builder<'_> {
+    fn value_error(&mut self, prop: &Prop, e: ValueError) {
+        self.diags.push(
+            Diagnostic::new(
+                prop.pos_at(e.offset),
+                format!("`{}`: {}", prop.key, e.message),
+            )
+            .with_hint(e.hint),
+        );
+    }
+
+    fn get<T>(&mut self, prop: &Prop, r: Result<T, ValueError>) -> Option<T> {
+        r.map_err(|e| self.value_error(prop, e)).ok()
+    }
+
+    /// Checks key existence, duplicates and value presence; yields the props
+    /// worth interpreting.
+    fn props<'p>(&mut self, st: &'p Stanza) -> Vec<&'p Prop> {
+        let mut out: Vec<&Prop> = Vec::new();
+        for prop in &st.props {
+            let Some(spec) = keys::find(self.kind, &prop.key) else {
+                self.diags.push(
+                    Diagnostic::new(
+                        prop.key_pos,
+                        format!("unknown key `{}` in {}", prop.key, self.kind.display()),
+                    )
+                    .with_hint(Some(keys::unknown_key_hint(self.kind, &prop.key))),
+                );
+                continue;
+            };
+            if let Some(first) = out.iter().find(|p| p.key == prop.key) {
+                self.diags.push(
+                    Diagnostic::new(prop.key_pos, format!("`{}` is set twice", prop.key))
+                        .with_hint(Some(format!(
+                            "it was first set at line {}",
+                            first.key_pos.line
+                        ))),
+                );
+                continue;
+            }
+            let is_flag = spec.value == "(flag)";
+            if is_flag && !prop.value.is_empty() {
+                self.diags.push(
+                    Diagnostic::new(prop.value_pos, format!("`{}` takes no value", prop.key))
+                        .with_hint(Some(format!("write `{}` alone to turn it on", prop.key))),
+                );
+                continue;
+            }
+            if !is_flag && prop.value.is_empty() {
+                self.diags.push(
+                    Diagnostic::new(prop.key_pos, format!("`{}` needs a value", prop.key))
+                        .with_hint(Some(format!("`{} {}`", prop.key, spec.value))),
+                );
+                continue;
+            }
+            out.push(prop);
+        }
+        out
+    }
+
+    fn cpu_list(&mut self, prop: &Prop) -> Option<Spanned<Vec<usize>>> {
+        match crate::cpulist::parse(&prop.value) {
+            Ok(cpus) => Some(Spanned {
+                value: cpus,
+                pos: prop.value_pos,
+            }),
+            Err(e) => {
+                self.value_error(
+                    prop,
+                    ValueError::new(e.message)
+                        .at(e.offset)
+                        .hint("CPU lists look like `3`, `0-2` or `0,2-3,7`"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Common keys: affinity and scheduling. Returns true if handled.
+    fn common(
+        &mut self,
+        prop: &Prop,
+        affinity: &mut Option<Spanned<Vec<usize>>>,
+        sched: &mut SchedKeys,
+    ) -> bool {
+        match prop.key.as_str() {
+            "cpu_affinity" => *affinity = self.cpu_list(prop),
+            "sched.policy" => {
+                sched.policy = self
+                    .get(prop, values::policy(&prop.value))
+                    .map(|p| (p, prop.value_pos))
+            }
+            "sched.priority" => {
+                sched.priority = self
+                    .get(prop, values::integer(&prop.value, -20, 99))
+                    .map(|p| (p, prop.value_pos))
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn sched(&mut self, keys: SchedKeys, stanza_pos: Pos) -> Spanned<Sched> {
+        let (policy, policy_pos) = keys.policy.unwrap_or((Policy::Other, stanza_pos));
+        let pos = keys.priority.map_or(policy_pos, |(_, p)| p);
+        let priority = match (policy.is_realtime(), keys.priority) {
+            (true, None) => {
+                self.diags.push(
+                    Diagnostic::new(policy_pos, format!("{} needs a priority", policy.name()))
+                        .with_hint(Some("add `sched.priority N` with N in 1..99".into())),
+                );
+                1
+            }
+            (true, Some((p, at))) if !(1..=99).contains(&p) => {
+                self.diags.push(
+                    Diagnostic::new(
+                        at,
+                        format!("{} priority {p} is out of range", policy.name()),
+                    )
+                    .with_hint(Some("real-time priorities are 1..99".into())),
+                );
+                1
+            }
+            (false, Some((p, at))) if !(-20..=19).contains(&p) => {
+                self.diags.push(
+                    Diagnostic::new(
+                        at,
+                        format!("nice value {p} is out of range for {}", policy.name()),
+                    )
+                    .with_hint(Some(
+                        "for OTHER, BATCH and IDLE the priority is the nice value, -20..19; \
+                             did you mean `sched.policy FIFO`?"
+                            .into(),
+                    )),
+                );
+                0
+            }
+            (_, Some((p, _))) => p as i32,
+            (false, None) => 0,
+        };
+        Spanned {
+            value: Sched { policy, priority },
+            pos,
+        }
+    }
+
+    fn duration(&mut self, prop: &Prop, min_ns: u64) -> Option<u64> {
+        let ns = self.get(prop, values::duration_ns(&prop.value))?;
+        if ns < min_ns {
+            self.value_error(
+                prop,
+                ValueError::new(format!(
+                    "must be at least {}",
+                    values::format_duration(min_ns)
+                )),
+            );
+            return None;
+        }
+        Some(ns)
+    }
+
+    fn path(&mut self, prop: &Prop) -> Spanned<String> {
+        Spanned {
+            value: prop.value.clone(),
+            pos: prop.value_pos,
+        }
+    }
+
+    fn main(&mut self, st: &Stanza) -> MainConfig {
+        let mut m = MainConfig {
+            pos: st.pos,
+            ..MainConfig::default()
+        };
+        let mut sched = SchedKeys::default();
+        for prop in self.props(st) {
+            if self.common(prop, &mut m.cpu_affinity, &mut sched) {
+                continue;
+            }
+            match prop.key.as_str() {
+                "dbg_level" => {
+                    if let Some(n) = self.get(prop, values::integer(&prop.value, 0, 9)) {
+                        m.dbg_level = n as u8;
+                    }
+                }
+                "stats.period" => {
+                    if let Some(ns) = self.duration(prop, 1_000_000) {
+                        m.stats_period_ns = ns;
+                    }
+                }
+                "stats.format" => match prop.value.to_ascii_lowercase().as_str() {
+                    "txt" => m.stats_format = StatsFormat::Txt,
+                    "csv" => m.stats_format = StatsFormat::Csv,
+                    _ => self.value_error(
+                        prop,
+                        ValueError::new(format!("unknown format `{}`", prop.value))
+                            .hint("use `txt` or `csv`"),
+                    ),
+                },
+                "stats.cpu_load" => match prop.value.to_ascii_lowercase().as_str() {
+                    "all" => m.cpu_load = CpuLoadDisplay::All,
+                    "global" => m.cpu_load = CpuLoadDisplay::Global,
+                    "none" => m.cpu_load = CpuLoadDisplay::None,
+                    _ => self.value_error(
+                        prop,
+                        ValueError::new(format!("unknown CPU load display `{}`", prop.value))
+                            .hint("use `all`, `global` or `none`"),
+                    ),
+                },
+                "memlock" => m.memlock = true,
+                "pm_qos.cpu_dma_latency" => {
+                    if prop.value.eq_ignore_ascii_case("off") {
+                        m.dma_latency_us = None;
+                    } else if let Some(ns) = self.duration(prop, 0) {
+                        if ns % 1000 != 0 || ns / 1000 > i32::MAX as u64 {
+                            self.value_error(
+                                prop,
+                                ValueError::new("must be a whole number of microseconds")
+                                    .hint("e.g. `0 us`, `10 us`, or `off`"),
+                            );
+                        } else {
+                            m.dma_latency_us = Some((ns / 1000) as u32);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        m.sched = self.sched(sched, st.pos);
+        m
+    }
+
+    fn timer(&mut self, st: &Stanza) -> TimerConfig {
+        let mut t = TimerConfig {
+            index: st.index,
+            pos: st.pos,
+            cpu_affinity: None,
+            sched: Spanned {
+                value: Sched::default(),
+                pos: st.pos,
+            },
+            period_ns: 1_000_000,
+            duration_ns: None,
+            loops: None,
+            histo_size_us: 100,
+            filename: None,
+        };
+        let mut sched = SchedKeys::default();
+        for prop in self.props(st) {
+            if self.common(prop, &mut t.cpu_affinity, &mut sched) {
+                continue;
+            }
+            match prop.key.as_str() {
+                "timer.period" => {
+                    if let Some(ns) = self.duration(prop, 1_000) {
+                        if ns > 3_600_000_000_000 {
+                            self.value_error(prop, ValueError::new("must be at most 1 h"));
+                        } else {
+                            t.period_ns = ns;
+                        }
+                    }
+                }
+                "lifetime.duration" => t.duration_ns = self.duration(prop, 1),
+                "lifetime.loops" => {
+                    t.loops = self
+                        .get(prop, values::integer(&prop.value, 1, i64::MAX))
+                        .map(|n| n as u64)
+                }
+                "stats.histo_size" => {
+                    if let Some(ns) = self.duration(prop, 1_000) {
+                        if ns % 1_000 != 0 || ns > 1_000_000_000 {
+                            self.value_error(
+                                prop,
+                                ValueError::new(
+                                    "must be a whole number of microseconds, at most 1 s",
+                                )
+                                .hint("the histogram has one bucket per µs, e.g. `20 us`, `1 ms`"),
+                            );
+                        } else {
+                            t.histo_size_us = ns / 1_000;
+                        }
+                    }
+                }
+                "stats.filename" => t.filename = Some(self.path(prop)),
+                _ => {}
+            }
+        }
+        t.sched = self.sched(sched, st.pos);
+        t
+    }
+
+    fn program(&mut self, st: &Stanza) -> Option<ProgramConfig> {
+        let mut argv = None;
+        let mut affinity = None;
+        let mut sched = SchedKeys::default();
+        let (mut out, mut err) = (None, None);
+        let (mut on_ok, mut on_ko) = (Action::Ignore, Action::Ignore);
+        let mut grace_ns = 2_000_000_000;
+        for prop in self.props(st) {
+            if self.common(prop, &mut affinity, &mut sched) {
+                continue;
+            }
+            match prop.key.as_str() {
+                "cmdline" => {
+                    argv = self
+                        .get(prop, values::cmdline(&prop.value))
+                        .map(|v| Spanned {
+                            value: v,
+                            pos: prop.value_pos,
+                        })
+                }
+                "output.out" => out = Some(self.path(prop)),
+                "output.err" => err = Some(self.path(prop)),
+                "termination.ok" => {
+                    on_ok = self.get(prop, values::action(&prop.value)).unwrap_or(on_ok)
+                }
+                "termination.ko" => {
+                    on_ko = self.get(prop, values::action(&prop.value)).unwrap_or(on_ko)
+                }
+                "termination.grace" => grace_ns = self.duration(prop, 0).unwrap_or(grace_ns),
+                _ => {}
+            }
+        }
+        let sched = self.sched(sched, st.pos);
+        let has_cmdline = st.props.iter().any(|p| p.key == "cmdline");
+        if !has_cmdline {
+            self.diags.push(
+                Diagnostic::new(st.pos, format!("program[{}] has no `cmdline`", st.index))
+                    .with_hint(Some("add `cmdline COMMAND ARGS...`".into())),
+            );
+        }
+        Some(ProgramConfig {
+            index: st.index,
+            pos: st.pos,
+            argv: argv?,
+            cpu_affinity: affinity,
+            sched,
+            out,
+            err,
+            on_ok,
+            on_ko,
+            grace_ns,
+        })
+    }
+}

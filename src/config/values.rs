@@ -1,0 +1,262 @@
+//! Value kinds of the experiment file: durations, policies, actions, command
+//! lines. Each parser returns the value or a [`ValueError`] with the byte
+//! offset of the problem inside the value and a hint.
+
+use crate::sys::os::Policy;
+
+/// A value that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError {
+    /// Byte offset inside the value text.
+    pub offset: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+impl ValueError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        ValueError {
+            offset: 0,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub(crate) fn at(mut self, offset: usize) -> Self {
+        self.offset = offset;
+        self
+    }
+}
+
+/// Duration units and their length in nanoseconds.
+pub const DURATION_UNITS: [(&str, u128); 6] = [
+    ("ns", 1),
+    ("us", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("min", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
+const UNITS_HINT: &str = "durations take a unit: ns, us, ms, s, min, h (e.g. `1500 ms`, `1.5s`)";
+
+/// Parses a duration (`1500 ms`, `1.5s`, `10 min`) into nanoseconds.
+/// Decimals are exact (no floating point); sub-nanosecond parts are dropped.
+pub fn duration_ns(text: &str) -> Result<u64, ValueError> {
+    let number_len = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, rest) = text.split_at(number_len);
+    let unit = rest.trim();
+    if number.is_empty() {
+        return Err(ValueError::new(format!("`{text}` is not a duration")).hint(UNITS_HINT));
+    }
+    if unit.is_empty() {
+        return Err(ValueError::new(format!("duration `{text}` has no unit"))
+            .at(number_len)
+            .hint(UNITS_HINT));
+    }
+    let Some(&(_, unit_ns)) = DURATION_UNITS.iter().find(|(u, _)| *u == unit) else {
+        return Err(ValueError::new(format!("unknown duration unit `{unit}`"))
+            .at(text.len() - rest.trim_start().len())
+            .hint(UNITS_HINT));
+    };
+    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    if frac_part.contains('.') || (int_part.is_empty() && frac_part.is_empty()) {
+        return Err(ValueError::new(format!("`{number}` is not a number")).hint(UNITS_HINT));
+    }
+    let parse = |digits: &str| -> Result<u128, ValueError> {
+        if digits.is_empty() {
+            return Ok(0);
+        }
+        digits
+            .parse::<u128>()
+            .map_err(|_| ValueError::new(format!("`{number}` is too large")))
+    };
+    if frac_part.len() > 18 {
+        return Err(ValueError::new(format!("`{number}` has too many decimals")));
+    }
+    let whole = parse(int_part)?.checked_mul(unit_ns);
+    let frac = parse(frac_part)? * unit_ns / 10u128.pow(frac_part.len() as u32);
+    whole
+        .and_then(|w| w.checked_add(frac))
+        .and_then(|ns| u64::try_from(ns).ok())
+        .ok_or_else(|| ValueError::new(format!("duration `{text}` is too long")))
+}
+
+/// Formats nanoseconds as the shortest exact duration (`1500 ms` → `1500ms`).
+pub fn format_duration(ns: u64) -> String {
+    let ns = u128::from(ns);
+    for &(unit, len) in DURATION_UNITS.iter().rev() {
+        if ns != 0 && ns % len == 0 {
+            return format!("{}{unit}", ns / len);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Parses a scheduling policy name, case-insensitively.
+pub fn policy(text: &str) -> Result<Policy, ValueError> {
+    match text.to_ascii_uppercase().as_str() {
+        "OTHER" | "NORMAL" => Ok(Policy::Other),
+        "FIFO" => Ok(Policy::Fifo),
+        "RR" => Ok(Policy::Rr),
+        "BATCH" => Ok(Policy::Batch),
+        "IDLE" => Ok(Policy::Idle),
+        _ => Err(
+            ValueError::new(format!("unknown scheduling policy `{text}`"))
+                .hint("use one of OTHER, FIFO, RR, BATCH, IDLE"),
+        ),
+    }
+}
+
+/// What to do when a program ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Action {
+    /// Start it again.
+    Respawn,
+    /// Leave it stopped.
+    Ignore,
+    /// Stop the whole run.
+    Abort,
+}
+
+/// Parses a termination action, case-insensitively.
+pub fn action(text: &str) -> Result<Action, ValueError> {
+    match text.to_ascii_uppercase().as_str() {
+        "RESPAWN" => Ok(Action::Respawn),
+        "IGNORE" => Ok(Action::Ignore),
+        "ABORT" => Ok(Action::Abort),
+        _ => Err(ValueError::new(format!("unknown action `{text}`"))
+            .hint("use one of RESPAWN, IGNORE, ABORT")),
+    }
+}
+
+/// Parses an integer in `min..=max`.
+pub fn integer(text: &str, min: i64, max: i64) -> Result<i64, ValueError> {
+    let n: i64 = text
+        .parse()
+        .map_err(|_| ValueError::new(format!("`{text}` is not a whole number")))?;
+    if n < min || n > max {
+        return Err(ValueError::new(format!(
+            "{n} is out of range ({min}..{max})"
+        )));
+    }
+    Ok(n)
+}
+
+/// Splits a command line into argv as a shell splits words (quotes group,
+/// backslash escapes), without running a shell: `;`, `|`, `{}` are plain
+/// arguments.
+pub fn cmdline(text: &str) -> Result<Vec<String>, ValueError> {
+    let argv = shell_words::split(text).map_err(|_| {
+        ValueError::new("unbalanced quote in command line")
+            .hint("close the quote, or escape it with a backslash")
+    })?;
+    if argv.is_empty() {
+        return Err(ValueError::new("empty command line"));
+    }
+    Ok(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_of_every_unit_and_form() {
+        assert_eq!(duration_ns("1500 ms").unwrap(), 1_500_000_000);
+        assert_eq!(duration_ns("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(duration_ns("10 min").unwrap(), 600_000_000_000);
+        assert_eq!(duration_ns("200 us").unwrap(), 200_000);
+        assert_eq!(duration_ns("2 s").unwrap(), 2_000_000_000);
+        assert_eq!(duration_ns("1h").unwrap(), 3_600_000_000_000);
+        assert_eq!(duration_ns("7ns").unwrap(), 7);
+        assert_eq!(duration_ns("0.1 ms").unwrap(), 100_000);
+        assert_eq!(duration_ns(".5 s").unwrap(), 500_000_000);
+    }
+
+    #[test]
+    fn duration_errors_say_which_units_exist() {
+        let e = duration_ns("1500").unwrap_err();
+        assert!(e.message.contains("no unit"));
+        assert!(e.hint.unwrap().contains("ns, us, ms, s, min, h"));
+        let e = duration_ns("3 days").unwrap_err();
+        assert_eq!(e.offset, 2);
+        assert!(e.message.contains("`days`"));
+        assert!(duration_ns("ms").is_err());
+        assert!(duration_ns("1.2.3 s").is_err());
+        assert!(duration_ns("99999999999999999999999 h").is_err());
+    }
+
+    #[test]
+    fn durations_format_back() {
+        assert_eq!(format_duration(1_500_000_000), "1500ms");
+        assert_eq!(format_duration(60_000_000_000), "1min");
+        assert_eq!(format_duration(0), "0ns");
+        for text in ["1ms", "20us", "10s", "3h", "7ns"] {
+            assert_eq!(format_duration(duration_ns(text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn policies_and_actions_are_case_insensitive() {
+        assert_eq!(policy("fifo").unwrap(), Policy::Fifo);
+        assert_eq!(policy("Rr").unwrap(), Policy::Rr);
+        assert_eq!(policy("OTHER").unwrap(), Policy::Other);
+        assert_eq!(policy("batch").unwrap(), Policy::Batch);
+        assert_eq!(policy("idle").unwrap(), Policy::Idle);
+        assert!(
+            policy("deadline")
+                .unwrap_err()
+                .hint
+                .unwrap()
+                .contains("FIFO")
+        );
+        assert_eq!(action("respawn").unwrap(), Action::Respawn);
+        assert_eq!(action("IGNORE").unwrap(), Action::Ignore);
+        assert_eq!(action("Abort").unwrap(), Action::Abort);
+        assert!(action("restart").is_err());
+    }
+
+    #[test]
+    fn integers_in_range() {
+        assert_eq!(integer("99", 1, 99).unwrap(), 99);
+        assert!(
+            integer("100", 1, 99)
+                .unwrap_err()
+                .message
+                .contains("out of range")
+        );
+        assert!(integer("x", 1, 99).is_err());
+    }
+
+    #[test]
+    fn cmdline_splits_like_a_shell_without_one() {
+        assert_eq!(
+            cmdline("find / -type d -exec /bin/ls {} ; -print").unwrap(),
+            [
+                "find", "/", "-type", "d", "-exec", "/bin/ls", "{}", ";", "-print"
+            ]
+        );
+        assert_eq!(
+            cmdline(r#"sh -c "find / -type d -print0 | tar --null -cvzf - -T -""#).unwrap(),
+            [
+                "sh",
+                "-c",
+                "find / -type d -print0 | tar --null -cvzf - -T -"
+            ]
+        );
+        assert_eq!(cmdline(r"echo a\ b 'c d'").unwrap(), ["echo", "a b", "c d"]);
+        assert!(cmdline("echo \"open").is_err());
+        assert!(cmdline("   ").is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! The guard: a small helper process (`rtlab __guard`) that outlives rtlab
+//! only to clean up after it. rtlab keeps the write end of the guard's stdin;
+//! when rtlab dies, even by SIGKILL, the kernel closes it and the guard reads
+//! end-of-file. Unless rtlab said `done` first, the guard then kills every
+//! process group and the tracking cgroup rtlab told it about.
+//!
+//! Protocol, one line each: `pgid N`, `forget N`, `cgroup DIR`, `done`.
+
+use crate::sys::cgroup::TrackingCgroup;
+use crate::sys::{SysRoot, os};
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+/// rtlab's end of the guard.
+pub struct Guard {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Guard {
+    /// Starts the guard (a copy of this executable).
+    pub fn start() -> std::io::Result<Guard> {
+        let exe = std::env::current_exe()?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("__guard")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .process_group(0);
+        use std::os::unix::process::CommandExt;
+        let mut child = cmd.spawn()?;
+        let stdin = child.stdin.take();
+        Ok(Guard { child, stdin })
+    }
+
+    /// Tells the guard one line.
+    pub fn tell(&mut self, line: &str) {
+        if let Some(s) = self.stdin.as_mut() {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+
+    /// Ends the guard without cleanup (rtlab cleaned up itself).
+    pub fn finish(mut self) {
+        self.tell("done");
+        self.stdin.take();
+        let _ = self.child.wait();
+    }
+}
+
+/// The guard's own main: returns its exit status.
+pub fn guard_main() -> i32 {
+    // Ctrl-C or a `kill` meant for rtlab must not stop the cleaner.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        os::ignore_signal(sig);
+    }
+    os::set_thread_name("rtlab-guard");
+    let mut pgids: Vec<i32> = Vec::new();
+    let mut cgroup: Option<String> = None;
+    let mut done = false;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let (verb, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        match verb {
+            "pgid" => pgids.extend(arg.parse::<i32>().ok()),
+            "forget" => {
+                if let Ok(n) = arg.parse::<i32>() {
+                    pgids.retain(|&p| p != n);
+                }
+            }
+            "cgroup" => cgroup = Some(arg.to_string()),
+            "done" => done = true,
+            _ => {}
+        }
+    }
+    if done {
+        return 0;
+    }
+    for &pgid in &pgids {
+        let _ = os::kill_group(pgid, libc::SIGKILL);
+    }
+    if let Some(dir) = cgroup {
+        let cg = TrackingCgroup::existing(&SysRoot::real(), &dir);
+        if cg
+            .kill_and_remove(std::time::Duration::from_secs(5))
+            .is_err()
+        {
+            return 1;
+        }
+    }
+    0
+}

@@ -1,0 +1,426 @@
+//! Load programs: started without a shell, each in its own process group and
+//! in the run's tracking cgroup, supervised (RESPAWN / IGNORE / ABORT with a
+//! back-off for crash loops), and stopped at the end with SIGTERM, then
+//! SIGKILL after the grace period. A [`guard::Guard`] process cleans up if
+//! rtlab itself dies.
+//!
+//! Back-off: a program that ran for less than [`HEALTHY_RUN`] before it
+//! exited is restarted after a delay that starts at [`FIRST_BACKOFF`] and
+//! doubles up to [`MAX_BACKOFF`]; one that ran longer is restarted at once
+//! and its delay is reset.
+
+pub mod guard;
+
+use crate::config::Action;
+use crate::plan::ProgramPlan;
+use crate::sys::SysRoot;
+use crate::sys::cgroup::TrackingCgroup;
+use crate::sys::os::{self, ChildSetup};
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// A run shorter than this counts as a crash for the back-off.
+pub const HEALTHY_RUN: Duration = Duration::from_secs(1);
+/// First respawn delay after a short run.
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest respawn delay.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Exit records kept per program (the count goes on beyond).
+pub const MAX_EXIT_RECORDS: usize = 1000;
+
+/// One end of a program instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExitRecord {
+    /// Seconds since the run started.
+    pub at_s: f64,
+    /// How long it ran (s).
+    pub ran_s: f64,
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal, when it was killed.
+    pub signal: Option<i32>,
+    /// rtlab stopped it at the end of the run.
+    pub stopped_by_rtlab: bool,
+}
+
+impl ExitRecord {
+    /// `status 1`, `signal 11 (SIGSEGV)`.
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(s)) => format!("signal {s} ({})", signal_name(s)),
+            _ => "unknown status".into(),
+        }
+    }
+}
+
+/// The name of a signal number.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// What happened to a program during the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramResult {
+    /// Index N.
+    pub index: usize,
+    /// argv.
+    pub argv: Vec<String>,
+    /// How many times it was started.
+    pub starts: u64,
+    /// How many times it ended.
+    pub exits_total: u64,
+    /// The first [`MAX_EXIT_RECORDS`] ends.
+    pub exits: Vec<ExitRecord>,
+    /// Why it could not be started, if it could not.
+    pub spawn_error: Option<String>,
+}
+
+struct Program {
+    plan: ProgramPlan,
+    child: Option<Child>,
+    started_at: Instant,
+    backoff: Duration,
+    respawn_at: Option<Instant>,
+    out_opened: bool,
+    err_opened: bool,
+    result: ProgramResult,
+}
+
+/// Why the supervisor asks the run to stop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AbortRequest {
+    /// Which program.
+    pub index: usize,
+    /// What it was (argv[0]).
+    pub command: String,
+    /// How it ended.
+    pub status: String,
+}
+
+/// Supervises the programs of a run.
+pub struct Supervisor {
+    programs: Vec<Program>,
+    cgroup: Option<TrackingCgroup>,
+    cgroup_procs: Option<File>,
+    guard: Option<guard::Guard>,
+    run_start: Instant,
+    all_cpus: Vec<usize>,
+    /// Problems worth reporting that did not stop the run.
+    pub warnings: Vec<String>,
+}
+
+impl Supervisor {
+    /// Prepares supervision: guard process and tracking cgroup (only when
+    /// there are programs).
+    pub fn new(
+        plans: &[ProgramPlan],
+        root: &SysRoot,
+        all_cpus: Vec<usize>,
+        run_start: Instant,
+    ) -> Self {
+        let mut warnings = Vec::new();
+        let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
+        if !plans.is_empty() {
+            match guard::Guard::start() {
+                Ok(g) => guard = Some(g),
+                Err(e) => warnings.push(format!(
+                    "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
+                )),
+            }
+            match TrackingCgroup::create(root, &format!("rtlab-{}", os::getpid()))
+                .and_then(|cg| cg.open_procs().map(|f| (cg, f)))
+            {
+                Ok((cg, f)) => {
+                    if let Some(g) = guard.as_mut() {
+                        g.tell(&format!("cgroup {}", cg.dir()));
+                    }
+                    cgroup = Some(cg);
+                    cgroup_procs = Some(f);
+                }
+                Err(e) => warnings.push(format!(
+                    "no tracking cgroup ({e}): programs are tracked by process group only"
+                )),
+            }
+        }
+        Supervisor {
+            programs: plans
+                .iter()
+                .map(|p| Program {
+                    plan: p.clone(),
+                    child: None,
+                    started_at: run_start,
+                    backoff: Duration::ZERO,
+                    respawn_at: None,
+                    out_opened: false,
+                    err_opened: false,
+                    result: ProgramResult {
+                        index: p.index,
+                        argv: p.argv.clone(),
+                        starts: 0,
+                        exits_total: 0,
+                        exits: Vec::new(),
+                        spawn_error: None,
+                    },
+                })
+                .collect(),
+            cgroup,
+            cgroup_procs,
+            guard,
+            run_start,
+            all_cpus,
+            warnings,
+        }
+    }
+
+    /// Starts every program. An error names the program that could not start.
+    pub fn start_all(&mut self) -> Result<(), String> {
+        for i in 0..self.programs.len() {
+            self.spawn(i)?;
+        }
+        Ok(())
+    }
+
+    fn open_target(path: &std::path::Path, opened: &mut bool) -> std::io::Result<Stdio> {
+        if path == std::path::Path::new("/dev/null") {
+            return Ok(Stdio::null());
+        }
+        // Truncate at the first start; a respawned instance appends.
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(*opened)
+            .truncate(!*opened)
+            .open(path)?;
+        *opened = true;
+        Ok(Stdio::from(file))
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<(), String> {
+        let procs_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
+        let all_cpus = self.all_cpus.clone();
+        let p = &mut self.programs[i];
+        let who = format!("program[{}] (`{}`)", p.plan.index, p.plan.argv.join(" "));
+        let mut cmd = Command::new(&p.plan.executable);
+        cmd.arg0(&p.plan.argv[0])
+            .args(&p.plan.argv[1..])
+            .stdin(Stdio::null())
+            .process_group(0);
+        let out = Self::open_target(&p.plan.out, &mut p.out_opened)
+            .map_err(|e| format!("{who}: cannot open {}: {e}", p.plan.out.display()))?;
+        let err = Self::open_target(&p.plan.err, &mut p.err_opened)
+            .map_err(|e| format!("{who}: cannot open {}: {e}", p.plan.err.display()))?;
+        cmd.stdout(out).stderr(err);
+        // Always set affinity and policy: the child must not inherit the
+        // conductor's (which may be pinned or real-time).
+        os::prepare_child(
+            &mut cmd,
+            ChildSetup {
+                cpus: Some(p.plan.cpus.clone().unwrap_or(all_cpus)),
+                sched: Some(p.plan.sched),
+                cgroup_procs_fds: procs_fd.into_iter().collect(),
+                die_with_parent: true,
+            },
+        )
+        .map_err(|e| format!("{who}: {e}"))?;
+        match cmd.spawn() {
+            Ok(child) => {
+                if let Some(g) = self.guard.as_mut() {
+                    g.tell(&format!("pgid {}", child.id()));
+                }
+                p.child = Some(child);
+                p.started_at = Instant::now();
+                p.result.starts += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!("{who}: cannot start: {e}");
+                p.result.spawn_error = Some(msg.clone());
+                Err(msg)
+            }
+        }
+    }
+
+    fn record_exit(&mut self, i: usize, status: ExitStatus, by_rtlab: bool) -> ExitRecord {
+        let now = Instant::now();
+        let p = &mut self.programs[i];
+        let rec = ExitRecord {
+            at_s: now.duration_since(self.run_start).as_secs_f64(),
+            ran_s: now.duration_since(p.started_at).as_secs_f64(),
+            code: status.code(),
+            signal: status.signal(),
+            stopped_by_rtlab: by_rtlab,
+        };
+        p.result.exits_total += 1;
+        if p.result.exits.len() < MAX_EXIT_RECORDS {
+            p.result.exits.push(rec.clone());
+        }
+        if let Some(child) = p.child.take() {
+            // The group is gone once its leader is reaped and nothing else
+            // remains in it; the cgroup catches any straggler.
+            if let Some(g) = self.guard.as_mut()
+                && os::kill_group(child.id() as i32, 0).is_err()
+            {
+                g.tell(&format!("forget {}", child.id()));
+            }
+        }
+        rec
+    }
+
+    /// Reaps ended programs and applies their termination action; starts
+    /// programs whose back-off delay is over. Returns an abort request when an
+    /// ABORT action fires or a respawn fails.
+    pub fn poll(&mut self) -> Option<AbortRequest> {
+        let now = Instant::now();
+        for i in 0..self.programs.len() {
+            let status = match self.programs[i].child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => status,
+                _ => {
+                    if self.programs[i].respawn_at.is_some_and(|t| t <= now) {
+                        self.programs[i].respawn_at = None;
+                        if let Err(e) = self.spawn(i) {
+                            return Some(self.abort_request(i, e));
+                        }
+                    }
+                    continue;
+                }
+            };
+            let rec = self.record_exit(i, status, false);
+            let p = &mut self.programs[i];
+            let action = if status.success() {
+                p.plan.on_ok
+            } else {
+                p.plan.on_ko
+            };
+            match action {
+                Action::Ignore => {}
+                Action::Abort => return Some(self.abort_request(i, rec.describe())),
+                Action::Respawn => {
+                    if Duration::from_secs_f64(rec.ran_s) >= HEALTHY_RUN {
+                        p.backoff = Duration::ZERO;
+                    } else {
+                        p.backoff = (p.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+                    }
+                    if p.backoff.is_zero() {
+                        if let Err(e) = self.spawn(i) {
+                            return Some(self.abort_request(i, e));
+                        }
+                    } else {
+                        p.respawn_at = Some(now + p.backoff);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn abort_request(&self, i: usize, status: String) -> AbortRequest {
+        let p = &self.programs[i];
+        AbortRequest {
+            index: p.plan.index,
+            command: p.plan.argv.join(" "),
+            status,
+        }
+    }
+
+    /// The earliest pending respawn.
+    pub fn next_respawn(&self) -> Option<Instant> {
+        self.programs.iter().filter_map(|p| p.respawn_at).min()
+    }
+
+    /// Stops every program and everything it started: SIGTERM to each
+    /// process group and the cgroup, SIGKILL after each grace period, and
+    /// waits until nothing is left. Then dismisses the guard.
+    pub fn stop_all(&mut self) {
+        for p in &mut self.programs {
+            p.respawn_at = None;
+            if let Some(c) = &p.child {
+                let _ = os::kill_group(c.id() as i32, libc::SIGTERM);
+            }
+        }
+        if let Some(cg) = &self.cgroup {
+            cg.signal_all(libc::SIGTERM);
+        }
+        let start = Instant::now();
+        let longest = self
+            .programs
+            .iter()
+            .map(|p| Duration::from_nanos(p.plan.grace_ns))
+            .max()
+            .unwrap_or_default();
+        loop {
+            let elapsed = start.elapsed();
+            for i in 0..self.programs.len() {
+                let grace = Duration::from_nanos(self.programs[i].plan.grace_ns);
+                let Some(child) = self.programs[i].child.as_mut() else {
+                    continue;
+                };
+                match child.try_wait() {
+                    Ok(Some(status)) => {
+                        let pgid = child.id() as i32;
+                        self.record_exit(i, status, true);
+                        // Its children may still be in the group.
+                        let _ = os::kill_group(pgid, libc::SIGKILL);
+                    }
+                    _ if elapsed >= grace => {
+                        let _ = os::kill_group(child.id() as i32, libc::SIGKILL);
+                    }
+                    _ => {}
+                }
+            }
+            let running = self.programs.iter().any(|p| p.child.is_some());
+            let cgroup_busy = self.cgroup.as_ref().is_some_and(|cg| !cg.pids().is_empty());
+            if !running && !cgroup_busy {
+                break;
+            }
+            if elapsed >= longest
+                && let Some(cg) = self.cgroup.as_ref().filter(|_| cgroup_busy)
+            {
+                cg.signal_all(libc::SIGKILL);
+            }
+            if elapsed >= longest + Duration::from_secs(5) {
+                // A process in uninterruptible sleep can ignore SIGKILL for a
+                // while: report it rather than hang.
+                self.warnings
+                    .push("some program processes did not end 5 s after SIGKILL".into());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Some(cg) = self.cgroup.take() {
+            self.cgroup_procs = None;
+            if let Err(left) = cg.kill_and_remove(Duration::from_secs(5)) {
+                self.warnings.push(format!(
+                    "processes {left:?} survived SIGKILL in {}",
+                    cg.dir()
+                ));
+            }
+        }
+        if let Some(g) = self.guard.take() {
+            g.finish();
+        }
+    }
+
+    /// What happened to each program.
+    pub fn results(&self) -> Vec<ProgramResult> {
+        self.programs.iter().map(|p| p.result.clone()).collect()
+    }
+}

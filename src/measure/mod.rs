@@ -1,0 +1,123 @@
+//! Timer threads: the cyclictest method. Each thread pins itself, takes its
+//! policy, then wakes up on absolute CLOCK_MONOTONIC deadlines and records
+//! how late it woke. The main thread watches them through [`live`] counters
+//! without stopping them, and gets their [`Recorder`]s back when they end.
+
+pub mod live;
+mod timer;
+
+use crate::stats::Recorder;
+use crate::sys::os::{self, Sched};
+use live::LiveCounters;
+use std::os::unix::thread::JoinHandleExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
+
+/// What a timer thread must do.
+#[derive(Debug, Clone)]
+pub struct TimerSpec {
+    /// Its index N.
+    pub index: usize,
+    /// CPUs to pin to.
+    pub cpus: Vec<usize>,
+    /// Policy and priority.
+    pub sched: Sched,
+    /// Period (ns).
+    pub period_ns: u64,
+    /// Stop after this long (ns).
+    pub duration_ns: Option<u64>,
+    /// Stop after this many samples.
+    pub loops: Option<u64>,
+    /// Systress histogram size (µs).
+    pub histo_size_us: u64,
+}
+
+/// How a timer thread ended.
+#[derive(Debug)]
+pub struct TimerOutcome {
+    /// Its recorder (None only if the thread panicked).
+    pub recorder: Option<Recorder>,
+    /// The first CPU it ran on and the last (sched_getcpu).
+    pub cpus_seen: (Option<usize>, Option<usize>),
+    /// The scheduling it actually had.
+    pub sched_seen: Option<Sched>,
+    /// Why it failed to start or stopped early.
+    pub error: Option<String>,
+}
+
+/// A running timer thread.
+pub struct TimerHandle {
+    /// Its spec.
+    pub spec: TimerSpec,
+    /// Its live counters.
+    pub live: Arc<LiveCounters>,
+    handle: Option<JoinHandle<TimerOutcome>>,
+}
+
+impl TimerHandle {
+    /// Wakes it from its sleep (used when the run stops).
+    pub fn wake(&self) {
+        if let Some(h) = &self.handle {
+            os::wake_thread(h.as_pthread_t());
+        }
+    }
+
+    /// Waits for it to end.
+    pub fn join(mut self) -> (TimerSpec, Arc<LiveCounters>, TimerOutcome) {
+        let outcome = match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(o)) => o,
+            _ => TimerOutcome {
+                recorder: None,
+                cpus_seen: (None, None),
+                sched_seen: None,
+                error: Some("timer thread panicked".into()),
+            },
+        };
+        (self.spec, self.live, outcome)
+    }
+}
+
+/// Starts every timer thread, waits until all have pinned themselves and
+/// taken their policy, then releases them together. `stop` ends them all.
+/// `notify` is called by each thread after it left its hot loop.
+pub fn start(
+    specs: Vec<TimerSpec>,
+    stop: Arc<AtomicBool>,
+    notify: impl Fn() + Send + Clone + 'static,
+) -> Result<Vec<TimerHandle>, String> {
+    os::install_wake_handler().map_err(|e| format!("cannot install the wake-up handler: {e}"))?;
+    let barrier = Arc::new(Barrier::new(specs.len() + 1));
+    let mut handles = Vec::new();
+    for spec in specs {
+        let recorder = Recorder::new(spec.histo_size_us)
+            .map_err(|e| format!("timer_thread[{}]: histogram: {e:?}", spec.index))?;
+        let live = Arc::new(LiveCounters::default());
+        let (b, l, s, sp) = (barrier.clone(), live.clone(), stop.clone(), spec.clone());
+        let n = notify.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("rtlab-timer{}", spec.index))
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let outcome = timer::run(sp, recorder, l, s, b);
+                n();
+                outcome
+            })
+            .map_err(|e| format!("timer_thread[{}]: cannot start thread: {e}", spec.index))?;
+        handles.push(TimerHandle {
+            spec,
+            live,
+            handle: Some(handle),
+        });
+    }
+    barrier.wait();
+    Ok(handles)
+}
+
+/// Asks every thread to stop now and interrupts their sleeps.
+pub fn stop_all(handles: &[TimerHandle], stop: &AtomicBool) {
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.wake();
+    }
+}

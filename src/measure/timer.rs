@@ -1,0 +1,133 @@
+//! The hot loop of a timer thread.
+//!
+//! Read this before changing it: between the start barrier and the end of
+//! the loop, nothing may allocate, lock, log, format or make a syscall other
+//! than `clock_nanosleep` (absolute deadline) and the vDSO clock read. The
+//! recorder and the stack are touched before the barrier so that no page
+//! fault lands in the loop.
+
+use super::live::{LiveCounters, LiveSnapshot};
+use super::{TimerOutcome, TimerSpec};
+use crate::stats::Recorder;
+use crate::sys::os;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+/// Pins the calling thread and sets its policy, then checks that both took.
+fn setup(spec: &TimerSpec) -> Result<(), String> {
+    os::block_signals_except_wake().map_err(|e| format!("cannot set the signal mask: {e}"))?;
+    os::set_affinity(0, &spec.cpus)
+        .map_err(|e| format!("cannot pin to CPUs {:?}: {e}", spec.cpus))?;
+    os::set_sched(0, spec.sched).map_err(|e| {
+        format!(
+            "cannot take {} priority {}: {e}",
+            spec.sched.policy.name(),
+            spec.sched.priority
+        )
+    })?;
+    let seen = os::get_sched(0).map_err(|e| format!("cannot read back the policy: {e}"))?;
+    if seen != spec.sched {
+        return Err(format!(
+            "asked for {} {} but got {} {}",
+            spec.sched.policy.name(),
+            spec.sched.priority,
+            seen.policy.name(),
+            seen.priority
+        ));
+    }
+    Ok(())
+}
+
+/// The body of a timer thread.
+pub(super) fn run(
+    spec: TimerSpec,
+    mut rec: Recorder,
+    live: Arc<LiveCounters>,
+    stop: Arc<AtomicBool>,
+    barrier: Arc<Barrier>,
+) -> TimerOutcome {
+    live.tid.store(os::gettid(), Ordering::Relaxed);
+    let setup_result = setup(&spec);
+    os::prefault_stack();
+    let sched_seen = os::get_sched(0).ok();
+    let first_cpu = os::current_cpu();
+    if let Err(e) = setup_result {
+        live.failed.store(true, Ordering::Relaxed);
+        barrier.wait();
+        live.finished.store(true, Ordering::Release);
+        return TimerOutcome {
+            recorder: Some(rec),
+            cpus_seen: (first_cpu, first_cpu),
+            sched_seen,
+            error: Some(e),
+        };
+    }
+    barrier.wait();
+
+    // ---- hot loop: no allocation, lock or syscall but sleep and clock ----
+    let period = spec.period_ns;
+    let loops = spec.loops.unwrap_or(u64::MAX);
+    let mut snap = LiveSnapshot {
+        min_ns: u64::MAX,
+        ..LiveSnapshot::default()
+    };
+    let start = os::monotonic_ns();
+    let end = spec
+        .duration_ns
+        .map_or(u64::MAX, |d| start.saturating_add(d));
+    let mut next = start + period;
+    let mut sleep_error = 0;
+    'measure: while next <= end && rec.count < loops {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break 'measure;
+            }
+            match os::sleep_until_ns(next) {
+                0 => break,
+                libc::EINTR => continue,
+                err => {
+                    sleep_error = err;
+                    break 'measure;
+                }
+            }
+        }
+        let now = os::monotonic_ns();
+        let latency = if now >= next {
+            now - next
+        } else {
+            rec.early += 1;
+            0
+        };
+        rec.record(latency);
+        snap.samples = rec.count;
+        snap.min_ns = rec.min_ns;
+        snap.max_ns = rec.max_ns;
+        snap.cur_ns = latency;
+        snap.sum_ns = rec.sum_ns as u64;
+        live.publish(&snap);
+        next += period;
+        if now > next {
+            // Woke after the next deadline: skip the missed periods, as
+            // cyclictest does, but count them.
+            let missed = (now - next) / period + 1;
+            rec.overruns += 1;
+            rec.missed_periods += missed;
+            next += missed * period;
+        }
+    }
+    // ---- end of hot loop ----
+
+    let last_cpu = os::current_cpu();
+    live.finished.store(true, Ordering::Release);
+    TimerOutcome {
+        recorder: Some(rec),
+        cpus_seen: (first_cpu, last_cpu),
+        sched_seen,
+        error: (sleep_error != 0).then(|| {
+            format!(
+                "clock_nanosleep failed: {}",
+                std::io::Error::from_raw_os_error(sleep_error)
+            )
+        }),
+    }
+}

@@ -1,0 +1,23 @@
+//! Diagnostics on stderr, filtered by the debug level (`dbg_level`, `-d`).
+//! The only place that prints diagnostics; results go to stdout and files.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+static LEVEL: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the debug level (0 = quiet).
+pub fn set_level(level: u8) {
+    LEVEL.store(level, Ordering::Relaxed);
+}
+
+/// Prints `message` on stderr if the debug level is at least `level`.
+pub fn debug(level: u8, message: &str) {
+    if LEVEL.load(Ordering::Relaxed) >= level {
+        eprintln!("rtlab: {message}");
+    }
+}
+
+/// Prints a warning on stderr (always).
+pub fn warn(message: &str) {
+    eprintln!("rtlab: warning: {message}");
+}

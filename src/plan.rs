@@ -1,0 +1,601 @@
+//! Experiment + machine facts → a validated [`RunPlan`], or every problem as a
+//! positioned [`Diagnostic`]. Nothing is started or written here: the only
+//! action is a probe thread that tries the real-time policies the plan asks
+//! for and then exits, so that a refusal is known before anything starts.
+
+use crate::config::{
+    self, Action, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat,
+};
+use crate::measure::TimerSpec;
+use crate::sys::os::{self, Policy, Sched};
+use crate::sys::{Privileges, SysRoot};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// What the planner needs to know about the machine. The real one reads the
+/// kernel; tests use a fake.
+pub trait Machine {
+    /// Online CPUs.
+    fn online_cpus(&self) -> Vec<usize>;
+    /// Privileges of this process.
+    fn privileges(&self) -> Privileges;
+    /// Tries `sched` on a throw-away thread.
+    fn probe_sched(&self, sched: Sched) -> std::io::Result<()>;
+    /// Finds a command on PATH (or checks a path with a `/`).
+    fn find_command(&self, name: &str) -> Option<PathBuf>;
+}
+
+/// The machine rtlab runs on.
+pub struct RealMachine {
+    /// Root of kernel files.
+    pub root: SysRoot,
+}
+
+impl Machine for RealMachine {
+    fn online_cpus(&self) -> Vec<usize> {
+        crate::sys::online_cpus(&self.root).unwrap_or_else(|_| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+        })
+    }
+
+    fn privileges(&self) -> Privileges {
+        Privileges::current(&self.root)
+    }
+
+    fn probe_sched(&self, sched: Sched) -> std::io::Result<()> {
+        std::thread::spawn(move || os::set_sched(0, sched))
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
+    }
+
+    fn find_command(&self, name: &str) -> Option<PathBuf> {
+        find_in_path(name, &std::env::var_os("PATH").unwrap_or_default())
+    }
+}
+
+/// Resolves a command name like `execvp` does.
+pub fn find_in_path(name: &str, path_var: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+}
+
+/// Options from the command line that shape the plan.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// Directory for result files (default: current directory).
+    pub outdir: Option<PathBuf>,
+    /// Debug level override (`-d`).
+    pub dbg_level: Option<u8>,
+}
+
+/// The main thread's part of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct MainPlan {
+    /// CPUs of the main thread (None: left as inherited).
+    pub cpus: Option<Vec<usize>>,
+    /// Its scheduling.
+    pub sched: Sched,
+    /// Live-table refresh period (ns).
+    pub stats_period_ns: u64,
+    /// Result-file format.
+    pub stats_format: StatsFormat,
+    /// CPU load display.
+    pub cpu_load: CpuLoadDisplay,
+    /// mlockall.
+    pub memlock: bool,
+    /// PM QoS request on /dev/cpu_dma_latency (µs), None = untouched.
+    pub dma_latency_us: Option<u32>,
+    /// Diagnostics verbosity.
+    pub dbg_level: u8,
+}
+
+/// A timer thread's part of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimerPlan {
+    /// Index N.
+    pub index: usize,
+    /// CPUs.
+    pub cpus: Vec<usize>,
+    /// Scheduling.
+    pub sched: Sched,
+    /// Period (ns).
+    pub period_ns: u64,
+    /// Lifetime (ns).
+    pub duration_ns: Option<u64>,
+    /// Lifetime (samples).
+    pub loops: Option<u64>,
+    /// Histogram size (µs).
+    pub histo_size_us: u64,
+    /// The result file name as written in the closing lines.
+    pub filename: String,
+    /// Where it is written.
+    pub path: PathBuf,
+}
+
+impl TimerPlan {
+    /// What the measurement layer needs.
+    pub fn spec(&self) -> TimerSpec {
+        TimerSpec {
+            index: self.index,
+            cpus: self.cpus.clone(),
+            sched: self.sched,
+            period_ns: self.period_ns,
+            duration_ns: self.duration_ns,
+            loops: self.loops,
+            histo_size_us: self.histo_size_us,
+        }
+    }
+}
+
+/// A program's part of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramPlan {
+    /// Index N.
+    pub index: usize,
+    /// argv as written.
+    pub argv: Vec<String>,
+    /// argv[0] resolved on PATH.
+    pub executable: PathBuf,
+    /// CPUs (None: inherited).
+    pub cpus: Option<Vec<usize>>,
+    /// Scheduling.
+    pub sched: Sched,
+    /// stdout target.
+    pub out: PathBuf,
+    /// stderr target.
+    pub err: PathBuf,
+    /// On exit 0.
+    pub on_ok: Action,
+    /// On failure.
+    pub on_ko: Action,
+    /// TERM → KILL grace period (ns).
+    pub grace_ns: u64,
+}
+
+/// A run, validated against the machine: everything needed to start it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPlan {
+    /// The experiment file, or `<built-in>`.
+    pub source: String,
+    /// Directory of result files.
+    pub outdir: PathBuf,
+    /// The conductor.
+    pub main: MainPlan,
+    /// Timer threads by index.
+    pub timers: Vec<TimerPlan>,
+    /// Programs by index.
+    pub programs: Vec<ProgramPlan>,
+}
+
+/// The built-in experiment: one FIFO 99 timer thread per online CPU at 1 ms
+/// for 10 s, as an experiment file (so it goes through the same checks).
+pub fn builtin_experiment_text(online: &[usize]) -> String {
+    let mut text = String::from(
+        "# rtlab built-in experiment: one FIFO 99 timer thread per online CPU,\n\
+         # 1 ms period, 10 s.\nmain\n{\n  stats.cpu_load all\n}\n",
+    );
+    for (i, cpu) in online.iter().enumerate() {
+        text.push_str(&format!(
+            "\ntimer_thread[{i}]\n{{\n  cpu_affinity {cpu}\n  sched.policy FIFO\n  sched.priority 99\n  \
+             timer.period 1 ms\n  lifetime.duration 10 s\n}}\n"
+        ));
+    }
+    text
+}
+
+struct Planner<'a> {
+    machine: &'a dyn Machine,
+    online: Vec<usize>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Planner<'_> {
+    fn cpus(&mut self, list: &Option<Spanned<Vec<usize>>>) -> Option<Vec<usize>> {
+        let list = list.as_ref()?;
+        let offline: Vec<usize> = list
+            .value
+            .iter()
+            .copied()
+            .filter(|c| !self.online.contains(c))
+            .collect();
+        if !offline.is_empty() {
+            self.diags.push(
+                Diagnostic::new(
+                    list.pos,
+                    format!(
+                        "CPU {} {} not online",
+                        crate::cpulist::format(&offline),
+                        if offline.len() == 1 { "is" } else { "are" }
+                    ),
+                )
+                .with_hint(Some(format!(
+                    "this machine's online CPUs are {}",
+                    crate::cpulist::format(&self.online)
+                ))),
+            );
+        }
+        Some(list.value.clone())
+    }
+
+    fn path_target(&mut self, t: &Option<Spanned<String>>, outdir: &Path) -> PathBuf {
+        let Some(t) = t else {
+            return PathBuf::from("/dev/null");
+        };
+        let path = outdir_join(outdir, &t.value);
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) {
+            self.diags.push(
+                Diagnostic::new(t.pos, format!("directory of `{}` does not exist", t.value))
+                    .with_hint(Some("create it first, or choose another path".into())),
+            );
+        }
+        path
+    }
+}
+
+fn outdir_join(outdir: &Path, name: &str) -> PathBuf {
+    let p = Path::new(name);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        outdir.join(p)
+    }
+}
+
+/// Builds the plan, gathering every problem.
+pub fn build(
+    exp: &Experiment,
+    source: &str,
+    machine: &dyn Machine,
+    opts: &PlanOptions,
+) -> Result<RunPlan, Vec<Diagnostic>> {
+    let mut p = Planner {
+        machine,
+        online: machine.online_cpus(),
+        diags: Vec::new(),
+    };
+    let outdir = opts.outdir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let main = MainPlan {
+        cpus: p.cpus(&exp.main.cpu_affinity),
+        sched: exp.main.sched.value,
+        stats_period_ns: exp.main.stats_period_ns,
+        stats_format: exp.main.stats_format,
+        cpu_load: exp.main.cpu_load,
+        memlock: exp.main.memlock,
+        dma_latency_us: exp.main.dma_latency_us,
+        dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
+    };
+    let ext = match exp.main.stats_format {
+        StatsFormat::Txt => "txt",
+        StatsFormat::Csv => "csv",
+    };
+    let mut timers = Vec::new();
+    for t in &exp.timers {
+        let cpus = p.cpus(&t.cpu_affinity).unwrap_or_else(|| p.online.clone());
+        let filename = t.filename.as_ref().map_or_else(
+            || format!("timer_thread{:02}.{ext}", t.index),
+            |f| f.value.clone(),
+        );
+        let path = outdir_join(&outdir, &filename);
+        if let Some(first) = timers.iter().find(|o: &&TimerPlan| o.path == path) {
+            p.diags.push(
+                Diagnostic::new(
+                    t.filename.as_ref().map_or(t.pos, |f| f.pos),
+                    format!(
+                        "result file `{filename}` is also timer_thread[{}]'s",
+                        first.index
+                    ),
+                )
+                .with_hint(Some(
+                    "give each timer thread its own `stats.filename`".into(),
+                )),
+            );
+        }
+        timers.push(TimerPlan {
+            index: t.index,
+            cpus,
+            sched: t.sched.value,
+            period_ns: t.period_ns,
+            duration_ns: t.duration_ns,
+            loops: t.loops,
+            histo_size_us: t.histo_size_us,
+            filename,
+            path,
+        });
+    }
+    let mut programs = Vec::new();
+    for prog in &exp.programs {
+        let name = prog.argv.value.first().cloned().unwrap_or_default();
+        let executable = match machine.find_command(&name) {
+            Some(path) => path,
+            None => {
+                p.diags.push(
+                    Diagnostic::new(
+                        prog.argv.pos,
+                        format!("program[{}]: command `{name}` not found", prog.index),
+                    )
+                    .with_hint(Some(if name.contains('/') {
+                        "check the path, and that the file is executable".into()
+                    } else {
+                        format!("install `{name}` or give its full path; PATH is searched as a shell would")
+                    })),
+                );
+                PathBuf::from(&name)
+            }
+        };
+        programs.push(ProgramPlan {
+            index: prog.index,
+            argv: prog.argv.value.clone(),
+            executable,
+            cpus: p.cpus(&prog.cpu_affinity),
+            sched: prog.sched.value,
+            out: p.path_target(&prog.out, Path::new("")),
+            err: p.path_target(&prog.err, Path::new("")),
+            on_ok: prog.on_ok,
+            on_ko: prog.on_ko,
+            grace_ns: prog.grace_ns,
+        });
+    }
+    if !outdir.is_dir()
+        && outdir
+            .parent()
+            .is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        p.diags.push(Diagnostic::new(
+            Pos::default(),
+            format!(
+                "output directory {} cannot be created: its parent does not exist",
+                outdir.display()
+            ),
+        ));
+    }
+    check_privileges(&mut p, exp);
+    if !p.diags.is_empty() {
+        p.diags.sort_by_key(|d| d.pos);
+        return Err(p.diags);
+    }
+    Ok(RunPlan {
+        source: source.to_string(),
+        outdir,
+        main,
+        timers,
+        programs,
+    })
+}
+
+/// Refuses real-time policies this process cannot get, with cause and fix.
+/// Every FIFO/RR request is checked by the rules, then by a real attempt.
+fn check_privileges(p: &mut Planner, exp: &Experiment) {
+    let mut wanted: Vec<(&str, usize, &Spanned<Sched>)> = vec![("main", 0, &exp.main.sched)];
+    wanted.extend(
+        exp.timers
+            .iter()
+            .map(|t| ("timer_thread", t.index, &t.sched)),
+    );
+    wanted.extend(exp.programs.iter().map(|g| ("program", g.index, &g.sched)));
+    let privileges = p.machine.privileges();
+    for (kind, index, sched) in wanted {
+        let s = sched.value;
+        let who = if kind == "main" {
+            "main".to_string()
+        } else {
+            format!("{kind}[{index}]")
+        };
+        let needs_privilege =
+            s.policy.is_realtime() || (s.priority < 0 && s.policy != Policy::Idle);
+        if !needs_privilege {
+            continue;
+        }
+        if s.policy.is_realtime() && privileges.rt_runtime_us == Some(0) {
+            p.diags.push(
+                Diagnostic::new(sched.pos, format!("{who}: RT throttling gives real-time threads no CPU time (kernel.sched_rt_runtime_us = 0)"))
+                    .with_hint(Some("restore it: `sysctl kernel.sched_rt_runtime_us=950000` (or -1 to disable throttling)".into())),
+            );
+            continue;
+        }
+        if s.policy.is_realtime() && !privileges.allows_rt(s.priority) {
+            p.diags.push(
+                Diagnostic::new(
+                    sched.pos,
+                    format!(
+                        "{who}: {} priority {} needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= {} (this process: uid {}, no CAP_SYS_NICE, RLIMIT_RTPRIO {})",
+                        s.policy.name(), s.priority, s.priority, os::geteuid(), privileges.rtprio_limit
+                    ),
+                )
+                .with_hint(Some(
+                    "run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep rtlab`, or raise `rtprio` in /etc/security/limits.conf; rtlab never runs a thread at a lower policy than asked".into(),
+                )),
+            );
+            continue;
+        }
+        if let Err(e) = p.machine.probe_sched(s) {
+            p.diags.push(
+                Diagnostic::new(sched.pos, format!("{who}: the kernel refuses {} priority {}: {e}", s.policy.name(), s.priority))
+                    .with_hint(Some(
+                        "with CONFIG_RT_GROUP_SCHED, rtlab's cgroup needs RT time: write a non-zero cpu.rt_runtime_us to its cpu cgroup (and its parents)".into(),
+                    )),
+            );
+        }
+    }
+}
+
+/// Parses and plans a file's text; diagnostics are rendered for `name`.
+pub fn plan_text(
+    text: &str,
+    name: &str,
+    machine: &dyn Machine,
+    opts: &PlanOptions,
+) -> Result<RunPlan, Vec<Diagnostic>> {
+    let exp = config::parse(text)?;
+    build(&exp, name, machine, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake {
+        online: Vec<usize>,
+        root: bool,
+        probe_ok: bool,
+        rt_runtime: Option<i64>,
+    }
+
+    impl Machine for Fake {
+        fn online_cpus(&self) -> Vec<usize> {
+            self.online.clone()
+        }
+        fn privileges(&self) -> Privileges {
+            Privileges {
+                root: self.root,
+                cap_sys_nice: false,
+                rtprio_limit: 0,
+                rt_runtime_us: self.rt_runtime,
+            }
+        }
+        fn probe_sched(&self, _: Sched) -> std::io::Result<()> {
+            if self.probe_ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::from_raw_os_error(libc::EPERM))
+            }
+        }
+        fn find_command(&self, name: &str) -> Option<PathBuf> {
+            ["find", "sh", "ping"]
+                .contains(&name)
+                .then(|| PathBuf::from("/usr/bin").join(name))
+        }
+    }
+
+    fn fake() -> Fake {
+        Fake {
+            online: vec![0, 1],
+            root: true,
+            probe_ok: true,
+            rt_runtime: Some(950_000),
+        }
+    }
+
+    const TWO_CPU: &str = include_str!("../../shared/examples/two-cpu.cfg");
+    const HOST: &str = include_str!("../../shared/examples/host.cfg");
+
+    #[test]
+    fn two_cpu_example_plans() {
+        let plan = plan_text(TWO_CPU, "two-cpu.cfg", &fake(), &PlanOptions::default()).unwrap();
+        assert_eq!(plan.timers.len(), 1);
+        assert_eq!(plan.timers[0].cpus, vec![1]);
+        assert_eq!(plan.timers[0].filename, "timer_thread00.txt");
+        assert_eq!(plan.programs.len(), 3);
+        assert_eq!(plan.programs[0].argv[7], ";");
+        assert_eq!(plan.main.cpus, Some(vec![0]));
+    }
+
+    #[test]
+    fn offline_cpu_is_refused_with_the_online_set() {
+        let diags = plan_text(HOST, "host.cfg", &fake(), &PlanOptions::default()).unwrap_err();
+        assert_eq!(diags.len(), 2, "{diags:?}");
+        assert_eq!(diags[0].pos, Pos { line: 6, col: 16 });
+        assert_eq!(diags[0].message, "CPU 2-6 are not online");
+        assert_eq!(
+            diags[0].hint.as_deref(),
+            Some("this machine's online CPUs are 0-1")
+        );
+        assert_eq!(diags[1].message, "CPU 7 is not online");
+    }
+
+    #[test]
+    fn missing_command_is_refused() {
+        let text = "program[0]\n{\n  cmdline nosuchcmd -x\n}\n";
+        let diags = plan_text(text, "f", &fake(), &PlanOptions::default()).unwrap_err();
+        assert_eq!(diags[0].pos, Pos { line: 3, col: 11 });
+        assert!(diags[0].message.contains("`nosuchcmd` not found"));
+    }
+
+    #[test]
+    fn rt_without_privilege_is_refused_with_cause_and_fix() {
+        let mut m = fake();
+        m.root = false;
+        let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();
+        assert_eq!(diags.len(), 1);
+        assert!(diags[0].message.contains("FIFO priority 99 needs root"));
+        assert!(
+            diags[0]
+                .hint
+                .as_ref()
+                .unwrap()
+                .contains("never runs a thread at a lower policy")
+        );
+        assert_eq!(diags[0].pos, Pos { line: 18, col: 18 });
+    }
+
+    #[test]
+    fn kernel_refusal_and_throttling_are_refused() {
+        let mut m = fake();
+        m.probe_ok = false;
+        let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();
+        assert!(diags[0].message.contains("kernel refuses FIFO priority 99"));
+        let mut m = fake();
+        m.rt_runtime = Some(0);
+        let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();
+        assert!(diags[0].message.contains("sched_rt_runtime_us = 0"));
+    }
+
+    #[test]
+    fn builtin_experiment_has_a_fifo_99_thread_per_cpu() {
+        let online = vec![0, 1, 3];
+        let mut m = fake();
+        m.online = online.clone();
+        let plan = plan_text(
+            &builtin_experiment_text(&online),
+            "<built-in>",
+            &m,
+            &PlanOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(plan.timers.len(), 3);
+        for (t, cpu) in plan.timers.iter().zip(&online) {
+            assert_eq!(t.cpus, vec![*cpu]);
+            assert_eq!(
+                t.sched,
+                Sched {
+                    policy: Policy::Fifo,
+                    priority: 99
+                }
+            );
+            assert_eq!(t.period_ns, 1_000_000);
+            assert_eq!(t.duration_ns, Some(10_000_000_000));
+        }
+    }
+
+    #[test]
+    fn duplicate_result_files_are_refused() {
+        let text = "timer_thread[0]\n{\n stats.filename a.txt\n}\ntimer_thread[1]\n{\n stats.filename a.txt\n}\n";
+        let diags = plan_text(text, "f", &fake(), &PlanOptions::default()).unwrap_err();
+        assert!(diags[0].message.contains("also timer_thread[0]'s"));
+    }
+
+    #[test]
+    fn outdir_places_result_files_and_csv_changes_the_extension() {
+        let text = "main\n{\n stats.format csv\n}\ntimer_thread[3]\n{\n}\n";
+        let opts = PlanOptions {
+            outdir: Some(PathBuf::from("/tmp")),
+            dbg_level: Some(2),
+        };
+        let plan = plan_text(text, "f", &fake(), &opts).unwrap();
+        assert_eq!(
+            plan.timers[0].path,
+            PathBuf::from("/tmp/timer_thread03.csv")
+        );
+        assert_eq!(plan.main.dbg_level, 2);
+    }
+}

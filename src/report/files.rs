@@ -1,0 +1,182 @@
+//! A timer thread's result file, in the systress `txt` and `csv` formats:
+//! the 1-µs histogram, then `#` summary lines (gnuplot and spreadsheets skip
+//! them), then rtlab's extra `#` lines: percentiles over all samples, the
+//! count beyond the histogram and the overruns.
+
+use crate::config::StatsFormat;
+use crate::result::TimerResult;
+
+/// The systress summary block (every line starts with `#`).
+pub fn summary_lines(t: &TimerResult) -> String {
+    let c = &t.summary.systress;
+    let mode = if c.l_mode_h.is_empty() {
+        "-".to_string()
+    } else {
+        c.l_mode_h
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = String::new();
+    out.push_str("#                            SUMMARY\n#\n");
+    out.push_str("# Index    TID  Samples  L_min  L_max  L_avg  Samples_H  L_avg_H  L_med_H  L_std_H  L_mode_H\n#\n");
+    out.push_str(&format!(
+        "#{:>7}{:>6}{:>9}{:>7}{:>7}{:>7}{:>11}{:>9}{:>9}{:>9}{:>10}\n",
+        t.index,
+        t.tid,
+        c.samples,
+        c.l_min,
+        c.l_max,
+        c.l_avg,
+        c.samples_h,
+        c.l_avg_h,
+        c.l_med_h,
+        c.l_std_h,
+        mode
+    ));
+    out.push_str(&extra_lines(t));
+    out
+}
+
+/// rtlab's additions after the summary: percentiles over **all** samples.
+fn extra_lines(t: &TimerResult) -> String {
+    let s = &t.summary;
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let mut head = format!("#{:>7}", "Index");
+    let mut row = format!("#{:>7}", t.index);
+    for p in &s.percentiles {
+        head.push_str(&format!("{:>10}", p.name));
+        row.push_str(&format!("{:>10.3}", us(p.value_ns)));
+    }
+    head.push_str(&format!(
+        "{:>10}{:>10}{:>10}",
+        "max", "Beyond_H", "Overruns"
+    ));
+    row.push_str(&format!(
+        "{:>10.3}{:>10}{:>10}",
+        us(s.max_ns),
+        s.beyond_histogram,
+        s.overruns
+    ));
+    format!(
+        "#\n#                  ALL SAMPLES (rtlab): latency in us, 0.1% precision\n#\n\
+         # Percentiles over all {} samples, including the {} beyond histo_size ({} us).\n\
+         # Overruns: wake-ups after the next period ({} periods skipped).\n#\n{head}\n#\n{row}\n",
+        s.samples, s.beyond_histogram, t.histo_size_us, s.missed_periods
+    )
+}
+
+/// Iterates the full 0..=histo_size histogram from its sparse form.
+fn dense_histogram(t: &TimerResult) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let mut sparse = t.histogram_us.iter().peekable();
+    (0..=t.histo_size_us).map(move |us| match sparse.peek() {
+        Some(&&(b, c)) if b == us => {
+            sparse.next();
+            (us, c)
+        }
+        _ => (us, 0),
+    })
+}
+
+/// The `txt` result file.
+pub fn txt(t: &TimerResult) -> String {
+    let mut out = String::new();
+    for (us, count) in dense_histogram(t) {
+        out.push_str(&format!("{us:>8}{count:>9}\n"));
+    }
+    out.push('\n');
+    out.push_str(&summary_lines(t));
+    out
+}
+
+/// The `csv` result file.
+pub fn csv(t: &TimerResult) -> String {
+    let mut out = String::from("latency_us,count\n");
+    for (us, count) in dense_histogram(t) {
+        out.push_str(&format!("{us},{count}\n"));
+    }
+    out.push_str(&summary_lines(t));
+    out
+}
+
+/// The result file in `format`.
+pub fn render(t: &TimerResult, format: StatsFormat) -> String {
+    match format {
+        StatsFormat::Txt => txt(t),
+        StatsFormat::Csv => csv(t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Recorder, hdr_buckets, summarize};
+    use crate::sys::os::{Policy, Sched};
+
+    /// A result built from known samples through the real recorder.
+    pub fn sample_result() -> TimerResult {
+        let mut r = Recorder::new(20).unwrap();
+        for ns in [
+            2_100, 2_900, 3_000, 17_000, 17_500, 17_999, 18_000, 20_999, 100_000,
+        ] {
+            r.record(ns);
+        }
+        r.overruns = 1;
+        r.missed_periods = 2;
+        TimerResult {
+            index: 0,
+            tid: 13029,
+            cpus: vec![1],
+            cpu_first: Some(1),
+            cpu_last: Some(1),
+            sched: Sched {
+                policy: Policy::Fifo,
+                priority: 99,
+            },
+            period_ns: 1_000_000,
+            result_file: "timer_thread00.txt".into(),
+            summary: summarize(&r),
+            histo_size_us: 20,
+            histogram_us: r
+                .linear
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(us, c)| (us as u64, *c))
+                .collect(),
+            hdr_histogram: hdr_buckets(&r),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn txt_matches_the_golden_file() {
+        let golden = include_str!("../../tests/golden/timer_thread00.txt");
+        assert_eq!(txt(&sample_result()), golden);
+    }
+
+    #[test]
+    fn csv_matches_the_golden_file() {
+        let golden = include_str!("../../tests/golden/timer_thread00.csv");
+        assert_eq!(csv(&sample_result()), golden);
+    }
+
+    #[test]
+    fn summary_columns_line_up_with_the_systress_header() {
+        let text = summary_lines(&sample_result());
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines[2];
+        let row = lines[4];
+        // Every column's right edge in the header is the right edge of the row's
+        // value, except the first (systress prints `# Index` one column left).
+        let edges = |s: &str| -> Vec<usize> {
+            let b = s.as_bytes();
+            (1..b.len())
+                .filter(|&i| b[i] != b' ' && (i + 1 == b.len() || b[i + 1] == b' '))
+                .collect()
+        };
+        assert_eq!(edges(header)[1..], edges(row)[1..]);
+        assert_eq!(edges(header)[0] + 1, edges(row)[0]);
+    }
+}

@@ -1,0 +1,133 @@
+//! The result of a run: the one model every output renders (result files,
+//! closing lines, JSON). Nothing is computed by the renderers that is not
+//! here. Its JSON form is versioned by [`SCHEMA`] and documented in
+//! `docs/result-schema.md`.
+
+use crate::load::ProgramResult;
+use crate::plan::RunPlan;
+use crate::stats::cpu_load::CpuLoad;
+use crate::stats::{HdrBucket, Summary};
+use crate::sys::info::SystemSnapshot;
+use crate::sys::os::Sched;
+use serde::Serialize;
+
+/// Version tag of the JSON result document.
+pub const SCHEMA: &str = "rtlab-result/1";
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every timer thread reached its lifetime.
+    Completed,
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped it.
+    Interrupted {
+        /// The signal's name.
+        signal: String,
+    },
+    /// A program with an ABORT action ended.
+    Aborted {
+        /// Program index.
+        program: usize,
+        /// Its command line.
+        command: String,
+        /// How it ended.
+        status: String,
+    },
+    /// Something failed after the start (a timer thread, a respawn).
+    Failed {
+        /// What.
+        error: String,
+    },
+}
+
+impl EndReason {
+    /// The process exit status for this end (see `docs/manual.md`).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            EndReason::Completed => 0,
+            EndReason::Failed { .. } => 1,
+            EndReason::Aborted { .. } => 3,
+            EndReason::Interrupted { signal } => match signal.as_str() {
+                "SIGINT" => 130,
+                "SIGHUP" => 129,
+                _ => 143,
+            },
+        }
+    }
+}
+
+/// The state of the PM QoS request on /dev/cpu_dma_latency during the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PmQos {
+    /// Requested latency (µs), None when the file asked to leave it alone.
+    pub requested_us: Option<u32>,
+    /// Whether the request was held for the run.
+    pub held: bool,
+    /// Why it could not be held.
+    pub error: Option<String>,
+}
+
+/// One timer thread's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimerResult {
+    /// Index N.
+    pub index: usize,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// CPUs it was pinned to.
+    pub cpus: Vec<usize>,
+    /// CPU it ran on at the start and at the end.
+    pub cpu_first: Option<usize>,
+    /// CPU at the end.
+    pub cpu_last: Option<usize>,
+    /// The scheduling it had.
+    pub sched: Sched,
+    /// Period (ns).
+    pub period_ns: u64,
+    /// Result file as named in the closing lines.
+    pub result_file: String,
+    /// Statistics over every sample.
+    pub summary: Summary,
+    /// Systress histogram size (µs).
+    pub histo_size_us: u64,
+    /// Non-empty 1-µs buckets as (µs, count).
+    pub histogram_us: Vec<(u64, u64)>,
+    /// Every sample, log-linear (0.1%).
+    pub hdr_histogram: Vec<HdrBucket>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// rtlab's version.
+    pub rtlab_version: &'static str,
+    /// The resolved configuration.
+    pub plan: RunPlan,
+    /// The machine.
+    pub system: SystemSnapshot,
+    /// Start (RFC 3339, UTC).
+    pub start_time: String,
+    /// End (RFC 3339, UTC).
+    pub end_time: String,
+    /// From the release of the timer threads to their end (ns).
+    pub elapsed_ns: u64,
+    /// How it ended.
+    pub end: EndReason,
+    /// Shortcut: the run was stopped by a signal.
+    pub interrupted: bool,
+    /// /dev/cpu_dma_latency.
+    pub pm_qos: PmQos,
+    /// Timer threads by index.
+    pub timers: Vec<TimerResult>,
+    /// Programs by index.
+    pub programs: Vec<ProgramResult>,
+    /// CPU load per refresh period.
+    pub cpu_load: Vec<CpuLoad>,
+    /// Problems that did not stop the run.
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,137 @@
+//! CPU load from two `/proc/stat` readings: data in, percentages out.
+
+use crate::sys::proc_stat::{CpuTimes, ProcStat};
+use serde::Serialize;
+
+/// Busy percentage per CPU and overall, over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuLoad {
+    /// Seconds since the start of the run at the end of the interval.
+    pub at_s: f64,
+    /// Length of the interval (s).
+    pub span_s: f64,
+    /// (CPU, busy %) for each CPU.
+    pub per_cpu: Vec<(usize, f64)>,
+    /// Busy % over all CPUs.
+    pub global: f64,
+}
+
+fn busy_percent(before: CpuTimes, after: CpuTimes) -> f64 {
+    let total = after.total.saturating_sub(before.total);
+    if total == 0 {
+        return 0.0;
+    }
+    let idle = after.idle.saturating_sub(before.idle).min(total);
+    100.0 * (total - idle) as f64 / total as f64
+}
+
+/// The load between two readings.
+pub fn between(before: &ProcStat, after: &ProcStat, at_s: f64, span_s: f64) -> CpuLoad {
+    let per_cpu = after
+        .per_cpu
+        .iter()
+        .map(|&(cpu, a)| {
+            let b = before
+                .per_cpu
+                .iter()
+                .find(|(c, _)| *c == cpu)
+                .map_or(a, |&(_, b)| b);
+            (cpu, busy_percent(b, a))
+        })
+        .collect();
+    CpuLoad {
+        at_s,
+        span_s,
+        per_cpu,
+        global: busy_percent(before.all, after.all),
+    }
+}
+
+/// Most intervals a series keeps; beyond, neighbours merge (so a week-long
+/// run stays small).
+pub const MAX_SERIES: usize = 4096;
+
+/// Appends `load` to `series`, merging neighbouring intervals pairwise
+/// (time-weighted) when the series is full.
+pub fn push_bounded(series: &mut Vec<CpuLoad>, load: CpuLoad) {
+    if series.len() >= MAX_SERIES {
+        let merged: Vec<CpuLoad> = series.chunks(2).map(merge).collect();
+        *series = merged;
+    }
+    series.push(load);
+}
+
+fn merge(pair: &[CpuLoad]) -> CpuLoad {
+    let total: f64 = pair.iter().map(|l| l.span_s).sum();
+    let weight = |l: &CpuLoad| {
+        if total > 0.0 {
+            l.span_s / total
+        } else {
+            1.0 / pair.len() as f64
+        }
+    };
+    let last = &pair[pair.len() - 1];
+    CpuLoad {
+        at_s: last.at_s,
+        span_s: total,
+        per_cpu: last
+            .per_cpu
+            .iter()
+            .map(|&(cpu, _)| {
+                let v = pair
+                    .iter()
+                    .map(|l| {
+                        weight(l)
+                            * l.per_cpu
+                                .iter()
+                                .find(|(c, _)| *c == cpu)
+                                .map_or(0.0, |x| x.1)
+                    })
+                    .sum();
+                (cpu, v)
+            })
+            .collect(),
+        global: pair.iter().map(|l| weight(l) * l.global).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::proc_stat::parse;
+
+    #[test]
+    fn load_from_two_readings() {
+        let a =
+            parse("cpu 0 0 0 100 0 0 0 0\ncpu0 0 0 0 50 0 0 0 0\ncpu1 0 0 0 50 0 0 0 0\n").unwrap();
+        let b = parse("cpu 50 0 0 150 0 0 0 0\ncpu0 50 0 0 50 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n")
+            .unwrap();
+        let l = between(&a, &b, 1.0, 1.0);
+        assert_eq!(l.per_cpu, vec![(0, 100.0), (1, 0.0)]);
+        assert_eq!(l.global, 50.0);
+        // No time passed: 0%, not NaN.
+        assert_eq!(between(&a, &a, 0.0, 0.0).global, 0.0);
+    }
+
+    #[test]
+    fn series_stays_bounded_and_keeps_the_mean() {
+        let mut series = Vec::new();
+        for i in 0..(MAX_SERIES * 3) {
+            let v = if i % 2 == 0 { 100.0 } else { 0.0 };
+            push_bounded(
+                &mut series,
+                CpuLoad {
+                    at_s: i as f64,
+                    span_s: 1.0,
+                    per_cpu: vec![(0, v)],
+                    global: v,
+                },
+            );
+        }
+        assert!(series.len() <= MAX_SERIES);
+        let total: f64 = series.iter().map(|l| l.span_s).sum();
+        assert_eq!(total, (MAX_SERIES * 3) as f64);
+        let mean: f64 = series.iter().map(|l| l.global * l.span_s).sum::<f64>() / total;
+        assert!((mean - 50.0).abs() < 1e-9);
+    }
+}

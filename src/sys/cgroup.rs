@@ -1,0 +1,236 @@
+//! Cgroup mounts, and the tracking cgroup that holds every process a run
+//! starts, so that all of them (grandchildren included, even those that leave
+//! their process group) can be found and stopped.
+//!
+//! The tracking cgroup lives in the cgroup v2 hierarchy when one is mounted
+//! (it has `cgroup.kill`), else in a v1 hierarchy (`pids`, `freezer`, or any
+//! other), where processes are killed one by one from `cgroup.procs`.
+
+use super::{SysError, SysRoot, os};
+
+/// The cgroup layout of this machine.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    /// Only v1 hierarchies.
+    V1,
+    /// Only the unified hierarchy.
+    V2,
+    /// Both (v1 controllers plus a v2 mount).
+    Hybrid,
+    /// No cgroup filesystem mounted.
+    None,
+}
+
+/// One mounted cgroup hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Mount point (absolute, as the kernel reports it).
+    pub path: String,
+    /// v2 (`cgroup2`) or v1 (`cgroup`).
+    pub v2: bool,
+    /// Mount options (v1 options name the controllers).
+    pub options: Vec<String>,
+}
+
+/// Parses `/proc/self/mounts` text into its cgroup mounts.
+pub fn parse_mounts(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (path, fstype, opts) = (f.get(1)?, f.get(2)?, f.get(3)?);
+            let v2 = match *fstype {
+                "cgroup2" => true,
+                "cgroup" => false,
+                _ => return None,
+            };
+            Some(Mount {
+                path: path.to_string(),
+                v2,
+                options: opts.split(',').map(str::to_string).collect(),
+            })
+        })
+        .collect()
+}
+
+/// The cgroup mounts of this machine.
+pub fn mounts(root: &SysRoot) -> Vec<Mount> {
+    root.read("proc/self/mounts")
+        .map(|t| parse_mounts(&t))
+        .unwrap_or_default()
+}
+
+/// Which cgroup layout the machine has.
+pub fn version(mounts: &[Mount]) -> CgroupVersion {
+    let v1 = mounts.iter().any(|m| !m.v2);
+    let v2 = mounts.iter().any(|m| m.v2);
+    match (v1, v2) {
+        (true, true) => CgroupVersion::Hybrid,
+        (true, false) => CgroupVersion::V1,
+        (false, true) => CgroupVersion::V2,
+        (false, false) => CgroupVersion::None,
+    }
+}
+
+/// Picks the hierarchy for tracking: v2 first, then v1 `pids`, `freezer`, any.
+fn tracking_mount(mounts: &[Mount]) -> Option<&Mount> {
+    mounts
+        .iter()
+        .find(|m| m.v2)
+        .or_else(|| {
+            mounts
+                .iter()
+                .find(|m| m.options.iter().any(|o| o == "pids"))
+        })
+        .or_else(|| {
+            mounts
+                .iter()
+                .find(|m| m.options.iter().any(|o| o == "freezer"))
+        })
+        .or_else(|| mounts.iter().find(|m| !m.v2))
+}
+
+/// A cgroup created to hold the processes of one run.
+#[derive(Debug, Clone)]
+pub struct TrackingCgroup {
+    root: SysRoot,
+    /// Directory of the cgroup, relative to the root.
+    dir: String,
+}
+
+impl TrackingCgroup {
+    /// Creates `NAME` under the best hierarchy for tracking.
+    pub fn create(root: &SysRoot, name: &str) -> Result<Self, SysError> {
+        let mounts = mounts(root);
+        let mount = tracking_mount(&mounts).ok_or_else(|| {
+            SysError::NotFound(root.path("sys/fs/cgroup (no cgroup hierarchy is mounted)"))
+        })?;
+        let dir = format!("{}/{}", mount.path.trim_end_matches('/'), name);
+        if !root.exists(&dir) {
+            root.mkdir(&dir)?;
+        }
+        Ok(TrackingCgroup {
+            root: root.clone(),
+            dir,
+        })
+    }
+
+    /// Re-opens an existing tracking cgroup from its directory (the guard).
+    pub fn existing(root: &SysRoot, dir: &str) -> Self {
+        TrackingCgroup {
+            root: root.clone(),
+            dir: dir.to_string(),
+        }
+    }
+
+    /// The cgroup directory, relative to the root.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// Opens `cgroup.procs` for a child to write itself into before exec.
+    pub fn open_procs(&self) -> Result<std::fs::File, SysError> {
+        self.root.open_write(&format!("{}/cgroup.procs", self.dir))
+    }
+
+    /// The pids in the cgroup now.
+    pub fn pids(&self) -> Vec<i32> {
+        self.root
+            .read(&format!("{}/cgroup.procs", self.dir))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Sends `signal` to every process in the cgroup. SIGKILL uses
+    /// `cgroup.kill` where the kernel has it (atomic against forks).
+    pub fn signal_all(&self, signal: libc::c_int) {
+        let kill_file = format!("{}/cgroup.kill", self.dir);
+        if signal == libc::SIGKILL
+            && self.root.exists(&kill_file)
+            && self.root.write(&kill_file, "1").is_ok()
+        {
+            return;
+        }
+        for pid in self.pids() {
+            let _ = os::kill_pid(pid, signal);
+        }
+    }
+
+    /// Kills everything in the cgroup until it is empty (at most `timeout`),
+    /// then removes it. Returns the pids still alive if it could not.
+    pub fn kill_and_remove(&self, timeout: std::time::Duration) -> Result<(), Vec<i32>> {
+        let start = std::time::Instant::now();
+        loop {
+            let left = self.pids();
+            if left.is_empty() {
+                // rmdir can race with the last exits being accounted.
+                for _ in 0..50 {
+                    if self.root.rmdir(&self.dir).is_ok() || !self.root.exists(&self.dir) {
+                        return Ok(());
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(left);
+            }
+            self.signal_all(libc::SIGKILL);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HYBRID: &str = "tmpfs /sys/fs/cgroup tmpfs rw 0 0\n\
+cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n\
+cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n\
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+
+    #[test]
+    fn parses_mounts_and_versions() {
+        let m = parse_mounts(HYBRID);
+        assert_eq!(m.len(), 3);
+        assert_eq!(version(&m), CgroupVersion::Hybrid);
+        assert!(tracking_mount(&m).unwrap().path.ends_with("cgroup/unified"));
+        let v1: Vec<Mount> = m.iter().filter(|m| !m.v2).cloned().collect();
+        assert_eq!(version(&v1), CgroupVersion::V1);
+        assert!(tracking_mount(&v1).unwrap().path.ends_with("cgroup/pids"));
+        assert_eq!(version(&[]), CgroupVersion::None);
+    }
+
+    #[test]
+    fn creates_a_tracking_cgroup_in_a_fake_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/fs/cgroup/unified")).unwrap();
+        std::fs::write(dir.path().join("proc/self/mounts"), HYBRID).unwrap();
+        let root = SysRoot::at(dir.path());
+        let cg = TrackingCgroup::create(&root, "rtlab-1").unwrap();
+        assert_eq!(
+            cg.dir(),
+            format!("{}/rtlab-1", parse_mounts(HYBRID)[2].path)
+        );
+        // A fake tree has no kernel to fill cgroup.procs: write it by hand.
+        std::fs::write(
+            dir.path()
+                .join("sys/fs/cgroup/unified/rtlab-1/cgroup.procs"),
+            "",
+        )
+        .unwrap();
+        assert!(cg.pids().is_empty());
+    }
+
+    #[test]
+    fn no_cgroup_mount_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        assert!(matches!(
+            TrackingCgroup::create(&root, "x"),
+            Err(SysError::NotFound(_))
+        ));
+    }
+}

@@ -1,0 +1,103 @@
+//! System access: the root-relative file layer ([`root`]), the syscall layer
+//! ([`os`], the only `unsafe` code), and readers of kernel facts built on them.
+
+pub mod cgroup;
+pub mod info;
+pub mod os;
+pub mod proc_stat;
+pub mod root;
+
+pub use root::{SysError, SysRoot};
+
+/// The online CPUs, from `/sys/devices/system/cpu/online`.
+pub fn online_cpus(root: &SysRoot) -> Result<Vec<usize>, SysError> {
+    let rel = "sys/devices/system/cpu/online";
+    let text = root.read_trim(rel)?;
+    crate::cpulist::parse(&text).map_err(|e| SysError::Parse {
+        path: root.path(rel),
+        what: e.message,
+    })
+}
+
+/// Facts about this process's privileges that decide whether real-time
+/// scheduling can be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Privileges {
+    /// Effective uid is 0.
+    pub root: bool,
+    /// CAP_SYS_NICE is in the effective set.
+    pub cap_sys_nice: bool,
+    /// RLIMIT_RTPRIO soft limit.
+    pub rtprio_limit: u64,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` (-1 = no throttling).
+    pub rt_runtime_us: Option<i64>,
+}
+
+impl Privileges {
+    /// Reads the privileges of this process.
+    pub fn current(root: &SysRoot) -> Self {
+        const CAP_SYS_NICE: u32 = 23;
+        let cap_sys_nice = root
+            .read("proc/self/status")
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("CapEff:"))
+                    .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            })
+            .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0);
+        Privileges {
+            root: os::geteuid() == 0,
+            cap_sys_nice,
+            rtprio_limit: os::rtprio_limit(),
+            rt_runtime_us: root
+                .read_opt("proc/sys/kernel/sched_rt_runtime_us")
+                .and_then(|v| v.parse().ok()),
+        }
+    }
+
+    /// Whether a thread may take real-time priority `priority` by the rules
+    /// alone (the kernel may still refuse, e.g. RT group scheduling).
+    pub fn allows_rt(&self, priority: i32) -> bool {
+        self.root || self.cap_sys_nice || (priority as u64) <= self.rtprio_limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn online_cpus_from_a_fake_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("online"), "0-3,6\n").unwrap();
+        let root = SysRoot::at(dir.path());
+        assert_eq!(online_cpus(&root).unwrap(), vec![0, 1, 2, 3, 6]);
+        std::fs::write(p.join("online"), "garbage\n").unwrap();
+        assert!(matches!(online_cpus(&root), Err(SysError::Parse { .. })));
+    }
+
+    #[test]
+    fn privileges_from_a_fake_status() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/self/status"),
+            "Name:\tx\nCapEff:\t0000000000800000\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("proc/sys/kernel/sched_rt_runtime_us"),
+            "-1\n",
+        )
+        .unwrap();
+        let p = Privileges::current(&SysRoot::at(dir.path()));
+        assert!(p.cap_sys_nice);
+        assert_eq!(p.rt_runtime_us, Some(-1));
+        assert!(p.allows_rt(99));
+    }
+}

@@ -1,0 +1,483 @@
+//! The syscall layer: the only module of rtlab with `unsafe` code.
+//!
+//! Thin, checked wrappers over libc for what std does not offer: clocks and
+//! absolute sleeps, CPU affinity, scheduling policies, memory locking, thread
+//! signals, process groups and the per-child setup done between fork and exec.
+//! Every wrapper returns `io::Error` built from `errno`; none panics.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// A Linux scheduling policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Policy {
+    /// SCHED_OTHER (CFS), priority is the nice value.
+    Other,
+    /// SCHED_FIFO, priority 1..99.
+    Fifo,
+    /// SCHED_RR, priority 1..99.
+    Rr,
+    /// SCHED_BATCH, priority is the nice value.
+    Batch,
+    /// SCHED_IDLE.
+    Idle,
+}
+
+impl Policy {
+    /// Whether the policy is a real-time one (priority 1..99).
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+
+    /// The upper-case name used in files and output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "OTHER",
+            Policy::Fifo => "FIFO",
+            Policy::Rr => "RR",
+            Policy::Batch => "BATCH",
+            Policy::Idle => "IDLE",
+        }
+    }
+
+    fn to_libc(self) -> libc::c_int {
+        match self {
+            Policy::Other => libc::SCHED_OTHER,
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+            Policy::Batch => libc::SCHED_BATCH,
+            Policy::Idle => libc::SCHED_IDLE,
+        }
+    }
+
+    fn from_libc(raw: libc::c_int) -> Option<Policy> {
+        // SCHED_RESET_ON_FORK may be or-ed into the value.
+        match raw & !libc::SCHED_RESET_ON_FORK {
+            libc::SCHED_OTHER => Some(Policy::Other),
+            libc::SCHED_FIFO => Some(Policy::Fifo),
+            libc::SCHED_RR => Some(Policy::Rr),
+            libc::SCHED_BATCH => Some(Policy::Batch),
+            libc::SCHED_IDLE => Some(Policy::Idle),
+            _ => None,
+        }
+    }
+}
+
+/// A policy with its priority (1..99 for FIFO/RR) or nice value (others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sched {
+    /// The policy.
+    pub policy: Policy,
+    /// Real-time priority for FIFO/RR, nice value otherwise.
+    pub priority: i32,
+}
+
+impl Default for Sched {
+    fn default() -> Self {
+        Sched {
+            policy: Policy::Other,
+            priority: 0,
+        }
+    }
+}
+
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret == -1 { Err(last_error()) } else { Ok(()) }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC (through the vDSO: no syscall).
+#[inline(always)]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists
+    // on Linux, so the call cannot fail and leaves `ts` initialised.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Nanoseconds on CLOCK_REALTIME (for wall-clock timestamps in results).
+pub fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns`.
+/// Returns 0 on wake-up at the deadline, or the error number (EINTR when a
+/// signal handler interrupted the sleep). Allocation-free: for the hot loop.
+#[inline(always)]
+pub fn sleep_until_ns(deadline_ns: u64) -> i32 {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null
+    // with TIMER_ABSTIME. clock_nanosleep returns the error number directly.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// The calling thread's kernel thread id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The process id.
+pub fn getpid() -> i32 {
+    std::process::id() as i32
+}
+
+/// The effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The CPU the calling thread last ran on.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments; -1 signals an error.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = std::mem::size_of::<libc::cpu_set_t>() * 8;
+    for &cpu in cpus {
+        if cpu >= capacity {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond the largest CPU number supported ({capacity})"),
+            ));
+        }
+        // SAFETY: `cpu` is below the set's capacity, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Pins thread `tid` (0 = the calling thread) to `cpus`.
+pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set_of(cpus)?;
+    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
+    check(unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) })
+}
+
+/// The CPUs thread `tid` (0 = the calling thread) may run on.
+pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
+    // SAFETY: all-zero is a valid empty cpu_set_t.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is writable and the size passed is its size.
+    check(unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) })?;
+    let capacity = std::mem::size_of::<libc::cpu_set_t>() * 8;
+    // SAFETY: every index is below the set's capacity.
+    Ok((0..capacity)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Sets the policy and priority (or nice value) of thread `tid` (0 = caller).
+pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
+    let prio = if sched.policy.is_realtime() {
+        sched.priority
+    } else {
+        0
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `param` is a valid sched_param; on Linux sched_setscheduler acts
+    // on the thread whose id is given (0 = the calling thread).
+    check(unsafe { libc::sched_setscheduler(tid, sched.policy.to_libc(), &param) })?;
+    if !sched.policy.is_realtime() {
+        // SAFETY: setpriority with PRIO_PROCESS and a thread id sets that
+        // thread's nice value on Linux.
+        check(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, sched.priority) })?;
+    }
+    Ok(())
+}
+
+/// The policy and priority (or nice value) of thread `tid` (0 = caller).
+pub fn get_sched(tid: i32) -> io::Result<Sched> {
+    // SAFETY: sched_getscheduler takes a thread id and returns -1 on error.
+    let raw = unsafe { libc::sched_getscheduler(tid) };
+    if raw == -1 {
+        return Err(last_error());
+    }
+    let policy = Policy::from_libc(raw).unwrap_or(Policy::Other);
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is writable.
+    check(unsafe { libc::sched_getparam(tid, &mut param) })?;
+    let priority = if policy.is_realtime() {
+        param.sched_priority
+    } else {
+        // getpriority can legitimately return -1; clear errno to tell.
+        // SAFETY: __errno_location returns this thread's errno slot.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: getpriority with PRIO_PROCESS and a thread id.
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) };
+        // SAFETY: as above.
+        if nice == -1 && unsafe { *libc::__errno_location() } != 0 {
+            return Err(last_error());
+        }
+        nice
+    };
+    Ok(Sched { policy, priority })
+}
+
+/// The RLIMIT_RTPRIO soft limit (the highest RT priority an unprivileged
+/// process may take).
+pub fn rtprio_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is writable.
+    if unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) } == -1 {
+        return 0;
+    }
+    lim.rlim_cur
+}
+
+/// Locks all current and future memory of the process (mlockall).
+pub fn lock_all_memory() -> io::Result<()> {
+    // SAFETY: mlockall takes flags only.
+    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) })
+}
+
+/// Undoes [`lock_all_memory`].
+pub fn unlock_all_memory() {
+    // SAFETY: munlockall takes no arguments; failure is harmless.
+    unsafe { libc::munlockall() };
+}
+
+extern "C" fn wake_handler(_: libc::c_int) {}
+
+/// The signal used to interrupt a timer thread's sleep when the run stops.
+pub const WAKE_SIGNAL: libc::c_int = libc::SIGUSR2;
+
+/// Installs a no-op handler for [`WAKE_SIGNAL`] without SA_RESTART, so that a
+/// thread sleeping in clock_nanosleep returns EINTR when signalled.
+pub fn install_wake_handler() -> io::Result<()> {
+    // SAFETY: a zeroed sigaction is valid; we set a handler that does nothing
+    // (async-signal-safe) and an empty mask.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = wake_handler as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = 0;
+        check(libc::sigaction(WAKE_SIGNAL, &action, std::ptr::null_mut()))
+    }
+}
+
+/// Blocks every signal in the calling thread except [`WAKE_SIGNAL`], so that
+/// process-directed signals (SIGINT, SIGCHLD...) are handled by other threads
+/// and never interrupt a measurement.
+pub fn block_signals_except_wake() -> io::Result<()> {
+    // SAFETY: a zeroed sigset_t is filled by sigfillset before use; the mask
+    // pointer is valid and the old mask is not requested.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::sigdelset(&mut set, WAKE_SIGNAL);
+        let rc = libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+    }
+    Ok(())
+}
+
+/// Sends [`WAKE_SIGNAL`] to a thread of this process.
+pub fn wake_thread(thread: libc::pthread_t) {
+    // SAFETY: `thread` comes from a JoinHandle that has not been joined yet, so
+    // it names a live (or exited but unjoined, hence still valid) thread.
+    unsafe { libc::pthread_kill(thread, WAKE_SIGNAL) };
+}
+
+/// Sends `signal` to every process of process group `pgid`.
+pub fn kill_group(pgid: i32, signal: libc::c_int) -> io::Result<()> {
+    if pgid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad process group",
+        ));
+    }
+    // SAFETY: killpg with a positive group id other than init's.
+    check(unsafe { libc::killpg(pgid, signal) })
+}
+
+/// Sends `signal` to process `pid`.
+pub fn kill_pid(pid: i32, signal: libc::c_int) -> io::Result<()> {
+    if pid <= 1 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad pid"));
+    }
+    // SAFETY: kill with a positive pid other than init's.
+    check(unsafe { libc::kill(pid, signal) })
+}
+
+/// Ignores `signal` in this process (the guard).
+pub fn ignore_signal(signal: libc::c_int) {
+    // SAFETY: SIG_IGN is a valid disposition for the catchable signals the
+    // guard passes.
+    unsafe { libc::signal(signal, libc::SIG_IGN) };
+}
+
+/// Sets the calling thread's name (`comm`, at most 15 bytes kept).
+pub fn set_thread_name(name: &str) {
+    let mut buf = [0u8; 16];
+    for (dst, src) in buf.iter_mut().zip(name.bytes().take(15)) {
+        *dst = src;
+    }
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes;
+    // `buf` is 16 bytes with a NUL at the end.
+    unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr(), 0, 0, 0) };
+}
+
+/// What a child does between fork and exec.
+#[derive(Debug, Clone, Default)]
+pub struct ChildSetup {
+    /// CPUs to pin to (inherited by its own children).
+    pub cpus: Option<Vec<usize>>,
+    /// Policy and priority.
+    pub sched: Option<Sched>,
+    /// Open `cgroup.procs` files the child writes itself into before exec.
+    pub cgroup_procs_fds: Vec<RawFd>,
+    /// Kill the child when its parent thread dies (PR_SET_PDEATHSIG).
+    pub die_with_parent: bool,
+}
+
+/// Arranges for `cmd`'s child to apply `setup` before exec. Everything the
+/// child does there is a plain syscall on data prepared beforehand: no
+/// allocation, no lock (the child of a multi-threaded parent must not).
+pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
+    let cpu_set = match &setup.cpus {
+        Some(cpus) => Some(cpu_set_of(cpus)?),
+        None => None,
+    };
+    let sched = setup.sched;
+    let fds = setup.cgroup_procs_fds.clone();
+    let die_with_parent = setup.die_with_parent;
+    // SAFETY: the closure runs in the forked child before exec. It only makes
+    // async-signal-safe syscalls (write, prctl, sched_setaffinity,
+    // sched_setscheduler, setpriority) on values captured by copy, and
+    // allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &fds {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if die_with_parent {
+                check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
+            }
+            if let Some(set) = &cpu_set {
+                check(libc::sched_setaffinity(0, std::mem::size_of_val(set), set))?;
+            }
+            if let Some(s) = sched {
+                let param = libc::sched_param {
+                    sched_priority: if s.policy.is_realtime() {
+                        s.priority
+                    } else {
+                        0
+                    },
+                };
+                check(libc::sched_setscheduler(0, s.policy.to_libc(), &param))?;
+                if !s.policy.is_realtime() {
+                    check(libc::setpriority(libc::PRIO_PROCESS, 0, s.priority))?;
+                }
+            }
+            Ok(())
+        })
+    };
+    Ok(())
+}
+
+/// Writes a 4-byte PM QoS request (µs) to an open /dev/cpu_dma_latency file,
+/// in the binary form cyclictest uses. The request holds while the file is
+/// open and is dropped by the kernel when it is closed (even on SIGKILL).
+pub fn write_pm_qos(file: &std::fs::File, latency_us: i32) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = file;
+    f.write_all(&latency_us.to_ne_bytes())
+}
+
+/// Touches 64 KiB of stack so that its pages are mapped before the hot loop.
+#[inline(never)]
+pub fn prefault_stack() {
+    let mut buf = [0u8; 64 * 1024];
+    for chunk in buf.chunks_mut(4096) {
+        chunk[0] = 1;
+    }
+    std::hint::black_box(&mut buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_moves_forward_and_sleep_reaches_deadline() {
+        let start = monotonic_ns();
+        let deadline = start + 2_000_000;
+        assert_eq!(sleep_until_ns(deadline), 0);
+        assert!(monotonic_ns() >= deadline);
+    }
+
+    #[test]
+    fn affinity_roundtrip_on_current_thread() {
+        let before = get_affinity(0).unwrap();
+        std::thread::spawn(move || {
+            set_affinity(0, &[before[0]]).unwrap();
+            assert_eq!(get_affinity(0).unwrap(), vec![before[0]]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn nice_roundtrip_on_a_thread() {
+        std::thread::spawn(|| {
+            set_sched(
+                0,
+                Sched {
+                    policy: Policy::Batch,
+                    priority: 5,
+                },
+            )
+            .unwrap();
+            let got = get_sched(0).unwrap();
+            assert_eq!(got.policy, Policy::Batch);
+            assert_eq!(got.priority, 5);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn out_of_range_cpu_is_an_error_not_a_panic() {
+        assert!(set_affinity(0, &[100_000]).is_err());
+    }
+}
