@@ -1,0 +1,458 @@
+//! Integration tests: the real binary runs real experiments on this machine
+//! (root, SCHED_FIFO, cgroups). Each test works in its own temporary
+//! directory and checks behaviour, never timing.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn rtlab() -> Command {
+    assert_eq!(
+        unsafe_free_euid(),
+        0,
+        "integration tests run real-time threads and cgroups: run them as root"
+    );
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+}
+
+fn unsafe_free_euid() -> u32 {
+    // The owner of /proc/self is the effective uid.
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
+}
+
+fn write_cfg(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    rtlab().args(args).current_dir(dir).output().unwrap()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Live (non-zombie) processes whose command line contains `marker`.
+fn live_processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        if cmdline.contains(marker) && !zombie {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+fn spawn_in(dir: &Path, args: &[&str]) -> Child {
+    rtlab()
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &Child, sig: i32) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn fifo_timer_thread_runs_on_the_chosen_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "t.cfg",
+        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 90\n \
+         timer.period 500 us\n lifetime.loops 400\n stats.histo_size 50 us\n}\n",
+    );
+    let o = run_in(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--json", "r.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    let t = &r["timers"][0];
+    assert_eq!(r["schema"], "rtlab-result/1");
+    assert_eq!(r["end"]["kind"], "completed");
+    assert_eq!(t["cpus"], serde_json::json!([1]));
+    assert_eq!(t["cpu_first"], 1);
+    assert_eq!(t["cpu_last"], 1);
+    assert_eq!(t["sched"]["policy"], "FIFO");
+    assert_eq!(t["sched"]["priority"], 90);
+    assert_eq!(t["period_ns"], 500_000);
+    assert_eq!(t["summary"]["samples"], 400);
+    assert_eq!(r["pm_qos"]["held"], true);
+    // The histogram in the JSON and the result file agree on every sample.
+    let hdr_total: u64 = t["hdr_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hdr_total, 400);
+    let txt = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
+    let rows: Vec<&str> = txt.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 51);
+    let in_hist: u64 = rows
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        in_hist + t["summary"]["beyond_histogram"].as_u64().unwrap(),
+        400
+    );
+    assert!(txt.contains("#                            SUMMARY"));
+    assert!(txt.contains("p99.99"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Statistics for timer_thread[0] in 'timer_thread00.txt'"));
+    assert!(stdout.contains("Total elapsed time: 0 minutes, "));
+    assert!(stdout.starts_with("Index     TID  Samples    L_min    L_max    L_cur    L_avg\n"));
+}
+
+#[test]
+fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "p.cfg",
+        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n lifetime.duration 3 s\n}\n\
+         program[0]\n{\n cmdline true\n termination.ok RESPAWN\n}\n\
+         program[1]\n{\n cmdline false\n termination.ko IGNORE\n}\n\
+         program[2]\n{\n cmdline sh -c \"kill -SEGV $$\"\n termination.ko RESPAWN\n}\n\
+         program[3]\n{\n cmdline sh -c \"echo out; echo err >&2; grep Cpus_allowed_list /proc/self/status; chrt -p $$\"\n \
+         cpu_affinity 0\n sched.policy BATCH\n output.out o.txt\n output.err e.txt\n}\n",
+    );
+    let o = run_in(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--json", "r.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    let p = r["programs"].as_array().unwrap();
+    // `true` is respawned, but its back-off keeps it from spinning: over 3 s
+    // the delays 100, 200, 400, 800, 1600 ms allow about six starts.
+    let starts = p[0]["starts"].as_u64().unwrap();
+    assert!((3..=10).contains(&starts), "true started {starts} times");
+    assert_eq!(p[0]["exits"][0]["code"], 0);
+    // `false` is ignored after its first exit.
+    assert_eq!(p[1]["starts"], 1);
+    assert_eq!(p[1]["exits"][0]["code"], 1);
+    // The crash is seen as a signal and respawned with growing gaps.
+    let crashes = p[2]["exits"].as_array().unwrap();
+    assert!(crashes.len() >= 3, "{crashes:?}");
+    assert!(crashes.iter().all(|e| e["signal"] == 11));
+    let at: Vec<f64> = crashes
+        .iter()
+        .map(|e| e["at_s"].as_f64().unwrap())
+        .collect();
+    let gaps: Vec<f64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        gaps.windows(2).all(|g| g[1] > g[0]),
+        "back-off gaps should grow: {gaps:?}"
+    );
+    // Redirection, affinity and policy of a program.
+    let out = std::fs::read_to_string(dir.path().join("o.txt")).unwrap();
+    assert!(out.starts_with("out\n"), "{out}");
+    assert!(out.contains("Cpus_allowed_list:\t0\n"), "{out}");
+    assert!(out.contains("SCHED_BATCH"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("e.txt")).unwrap(),
+        "err\n"
+    );
+}
+
+#[test]
+fn abort_program_ends_the_run_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "a.cfg",
+        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
+         program[0]\n{\n cmdline sh -c \"sleep 0.5; exit 3\"\n termination.ko ABORT\n}\n",
+    );
+    let o = run_in(dir.path(), &["-c", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("program[0] (`sh -c sleep 0.5; exit 3`) ended with exit status 3"),
+        "{stderr}"
+    );
+    let txt = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
+    assert!(txt.contains("SUMMARY"));
+}
+
+#[test]
+fn sigint_mid_run_writes_every_file_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "i.cfg",
+        "main\n{\n stats.format csv\n}\n\
+         timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
+         timer_thread[1]\n{\n cpu_affinity 0\n timer.period 2 ms\n}\n\
+         program[0]\n{\n cmdline sh -c \"sleep 2718 & sleep 2718\"\n}\n",
+    );
+    let child = spawn_in(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--json", "r.json"],
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        !live_processes_with("sleep 2718").is_empty()
+    }));
+    // While it runs, the PM QoS request is held at 0 µs.
+    let qos = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_eq!(i32::from_ne_bytes(qos[..4].try_into().unwrap()), 0);
+    std::thread::sleep(Duration::from_millis(700));
+    signal(&child, 2);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["end"]["signal"], "SIGINT");
+    for (i, t) in r["timers"].as_array().unwrap().iter().enumerate() {
+        assert!(t["summary"]["samples"].as_u64().unwrap() > 0);
+        let csv =
+            std::fs::read_to_string(dir.path().join(format!("timer_thread{i:02}.csv"))).unwrap();
+        assert!(csv.starts_with("latency_us,count\n0,"));
+        assert!(csv.contains("SUMMARY"));
+    }
+    assert!(live_processes_with("sleep 2718").is_empty());
+}
+
+#[test]
+fn sigkill_of_rtlab_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    // A grandchild in the program's group, and one that escapes it (setsid).
+    let cfg = write_cfg(
+        dir.path(),
+        "k.cfg",
+        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
+         program[0]\n{\n cmdline sh -c \"sleep 3141 & setsid sleep 3142 & wait\"\n}\n",
+    );
+    let mut child = spawn_in(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(wait_until(Duration::from_secs(10), || live_processes_with(
+        "sleep 314"
+    )
+    .len()
+        >= 2));
+    signal(&child, 9);
+    let _ = child.wait();
+    assert!(
+        wait_until(Duration::from_secs(10), || live_processes_with("sleep 314")
+            .is_empty()),
+        "left behind: {:?}",
+        live_processes_with("sleep 314")
+    );
+    assert!(wait_until(Duration::from_secs(5), || live_processes_with(
+        "__guard"
+    )
+    .iter()
+    .all(|p| !p.contains(&child.id().to_string()))));
+}
+
+#[test]
+fn missing_command_is_refused_before_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "m.cfg",
+        "timer_thread[0]\n{\n lifetime.loops 10\n}\nprogram[0]\n{\n  cmdline sh -c \"touch started\"\n}\n\
+         program[1]\n{\n  cmdline no-such-command-xyz --flag\n}\n",
+    );
+    let o = run_in(dir.path(), &["run", "m.cfg"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("m.cfg:11:11: error: program[1]: command `no-such-command-xyz` not found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was started"));
+    // Nothing ran and nothing was written.
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec![cfg.file_name().unwrap().to_owned()]);
+}
+
+#[test]
+fn a_bad_file_reports_every_problem_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    write_cfg(
+        dir.path(),
+        "b.cfg",
+        "main\n{\n  stats.period 1500\n}\ntimer_thread[0]\n{\n  sched.prority 99\n  cpu_affinity 64\n}\n",
+    );
+    let o = run_in(dir.path(), &["--cfg=b.cfg"]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("b.cfg:3:20: error: `stats.period`: duration `1500` has no unit"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.cfg:7:3: error: unknown key `sched.prority`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: did you mean `sched.priority`?"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 problems in b.cfg"), "{stderr}");
+    // The offline CPU is found by the planner once the file parses.
+    write_cfg(
+        dir.path(),
+        "c.cfg",
+        "timer_thread[0]\n{\n  cpu_affinity 64\n}\n",
+    );
+    let o = run_in(dir.path(), &["run", "c.cfg"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("c.cfg:3:16: error: CPU 64 is not online"));
+}
+
+#[test]
+fn example_files_run_or_are_refused_as_their_readme_says() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples");
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["host.cfg", "host2.cfg"] {
+        let o = run_in(dir.path(), &["run", examples.join(name).to_str().unwrap()]);
+        if online.trim() == "0-1" {
+            assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(stderr.contains("CPU 7 is not online"), "{stderr}");
+            assert!(stderr.contains("online CPUs are 0-1"), "{stderr}");
+        }
+    }
+    let o = run_in(
+        dir.path(),
+        &[
+            "run",
+            examples.join("two-cpu.cfg").to_str().unwrap(),
+            "--json",
+            "r.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "two-cpu.cfg: {}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    assert!(r["timers"][0]["summary"]["samples"].as_u64().unwrap() > 9_000);
+    assert!(
+        r["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["starts"].as_u64().unwrap() >= 1)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("CPU#0 :") && stdout.contains("CPU    :"),
+        "{stdout}"
+    );
+    let txt = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
+    assert_eq!(txt.lines().take_while(|l| !l.is_empty()).count(), 21);
+}
+
+#[test]
+fn builtin_experiment_runs_one_fifo_99_thread_per_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["run", "--json", "r.json", "--outdir", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    assert_eq!(r["system"]["cpus_online"], online.trim());
+    let timers = r["timers"].as_array().unwrap();
+    assert_eq!(timers.len(), r["plan"]["timers"].as_array().unwrap().len());
+    for (i, t) in timers.iter().enumerate() {
+        assert_eq!(t["sched"]["policy"], "FIFO");
+        assert_eq!(t["sched"]["priority"], 99);
+        assert_eq!(t["cpu_first"], t["cpus"][0]);
+        assert!(t["summary"]["samples"].as_u64().unwrap() > 9_000);
+        assert!(
+            dir.path()
+                .join(format!("out/timer_thread{i:02}.txt"))
+                .exists()
+        );
+    }
+}
+
+#[test]
+fn systress_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["-V"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("rtlab {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let o = run_in(dir.path(), &["-h"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-c, --cfg <FILE>"));
+    write_cfg(
+        dir.path(),
+        "s.cfg",
+        "timer_thread[0]\n{\n lifetime.loops 20\n}\n",
+    );
+    for args in [
+        &["-c", "s.cfg"][..],
+        &["--cfg=s.cfg"],
+        &["-d", "2", "-c", "s.cfg"],
+    ] {
+        let o = run_in(dir.path(), args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("Statistics for timer_thread[0]"));
+    }
+    let o = run_in(dir.path(), &["-d", "2", "-c", "s.cfg"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("timer threads released"));
+    let o = run_in(dir.path(), &["--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run_in(dir.path(), &["check", "s.cfg"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "s.cfg: OK (1 timer thread, 0 programs)\n"
+    );
+}
