@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""rtlab against cyclictest, side by side, in interleaved rounds.
+
+Both tools measure on the same CPU with the same policy, priority and
+interval, with their main thread on another CPU and /dev/cpu_dma_latency held
+at 0 (both tools' default). Each round runs both, alternating which goes
+first. Reported per tool: median, p99 and max latency (µs, from each tool's
+own 1-µs histogram and max), and CPU time per sample of the measurement
+thread (from /proc/PID/task/TID/schedstat, between 2 s into the run and 1 s
+before its end) and of the whole process (rusage). Then the ratios
+rtlab / cyclictest: 1.0 or lower means rtlab adds no latency or cost.
+
+Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10]
+Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def percentile_from_hist(hist, q):
+    """Value (µs) at rank ceil(q*n) of a {µs: count} histogram."""
+    n = sum(hist.values())
+    if n == 0:
+        return 0
+    rank = max(1, -(-int(q * n * 1_000_000) // 1_000_000))
+    seen = 0
+    for us in sorted(hist):
+        seen += hist[us]
+        if seen >= rank:
+            return us
+    return max(hist)
+
+
+def thread_cpu_ns(pid, tid):
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except OSError:
+        return None
+
+
+def find_thread(pid, want_name, deadline):
+    """The measurement thread: by name for rtlab, the non-main thread for cyclictest."""
+    while time.time() < deadline:
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    comm = f.read().strip()
+                if want_name and comm == want_name:
+                    return int(tid)
+                if not want_name and int(tid) != pid:
+                    return int(tid)
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+def run_tool(argv, thread_name, duration, interval_us):
+    """Runs argv; samples the measurement thread's CPU time; returns stats."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    result = {}
+
+    def sampler():
+        t0 = time.time()
+        tid = find_thread(proc.pid, thread_name, t0 + 5)
+        if tid is None:
+            return
+        time.sleep(max(0.0, t0 + 2.0 - time.time()))
+        a, ta = thread_cpu_ns(proc.pid, tid), time.time()
+        time.sleep(max(0.0, t0 + duration - 1.0 - time.time()))
+        b, tb = thread_cpu_ns(proc.pid, tid), time.time()
+        if a is not None and b is not None and tb > ta:
+            samples = (tb - ta) * 1e6 / interval_us
+            result["thread_cpu_ns_per_sample"] = (b - a) / samples
+
+    t = threading.Thread(target=sampler)
+    t.start()
+    _, status, rusage = os.wait4(proc.pid, 0)
+    t.join()
+    err = proc.stderr.read().decode(errors="replace")
+    if status != 0:
+        sys.exit(f"{argv[0]} failed ({status}): {err}")
+    result["process_cpu_s"] = rusage.ru_utime + rusage.ru_stime
+    return result
+
+
+def rtlab_round(exe, work, a):
+    cfg = os.path.join(work, "bench.cfg")
+    with open(cfg, "w") as f:
+        f.write(
+            f"main\n{{\n  cpu_affinity {a.main_cpu}\n}}\n"
+            f"timer_thread[0]\n{{\n  cpu_affinity {a.cpu}\n  sched.policy FIFO\n"
+            f"  sched.priority {a.prio}\n  timer.period {a.interval} us\n"
+            f"  lifetime.duration {a.duration} s\n  stats.histo_size {a.histo} us\n}}\n"
+        )
+    out = os.path.join(work, "rtlab.json")
+    r = run_tool([exe, "run", cfg, "--json", out, "--outdir", work], "rtlab-timer0", a.duration, a.interval)
+    with open(out) as f:
+        t = json.load(f)["timers"][0]
+    hist = {us: c for us, c in t["histogram_us"]}
+    s = t["summary"]
+    r.update(samples=s["samples"], median=percentile_from_hist(hist, 0.5),
+             p99=percentile_from_hist(hist, 0.99), max=s["max_ns"] // 1000)
+    r["process_cpu_ns_per_sample"] = r["process_cpu_s"] * 1e9 / max(1, s["samples"])
+    return r
+
+
+def cyclictest_round(work, a):
+    out = os.path.join(work, "cyclictest.json")
+    argv = ["cyclictest", "-q", "-t1", f"-a{a.cpu}", f"-p{a.prio}", f"-i{a.interval}",
+            f"-D{a.duration}", f"-h{a.histo}", f"--mainaffinity={a.main_cpu}", f"--json={out}"]
+    r = run_tool(argv, None, a.duration, a.interval)
+    with open(out) as f:
+        t = json.load(f)["thread"]["0"]
+    hist = {int(k): v for k, v in t.get("histogram", {}).items()}
+    r.update(samples=t["cycles"], median=percentile_from_hist(hist, 0.5),
+             p99=percentile_from_hist(hist, 0.99), max=t["max"])
+    r["process_cpu_ns_per_sample"] = r["process_cpu_s"] * 1e9 / max(1, t["cycles"])
+    return r
+
+
+METRICS = [("median", "median latency (µs)"), ("p99", "p99 latency (µs)"), ("max", "max latency (µs)"),
+           ("thread_cpu_ns_per_sample", "measurement thread CPU per sample (ns)"),
+           ("process_cpu_ns_per_sample", "whole process CPU per sample (ns)")]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--duration", type=int, default=10, help="seconds per run")
+    p.add_argument("--cpu", type=int, default=1, help="measured CPU")
+    p.add_argument("--main-cpu", type=int, default=0, help="CPU of both tools' main thread")
+    p.add_argument("--prio", type=int, default=99)
+    p.add_argument("--interval", type=int, default=1000, help="period in µs")
+    p.add_argument("--histo", type=int, default=10000, help="histogram size in µs")
+    a = p.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root (both tools need SCHED_FIFO)")
+    if not shutil.which("cyclictest"):
+        sys.exit("cyclictest not found: apt-get install rt-tests")
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
+    exe = os.path.join(REPO, "target", "release", "rtlab")
+    ct_version = subprocess.run(["cyclictest", "--help"], capture_output=True, text=True).stdout.splitlines()
+    ct_version = next((l for l in ct_version if "cyclictest V" in l), "cyclictest").strip()
+    rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
+
+    rows = {"rtlab": [], "cyclictest": []}
+    with tempfile.TemporaryDirectory() as work:
+        for i in range(a.rounds):
+            order = ["rtlab", "cyclictest"] if i % 2 == 0 else ["cyclictest", "rtlab"]
+            for tool in order:
+                r = rtlab_round(exe, work, a) if tool == "rtlab" else cyclictest_round(work, a)
+                rows[tool].append(r)
+                print(f"round {i + 1} {tool:10s} samples {r['samples']:6d} median {r['median']:4d} "
+                      f"p99 {r['p99']:5d} max {r['max']:6d} us, thread "
+                      f"{r.get('thread_cpu_ns_per_sample', float('nan')):7.0f} ns/sample, process "
+                      f"{r['process_cpu_ns_per_sample']:7.0f} ns/sample", flush=True)
+
+    def med(tool, key):
+        vals = [r[key] for r in rows[tool] if key in r]
+        return statistics.median(vals) if vals else float("nan")
+
+    uname = platform.uname()
+    with open("/proc/cpuinfo") as f:
+        model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    print()
+    print(f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(f"Machine: {model}, {os.cpu_count()} CPUs, kernel {uname.release} {uname.version}")
+    print(f"Tools: {rt_version} vs {ct_version}")
+    print(f"Setup: CPU {a.cpu}, SCHED_FIFO {a.prio}, interval {a.interval} us, {a.duration} s per run, "
+          f"{a.rounds} interleaved rounds, main threads on CPU {a.main_cpu}, idle machine; "
+          f"figures are medians over rounds")
+    print()
+    print("| metric | rtlab | cyclictest | ratio rtlab/cyclictest |")
+    print("|---|---:|---:|---:|")
+    for key, label in METRICS:
+        r, c = med("rtlab", key), med("cyclictest", key)
+        ratio = r / c if c else float("nan")
+        print(f"| {label} | {r:.0f} | {c:.0f} | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
