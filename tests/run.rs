@@ -456,3 +456,25 @@ fn systress_command_line() {
         "s.cfg: OK (1 timer thread, 0 programs)\n"
     );
 }
+
+#[test]
+fn real_time_without_privilege_is_refused_with_cause_and_fix() {
+    // Really drop root: run as nobody, with no capabilities.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples/two-cpu.cfg");
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["check", examples.to_str().unwrap()])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("two-cpu.cfg:18:18: error: timer_thread[0]: FIFO priority 99 needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 99"), "{stderr}");
+    assert!(stderr.contains("hint: run with sudo"), "{stderr}");
+}

@@ -246,6 +246,7 @@ impl Supervisor {
                 if let Some(g) = self.guard.as_mut() {
                     g.tell(&format!("pgid {}", child.id()));
                 }
+                crate::messages::debug(1, &format!("{who}: started, pid {}", child.id()));
                 p.child = Some(child);
                 p.started_at = Instant::now();
                 p.result.starts += 1;
