@@ -99,42 +99,17 @@ pub struct MainPlan {
     pub dbg_level: u8,
 }
 
-/// A timer thread's part of the plan.
+/// A timer thread's part of the plan: what the measurement layer needs,
+/// plus where its result goes.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimerPlan {
-    /// Index N.
-    pub index: usize,
-    /// CPUs.
-    pub cpus: Vec<usize>,
-    /// Scheduling.
-    pub sched: Sched,
-    /// Period (ns).
-    pub period_ns: u64,
-    /// Lifetime (ns).
-    pub duration_ns: Option<u64>,
-    /// Lifetime (samples).
-    pub loops: Option<u64>,
-    /// Histogram size (µs).
-    pub histo_size_us: u64,
+    /// The thread itself.
+    #[serde(flatten)]
+    pub spec: TimerSpec,
     /// The result file name as written in the closing lines.
     pub filename: String,
     /// Where it is written.
     pub path: PathBuf,
-}
-
-impl TimerPlan {
-    /// What the measurement layer needs.
-    pub fn spec(&self) -> TimerSpec {
-        TimerSpec {
-            index: self.index,
-            cpus: self.cpus.clone(),
-            sched: self.sched,
-            period_ns: self.period_ns,
-            duration_ns: self.duration_ns,
-            loops: self.loops,
-            histo_size_us: self.histo_size_us,
-        }
-    }
 }
 
 /// A program's part of the plan.
@@ -293,7 +268,7 @@ pub fn build(
                     t.filename.as_ref().map_or(t.pos, |f| f.pos),
                     format!(
                         "result file `{filename}` is also timer_thread[{}]'s",
-                        first.index
+                        first.spec.index
                     ),
                 )
                 .with_hint(Some(
@@ -302,13 +277,15 @@ pub fn build(
             );
         }
         timers.push(TimerPlan {
-            index: t.index,
-            cpus,
-            sched: t.sched.value,
-            period_ns: t.period_ns,
-            duration_ns: t.duration_ns,
-            loops: t.loops,
-            histo_size_us: t.histo_size_us,
+            spec: TimerSpec {
+                index: t.index,
+                cpus,
+                sched: t.sched.value,
+                period_ns: t.period_ns,
+                duration_ns: t.duration_ns,
+                loops: t.loops,
+                histo_size_us: t.histo_size_us,
+            },
             filename,
             path,
         });
@@ -493,7 +470,7 @@ mod tests {
     fn two_cpu_example_plans() {
         let plan = plan_text(TWO_CPU, "two-cpu.cfg", &fake(), &PlanOptions::default()).unwrap();
         assert_eq!(plan.timers.len(), 1);
-        assert_eq!(plan.timers[0].cpus, vec![1]);
+        assert_eq!(plan.timers[0].spec.cpus, vec![1]);
         assert_eq!(plan.timers[0].filename, "timer_thread00.txt");
         assert_eq!(plan.programs.len(), 3);
         assert_eq!(plan.programs[0].argv[7], ";");
@@ -564,16 +541,16 @@ mod tests {
         .unwrap();
         assert_eq!(plan.timers.len(), 3);
         for (t, cpu) in plan.timers.iter().zip(&online) {
-            assert_eq!(t.cpus, vec![*cpu]);
+            assert_eq!(t.spec.cpus, vec![*cpu]);
             assert_eq!(
-                t.sched,
+                t.spec.sched,
                 Sched {
                     policy: Policy::Fifo,
                     priority: 99
                 }
             );
-            assert_eq!(t.period_ns, 1_000_000);
-            assert_eq!(t.duration_ns, Some(10_000_000_000));
+            assert_eq!(t.spec.period_ns, 1_000_000);
+            assert_eq!(t.spec.duration_ns, Some(10_000_000_000));
         }
     }
 

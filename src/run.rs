@@ -15,7 +15,7 @@ use crate::plan::RunPlan;
 use crate::report::{self, live::LiveRow};
 use crate::result::{EndReason, PmQos, RunResult, SCHEMA, TimerResult};
 use crate::stats::cpu_load::{self, CpuLoad};
-use crate::stats::{hdr_buckets, summarize};
+use crate::stats::{hdr_buckets, nonzero_buckets, summarize};
 use crate::sys::SysRoot;
 use crate::sys::info::SystemSnapshot;
 use crate::sys::os;
@@ -193,7 +193,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     };
 
     let stop = Arc::new(AtomicBool::new(false));
-    let specs = plan.timers.iter().map(|t| t.spec()).collect();
+    let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
     let done_tx = tx.clone();
     let notify = move || {
         let _ = done_tx.send(Event::TimerDone);
@@ -324,13 +324,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             result_file: tp.filename.clone(),
             summary: summarize(&rec),
             histo_size_us: rec.histo_size_us(),
-            histogram_us: rec
-                .linear
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(us, c)| (us as u64, *c))
-                .collect(),
+            histogram_us: nonzero_buckets(&rec),
             hdr_histogram: hdr_buckets(&rec),
             error: outcome.error,
         });
@@ -364,7 +358,7 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
             .with_context(|| format!("cannot create {}", plan.outdir.display()))?;
     }
     for t in &result.timers {
-        let Some(tp) = plan.timers.iter().find(|tp| tp.index == t.index) else {
+        let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
             continue;
         };
         std::fs::write(&tp.path, report::files::render(t, plan.main.stats_format))

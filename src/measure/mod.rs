@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
 /// What a timer thread must do.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct TimerSpec {
     /// Its index N.
     pub index: usize,

@@ -111,7 +111,7 @@ pub fn render(t: &TimerResult, format: StatsFormat) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Recorder, hdr_buckets, summarize};
+    use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
     use crate::sys::os::{Policy, Sched};
 
     /// A result built from known samples through the real recorder.
@@ -138,13 +138,7 @@ mod tests {
             result_file: "timer_thread00.txt".into(),
             summary: summarize(&r),
             histo_size_us: 20,
-            histogram_us: r
-                .linear
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(us, c)| (us as u64, *c))
-                .collect(),
+            histogram_us: nonzero_buckets(&r),
             hdr_histogram: hdr_buckets(&r),
             error: None,
         }

@@ -280,6 +280,16 @@ pub fn summarize(r: &Recorder) -> Summary {
     }
 }
 
+/// The non-empty 1-µs buckets of the systress histogram, as (µs, count).
+pub fn nonzero_buckets(r: &Recorder) -> Vec<(u64, u64)> {
+    r.linear
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(us, c)| (us as u64, *c))
+        .collect()
+}
+
 /// The non-empty buckets of the HDR histogram (lossless within 0.1%).
 pub fn hdr_buckets(r: &Recorder) -> Vec<HdrBucket> {
     r.hdr
