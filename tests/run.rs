@@ -459,8 +459,24 @@ fn systress_command_line() {
 
 #[test]
 fn real_time_without_privilege_is_refused_with_cause_and_fix() {
-    // Really drop root: run as nobody, with no capabilities.
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples/two-cpu.cfg");
+    // Really drop root: run as nobody, with no capabilities. The binary and
+    // the file are copied where nobody can reach them whatever the checkout's
+    // directory permissions are.
+    use std::os::unix::fs::PermissionsExt;
+    let base = std::env::temp_dir().join(format!("rtlab-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = base.join("rtlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_rtlab"), &exe).unwrap();
+    let cfg = base.join("two-cpu.cfg");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples/two-cpu.cfg"),
+        &cfg,
+    )
+    .unwrap();
+    for f in [&exe, &cfg] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let o = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -468,11 +484,12 @@ fn real_time_without_privilege_is_refused_with_cause_and_fix() {
             "--clear-groups",
             "--inh-caps=-all",
         ])
-        .arg(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["check", examples.to_str().unwrap()])
+        .arg(&exe)
+        .args(["check", cfg.to_str().unwrap()])
         .current_dir("/")
         .output()
         .unwrap();
+    let _ = std::fs::remove_dir_all(&base);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("two-cpu.cfg:18:18: error: timer_thread[0]: FIFO priority 99 needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 99"), "{stderr}");
