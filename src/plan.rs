@@ -336,6 +336,12 @@ pub fn build(
             ),
         ));
     }
+    if exp.timers.is_empty() && exp.programs.is_empty() {
+        p.diags.push(
+            Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
+                .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
+        );
+    }
     check_privileges(&mut p, exp);
     if !p.diags.is_empty() {
         p.diags.sort_by_key(|d| d.pos);
@@ -552,6 +558,12 @@ mod tests {
             assert_eq!(t.spec.period_ns, 1_000_000);
             assert_eq!(t.spec.duration_ns, Some(10_000_000_000));
         }
+    }
+
+    #[test]
+    fn an_empty_experiment_is_refused() {
+        let diags = plan_text("main\n{\n}\n", "f", &fake(), &PlanOptions::default()).unwrap_err();
+        assert!(diags[0].message.contains("nothing to run"));
     }
 
     #[test]
