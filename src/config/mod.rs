@@ -10,7 +10,6 @@ mod parse;
 pub mod values;
 
 use crate::sys::os::Sched;
-use keys::StanzaKind;
 pub use parse::parse;
 pub use values::Action;
 
@@ -194,6 +193,3 @@ pub struct Experiment {
     /// Programs, ordered by index.
     pub programs: Vec<ProgramConfig>,
 }
-
-/// The stanza kinds, re-exported for diagnostics elsewhere.
-pub type Kind = StanzaKind;

@@ -107,14 +107,6 @@ pub fn monotonic_ns() -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
-/// Nanoseconds on CLOCK_REALTIME (for wall-clock timestamps in results).
-pub fn realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 /// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns`.
 /// Returns 0 on wake-up at the deadline, or the error number (EINTR when a
 /// signal handler interrupted the sleep). Allocation-free: for the hot loop.

@@ -72,11 +72,6 @@ impl SysRoot {
         SysRoot { root: root.into() }
     }
 
-    /// Whether this is the real machine's root.
-    pub fn is_real(&self) -> bool {
-        self.root == Path::new("/")
-    }
-
     /// The full path of `rel` (relative to the root; a leading `/` is ignored so
     /// that absolute paths read from the kernel, like mount points, map too).
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -147,18 +142,6 @@ impl SysRoot {
         let path = self.path(rel);
         fs::remove_dir(&path).map_err(|e| SysError::from_io(&path, e))
     }
-
-    /// Names of the entries of directory `rel`, sorted.
-    pub fn list(&self, rel: &str) -> Result<Vec<String>, SysError> {
-        let path = self.path(rel);
-        let mut names: Vec<String> = fs::read_dir(&path)
-            .map_err(|e| SysError::from_io(&path, e))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        Ok(names)
-    }
 }
 
 #[cfg(test)]
@@ -175,7 +158,6 @@ mod tests {
         assert_eq!(root.read_trim("/proc/x").unwrap(), "42");
         assert!(matches!(root.read("proc/y"), Err(SysError::NotFound(_))));
         assert!(root.read_opt("proc/y").is_none());
-        assert!(!root.is_real());
     }
 
     #[test]
