@@ -121,6 +121,13 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    // Made now, not at the end, so that a run never measures for nothing.
+    if !plan.timers.is_empty()
+        && let Err(e) = std::fs::create_dir_all(&plan.outdir)
+    {
+        eprintln!("rtlab: --outdir {}: {e}", plan.outdir.display());
+        return EXIT_REFUSED;
+    }
     messages::set_level(plan.main.dbg_level);
     let run_opts = RunOptions {
         json: args.json.clone(),

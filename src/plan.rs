@@ -202,11 +202,12 @@ impl Planner<'_> {
         Some(list.value.clone())
     }
 
-    fn path_target(&mut self, t: &Option<Spanned<String>>, outdir: &Path) -> PathBuf {
+    /// A program's output target (relative to the current directory).
+    fn path_target(&mut self, t: &Option<Spanned<String>>) -> PathBuf {
         let Some(t) = t else {
             return PathBuf::from("/dev/null");
         };
-        let path = outdir_join(outdir, &t.value);
+        let path = PathBuf::from(&t.value);
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         if parent.is_some_and(|p| !p.is_dir()) {
             self.diags.push(
@@ -316,25 +317,12 @@ pub fn build(
             executable,
             cpus: p.cpus(&prog.cpu_affinity),
             sched: prog.sched.value,
-            out: p.path_target(&prog.out, Path::new("")),
-            err: p.path_target(&prog.err, Path::new("")),
+            out: p.path_target(&prog.out),
+            err: p.path_target(&prog.err),
             on_ok: prog.on_ok,
             on_ko: prog.on_ko,
             grace_ns: prog.grace_ns,
         });
-    }
-    if !outdir.is_dir()
-        && outdir
-            .parent()
-            .is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir())
-    {
-        p.diags.push(Diagnostic::new(
-            Pos::default(),
-            format!(
-                "output directory {} cannot be created: its parent does not exist",
-                outdir.display()
-            ),
-        ));
     }
     if exp.timers.is_empty() && exp.programs.is_empty() {
         p.diags.push(

@@ -348,15 +348,12 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     })
 }
 
-/// Writes every output of a result: the timer threads' result files, the
-/// JSON document if asked, and the closing lines on stdout.
+/// Writes every output of a result: the timer threads' result files (into
+/// `plan.outdir`, which the caller created before the run), the JSON
+/// document if asked, and the closing lines on stdout.
 pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     let plan = &result.plan;
-    if !result.timers.is_empty() {
-        std::fs::create_dir_all(&plan.outdir)
-            .with_context(|| format!("cannot create {}", plan.outdir.display()))?;
-    }
     for t in &result.timers {
         let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
             continue;
