@@ -13,7 +13,7 @@ use crate::sys::os;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-/// Pins the calling thread and sets its policy, then checks that both took.
+/// Pins the calling thread and sets its policy, then reads both back.
 fn setup(spec: &TimerSpec) -> Result<(), String> {
     os::block_signals_except_wake().map_err(|e| format!("cannot set the signal mask: {e}"))?;
     os::set_affinity(0, &spec.cpus)
@@ -25,6 +25,10 @@ fn setup(spec: &TimerSpec) -> Result<(), String> {
             spec.sched.priority
         )
     })?;
+    let pinned = os::get_affinity(0).map_err(|e| format!("cannot read back the affinity: {e}"))?;
+    if pinned != spec.cpus {
+        return Err(format!("asked for CPUs {:?} but got {pinned:?}", spec.cpus));
+    }
     let seen = os::get_sched(0).map_err(|e| format!("cannot read back the policy: {e}"))?;
     if seen != spec.sched {
         return Err(format!(
