@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 fn rtlab() -> Command {
     assert_eq!(
-        unsafe_free_euid(),
+        effective_uid(),
         0,
         "integration tests run real-time threads and cgroups: run them as root"
     );
     Command::new(env!("CARGO_BIN_EXE_rtlab"))
 }
 
-fn unsafe_free_euid() -> u32 {
+fn effective_uid() -> u32 {
     // The owner of /proc/self is the effective uid.
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self")
@@ -49,26 +49,36 @@ fn text(o: &Output) -> String {
 
 /// Live (non-zombie) processes whose command line contains `marker`.
 fn live_processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let pid = entry.file_name().to_string_lossy().to_string();
-        if !pid.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = state
-            .rsplit(')')
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (cmdline.contains(marker) && is_live(pid)).then(|| format!("{pid}: {cmdline}"))
+        })
+        .collect()
+}
+
+/// Whether `pid` is a running (non-zombie) process.
+fn is_live(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
             .next()
-            .is_some_and(|s| s.trim_start().starts_with('Z'));
-        if cmdline.contains(marker) && !zombie {
-            found.push(format!("{pid}: {cmdline}"));
-        }
-    }
-    found
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The guard process started by rtlab process `rtlab_pid`.
+fn guard_of(rtlab_pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (comm == "rtlab-guard" && ppid == rtlab_pid).then_some(pid)
+    })
 }
 
 fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
@@ -280,6 +290,8 @@ fn sigkill_of_rtlab_leaves_no_process_behind() {
     )
     .len()
         >= 2));
+    let guard = guard_of(child.id()).expect("rtlab started a guard process");
+    assert!(is_live(guard));
     signal(&child, 9);
     let _ = child.wait();
     assert!(
@@ -288,11 +300,11 @@ fn sigkill_of_rtlab_leaves_no_process_behind() {
         "left behind: {:?}",
         live_processes_with("sleep 314")
     );
-    assert!(wait_until(Duration::from_secs(5), || live_processes_with(
-        "__guard"
-    )
-    .iter()
-    .all(|p| !p.contains(&child.id().to_string()))));
+    // The guard did its work and ended too.
+    assert!(
+        wait_until(Duration::from_secs(5), || !is_live(guard)),
+        "guard {guard} still running"
+    );
 }
 
 #[test]
@@ -319,6 +331,24 @@ fn missing_command_is_refused_before_start() {
         .collect();
     names.sort();
     assert_eq!(names, vec![cfg.file_name().unwrap().to_owned()]);
+}
+
+#[test]
+fn an_outdir_that_cannot_be_made_is_refused_before_start() {
+    let dir = tempfile::tempdir().unwrap();
+    write_cfg(
+        dir.path(),
+        "o.cfg",
+        "timer_thread[0]\n{\n lifetime.loops 10\n}\n",
+    );
+    std::fs::write(dir.path().join("plain-file"), "").unwrap();
+    let o = run_in(
+        dir.path(),
+        &["run", "o.cfg", "--outdir", "plain-file/results"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--outdir plain-file/results"));
+    assert!(o.stdout.is_empty(), "nothing may run: {}", text(&o));
 }
 
 #[test]
