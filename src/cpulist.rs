@@ -87,9 +87,108 @@ pub fn format(cpus: &[usize]) -> String {
     out.join(",")
 }
 
+/// Parses a hexadecimal CPU mask as the kernel prints it in `smp_affinity`
+/// and as partrt takes it: `8`, `0x8`, `ff,ffffffff` (commas separate 32-bit
+/// words, most significant first).
+pub fn parse_mask(text: &str) -> Result<Vec<usize>, CpuListError> {
+    let trimmed = text.trim();
+    let digits = trimmed
+        .strip_prefix("0x")
+        .or_else(|| trimmed.strip_prefix("0X"))
+        .unwrap_or(trimmed);
+    if digits.is_empty() {
+        return Err(CpuListError {
+            offset: 0,
+            message: "empty CPU mask".into(),
+        });
+    }
+    let mut cpus = Vec::new();
+    let mut bit = 0usize;
+    for (i, c) in digits.chars().rev().enumerate() {
+        if c == ',' {
+            // Each comma-separated word is 32 bits wide.
+            bit = bit.div_ceil(32) * 32;
+            continue;
+        }
+        let value = c.to_digit(16).ok_or_else(|| CpuListError {
+            offset: trimmed.len() - i - 1,
+            message: format!("`{c}` is not a hexadecimal digit"),
+        })?;
+        for b in 0..4 {
+            if value & (1 << b) != 0 {
+                let cpu = bit + b;
+                if cpu > MAX_CPU {
+                    return Err(CpuListError {
+                        offset: trimmed.len() - i - 1,
+                        message: format!("CPU {cpu} is beyond the largest CPU number ({MAX_CPU})"),
+                    });
+                }
+                cpus.push(cpu);
+            }
+        }
+        bit += 4;
+    }
+    cpus.sort_unstable();
+    Ok(cpus)
+}
+
+/// Parses either form a user may type for a set of CPUs: a hex mask when it
+/// starts with `0x` (`0x8`), else a cpulist (`3`, `2-3`).
+pub fn parse_list_or_mask(text: &str) -> Result<Vec<usize>, CpuListError> {
+    let t = text.trim();
+    if t.starts_with("0x") || t.starts_with("0X") {
+        parse_mask(t)
+    } else {
+        parse(t)
+    }
+}
+
+/// Formats CPUs as the kernel's hex mask (`3`, `ff,ffffffff`): 32-bit words,
+/// most significant first, separated by commas, the first without padding.
+pub fn format_mask(cpus: &[usize]) -> String {
+    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for &c in cpus {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, word) in w.iter().rev().enumerate() {
+        out.push(if i == 0 {
+            format!("{word:x}")
+        } else {
+            format!("{word:08x}")
+        });
+    }
+    out.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masks_parse_and_print_as_the_kernel_does() {
+        assert_eq!(parse_mask("0x8").unwrap(), vec![3]);
+        assert_eq!(parse_mask("3").unwrap(), vec![0, 1]);
+        assert_eq!(parse_mask("1,00000001").unwrap(), vec![0, 32]);
+        assert_eq!(parse_mask("00000000,00000002").unwrap(), vec![1]);
+        assert!(
+            parse_mask("0xg")
+                .unwrap_err()
+                .message
+                .contains("hexadecimal")
+        );
+        assert!(parse_mask("0x").is_err());
+        assert_eq!(format_mask(&[0, 1]), "3");
+        assert_eq!(format_mask(&[3]), "8");
+        assert_eq!(format_mask(&[0, 32]), "1,00000001");
+        assert_eq!(format_mask(&[]), "0");
+        assert_eq!(parse_list_or_mask("0x8").unwrap(), vec![3]);
+        assert_eq!(parse_list_or_mask("2-3").unwrap(), vec![2, 3]);
+        for cpus in [vec![0], vec![5, 40, 70], (0..64).collect()] {
+            assert_eq!(parse_mask(&format_mask(&cpus)).unwrap(), cpus);
+        }
+    }
 
     #[test]
     fn parses_the_kernel_forms() {

@@ -2,10 +2,14 @@
 //! ([`os`], the only `unsafe` code), and readers of kernel facts built on them.
 
 pub mod cgroup;
+#[cfg(test)]
+pub mod fake;
 pub mod info;
+pub mod journal;
 pub mod os;
 pub mod proc_stat;
 pub mod root;
+pub mod tasks;
 
 pub use root::{SysError, SysRoot};
 

@@ -8,6 +8,7 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a kernel file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -51,31 +52,81 @@ impl SysError {
             },
         }
     }
+
+    /// The errno behind the error, when it came from the kernel.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            SysError::NotFound(_) => Some(libc::ENOENT),
+            SysError::PermissionDenied(_) => Some(libc::EPERM),
+            SysError::Io { source, .. } => source.raw_os_error(),
+            SysError::Parse { .. } => None,
+        }
+    }
+}
+
+/// The kernel's behaviour behind a fake tree, for unit tests: what a plain
+/// file cannot do (refuse a write with EPERM, move a task between cgroups,
+/// fill a new cgroup directory with its files). Each hook returns `None` to
+/// let the plain file operation happen.
+pub trait FakeKernel: Send + Sync + std::fmt::Debug {
+    /// A write of `value` to `rel` (under the tree `tree`).
+    fn write(&self, tree: &Path, rel: &str, value: &str) -> Option<io::Result<()>>;
+    /// A mkdir of `rel`.
+    fn mkdir(&self, tree: &Path, rel: &str) -> Option<io::Result<()>>;
+    /// A rmdir of `rel`.
+    fn rmdir(&self, tree: &Path, rel: &str) -> Option<io::Result<()>>;
+    /// `sched_setaffinity(tid, cpus)`: a fake tree's tasks are not real.
+    fn set_affinity(&self, tree: &Path, tid: i32, cpus: &[usize]) -> io::Result<()>;
 }
 
 /// A root directory under which kernel files are found (`/` on a real run).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SysRoot {
     root: PathBuf,
+    kernel: Option<Arc<dyn FakeKernel>>,
 }
+
+impl PartialEq for SysRoot {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for SysRoot {}
 
 impl SysRoot {
     /// The real machine.
     pub fn real() -> Self {
         SysRoot {
             root: PathBuf::from("/"),
+            kernel: None,
         }
     }
 
-    /// A fake tree rooted at `root` (tests).
+    /// A fake tree rooted at `root` (tests), with plain file semantics.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        SysRoot { root: root.into() }
+        SysRoot {
+            root: root.into(),
+            kernel: None,
+        }
+    }
+
+    /// A fake tree whose writes, mkdirs and rmdirs go through `kernel` first.
+    pub fn simulated(root: impl Into<PathBuf>, kernel: Arc<dyn FakeKernel>) -> Self {
+        SysRoot {
+            root: root.into(),
+            kernel: Some(kernel),
+        }
+    }
+
+    fn rel(rel: &str) -> &str {
+        rel.trim_start_matches('/')
     }
 
     /// The full path of `rel` (relative to the root; a leading `/` is ignored so
     /// that absolute paths read from the kernel, like mount points, map too).
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel.trim_start_matches('/'))
+        self.root.join(Self::rel(rel))
     }
 
     /// Whether `rel` exists.
@@ -103,8 +154,18 @@ impl SysRoot {
     /// kernel expects for sysfs and cgroup files.
     pub fn write(&self, rel: &str, value: &str) -> Result<(), SysError> {
         let path = self.path(rel);
+        if let Some(done) = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.write(&self.root, Self::rel(rel), value))
+        {
+            return done.map_err(|e| SysError::from_io(&path, e));
+        }
+        // O_TRUNC as a shell's `>` does: kernel files ignore it, and a fake
+        // tree then holds exactly the value written.
         let mut file = fs::OpenOptions::new()
             .write(true)
+            .truncate(true)
             .open(&path)
             .map_err(|e| SysError::from_io(&path, e))?;
         file.write_all(value.as_bytes())
@@ -134,13 +195,57 @@ impl SysRoot {
     /// Creates directory `rel` (a cgroup).
     pub fn mkdir(&self, rel: &str) -> Result<(), SysError> {
         let path = self.path(rel);
+        if let Some(done) = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.mkdir(&self.root, Self::rel(rel)))
+        {
+            return done.map_err(|e| SysError::from_io(&path, e));
+        }
         fs::create_dir(&path).map_err(|e| SysError::from_io(&path, e))
     }
 
     /// Removes the empty directory `rel` (a cgroup).
     pub fn rmdir(&self, rel: &str) -> Result<(), SysError> {
         let path = self.path(rel);
+        if let Some(done) = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.rmdir(&self.root, Self::rel(rel)))
+        {
+            return done.map_err(|e| SysError::from_io(&path, e));
+        }
         fs::remove_dir(&path).map_err(|e| SysError::from_io(&path, e))
+    }
+
+    /// Pins task `tid` to `cpus` (the real `sched_setaffinity`, or the fake
+    /// kernel's on a simulated tree).
+    pub fn set_task_affinity(&self, tid: i32, cpus: &[usize]) -> io::Result<()> {
+        match &self.kernel {
+            Some(k) => k.set_affinity(&self.root, tid, cpus),
+            None if self.root == Path::new("/") => super::os::set_affinity(tid, cpus),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a fake tree without a fake kernel has no tasks",
+            )),
+        }
+    }
+
+    /// The names of the entries of directory `rel`, sorted.
+    pub fn list(&self, rel: &str) -> Result<Vec<String>, SysError> {
+        let path = self.path(rel);
+        let entries = fs::read_dir(&path).map_err(|e| SysError::from_io(&path, e))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Whether `rel` is a directory.
+    pub fn is_dir(&self, rel: &str) -> bool {
+        self.path(rel).is_dir()
     }
 }
 

@@ -1,0 +1,258 @@
+//! Where the cpuset controller lives on this machine, and the names of its
+//! files: cgroup v1 (the `cpuset` hierarchy, files with or without the
+//! `cpuset.` prefix) or cgroup v2 (the unified hierarchy with `cpuset` in
+//! `cgroup.controllers`). v1 is preferred when both exist, because a
+//! controller bound to v1 cannot be enabled in v2.
+
+use crate::sys::cgroup;
+use crate::sys::{SysError, SysRoot};
+use serde::Serialize;
+
+/// A cpuset hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "version")]
+pub enum Hierarchy {
+    /// cgroup v1.
+    #[serde(rename = "v1")]
+    V1 {
+        /// Mount point, relative to the system root.
+        mount: String,
+        /// `cpuset.` or empty (mounted with `noprefix`).
+        prefix: String,
+    },
+    /// cgroup v2.
+    #[serde(rename = "v2")]
+    V2 {
+        /// Mount point, relative to the system root.
+        mount: String,
+    },
+}
+
+/// A file of a cpuset, named independently of the version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Knob {
+    /// CPUs asked for.
+    Cpus,
+    /// CPUs in effect.
+    EffectiveCpus,
+    /// Memory nodes asked for.
+    Mems,
+    /// Memory nodes in effect.
+    EffectiveMems,
+    /// v1: exclusive CPUs.
+    CpuExclusive,
+    /// v1: load balancing inside the cpuset.
+    LoadBalance,
+    /// v2: `member`, `root` or `isolated`.
+    Partition,
+}
+
+impl Hierarchy {
+    /// Finds the cpuset controller: a v1 hierarchy mounted with `cpuset`,
+    /// else a v2 hierarchy that offers it.
+    pub fn find(root: &SysRoot) -> Option<Hierarchy> {
+        let mounts = cgroup::mounts(root);
+        if let Some(m) = mounts
+            .iter()
+            .find(|m| !m.v2 && m.options.iter().any(|o| o == "cpuset"))
+        {
+            let mount = m
+                .path
+                .trim_start_matches('/')
+                .trim_end_matches('/')
+                .to_string();
+            let prefix = if root.exists(&format!("{mount}/cpuset.cpus")) {
+                "cpuset."
+            } else {
+                ""
+            };
+            return Some(Hierarchy::V1 {
+                mount,
+                prefix: prefix.into(),
+            });
+        }
+        mounts.iter().filter(|m| m.v2).find_map(|m| {
+            let mount = m
+                .path
+                .trim_start_matches('/')
+                .trim_end_matches('/')
+                .to_string();
+            let controllers = root.read_opt(&format!("{mount}/cgroup.controllers"))?;
+            controllers
+                .split_whitespace()
+                .any(|c| c == "cpuset")
+                .then_some(Hierarchy::V2 { mount })
+        })
+    }
+
+    /// The mount point (the root cpuset), relative to the system root.
+    pub fn mount(&self) -> &str {
+        match self {
+            Hierarchy::V1 { mount, .. } | Hierarchy::V2 { mount } => mount,
+        }
+    }
+
+    /// Whether this is cgroup v2.
+    pub fn is_v2(&self) -> bool {
+        matches!(self, Hierarchy::V2 { .. })
+    }
+
+    /// `cgroup v1` or `cgroup v2`, with the mount point.
+    pub fn describe(&self) -> String {
+        format!(
+            "cgroup {} at /{}",
+            if self.is_v2() { "v2" } else { "v1" },
+            self.mount()
+        )
+    }
+
+    /// The directory of cpuset `name` (a path below the root cpuset).
+    pub fn dir(&self, name: &str) -> String {
+        let name = name.trim_matches('/');
+        if name.is_empty() {
+            self.mount().to_string()
+        } else {
+            format!("{}/{name}", self.mount())
+        }
+    }
+
+    /// The file that takes one task at a time: `tasks` (v1, per thread) or
+    /// `cgroup.procs` (v2, whole processes).
+    pub fn tasks_file(&self) -> &'static str {
+        if self.is_v2() {
+            "cgroup.procs"
+        } else {
+            "tasks"
+        }
+    }
+
+    /// The path of `knob` in cpuset directory `dir`, or None where this
+    /// version has no such file.
+    pub fn file(&self, dir: &str, knob: Knob) -> Option<String> {
+        let name = match (self, knob) {
+            (Hierarchy::V1 { prefix, .. }, _) => {
+                let base = match knob {
+                    Knob::Cpus => "cpus",
+                    Knob::EffectiveCpus => "effective_cpus",
+                    Knob::Mems => "mems",
+                    Knob::EffectiveMems => "effective_mems",
+                    Knob::CpuExclusive => "cpu_exclusive",
+                    Knob::LoadBalance => "sched_load_balance",
+                    Knob::Partition => return None,
+                };
+                format!("{prefix}{base}")
+            }
+            (Hierarchy::V2 { .. }, Knob::Cpus) => "cpuset.cpus".into(),
+            (Hierarchy::V2 { .. }, Knob::EffectiveCpus) => "cpuset.cpus.effective".into(),
+            (Hierarchy::V2 { .. }, Knob::Mems) => "cpuset.mems".into(),
+            (Hierarchy::V2 { .. }, Knob::EffectiveMems) => "cpuset.mems.effective".into(),
+            (Hierarchy::V2 { .. }, Knob::Partition) => "cpuset.cpus.partition".into(),
+            (Hierarchy::V2 { .. }, _) => return None,
+        };
+        Some(format!("{dir}/{name}"))
+    }
+
+    /// Reads `knob` of `dir`.
+    pub fn read(&self, root: &SysRoot, dir: &str, knob: Knob) -> Option<String> {
+        root.read_opt(&self.file(dir, knob)?)
+    }
+
+    /// Writes `knob` of `dir`.
+    pub fn write(
+        &self,
+        root: &SysRoot,
+        dir: &str,
+        knob: Knob,
+        value: &str,
+    ) -> Result<(), SysError> {
+        let file = self
+            .file(dir, knob)
+            .ok_or_else(|| SysError::NotFound(root.path(&format!("{dir}/{knob:?}"))))?;
+        root.write(&file, value)
+    }
+
+    /// The CPUs in effect in cpuset `name`, if it exists.
+    pub fn cpus(&self, root: &SysRoot, name: &str) -> Option<Vec<usize>> {
+        let text = self.read(root, &self.dir(name), Knob::EffectiveCpus)?;
+        if text.is_empty() {
+            return Some(Vec::new());
+        }
+        crate::cpulist::parse(&text).ok()
+    }
+
+    /// The task ids listed in the tasks file of `dir`.
+    pub fn tasks(&self, root: &SysRoot, dir: &str) -> Vec<i32> {
+        root.read(&format!("{dir}/{}", self.tasks_file()))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The cpusets below the root (relative names), for hints.
+    pub fn children(&self, root: &SysRoot) -> Vec<String> {
+        root.list(self.mount())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| root.is_dir(&format!("{}/{n}", self.mount())))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::fake;
+
+    #[test]
+    fn finds_v1_first_then_v2() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, _) = fake::v1_machine(dir.path(), fake::Kernel::default());
+        let h = Hierarchy::find(&root).unwrap();
+        assert_eq!(h.describe(), "cgroup v1 at /sys/fs/cgroup/cpuset");
+        assert_eq!(
+            h.file("x", Knob::LoadBalance).unwrap(),
+            "x/cpuset.sched_load_balance"
+        );
+        assert_eq!(h.file("x", Knob::Partition), None);
+        assert_eq!(h.cpus(&root, "").unwrap(), vec![0, 1, 2, 3]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let (root, _) = fake::v2_machine(dir.path(), fake::Kernel::default());
+        let h = Hierarchy::find(&root).unwrap();
+        assert!(h.is_v2());
+        assert_eq!(h.tasks_file(), "cgroup.procs");
+        assert_eq!(h.dir("rt"), "sys/fs/cgroup/rt");
+    }
+
+    #[test]
+    fn no_cpuset_controller_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::write_tree(
+            dir.path(),
+            &[
+                (
+                    "proc/self/mounts",
+                    "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n",
+                ),
+                ("sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n"),
+            ],
+        );
+        assert_eq!(Hierarchy::find(&SysRoot::at(dir.path())), None);
+    }
+
+    #[test]
+    fn v1_without_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::write_tree(
+            dir.path(),
+            &[
+                (
+                    "proc/self/mounts",
+                    "cpuset /dev/cpuset cgroup rw,cpuset,noprefix 0 0\n",
+                ),
+                ("dev/cpuset/cpus", "0-1\n"),
+            ],
+        );
+        let h = Hierarchy::find(&SysRoot::at(dir.path())).unwrap();
+        assert_eq!(h.file("dev/cpuset", Knob::Cpus).unwrap(), "dev/cpuset/cpus");
+    }
+}
