@@ -243,7 +243,8 @@ impl IsolationState {
     }
 }
 
-/// The knobs written by the partition, from its journal.
+/// The knobs the partition changed and that still differ, from its journal
+/// (a write the kernel refused changed nothing).
 fn changed_knobs(root: &SysRoot, journal_dir: &Path) -> Vec<ChangedKnob> {
     let Ok(text) = std::fs::read_to_string(journal_dir.join(journal::PARTITION_FILE)) else {
         return Vec::new();
@@ -259,6 +260,7 @@ fn changed_knobs(root: &SysRoot, journal_dir: &Path) -> Vec<ChangedKnob> {
             }),
             _ => None,
         })
+        .filter(|k| k.now.as_deref() != Some(k.before.as_str()))
         .collect()
 }
 

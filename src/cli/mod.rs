@@ -13,6 +13,8 @@ use crate::{messages, result::EndReason};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
+mod partition;
+
 /// Exit status: refused before anything started.
 pub const EXIT_REFUSED: i32 = 2;
 /// Exit status: failed after the start.
@@ -43,6 +45,17 @@ pub enum Command {
     Check {
         /// The experiment file.
         file: PathBuf,
+    },
+    /// CPU partitions with cgroup cpusets: `create CPUS`, `show`, `undo`,
+    /// `run rt|nrt -- CMD`.
+    #[command(subcommand)]
+    Partition(partition::PartitionCommand),
+    /// Put back every system setting rtlab changed (the partition, and what
+    /// a run that died left), from the journal.
+    Restore {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
@@ -171,6 +184,8 @@ pub fn main() -> i32 {
     }
     match (&cli.command, &cli.cfg) {
         (Some(Command::Guard), _) => crate::load::guard::guard_main(),
+        (Some(Command::Partition(cmd)), _) => partition::main(cmd),
+        (Some(Command::Restore { json }), _) => partition::restore_main(*json),
         (Some(Command::Run(args)), _) => run_command(args, cli.dbg_level),
         (Some(Command::Check { file }), _) => {
             match load_plan(
