@@ -6,6 +6,7 @@
 use crate::config::{
     self, Action, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat,
 };
+use crate::isolate::cpuset::CpusetTarget;
 use crate::measure::TimerSpec;
 use crate::sys::os::{self, Policy, Sched};
 use crate::sys::{Privileges, SysRoot};
@@ -23,6 +24,8 @@ pub trait Machine {
     fn probe_sched(&self, sched: Sched) -> std::io::Result<()>;
     /// Finds a command on PATH (or checks a path with a `/`).
     fn find_command(&self, name: &str) -> Option<PathBuf>;
+    /// The cpuset `name`, or the one this process is in (`None`).
+    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String>;
 }
 
 /// The machine rtlab runs on.
@@ -50,6 +53,10 @@ impl Machine for RealMachine {
 
     fn find_command(&self, name: &str) -> Option<PathBuf> {
         find_in_path(name, &std::env::var_os("PATH").unwrap_or_default())
+    }
+
+    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String> {
+        CpusetTarget::find(&self.root, name)
     }
 }
 
@@ -97,6 +104,8 @@ pub struct MainPlan {
     pub dma_latency_us: Option<u32>,
     /// Diagnostics verbosity.
     pub dbg_level: u8,
+    /// Cpuset the main thread enters (v2: the whole process).
+    pub cpuset: Option<CpusetTarget>,
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -135,6 +144,8 @@ pub struct ProgramPlan {
     pub on_ko: Action,
     /// TERM → KILL grace period (ns).
     pub grace_ns: u64,
+    /// Cpuset the process enters before exec.
+    pub cpuset: Option<CpusetTarget>,
 }
 
 /// A run, validated against the machine: everything needed to start it.
@@ -154,14 +165,20 @@ pub struct RunPlan {
 
 /// The built-in experiment: one FIFO 99 timer thread per online CPU at 1 ms
 /// for 10 s, as an experiment file (so it goes through the same checks).
-pub fn builtin_experiment_text(online: &[usize]) -> String {
+/// With cpuset partitions (cgroup v1: name and CPUs), each thread goes in
+/// the partition that holds its CPU.
+pub fn builtin_experiment_text(online: &[usize], partitions: &[(String, Vec<usize>)]) -> String {
     let mut text = String::from(
         "# rtlab built-in experiment: one FIFO 99 timer thread per online CPU,\n\
          # 1 ms period, 10 s.\nmain\n{\n  stats.cpu_load all\n}\n",
     );
     for (i, cpu) in online.iter().enumerate() {
+        let cpuset = partitions
+            .iter()
+            .find(|(_, cpus)| cpus.contains(cpu))
+            .map_or(String::new(), |(name, _)| format!("  cpuset {name}\n"));
         text.push_str(&format!(
-            "\ntimer_thread[{i}]\n{{\n  cpu_affinity {cpu}\n  sched.policy FIFO\n  sched.priority 99\n  \
+            "\ntimer_thread[{i}]\n{{\n  cpu_affinity {cpu}\n{cpuset}  sched.policy FIFO\n  sched.priority 99\n  \
              timer.period 1 ms\n  lifetime.duration 10 s\n}}\n"
         ));
     }
@@ -200,6 +217,102 @@ impl Planner<'_> {
             );
         }
         Some(list.value.clone())
+    }
+
+    /// Resolves the `cpuset` key of a stanza and checks its CPUs against it.
+    /// Without the key, the thread stays in `inherited` (the main thread's
+    /// cpuset, or the one rtlab was started in) and its CPUs must be there.
+    /// Returns the cpuset to enter, and the CPUs the thread may use there.
+    fn place(
+        &mut self,
+        who: &str,
+        key: &Option<Spanned<String>>,
+        cpus: &Option<Spanned<Vec<usize>>>,
+        inherited: Option<&CpusetTarget>,
+        stanza_pos: Pos,
+    ) -> (Option<CpusetTarget>, Option<Vec<usize>>) {
+        let target = match key {
+            Some(k) => match self.machine.cpuset(Some(&k.value)) {
+                Ok(t) if t.cpus.is_empty() => {
+                    self.diags.push(Diagnostic::new(
+                        k.pos,
+                        format!("{who}: cpuset `{}` has no CPUs", k.value),
+                    ));
+                    return (None, None);
+                }
+                Ok(t) => Some(t),
+                Err(e) => {
+                    self.diags.push(
+                        Diagnostic::new(k.pos, format!("{who}: {e}")).with_hint(Some(
+                            "make the rt/nrt partitions with `rtlab partition create CPUS`, or name an existing cpuset".into(),
+                        )),
+                    );
+                    return (None, None);
+                }
+            },
+            None => None,
+        };
+        let Some(space) = target.as_ref().or(inherited) else {
+            return (None, None);
+        };
+        let allowed: Vec<usize> = self
+            .online
+            .iter()
+            .copied()
+            .filter(|c| space.cpus.contains(c))
+            .collect();
+        if let Some(list) = cpus {
+            let outside: Vec<usize> = list
+                .value
+                .iter()
+                .copied()
+                .filter(|c| !space.cpus.contains(c) && self.online.contains(c))
+                .collect();
+            if !outside.is_empty() {
+                let (msg, hint) = if target.is_some() {
+                    (
+                        format!(
+                            "{who}: CPU {} not in cpuset `{}` (CPUs {})",
+                            crate::cpulist::format(&outside),
+                            space.name,
+                            crate::cpulist::format(&space.cpus)
+                        ),
+                        "choose CPUs of that cpuset, or another cpuset".to_string(),
+                    )
+                } else {
+                    (
+                        format!(
+                            "{who}: CPU {} outside the cpuset it would run in ({}: CPUs {})",
+                            crate::cpulist::format(&outside),
+                            space.display(),
+                            crate::cpulist::format(&space.cpus)
+                        ),
+                        "add `cpuset NAME` naming the partition that holds these CPUs (e.g. `cpuset rt`), or choose CPUs of this one".to_string(),
+                    )
+                };
+                self.diags
+                    .push(Diagnostic::new(list.pos, msg).with_hint(Some(hint)));
+            }
+        }
+        if let Some(t) = &target
+            && t.v2
+            && who.starts_with("program")
+        {
+            self.diags.push(
+                Diagnostic::new(key.as_ref().map_or(stanza_pos, |k| k.pos), format!("{who}: a program's cpuset on cgroup v2 is not supported: on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it"))
+                    .with_hint(Some("give main the cpuset instead: programs inherit it".into())),
+            );
+        }
+        if let Some(t) = &target
+            && t.v2
+            && who.starts_with("timer_thread")
+        {
+            self.diags.push(
+                Diagnostic::new(key.as_ref().map_or(stanza_pos, |k| k.pos), format!("{who}: a thread of its own cpuset needs cgroup v1: v2 places whole processes"))
+                    .with_hint(Some("give main the cpuset instead: the whole rtlab process moves, timer threads with it".into())),
+            );
+        }
+        (target, Some(allowed))
     }
 
     /// A program's output target (relative to the current directory).
@@ -241,7 +354,18 @@ pub fn build(
         diags: Vec::new(),
     };
     let outdir = opts.outdir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let started_in = machine.cpuset(None).ok();
+    let (main_cpuset, _) = p.place(
+        "main",
+        &exp.main.cpuset,
+        &exp.main.cpu_affinity,
+        started_in.as_ref(),
+        exp.main.pos,
+    );
+    // Threads and programs without a cpuset key stay where main is.
+    let inherited = main_cpuset.clone().or(started_in);
     let main = MainPlan {
+        cpuset: main_cpuset,
         cpus: p.cpus(&exp.main.cpu_affinity),
         sched: exp.main.sched.value,
         stats_period_ns: exp.main.stats_period_ns,
@@ -257,7 +381,16 @@ pub fn build(
     };
     let mut timers = Vec::new();
     for t in &exp.timers {
-        let cpus = p.cpus(&t.cpu_affinity).unwrap_or_else(|| p.online.clone());
+        let (cpuset, allowed) = p.place(
+            &format!("timer_thread[{}]", t.index),
+            &t.cpuset,
+            &t.cpu_affinity,
+            inherited.as_ref(),
+            t.pos,
+        );
+        let cpus = p
+            .cpus(&t.cpu_affinity)
+            .unwrap_or_else(|| allowed.unwrap_or_else(|| p.online.clone()));
         let filename = t.filename.as_ref().map_or_else(
             || format!("timer_thread{:02}.{ext}", t.index),
             |f| f.value.clone(),
@@ -286,6 +419,7 @@ pub fn build(
                 duration_ns: t.duration_ns,
                 loops: t.loops,
                 histo_size_us: t.histo_size_us,
+                cpuset,
             },
             filename,
             path,
@@ -311,7 +445,15 @@ pub fn build(
                 PathBuf::from(&name)
             }
         };
+        let (cpuset, _) = p.place(
+            &format!("program[{}]", prog.index),
+            &prog.cpuset,
+            &prog.cpu_affinity,
+            inherited.as_ref(),
+            prog.pos,
+        );
         programs.push(ProgramPlan {
+            cpuset,
             index: prog.index,
             argv: prog.argv.value.clone(),
             executable,
@@ -420,6 +562,8 @@ mod tests {
         root: bool,
         probe_ok: bool,
         rt_runtime: Option<i64>,
+        cpusets: Vec<CpusetTarget>,
+        started_in: &'static str,
     }
 
     impl Machine for Fake {
@@ -446,6 +590,94 @@ mod tests {
                 .contains(&name)
                 .then(|| PathBuf::from("/usr/bin").join(name))
         }
+        fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String> {
+            let name = name.unwrap_or(self.started_in);
+            self.cpusets
+                .iter()
+                .find(|c| c.name == name)
+                .cloned()
+                .ok_or_else(|| format!("there is no cpuset `{name}`"))
+        }
+    }
+
+    fn cpuset(name: &str, cpus: &[usize], v2: bool) -> CpusetTarget {
+        CpusetTarget {
+            name: name.into(),
+            dir: format!("sys/fs/cgroup/cpuset/{name}"),
+            cpus: cpus.to_vec(),
+            v2,
+        }
+    }
+
+    /// A machine with partitions rt = 1, nrt = 0, rtlab started in nrt.
+    fn partitioned(v2: bool) -> Fake {
+        Fake {
+            cpusets: vec![
+                cpuset("", &[0, 1], v2),
+                cpuset("rt", &[1], v2),
+                cpuset("nrt", &[0], v2),
+            ],
+            started_in: "nrt",
+            ..fake()
+        }
+    }
+
+    #[test]
+    fn cpuset_keys_place_threads_and_check_their_cpus() {
+        let text = "main\n{\n  cpuset nrt\n}\ntimer_thread[0]\n{\n  cpuset rt\n}\n\
+                    timer_thread[1]\n{\n  cpuset rt\n  cpu_affinity 1\n}\n\
+                    program[0]\n{\n  cmdline sh\n  cpuset nrt\n}\n";
+        let plan = plan_text(text, "f", &partitioned(false), &PlanOptions::default()).unwrap();
+        assert_eq!(plan.main.cpuset.as_ref().unwrap().name, "nrt");
+        // Without cpu_affinity, a timer thread takes its cpuset's CPUs.
+        assert_eq!(plan.timers[0].spec.cpus, vec![1]);
+        assert_eq!(
+            plan.timers[0].spec.cpuset.as_ref().unwrap().thread_file(),
+            "sys/fs/cgroup/cpuset/rt/tasks"
+        );
+        assert_eq!(
+            plan.programs[0].cpuset.as_ref().unwrap().process_file(),
+            "sys/fs/cgroup/cpuset/nrt/cgroup.procs"
+        );
+    }
+
+    #[test]
+    fn cpuset_mistakes_are_refused_at_their_position() {
+        // A CPU of rt, but the thread would stay in nrt.
+        let text = "timer_thread[0]\n{\n  cpu_affinity 1\n}\n";
+        let d = plan_text(text, "f", &partitioned(false), &PlanOptions::default()).unwrap_err();
+        assert_eq!(d[0].pos, Pos { line: 3, col: 16 });
+        assert!(
+            d[0].message
+                .contains("outside the cpuset it would run in (/nrt: CPUs 0)"),
+            "{}",
+            d[0].message
+        );
+        assert!(d[0].hint.as_ref().unwrap().contains("cpuset rt"));
+        // A CPU outside the named cpuset.
+        let text = "timer_thread[0]\n{\n  cpuset rt\n  cpu_affinity 0\n}\n";
+        let d = plan_text(text, "f", &partitioned(false), &PlanOptions::default()).unwrap_err();
+        assert_eq!(
+            d[0].message,
+            "timer_thread[0]: CPU 0 not in cpuset `rt` (CPUs 1)"
+        );
+        // An unknown cpuset.
+        let text = "timer_thread[0]\n{\n  cpuset rtt\n}\n";
+        let d = plan_text(text, "f", &partitioned(false), &PlanOptions::default()).unwrap_err();
+        assert_eq!(d[0].pos, Pos { line: 3, col: 10 });
+        assert!(
+            d[0].hint
+                .as_ref()
+                .unwrap()
+                .contains("rtlab partition create")
+        );
+        // v2 places processes, not threads.
+        let text = "timer_thread[0]\n{\n  cpuset rt\n}\n";
+        let d = plan_text(text, "f", &partitioned(true), &PlanOptions::default()).unwrap_err();
+        assert!(d[0].message.contains("needs cgroup v1"), "{}", d[0].message);
+        // No cpuset controller at all: a key is refused, no key is fine.
+        let d = plan_text(text, "f", &fake(), &PlanOptions::default()).unwrap_err();
+        assert!(d[0].message.contains("no cpuset"), "{}", d[0].message);
     }
 
     fn fake() -> Fake {
@@ -454,6 +686,8 @@ mod tests {
             root: true,
             probe_ok: true,
             rt_runtime: Some(950_000),
+            cpusets: Vec::new(),
+            started_in: "",
         }
     }
 
@@ -527,12 +761,23 @@ mod tests {
         let mut m = fake();
         m.online = online.clone();
         let plan = plan_text(
-            &builtin_experiment_text(&online),
+            &builtin_experiment_text(&online, &[]),
             "<built-in>",
             &m,
             &PlanOptions::default(),
         )
         .unwrap();
+        // With partitions, each thread goes in the one holding its CPU.
+        let parts = vec![("rt".to_string(), vec![1]), ("nrt".to_string(), vec![0])];
+        let parted = plan_text(
+            &builtin_experiment_text(&[0, 1], &parts),
+            "<built-in>",
+            &partitioned(false),
+            &PlanOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(parted.timers[0].spec.cpuset.as_ref().unwrap().name, "nrt");
+        assert_eq!(parted.timers[1].spec.cpuset.as_ref().unwrap().name, "rt");
         assert_eq!(plan.timers.len(), 3);
         for (t, cpu) in plan.timers.iter().zip(&online) {
             assert_eq!(t.spec.cpus, vec![*cpu]);

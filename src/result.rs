@@ -3,6 +3,7 @@
 //! here. Its JSON form is versioned by [`SCHEMA`] and documented in
 //! `docs/result-schema.md`.
 
+use crate::isolate::state::IsolationState;
 use crate::load::ProgramResult;
 use crate::plan::RunPlan;
 use crate::stats::cpu_load::CpuLoad;
@@ -99,6 +100,30 @@ pub struct TimerResult {
     pub error: Option<String>,
 }
 
+/// Where one thread or process of the run was placed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// `main`, `timer_thread[N]` or `program[N]`.
+    pub who: String,
+    /// Thread id (timer threads), process id (main); 0 for programs (see
+    /// their own results: a respawned program has several).
+    pub id: i32,
+    /// The cpuset it ran in, as `/proc/.../cpuset` showed it.
+    pub cpuset: Option<String>,
+    /// The CPUs it was pinned to or allowed.
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// Isolation of the run: the machine's state and where each part ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunIsolation {
+    /// isolcpus, nohz_full and cpuset partitions when the run started.
+    #[serde(flatten)]
+    pub state: IsolationState,
+    /// Where each thread and program ran.
+    pub placement: Vec<Placement>,
+}
+
 /// A whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
@@ -124,6 +149,8 @@ pub struct RunResult {
     pub pm_qos: PmQos,
     /// Timer threads by index.
     pub timers: Vec<TimerResult>,
+    /// Isolation: machine state and placement.
+    pub isolation: RunIsolation,
     /// Programs by index.
     pub programs: Vec<ProgramResult>,
     /// CPU load per refresh period.

@@ -8,16 +8,19 @@
 //! a completed one.
 
 use crate::config::CpuLoadDisplay;
+use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
 use crate::messages;
 use crate::plan::RunPlan;
 use crate::report::{self, live::LiveRow};
 use crate::result::{EndReason, PmQos, RunResult, SCHEMA, TimerResult};
+use crate::result::{Placement, RunIsolation};
 use crate::stats::cpu_load::{self, CpuLoad};
 use crate::stats::{hdr_buckets, nonzero_buckets, summarize};
 use crate::sys::SysRoot;
 use crate::sys::info::SystemSnapshot;
+use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::os;
 use crate::sys::proc_stat::{self, ProcStat};
 use std::io::{IsTerminal, Write};
@@ -37,6 +40,8 @@ pub struct RunOptions {
     pub every_refresh: bool,
     /// Root of kernel files.
     pub root: SysRoot,
+    /// Directory of the journal of system changes.
+    pub journal_dir: PathBuf,
 }
 
 enum Event {
@@ -133,12 +138,35 @@ fn rows(timers: &[TimerHandle]) -> Vec<LiveRow> {
 /// result.
 pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let root = &opts.root;
-    let system = SystemSnapshot::read(root);
-    let online = crate::sys::online_cpus(root).unwrap_or_default();
     let mut warnings = Vec::new();
+    // A run that died (SIGKILL, power cut of its process) may have left
+    // system changes: put them back before measuring anything.
+    let recovered = journal::restore_all(root, &opts.journal_dir, Some(Owner::Run));
+    if !recovered.journals.is_empty() {
+        eprintln!("rtlab: a run that ended without cleaning up left a journal; restored first:");
+        for line in recovered.lines() {
+            eprintln!("{line}");
+        }
+        warnings.push(format!(
+            "restored the changes left by a run that died ({})",
+            recovered.journals.join(", ")
+        ));
+    }
+    let system = SystemSnapshot::read(root);
+    let isolation_state = IsolationState::read(root, &opts.journal_dir);
+    let online = crate::sys::online_cpus(root).unwrap_or_default();
 
     // The main thread first: threads and programs started later inherit its
-    // affinity unless they set their own (timer threads and programs do).
+    // cpuset and affinity unless they set their own.
+    if let Some(cs) = &plan.main.cpuset {
+        // v1 places one thread; v2 only whole processes.
+        let id = if cs.v2 { os::getpid() } else { os::gettid() };
+        root.write(&cs.thread_file(), &id.to_string())
+            .map_err(|e| {
+                anyhow::anyhow!("cannot put the main thread in cpuset {}: {e}", cs.display())
+            })?;
+    }
+    let main_cpuset = root.read_opt("proc/thread-self/cpuset");
     if let Some(cpus) = &plan.main.cpus {
         os::set_affinity(0, cpus)
             .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;
@@ -186,7 +214,29 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
 
     let start_wall = SystemTime::now();
     let run_start = Instant::now();
-    let mut supervisor = Supervisor::new(&plan.programs, root, online.clone(), run_start);
+    // Every system change from here on is journalled, and undone at the end
+    // however the run ends (a SIGKILL leaves it to the next rtlab).
+    let mut run_journal = match Journal::open(
+        root,
+        &opts.journal_dir,
+        &format!("run-{}.journal", os::getpid()),
+        Owner::Run,
+    ) {
+        Ok(j) => Some(j),
+        Err(e) => {
+            if os::geteuid() == 0 {
+                warnings.push(format!("changes of this run are not journalled: {e}"));
+            }
+            None
+        }
+    };
+    let mut supervisor = Supervisor::new(
+        &plan.programs,
+        root,
+        online.clone(),
+        run_start,
+        run_journal.as_mut(),
+    );
     let mut end = match supervisor.start_all() {
         Ok(()) => None,
         Err(e) => Some(EndReason::Failed { error: e }),
@@ -199,7 +249,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         let _ = done_tx.send(Event::TimerDone);
     };
     let timers = if end.is_none() {
-        match measure::start(specs, stop.clone(), notify) {
+        match measure::start(specs, root, stop.clone(), notify) {
             Ok(t) => t,
             Err(e) => {
                 end = Some(EndReason::Failed { error: e });
@@ -291,6 +341,11 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let elapsed_ns = timers_start.elapsed().as_nanos() as u64;
     supervisor.stop_all();
     warnings.append(&mut supervisor.warnings);
+    if let Some(j) = run_journal.take() {
+        for f in j.replay_and_close().failures() {
+            warnings.push(format!("could not restore {}: {}", f.what, f.detail));
+        }
+    }
     last_load = sample_load(&mut cpu_series).or(last_load);
     view.show(&final_rows, last_load.as_ref(), true);
     drop(pm_qos_file);
@@ -301,6 +356,12 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let _ = signal_thread.join();
 
     let mut end = end;
+    let mut placement = vec![Placement {
+        who: "main".into(),
+        id: os::getpid(),
+        cpuset: main_cpuset,
+        cpus: plan.main.cpus.clone(),
+    }];
     let mut timer_results = Vec::new();
     for (tp, (spec, live, outcome)) in plan.timers.iter().zip(joined) {
         if let Some(e) = &outcome.error {
@@ -310,6 +371,12 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             }
             warnings.push(msg);
         }
+        placement.push(Placement {
+            who: format!("timer_thread[{}]", spec.index),
+            id: live.tid.load(Ordering::Relaxed),
+            cpuset: outcome.cpuset_seen.clone(),
+            cpus: Some(spec.cpus.clone()),
+        });
         let Some(rec) = outcome.recorder else {
             continue;
         };
@@ -342,6 +409,24 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         end,
         pm_qos,
         timers: timer_results,
+        isolation: RunIsolation {
+            state: isolation_state,
+            placement: {
+                let programs = supervisor.results();
+                placement.extend(programs.iter().map(|p| {
+                    Placement {
+                        who: format!("program[{}]", p.index),
+                        id: 0,
+                        cpuset: p.cpuset.clone(),
+                        cpus: p
+                            .cpus_allowed
+                            .as_deref()
+                            .and_then(|c| crate::cpulist::parse(c).ok()),
+                    }
+                }));
+                placement
+            },
+        },
         programs: supervisor.results(),
         cpu_load: cpu_series,
         warnings,

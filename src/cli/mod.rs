@@ -104,7 +104,7 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
         None => {
             use plan::Machine;
             (
-                plan::builtin_experiment_text(&machine.online_cpus()),
+                plan::builtin_experiment_text(&machine.online_cpus(), &partitions(&root)),
                 "<built-in>".to_string(),
             )
         }
@@ -113,6 +113,21 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
         print_diagnostics(&name, &diags);
         EXIT_REFUSED
     })
+}
+
+/// The cpuset partitions (name, CPUs) where a thread can have its own
+/// (cgroup v1), for the built-in experiment.
+fn partitions(root: &SysRoot) -> Vec<(String, Vec<usize>)> {
+    let state =
+        crate::isolate::state::IsolationState::read(root, &crate::sys::journal::default_dir());
+    if state.cpuset.as_ref().is_none_or(|h| h.is_v2()) {
+        return Vec::new();
+    }
+    state
+        .partitions
+        .into_iter()
+        .map(|p| (p.name, p.cpus))
+        .collect()
 }
 
 fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
@@ -146,6 +161,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         json: args.json.clone(),
         every_refresh: args.every_refresh,
         root: SysRoot::real(),
+        journal_dir: crate::sys::journal::default_dir(),
     };
     let result = match run::execute(&plan, &run_opts) {
         Ok(r) => r,

@@ -69,6 +69,7 @@ pub const KEYS: &[KeySpec] = &[
     key(Main, "stats.cpu_load", "all|global|none", "none", false),
     key(Main, "memlock", "(flag)", "off", false),
     key(Main, "pm_qos.cpu_dma_latency", "DURATION|off", "0 us", true),
+    key(Main, "cpuset", "NAME", "none (stays where started)", true),
     key(Timer, "cpu_affinity", "CPULIST", "all online", false),
     key(Timer, "sched.policy", "POLICY", "OTHER", false),
     key(Timer, "sched.priority", "N", "0", false),
@@ -83,6 +84,7 @@ pub const KEYS: &[KeySpec] = &[
     key(Timer, "lifetime.loops", "N", "none", false),
     key(Timer, "stats.histo_size", "DURATION", "100 us", false),
     key(Timer, "stats.filename", "PATH", "timer_threadNN.txt", false),
+    key(Timer, "cpuset", "NAME", "none (the main thread's)", true),
     key(Program, "cmdline", "ARGV...", "required", false),
     key(Program, "cpu_affinity", "CPULIST", "all online", false),
     key(Program, "sched.policy", "POLICY", "OTHER", false),
@@ -104,6 +106,7 @@ pub const KEYS: &[KeySpec] = &[
         false,
     ),
     key(Program, "termination.grace", "DURATION", "2 s", true),
+    key(Program, "cpuset", "NAME", "none (the main thread's)", true),
 ];
 
 /// The key `name` of stanza `kind`, if it exists.

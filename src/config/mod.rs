@@ -114,6 +114,8 @@ pub struct MainConfig {
     pub memlock: bool,
     /// PM QoS request held on /dev/cpu_dma_latency (µs); None = leave alone.
     pub dma_latency_us: Option<u32>,
+    /// Cpuset to put the main thread in.
+    pub cpuset: Option<Spanned<String>>,
 }
 
 impl Default for MainConfig {
@@ -131,6 +133,7 @@ impl Default for MainConfig {
             cpu_load: CpuLoadDisplay::None,
             memlock: false,
             dma_latency_us: Some(0),
+            cpuset: None,
         }
     }
 }
@@ -156,6 +159,8 @@ pub struct TimerConfig {
     pub histo_size_us: u64,
     /// Result file name.
     pub filename: Option<Spanned<String>>,
+    /// Cpuset to put the thread in.
+    pub cpuset: Option<Spanned<String>>,
 }
 
 /// A `program[N]` stanza.
@@ -181,6 +186,8 @@ pub struct ProgramConfig {
     pub on_ko: Action,
     /// Time between SIGTERM and SIGKILL at the end (ns).
     pub grace_ns: u64,
+    /// Cpuset to put the process in.
+    pub cpuset: Option<Spanned<String>>,
 }
 
 /// A whole experiment, as written in the file.

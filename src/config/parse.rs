@@ -445,6 +445,14 @@ impl Builder<'_> {
         Some(ns)
     }
 
+    fn cpuset(&mut self, prop: &Prop) -> Option<Spanned<String>> {
+        self.get(prop, values::cpuset_name(&prop.value))
+            .map(|value| Spanned {
+                value,
+                pos: prop.value_pos,
+            })
+    }
+
     fn path(&mut self, prop: &Prop) -> Spanned<String> {
         Spanned {
             value: prop.value.clone(),
@@ -493,6 +501,7 @@ impl Builder<'_> {
                     ),
                 },
                 "memlock" => m.memlock = true,
+                "cpuset" => m.cpuset = self.cpuset(prop),
                 "pm_qos.cpu_dma_latency" => {
                     if prop.value.eq_ignore_ascii_case("off") {
                         m.dma_latency_us = None;
@@ -529,6 +538,7 @@ impl Builder<'_> {
             loops: None,
             histo_size_us: 100,
             filename: None,
+            cpuset: None,
         };
         let mut sched = SchedKeys::default();
         for prop in self.props(st) {
@@ -567,6 +577,7 @@ impl Builder<'_> {
                     }
                 }
                 "stats.filename" => t.filename = Some(self.path(prop)),
+                "cpuset" => t.cpuset = self.cpuset(prop),
                 _ => {}
             }
         }
@@ -581,6 +592,7 @@ impl Builder<'_> {
         let (mut out, mut err) = (None, None);
         let (mut on_ok, mut on_ko) = (Action::Ignore, Action::Ignore);
         let mut grace_ns = 2_000_000_000;
+        let mut cpuset = None;
         for prop in self.props(st) {
             if self.common(prop, &mut affinity, &mut sched) {
                 continue;
@@ -603,6 +615,7 @@ impl Builder<'_> {
                     on_ko = self.get(prop, values::action(&prop.value)).unwrap_or(on_ko)
                 }
                 "termination.grace" => grace_ns = self.duration(prop, 0).unwrap_or(grace_ns),
+                "cpuset" => cpuset = self.cpuset(prop),
                 _ => {}
             }
         }
@@ -625,6 +638,7 @@ impl Builder<'_> {
             on_ok,
             on_ko,
             grace_ns,
+            cpuset,
         })
     }
 }
@@ -930,7 +944,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset"
         );
     }
 

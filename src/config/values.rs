@@ -153,6 +153,36 @@ pub fn integer(text: &str, min: i64, max: i64) -> Result<i64, ValueError> {
     Ok(n)
 }
 
+/// A cpuset name: a path below the root cpuset (`rt`, `nrt`, `lab/rt`),
+/// of letters, digits, `_`, `-`, `.` and `/`, without `..`.
+pub fn cpuset_name(text: &str) -> Result<String, ValueError> {
+    let name = text.trim().trim_matches('/');
+    if name.is_empty() {
+        return Err(ValueError::new("empty cpuset name").hint("e.g. `rt` or `nrt`"));
+    }
+    let lead = text.len() - text.trim_start().len();
+    if let Some((i, c)) = text
+        .trim()
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || "_-./".contains(c)))
+    {
+        let mut e = ValueError::new(format!("`{c}` cannot be in a cpuset name"))
+            .hint("a cpuset is named by its path below the root cpuset, e.g. `rt`");
+        e.offset = lead + i;
+        return Err(e);
+    }
+    if name
+        .split('/')
+        .any(|part| part == ".." || part == "." || part.is_empty())
+    {
+        return Err(
+            ValueError::new(format!("`{name}` is not a path below the root cpuset"))
+                .hint("e.g. `rt`, or `lab/rt` for a nested one"),
+        );
+    }
+    Ok(name.to_string())
+}
+
 /// Splits a command line into argv as a shell splits words (quotes group,
 /// backslash escapes), without running a shell: `;`, `|`, `{}` are plain
 /// arguments.
@@ -170,6 +200,17 @@ pub fn cmdline(text: &str) -> Result<Vec<String>, ValueError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpuset_names() {
+        assert_eq!(cpuset_name("rt").unwrap(), "rt");
+        assert_eq!(cpuset_name("/lab/rt/").unwrap(), "lab/rt");
+        let e = cpuset_name("r t").unwrap_err();
+        assert_eq!(e.offset, 1);
+        assert!(cpuset_name("../x").is_err());
+        assert!(cpuset_name("").is_err());
+        assert!(cpuset_name("a//b").is_err());
+    }
 
     #[test]
     fn durations_of_every_unit_and_form() {

@@ -197,6 +197,74 @@ impl Hierarchy {
     }
 }
 
+/// A cpuset a thread or process of a run is put in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CpusetTarget {
+    /// Its name (path below the root cpuset; empty for the root).
+    pub name: String,
+    /// Its directory, relative to the system root.
+    pub dir: String,
+    /// Its CPUs when the run was planned.
+    pub cpus: Vec<usize>,
+    /// cgroup v2 (places whole processes only).
+    pub v2: bool,
+}
+
+impl CpusetTarget {
+    /// Finds cpuset `name` on this machine, or the one this process is in
+    /// (`None`, from `/proc/self/cpuset`).
+    pub fn find(root: &SysRoot, name: Option<&str>) -> Result<CpusetTarget, String> {
+        let h = Hierarchy::find(root).ok_or("this machine has no cpuset controller")?;
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => root
+                .read_opt("proc/self/cpuset")
+                .unwrap_or_default()
+                .trim_matches('/')
+                .to_string(),
+        };
+        let dir = h.dir(&name);
+        if !root.is_dir(&dir) {
+            let others = h.children(root);
+            return Err(format!(
+                "there is no cpuset `{name}` in {}{}",
+                h.describe(),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it has: {})", others.join(", "))
+                }
+            ));
+        }
+        Ok(CpusetTarget {
+            cpus: h.cpus(root, &name).unwrap_or_default(),
+            name,
+            dir,
+            v2: h.is_v2(),
+        })
+    }
+
+    /// The file a thread writes its TID to, to enter (v1 `tasks`; v2 has no
+    /// per-thread placement outside threaded cgroups: `cgroup.procs`).
+    pub fn thread_file(&self) -> String {
+        format!(
+            "{}/{}",
+            self.dir,
+            if self.v2 { "cgroup.procs" } else { "tasks" }
+        )
+    }
+
+    /// The file a process writes its PID to, to enter with all its threads.
+    pub fn process_file(&self) -> String {
+        format!("{}/cgroup.procs", self.dir)
+    }
+
+    /// `/NAME` as `/proc/PID/cpuset` shows it.
+    pub fn display(&self) -> String {
+        format!("/{}", self.name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

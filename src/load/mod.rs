@@ -15,6 +15,7 @@ use crate::config::Action;
 use crate::plan::ProgramPlan;
 use crate::sys::SysRoot;
 use crate::sys::cgroup::TrackingCgroup;
+use crate::sys::journal::{Change, Journal};
 use crate::sys::os::{self, ChildSetup};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -92,6 +93,10 @@ pub struct ProgramResult {
     pub exits: Vec<ExitRecord>,
     /// Why it could not be started, if it could not.
     pub spawn_error: Option<String>,
+    /// The cpuset its first instance ran in (`/proc/PID/cpuset`).
+    pub cpuset: Option<String>,
+    /// The CPUs its first instance was allowed (`Cpus_allowed_list`).
+    pub cpus_allowed: Option<String>,
 }
 
 struct Program {
@@ -102,6 +107,8 @@ struct Program {
     respawn_at: Option<Instant>,
     out_opened: bool,
     err_opened: bool,
+    /// `cgroup.procs` of its cpuset, open for the child to write itself in.
+    cpuset_procs: Option<File>,
     result: ProgramResult,
 }
 
@@ -124,6 +131,7 @@ pub struct Supervisor {
     guard: Option<guard::Guard>,
     run_start: Instant,
     all_cpus: Vec<usize>,
+    root: SysRoot,
     /// Problems worth reporting that did not stop the run.
     pub warnings: Vec<String>,
 }
@@ -136,6 +144,7 @@ impl Supervisor {
         root: &SysRoot,
         all_cpus: Vec<usize>,
         run_start: Instant,
+        journal: Option<&mut Journal>,
     ) -> Self {
         let mut warnings = Vec::new();
         let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
@@ -146,7 +155,15 @@ impl Supervisor {
                     "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
                 )),
             }
-            match TrackingCgroup::create(root, &format!("rtlab-{}", os::getpid()))
+            let name = format!("rtlab-{}", os::getpid());
+            // Journalled first: if rtlab and its guard both die, the next
+            // rtlab (or `rtlab restore`) empties and removes it.
+            if let (Some(j), Ok(dir)) = (journal, TrackingCgroup::dir_for(root, &name))
+                && let Err(e) = j.record(&Change::TrackingCgroup { path: dir })
+            {
+                warnings.push(format!("{e}"));
+            }
+            match TrackingCgroup::create(root, &name)
                 .and_then(|cg| cg.open_procs().map(|f| (cg, f)))
             {
                 Ok((cg, f)) => {
@@ -172,6 +189,17 @@ impl Supervisor {
                     respawn_at: None,
                     out_opened: false,
                     err_opened: false,
+                    cpuset_procs: p.cpuset.as_ref().and_then(|cs| {
+                        root.open_write(&cs.process_file())
+                            .map_err(|e| {
+                                warnings.push(format!(
+                                    "program[{}]: cannot enter cpuset {}: {e}",
+                                    p.index,
+                                    cs.display()
+                                ))
+                            })
+                            .ok()
+                    }),
                     result: ProgramResult {
                         index: p.index,
                         argv: p.argv.clone(),
@@ -179,6 +207,8 @@ impl Supervisor {
                         exits_total: 0,
                         exits: Vec::new(),
                         spawn_error: None,
+                        cpuset: None,
+                        cpus_allowed: None,
                     },
                 })
                 .collect(),
@@ -187,6 +217,7 @@ impl Supervisor {
             guard,
             run_start,
             all_cpus,
+            root: root.clone(),
             warnings,
         }
     }
@@ -218,6 +249,10 @@ impl Supervisor {
         let procs_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
         let all_cpus = self.all_cpus.clone();
         let p = &mut self.programs[i];
+        let cgroup_fds: Vec<_> = procs_fd
+            .into_iter()
+            .chain(p.cpuset_procs.as_ref().map(|f| f.as_raw_fd()))
+            .collect();
         let who = format!("program[{}] (`{}`)", p.plan.index, p.plan.argv.join(" "));
         let mut cmd = Command::new(&p.plan.executable);
         cmd.arg0(&p.plan.argv[0])
@@ -236,7 +271,7 @@ impl Supervisor {
             ChildSetup {
                 cpus: Some(p.plan.cpus.clone().unwrap_or(all_cpus)),
                 sched: Some(p.plan.sched),
-                cgroup_procs_fds: procs_fd.into_iter().collect(),
+                cgroup_procs_fds: cgroup_fds,
                 die_with_parent: true,
             },
         )
@@ -247,6 +282,12 @@ impl Supervisor {
                     g.tell(&format!("pgid {}", child.id()));
                 }
                 crate::messages::debug(1, &format!("{who}: started, pid {}", child.id()));
+                if p.result.starts == 0 {
+                    let pid = child.id() as i32;
+                    p.result.cpuset = self.root.read_opt(&format!("proc/{pid}/cpuset"));
+                    p.result.cpus_allowed =
+                        crate::sys::tasks::status_field(&self.root, pid, "Cpus_allowed_list");
+                }
                 p.child = Some(child);
                 p.started_at = Instant::now();
                 p.result.starts += 1;

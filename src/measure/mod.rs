@@ -31,6 +31,8 @@ pub struct TimerSpec {
     pub loops: Option<u64>,
     /// Systress histogram size (µs).
     pub histo_size_us: u64,
+    /// Cpuset the thread enters before pinning itself.
+    pub cpuset: Option<crate::isolate::cpuset::CpusetTarget>,
 }
 
 /// How a timer thread ended.
@@ -42,6 +44,8 @@ pub struct TimerOutcome {
     pub cpus_seen: (Option<usize>, Option<usize>),
     /// The scheduling it actually had.
     pub sched_seen: Option<Sched>,
+    /// The cpuset it ran in (`/proc/thread-self/cpuset`).
+    pub cpuset_seen: Option<String>,
     /// Why it failed to start or stopped early.
     pub error: Option<String>,
 }
@@ -71,6 +75,7 @@ impl TimerHandle {
                 recorder: None,
                 cpus_seen: (None, None),
                 sched_seen: None,
+                cpuset_seen: None,
                 error: Some("timer thread panicked".into()),
             },
         };
@@ -83,6 +88,7 @@ impl TimerHandle {
 /// `notify` is called by each thread after it left its hot loop.
 pub fn start(
     specs: Vec<TimerSpec>,
+    root: &crate::sys::SysRoot,
     stop: Arc<AtomicBool>,
     notify: impl Fn() + Send + Clone + 'static,
 ) -> Result<Vec<TimerHandle>, String> {
@@ -95,11 +101,12 @@ pub fn start(
         let live = Arc::new(LiveCounters::default());
         let (b, l, s, sp) = (barrier.clone(), live.clone(), stop.clone(), spec.clone());
         let n = notify.clone();
+        let r = root.clone();
         let handle = std::thread::Builder::new()
             .name(format!("rtlab-timer{}", spec.index))
             .stack_size(256 * 1024)
             .spawn(move || {
-                let outcome = timer::run(sp, recorder, l, s, b);
+                let outcome = timer::run(sp, recorder, l, s, b, r);
                 n();
                 outcome
             })

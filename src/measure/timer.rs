@@ -9,13 +9,18 @@
 use super::live::{LiveCounters, LiveSnapshot};
 use super::{TimerOutcome, TimerSpec};
 use crate::stats::Recorder;
-use crate::sys::os;
+use crate::sys::{SysRoot, os};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-/// Pins the calling thread and sets its policy, then reads both back.
-fn setup(spec: &TimerSpec) -> Result<(), String> {
+/// Enters its cpuset, pins the calling thread and sets its policy, then
+/// reads them back.
+fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
     os::block_signals_except_wake().map_err(|e| format!("cannot set the signal mask: {e}"))?;
+    if let Some(cs) = &spec.cpuset {
+        root.write(&cs.thread_file(), &os::gettid().to_string())
+            .map_err(|e| format!("cannot enter cpuset {}: {e}", cs.display()))?;
+    }
     os::set_affinity(0, &spec.cpus)
         .map_err(|e| format!("cannot pin to CPUs {:?}: {e}", spec.cpus))?;
     os::set_sched(0, spec.sched).map_err(|e| {
@@ -49,9 +54,11 @@ pub(super) fn run(
     live: Arc<LiveCounters>,
     stop: Arc<AtomicBool>,
     barrier: Arc<Barrier>,
+    root: SysRoot,
 ) -> TimerOutcome {
     live.tid.store(os::gettid(), Ordering::Relaxed);
-    let setup_result = setup(&spec);
+    let setup_result = setup(&spec, &root);
+    let cpuset_seen = root.read_opt("proc/thread-self/cpuset");
     os::prefault_stack();
     let sched_seen = os::get_sched(0).ok();
     let first_cpu = os::current_cpu();
@@ -63,6 +70,7 @@ pub(super) fn run(
             recorder: Some(rec),
             cpus_seen: (first_cpu, first_cpu),
             sched_seen,
+            cpuset_seen,
             error: Some(e),
         };
     }
@@ -127,6 +135,7 @@ pub(super) fn run(
         recorder: Some(rec),
         cpus_seen: (first_cpu, last_cpu),
         sched_seen,
+        cpuset_seen,
         error: (sleep_error != 0).then(|| {
             format!(
                 "clock_nanosleep failed: {}",

@@ -99,13 +99,18 @@ pub struct TrackingCgroup {
 }
 
 impl TrackingCgroup {
-    /// Creates `NAME` under the best hierarchy for tracking.
-    pub fn create(root: &SysRoot, name: &str) -> Result<Self, SysError> {
+    /// Where `NAME` would be made: under the best hierarchy for tracking.
+    pub fn dir_for(root: &SysRoot, name: &str) -> Result<String, SysError> {
         let mounts = mounts(root);
         let mount = tracking_mount(&mounts).ok_or_else(|| {
             SysError::NotFound(root.path("sys/fs/cgroup (no cgroup hierarchy is mounted)"))
         })?;
-        let dir = format!("{}/{}", mount.path.trim_end_matches('/'), name);
+        Ok(format!("{}/{}", mount.path.trim_end_matches('/'), name))
+    }
+
+    /// Creates `NAME` under the best hierarchy for tracking.
+    pub fn create(root: &SysRoot, name: &str) -> Result<Self, SysError> {
+        let dir = Self::dir_for(root, name)?;
         if !root.exists(&dir) {
             root.mkdir(&dir)?;
         }
