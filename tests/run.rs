@@ -30,8 +30,19 @@ fn write_cfg(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// The journal directory of a test: its own, so that tests running at the
+/// same time never see each other's journals.
+fn journal_dir(dir: &Path) -> PathBuf {
+    dir.join("journal")
+}
+
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    rtlab().args(args).current_dir(dir).output().unwrap()
+    rtlab()
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", journal_dir(dir))
+        .output()
+        .unwrap()
 }
 
 fn json(path: &Path) -> Value {
@@ -96,6 +107,7 @@ fn spawn_in(dir: &Path, args: &[&str]) -> Child {
     rtlab()
         .args(args)
         .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", journal_dir(dir))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -305,6 +317,23 @@ fn sigkill_of_rtlab_leaves_no_process_behind() {
         wait_until(Duration::from_secs(5), || !is_live(guard)),
         "guard {guard} still running"
     );
+    // The dead run's journal is still there; the next run restores it first
+    // and says so, and leaves no journal behind.
+    let journal = journal_dir(dir.path()).join(format!("run-{}.journal", child.id()));
+    assert!(journal.exists(), "the killed run left its journal");
+    let next = write_cfg(
+        dir.path(),
+        "n.cfg",
+        "timer_thread[0]\n{\n lifetime.loops 10\n}\n",
+    );
+    let out = run_in(dir.path(), &["run", next.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("restored first"),
+        "{}",
+        text(&out)
+    );
+    assert!(!journal.exists());
 }
 
 #[test]

@@ -214,6 +214,14 @@ pub enum JournalError {
     Busy(PathBuf),
 }
 
+fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => Err(JournalError::Busy(path.to_path_buf())),
+        Err(fs::TryLockError::Error(e)) => Err(io_err(path)(e)),
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> JournalError + '_ {
     move |source| JournalError::Io {
         path: path.to_path_buf(),
@@ -236,44 +244,52 @@ impl Journal {
             .create(dir)
             .map_err(io_err(dir))?;
         let path = dir.join(name);
+        if path.exists() {
+            // Carry on an existing journal (its owner is gone if we get the lock).
+            let file = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .open(&path)
+                .map_err(io_err(&path))?;
+            lock(&file, &path)?;
+            return Ok(Journal {
+                file,
+                path,
+                root: root.clone(),
+            });
+        }
+        // A new journal is made under a temporary name, locked and given its
+        // header, then renamed into place: no one ever sees it unlocked and
+        // empty (and mistakes it for one left by a dead run).
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
         let file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
+            .truncate(false)
             .mode(0o600)
-            .open(&path)
-            .map_err(io_err(&path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => return Err(JournalError::Busy(path)),
-            Err(fs::TryLockError::Error(e)) => return Err(io_err(&path)(e)),
-        }
+            .open(&tmp)
+            .map_err(io_err(&tmp))?;
+        lock(&file, &tmp)?;
         let mut journal = Journal {
             file,
-            path,
+            path: tmp.clone(),
             root: root.clone(),
         };
-        let empty = journal
-            .file
-            .metadata()
-            .map_err(io_err(&journal.path))?
-            .len()
-            == 0;
-        if empty {
-            let header = Header {
-                journal: "rtlab-journal/1".into(),
-                owner,
-                pid: std::process::id() as i32,
-                boot_id: boot_id(root),
-                created: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                    .to_string(),
-                command: std::env::args().collect::<Vec<_>>().join(" "),
-            };
-            journal.append_line(&serde_json::to_string(&header).unwrap_or_default())?;
-            // The new file's name must survive a crash too.
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
+        let header = Header {
+            journal: "rtlab-journal/1".into(),
+            owner,
+            pid: std::process::id() as i32,
+            boot_id: boot_id(root),
+            created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+        };
+        journal.append_line(&serde_json::to_string(&header).unwrap_or_default())?;
+        fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        journal.path = path;
+        // The new name must survive a crash too.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
         }
         Ok(journal)
     }
@@ -660,4 +676,91 @@ pub fn restore_all(root: &SysRoot, dir: &Path, owner: Option<Owner>) -> RestoreR
         report.merge(replay_path(root, &found.path));
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::fake;
+
+    fn machine() -> (tempfile::TempDir, SysRoot) {
+        let tree = tempfile::tempdir().unwrap();
+        fake::base_machine(tree.path());
+        let root = SysRoot::at(tree.path());
+        (tree, root)
+    }
+
+    #[test]
+    fn a_live_journal_is_left_alone_and_a_dead_one_replayed() {
+        let (tree, root) = machine();
+        let jdir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&root, jdir.path(), "run-1.journal", Owner::Run).unwrap();
+        assert_eq!(
+            j.set("proc/sys/vm/stat_interval", "10").unwrap().as_deref(),
+            Some("1")
+        );
+        // Same value again: nothing written, nothing journalled.
+        assert_eq!(j.set("proc/sys/vm/stat_interval", "10").unwrap(), None);
+        // Held by a live owner: restore skips it and says why.
+        let r = restore_all(&root, jdir.path(), None);
+        assert!(r.undone.is_empty());
+        assert!(r.skipped[0].contains("still running"), "{:?}", r.skipped);
+        // A second writer cannot take it either.
+        assert!(matches!(
+            Journal::open(&root, jdir.path(), "run-1.journal", Owner::Run),
+            Err(JournalError::Busy(_))
+        ));
+        drop(j); // the owner dies without restoring
+        let r = restore_all(&root, jdir.path(), Some(Owner::Run));
+        assert!(r.ok());
+        assert_eq!(r.undone[0].detail, "10 -> 1");
+        let now = std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval")).unwrap();
+        assert_eq!(now, "1");
+        assert!(find(jdir.path()).is_empty());
+    }
+
+    #[test]
+    fn owners_are_restored_separately_and_other_boots_are_discarded() {
+        let (tree, root) = machine();
+        let jdir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&root, jdir.path(), PARTITION_FILE, Owner::Partition).unwrap();
+        j.set("proc/sys/kernel/timer_migration", "0").unwrap();
+        drop(j);
+        // A run's recovery does not touch the partition.
+        assert!(
+            restore_all(&root, jdir.path(), Some(Owner::Run))
+                .undone
+                .is_empty()
+        );
+        assert_eq!(find(jdir.path()).len(), 1);
+        // After a reboot the journal is stale: discarded, nothing written.
+        std::fs::write(
+            tree.path().join("proc/sys/kernel/random/boot_id"),
+            "another-boot\n",
+        )
+        .unwrap();
+        let r = restore_all(&root, jdir.path(), None);
+        assert!(r.undone[0].detail.contains("before the last reboot"));
+        let now =
+            std::fs::read_to_string(tree.path().join("proc/sys/kernel/timer_migration")).unwrap();
+        assert_eq!(now, "0");
+        assert!(find(jdir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_written_back_keeps_the_journal() {
+        let (tree, root) = machine();
+        let jdir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&root, jdir.path(), "run-2.journal", Owner::Run).unwrap();
+        j.set("proc/sys/vm/stat_interval", "10").unwrap();
+        drop(j);
+        // The knob became a directory: the write back fails.
+        let knob = tree.path().join("proc/sys/vm/stat_interval");
+        std::fs::remove_file(&knob).unwrap();
+        std::fs::create_dir(&knob).unwrap();
+        let r = restore_all(&root, jdir.path(), None);
+        assert!(!r.ok());
+        assert_eq!(r.failures().count(), 1);
+        assert_eq!(find(jdir.path()).len(), 1, "kept for a later retry");
+    }
 }

@@ -1,0 +1,458 @@
+//! Integration tests of CPU partitions on the real kernel (this machine's
+//! cgroup v1 cpuset, as root): create, show, run, undo, SIGKILL then
+//! `rtlab restore`, each compared file by file with the state before.
+//!
+//! Partitions move every task of the machine, so these tests take a lock and
+//! run one at a time; cargo runs this file apart from the others.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const CPUSET: &str = "/sys/fs/cgroup/cpuset";
+
+/// A test's own journal directory; whatever happens, the test ends with
+/// `rtlab restore` so that a failure does not leave partitions behind.
+struct Bench {
+    dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        assert_eq!(
+            std::fs::metadata("/proc/self")
+                .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+                .unwrap(),
+            0,
+            "partition tests change cgroups and kernel knobs: run them as root"
+        );
+        assert!(
+            Path::new(CPUSET).join("cpuset.cpus").exists(),
+            "this machine has no cgroup v1 cpuset hierarchy at {CPUSET}"
+        );
+        Bench {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn journal_dir(&self) -> PathBuf {
+        self.dir.path().join("journal")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("RTLAB_JOURNAL_DIR", self.journal_dir());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn journals(&self) -> Vec<String> {
+        std::fs::read_dir(self.journal_dir())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.run(&["restore"]);
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn list(dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Every file and knob a partition can change, and every task's affinity and
+/// cpuset, keyed by TID and start time.
+#[derive(Debug)]
+struct Snapshot {
+    knobs: BTreeMap<String, String>,
+    tasks: BTreeMap<(String, String), String>,
+}
+
+fn snapshot() -> Snapshot {
+    let mut knobs = BTreeMap::new();
+    let mut files: Vec<String> = [
+        "cpuset.cpus",
+        "cpuset.mems",
+        "cpuset.cpu_exclusive",
+        "cpuset.sched_load_balance",
+        "cpuset.effective_cpus",
+    ]
+    .iter()
+    .map(|f| format!("{CPUSET}/{f}"))
+    .collect();
+    files.extend(
+        [
+            "/proc/irq/default_smp_affinity",
+            "/sys/devices/virtual/workqueue/cpumask",
+            "/sys/bus/workqueue/devices/writeback/numa",
+            "/proc/sys/kernel/watchdog",
+            "/proc/sys/kernel/watchdog_cpumask",
+            "/proc/sys/kernel/nmi_watchdog",
+            "/proc/sys/kernel/timer_migration",
+            "/proc/sys/kernel/sched_rt_runtime_us",
+            "/proc/sys/vm/stat_interval",
+        ]
+        .map(String::from),
+    );
+    for irq in list("/proc/irq") {
+        files.push(format!("{irq}/smp_affinity_list"));
+    }
+    for wq in list("/sys/devices/virtual/workqueue") {
+        files.push(format!("{wq}/cpumask"));
+    }
+    for mc in list("/sys/devices/system/machinecheck") {
+        files.push(format!("{mc}/check_interval"));
+    }
+    for f in files {
+        if let Some(v) = read(&f) {
+            knobs.insert(f, v);
+        }
+    }
+    for d in list(CPUSET) {
+        if Path::new(&d).is_dir() {
+            knobs.insert(d, "cpuset directory".into());
+        }
+    }
+    let mut tasks = BTreeMap::new();
+    for proc_dir in list("/proc") {
+        for task in list(&format!("{proc_dir}/task")) {
+            let Some(stat) = read(&format!("{task}/stat")) else {
+                continue;
+            };
+            let start = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(19))
+                .unwrap_or("")
+                .to_string();
+            let tid = task.rsplit('/').next().unwrap_or("").to_string();
+            let cpus = read(&format!("{task}/status"))
+                .and_then(|s| {
+                    s.lines().find_map(|l| {
+                        l.strip_prefix("Cpus_allowed_list:")
+                            .map(|v| v.trim().to_string())
+                    })
+                })
+                .unwrap_or_default();
+            let cpuset = read(&format!("{task}/cpuset")).unwrap_or_default();
+            tasks.insert((tid, start), format!("cpus {cpus} cpuset {cpuset}"));
+        }
+    }
+    Snapshot { knobs, tasks }
+}
+
+/// Every knob as before, and every task alive in both snapshots with the
+/// same affinity and cpuset.
+fn assert_same(before: &Snapshot, after: &Snapshot) {
+    assert_eq!(before.knobs, after.knobs, "knobs or cpusets differ");
+    let mut differ = Vec::new();
+    for (key, was) in &before.tasks {
+        if let Some(now) = after.tasks.get(key)
+            && now != was
+        {
+            differ.push(format!("task {}: {was} -> {now}", key.0));
+        }
+    }
+    assert!(differ.is_empty(), "tasks not put back: {differ:#?}");
+}
+
+/// The CPU to isolate: the last online one.
+fn rt_cpu() -> usize {
+    let online = read("/sys/devices/system/cpu/online").unwrap();
+    let last = online.rsplit([',', '-']).next().unwrap();
+    let cpu: usize = last.parse().unwrap();
+    assert!(cpu > 0, "partition tests need two CPUs");
+    cpu
+}
+
+fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[test]
+fn create_show_run_and_undo_leave_every_knob_as_before() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bench = Bench::new();
+    let rt = rt_cpu();
+    let before = snapshot();
+
+    let out = bench.run(&["partition", "create", &rt.to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("rt   CPUs {rt}")), "{stdout}");
+    assert!(
+        stdout.contains("exclusive CPUs, no load balancing"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("moved to nrt"), "{stdout}");
+    // This very test process was moved too.
+    assert_eq!(read("/proc/self/cpuset").as_deref(), Some("/nrt"));
+    assert_eq!(
+        read(&format!("{CPUSET}/rt/cpuset.cpus")),
+        Some(rt.to_string())
+    );
+    assert_eq!(
+        read(&format!("{CPUSET}/rt/cpuset.sched_load_balance")).as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        read(&format!("{CPUSET}/cpuset.sched_load_balance")).as_deref(),
+        Some("0")
+    );
+    assert_eq!(read("/proc/sys/vm/stat_interval").as_deref(), Some("1000"));
+
+    // show, as text and JSON.
+    let out = bench.run(&["partition", "show", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let state: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parts = state["partitions"].as_array().unwrap();
+    assert_eq!(parts[0]["name"], "rt");
+    assert_eq!(parts[0]["cpus"], serde_json::json!([rt]));
+    assert_eq!(parts[1]["name"], "nrt");
+    assert!(parts[1]["tasks"].as_u64().unwrap() > 0);
+    assert_eq!(state["cpus"][rt]["partition"], "rt");
+    assert!(state.get("cmdline_isolcpus").is_some() && state.get("isolated").is_some());
+    assert!(!state["changed_knobs"].as_array().unwrap().is_empty());
+    let out = bench.run(&["partition", "show"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("isolcpus="), "{shown}");
+    assert!(shown.contains(&format!("{rt:<4} rt")), "{shown}");
+
+    // run: a command inside rt sees itself there, on rt's CPU only.
+    let out = bench.run(&[
+        "partition",
+        "run",
+        "rt",
+        "--",
+        "grep",
+        "-h",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .ends_with(&format!("\t{rt}")),
+        "{}",
+        text(&out)
+    );
+    let out = bench.run(&["partition", "run", "rt", "--", "cat", "/proc/self/cpuset"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/rt");
+    let out = bench.run(&["partition", "run", "rt", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "the command's own status");
+
+    // An experiment: timer in rt, main and load in nrt.
+    let cfg = bench.dir.path().join("iso.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "main\n{{\n  cpuset nrt\n}}\ntimer_thread[0]\n{{\n  cpuset rt\n  cpu_affinity {rt}\n  \
+             sched.policy FIFO\n  sched.priority 90\n  lifetime.loops 200\n}}\n\
+             program[0]\n{{\n  cmdline sleep 30\n  cpuset nrt\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = bench.run(&["run", cfg.to_str().unwrap(), "--json", "r.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(bench.dir.path().join("r.json")).unwrap())
+            .unwrap();
+    let placement = result["isolation"]["placement"].as_array().unwrap();
+    let at = |who: &str| {
+        placement
+            .iter()
+            .find(|p| p["who"] == who)
+            .unwrap_or_else(|| panic!("{who} not in {placement:?}"))["cpuset"]
+            .clone()
+    };
+    assert_eq!(at("main"), "/nrt");
+    assert_eq!(at("timer_thread[0]"), "/rt");
+    assert_eq!(at("program[0]"), "/nrt");
+    assert_eq!(result["timers"][0]["cpu_last"], serde_json::json!(rt));
+    assert_eq!(result["isolation"]["partitions"][0]["name"], "rt");
+    // The run's own journal is gone: it restored what it changed.
+    assert_eq!(bench.journals(), vec!["partition.journal".to_string()]);
+
+    let out = bench.run(&["partition", "undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("restored"));
+    assert_same(&before, &snapshot());
+    assert!(bench.journals().is_empty());
+    // Idempotent.
+    let out = bench.run(&["partition", "undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to undo"));
+}
+
+#[test]
+fn sigkill_of_a_run_in_the_partition_then_restore_puts_everything_back() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bench = Bench::new();
+    let rt = rt_cpu();
+    let before = snapshot();
+    let out = bench.run(&["partition", "create", &format!("{:#x}", 1u64 << rt)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let cfg = bench.dir.path().join("k.cfg");
+    std::fs::write(
+        &cfg,
+        "timer_thread[0]\n{\n  cpuset rt\n  sched.policy FIFO\n  sched.priority 90\n}\n\
+         program[0]\n{\n  cmdline sleep 2718\n}\n",
+    )
+    .unwrap();
+    let mut child = bench
+        .cmd(&["run", cfg.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || bench
+        .journals()
+        .iter()
+        .any(|j| j.starts_with("run-"))));
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    let _ = child.wait();
+    let out = bench.run(&["restore"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("rtlab: restored"), "{said}");
+    assert!(said.contains("cpuset/rt"), "{said}");
+    assert!(bench.journals().is_empty(), "{:?}", bench.journals());
+    // The guard killed the program; the restore removed the partition.
+    assert!(wait_until(Duration::from_secs(5), || {
+        !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.starts_with(b"sleep\x002718"))
+        })
+    }));
+    assert_same(&before, &snapshot());
+    // Idempotent.
+    let out = bench.run(&["restore"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+#[test]
+fn sigkill_of_partition_create_itself_then_restore() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bench = Bench::new();
+    let rt = rt_cpu();
+    let before = snapshot();
+    // Killed wherever it is: before, during or after the task moves. The
+    // journal must undo whatever was done.
+    for delay_ms in [2, 15] {
+        let mut child = bench
+            .cmd(&["partition", "create", &rt.to_string()])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        let _ = child.wait();
+        let out = bench.run(&["restore"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert_same(&before, &snapshot());
+    }
+}
+
+#[test]
+fn mistakes_are_refused_with_a_reason_and_change_nothing() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bench = Bench::new();
+    let rt = rt_cpu();
+    let before = snapshot();
+    let online = read("/sys/devices/system/cpu/online").unwrap();
+    for (args, says) in [
+        (
+            vec!["partition", "create", online.as_str()],
+            "nrt needs at least one",
+        ),
+        (vec!["partition", "create", "999"], "not online"),
+        (vec!["partition", "create", "x"], "0x8"),
+        (
+            vec!["partition", "run", "rt", "--", "true"],
+            "no `rt` partition",
+        ),
+    ] {
+        let out = bench.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    // Not root: refused before anything.
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["partition", "create", &rt.to_string()])
+        .env("RTLAB_JOURNAL_DIR", bench.journal_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs root"));
+    // Twice: the second is refused and says how to undo.
+    assert!(
+        bench
+            .run(&["partition", "create", &rt.to_string()])
+            .status
+            .success()
+    );
+    let out = bench.run(&["partition", "create", &rt.to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rtlab partition undo"),
+        "{}",
+        text(&out)
+    );
+    assert!(bench.run(&["partition", "undo"]).status.success());
+    assert_same(&before, &snapshot());
+}
