@@ -194,7 +194,9 @@ fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
             println!("{l}");
         }
         let failed = report.failures().count();
-        if failed == 0 {
+        if report.journals.is_empty() {
+            println!("rtlab: nothing restored: the journals are held by an rtlab that is still running");
+        } else if failed == 0 {
             println!("rtlab: restored");
         } else {
             println!(
