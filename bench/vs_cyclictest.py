@@ -10,7 +10,14 @@ thread (from /proc/PID/task/TID/schedstat, between 2 s into the run and 1 s
 before its end) and of the whole process (rusage). Then the ratios
 rtlab / cyclictest: 1.0 or lower means rtlab adds no latency or cost.
 
-Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10]
+With --load, a SCHED_OTHER busy loop runs on every online CPU during the
+rounds. With --partition, `rtlab partition create CPU` isolates the measured
+CPU first (and `rtlab partition undo` ends it): the load then lands on nrt,
+and both tools run entirely inside rt (rtlab with `cpuset rt` for main and
+timer, cyclictest under `rtlab partition run rt --`, its main thread on the
+measured CPU since nothing else is allowed there).
+
+Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition]
 Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
 """
 
@@ -100,10 +107,12 @@ def run_tool(argv, thread_name, duration, interval_us):
 
 def rtlab_round(exe, work, a):
     cfg = os.path.join(work, "bench.cfg")
+    main = "  cpuset rt\n" if a.partition else f"  cpu_affinity {a.main_cpu}\n"
+    timer_cpuset = "  cpuset rt\n" if a.partition else ""
     with open(cfg, "w") as f:
         f.write(
-            f"main\n{{\n  cpu_affinity {a.main_cpu}\n}}\n"
-            f"timer_thread[0]\n{{\n  cpu_affinity {a.cpu}\n  sched.policy FIFO\n"
+            f"main\n{{\n{main}}}\n"
+            f"timer_thread[0]\n{{\n{timer_cpuset}  cpu_affinity {a.cpu}\n  sched.policy FIFO\n"
             f"  sched.priority {a.prio}\n  timer.period {a.interval} us\n"
             f"  lifetime.duration {a.duration} s\n  stats.histo_size {a.histo} us\n}}\n"
         )
@@ -119,10 +128,14 @@ def rtlab_round(exe, work, a):
     return r
 
 
-def cyclictest_round(work, a):
+def cyclictest_round(exe, work, a):
     out = os.path.join(work, "cyclictest.json")
     argv = ["cyclictest", "-q", "-t1", f"-a{a.cpu}", f"-p{a.prio}", f"-i{a.interval}",
-            f"-D{a.duration}", f"-h{a.histo}", f"--mainaffinity={a.main_cpu}", f"--json={out}"]
+            f"-D{a.duration}", f"-h{a.histo}", f"--json={out}"]
+    if a.partition:
+        argv = [exe, "partition", "run", "rt", "--"] + argv
+    else:
+        argv.append(f"--mainaffinity={a.main_cpu}")
     r = run_tool(argv, None, a.duration, a.interval)
     with open(out) as f:
         t = json.load(f)["thread"]["0"]
@@ -147,6 +160,8 @@ def main():
     p.add_argument("--prio", type=int, default=99)
     p.add_argument("--interval", type=int, default=1000, help="period in µs")
     p.add_argument("--histo", type=int, default=10000, help="histogram size in µs")
+    p.add_argument("--load", action="store_true", help="a busy loop on every online CPU")
+    p.add_argument("--partition", action="store_true", help="isolate the measured CPU with rtlab partition")
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (both tools need SCHED_FIFO)")
@@ -159,17 +174,41 @@ def main():
     rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
 
     rows = {"rtlab": [], "cyclictest": []}
+    partition_note = ""
+    if a.partition:
+        made = subprocess.run([exe, "partition", "create", str(a.cpu)], capture_output=True, text=True)
+        if made.returncode != 0:
+            sys.exit(f"rtlab partition create failed: {made.stderr}")
+        partition_note = next((l.strip() for l in made.stdout.splitlines() if l.startswith("tasks")), "")
+    loads = []
+    if a.load:
+        # Started after the partition: they inherit nrt, as any new task does.
+        loads = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count())]
+    try:
+        rounds(exe, a, rows)
+    finally:
+        for l in loads:
+            l.kill()
+            l.wait()
+        if a.partition:
+            subprocess.run([exe, "partition", "undo"], capture_output=True, check=True)
+    report(a, rows, rt_version, ct_version, partition_note)
+
+
+def rounds(exe, a, rows):
     with tempfile.TemporaryDirectory() as work:
         for i in range(a.rounds):
             order = ["rtlab", "cyclictest"] if i % 2 == 0 else ["cyclictest", "rtlab"]
             for tool in order:
-                r = rtlab_round(exe, work, a) if tool == "rtlab" else cyclictest_round(work, a)
+                r = rtlab_round(exe, work, a) if tool == "rtlab" else cyclictest_round(exe, work, a)
                 rows[tool].append(r)
                 print(f"round {i + 1} {tool:10s} samples {r['samples']:6d} median {r['median']:4d} "
                       f"p99 {r['p99']:5d} max {r['max']:6d} us, thread "
                       f"{r.get('thread_cpu_ns_per_sample', float('nan')):7.0f} ns/sample, process "
                       f"{r['process_cpu_ns_per_sample']:7.0f} ns/sample", flush=True)
 
+
+def report(a, rows, rt_version, ct_version, partition_note):
     def med(tool, key):
         vals = [r[key] for r in rows[tool] if key in r]
         return statistics.median(vals) if vals else float("nan")
@@ -182,8 +221,11 @@ def main():
     print(f"Machine: {model}, {os.cpu_count()} CPUs, kernel {uname.release} {uname.version}")
     print(f"Tools: {rt_version} vs {ct_version}")
     print(f"Setup: CPU {a.cpu}, SCHED_FIFO {a.prio}, interval {a.interval} us, {a.duration} s per run, "
-          f"{a.rounds} interleaved rounds, main threads on CPU {a.main_cpu}, idle machine; "
-          f"figures are medians over rounds")
+          f"{a.rounds} interleaved rounds, "
+          + ("both tools entirely in partition rt (`rtlab partition create " + str(a.cpu) + "`: " + partition_note + "), "
+             if a.partition else f"main threads on CPU {a.main_cpu}, ")
+          + ("a SCHED_OTHER busy loop per online CPU" if a.load else "idle machine")
+          + "; figures are medians over rounds")
     print()
     print("| metric | rtlab | cyclictest | ratio rtlab/cyclictest |")
     print("|---|---:|---:|---:|")

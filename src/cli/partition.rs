@@ -195,7 +195,9 @@ fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
         }
         let failed = report.failures().count();
         if report.journals.is_empty() {
-            println!("rtlab: nothing restored: the journals are held by an rtlab that is still running");
+            println!(
+                "rtlab: nothing restored: the journals are held by an rtlab that is still running"
+            );
         } else if failed == 0 {
             println!("rtlab: restored");
         } else {
