@@ -5,12 +5,14 @@
 //! Partitions move every task of the machine, so these tests take a lock and
 //! run one at a time; cargo runs this file apart from the others.
 
+mod common;
+use common::{text, wait_until};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -71,15 +73,6 @@ impl Drop for Bench {
     fn drop(&mut self) {
         let _ = self.run(&["restore"]);
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn read(path: &str) -> Option<String> {
@@ -203,17 +196,6 @@ fn rt_cpu() -> usize {
     let cpu: usize = last.parse().unwrap();
     assert!(cpu > 0, "partition tests need two CPUs");
     cpu
-}
-
-fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
 }
 
 #[test]

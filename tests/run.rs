@@ -2,10 +2,12 @@
 //! (root, SCHED_FIFO, cgroups). Each test works in its own temporary
 //! directory and checks behaviour, never timing.
 
+mod common;
+use common::{text, wait_until};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn rtlab() -> Command {
     assert_eq!(
@@ -49,15 +51,6 @@ fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// Live (non-zombie) processes whose command line contains `marker`.
 fn live_processes_with(marker: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
@@ -90,17 +83,6 @@ fn guard_of(rtlab_pid: u32) -> Option<u32> {
         let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
         (comm == "rtlab-guard" && ppid == rtlab_pid).then_some(pid)
     })
-}
-
-fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    cond()
 }
 
 fn spawn_in(dir: &Path, args: &[&str]) -> Child {

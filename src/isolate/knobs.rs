@@ -158,36 +158,28 @@ pub fn apply(
         }
         out.push(outcome(journal, path.into(), purpose, new, false)?);
     }
-    // Per-workqueue masks (WQ_SYSFS unbound workqueues such as writeback).
-    for wq in root
-        .list("sys/devices/virtual/workqueue")
-        .unwrap_or_default()
-    {
-        let path = format!("sys/devices/virtual/workqueue/{wq}/cpumask");
-        if root.exists(&path) {
-            out.push(outcome(
-                journal,
-                path,
-                "this unbound workqueue's workers run on nrt",
-                mask.clone(),
-                false,
-            )?);
-        }
-    }
-    // Machine-check polling (x86), per bank device.
-    for mc in root
-        .list("sys/devices/system/machinecheck")
-        .unwrap_or_default()
-    {
-        let path = format!("sys/devices/system/machinecheck/{mc}/check_interval");
-        if root.exists(&path) {
-            out.push(outcome(
-                journal,
-                path,
-                "no periodic machine-check polling on any CPU (partrt)",
-                "0".into(),
-                false,
-            )?);
+    // One file in each entry of a directory: per-workqueue masks (WQ_SYSFS
+    // unbound workqueues such as writeback), machine-check polling per bank.
+    let per_entry: [(&str, &str, &'static str, String); 2] = [
+        (
+            "sys/devices/virtual/workqueue",
+            "cpumask",
+            "this unbound workqueue's workers run on nrt",
+            mask.clone(),
+        ),
+        (
+            "sys/devices/system/machinecheck",
+            "check_interval",
+            "no periodic machine-check polling on any CPU (partrt)",
+            "0".into(),
+        ),
+    ];
+    for (dir, file, purpose, new) in per_entry {
+        for entry in root.list(dir).unwrap_or_default() {
+            let path = format!("{dir}/{entry}/{file}");
+            if root.exists(&path) {
+                out.push(outcome(journal, path, purpose, new.clone(), false)?);
+            }
         }
     }
     // Every IRQ: keep what it has on nrt, or give it all of nrt.

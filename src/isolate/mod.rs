@@ -297,6 +297,43 @@ fn mkdir(j: &mut Journal, root: &SysRoot, h: &Hierarchy, name: &str) -> Result<S
     Ok(dir)
 }
 
+/// Writes `knob` of cpuset directory `dir`. Files inside rt and nrt need no
+/// journal line: undo removes the directories.
+fn set_knob(
+    root: &SysRoot,
+    h: &Hierarchy,
+    dir: &str,
+    knob: Knob,
+    value: &str,
+) -> Result<(), Failure> {
+    h.write(root, dir, knob, value)
+        .map_err(step(format!("/{dir}: {knob:?} = {value}")))
+}
+
+/// Makes cpuset `name` with `cpus` and the root's memory nodes.
+fn make_cpuset(
+    j: &mut Journal,
+    root: &SysRoot,
+    h: &Hierarchy,
+    name: &str,
+    cpus: &[usize],
+) -> Result<String, Failure> {
+    // v1 needs mems before a task can attach; v2 root has only `.effective`.
+    let knob = if h.is_v2() {
+        Knob::EffectiveMems
+    } else {
+        Knob::Mems
+    };
+    let mems = h
+        .read(root, h.mount(), knob)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "0".into());
+    let dir = mkdir(j, root, h, name)?;
+    set_knob(root, h, &dir, Knob::Cpus, &cpulist::format(cpus))?;
+    set_knob(root, h, &dir, Knob::Mems, &mems)?;
+    Ok(dir)
+}
+
 fn make_v1(
     j: &mut Journal,
     root: &SysRoot,
@@ -305,25 +342,12 @@ fn make_v1(
     nrt: &[usize],
 ) -> Result<(), Failure> {
     let top = h.mount().to_string();
-    let mems = h
-        .read(root, &top, Knob::Mems)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| "0".into());
-    // Files inside rt and nrt need no journal line: undo removes the
-    // directories.
-    let set = |dir: &str, knob: Knob, value: &str| {
-        h.write(root, dir, knob, value)
-            .map_err(step(format!("/{dir}: {knob:?} = {value}")))
-    };
-    let rt_dir = mkdir(j, root, h, RT)?;
-    set(&rt_dir, Knob::Cpus, &cpulist::format(rt))?;
-    set(&rt_dir, Knob::Mems, &mems)?;
-    set(&rt_dir, Knob::CpuExclusive, "1").map_err(|f| overlap_hint(f, root, h, rt))?;
-    set(&rt_dir, Knob::LoadBalance, "0")?;
-    let nrt_dir = mkdir(j, root, h, NRT)?;
-    set(&nrt_dir, Knob::Cpus, &cpulist::format(nrt))?;
-    set(&nrt_dir, Knob::Mems, &mems)?;
-    set(&nrt_dir, Knob::LoadBalance, "1")?;
+    let rt_dir = make_cpuset(j, root, h, RT, rt)?;
+    set_knob(root, h, &rt_dir, Knob::CpuExclusive, "1")
+        .map_err(|f| overlap_hint(f, root, h, rt))?;
+    set_knob(root, h, &rt_dir, Knob::LoadBalance, "0")?;
+    let nrt_dir = make_cpuset(j, root, h, NRT, nrt)?;
+    set_knob(root, h, &nrt_dir, Knob::LoadBalance, "1")?;
     // Without this, the root's balancing domain still spans rt.
     if let Some(file) = h.file(&top, Knob::LoadBalance) {
         j.set(&file, "0").map_err(|e| match e {
@@ -380,17 +404,7 @@ fn make_v2(
         root.write(&control, "+cpuset")
             .map_err(step(format!("/{control} += cpuset")))?;
     }
-    let mems = h
-        .read(root, &top, Knob::EffectiveMems)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| "0".into());
-    let set = |dir: &str, knob: Knob, value: &str| {
-        h.write(root, dir, knob, value)
-            .map_err(step(format!("/{dir}: {knob:?} = {value}")))
-    };
-    let rt_dir = mkdir(j, root, h, RT)?;
-    set(&rt_dir, Knob::Cpus, &cpulist::format(rt))?;
-    set(&rt_dir, Knob::Mems, &mems)?;
+    let rt_dir = make_cpuset(j, root, h, RT, rt)?;
     let mut why = Vec::new();
     let mut mode = None;
     for wanted in ["isolated", "root"] {
@@ -413,9 +427,7 @@ fn make_v2(
             error: why.join("; "),
         });
     };
-    let nrt_dir = mkdir(j, root, h, NRT)?;
-    set(&nrt_dir, Knob::Cpus, &cpulist::format(nrt))?;
-    set(&nrt_dir, Knob::Mems, &mems)?;
+    make_cpuset(j, root, h, NRT, nrt)?;
     Ok(if mode == "isolated" {
         "isolated partition (no load balancing, no unbound workqueues)".into()
     } else {

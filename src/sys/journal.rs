@@ -343,11 +343,6 @@ impl Journal {
         drop(self.file);
         report
     }
-
-    /// Closes the journal and deletes it: its changes need no undo.
-    pub fn discard(self) {
-        let _ = fs::remove_file(&self.path);
-    }
 }
 
 /// Why [`Journal::set`] failed.
@@ -368,8 +363,6 @@ pub struct Found {
     pub path: PathBuf,
     /// Its header (None if unreadable).
     pub header: Option<Header>,
-    /// Whether a live rtlab holds it.
-    pub live: bool,
 }
 
 /// The journals in `dir`, newest first.
@@ -383,11 +376,6 @@ pub fn find(dir: &Path) -> Vec<Found> {
         .filter(|p| p.extension().is_some_and(|x| x == "journal"))
         .filter_map(|path| {
             let file = File::open(&path).ok()?;
-            let live = match file.try_lock_shared() {
-                Ok(()) => false,
-                Err(fs::TryLockError::WouldBlock) => true,
-                Err(fs::TryLockError::Error(_)) => false,
-            };
             let header = io::BufReader::new(&file)
                 .lines()
                 .next()
@@ -397,7 +385,7 @@ pub fn find(dir: &Path) -> Vec<Found> {
                 .metadata()
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::UNIX_EPOCH);
-            Some((mtime, Found { path, header, live }))
+            Some((mtime, Found { path, header }))
         })
         .collect();
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
