@@ -3,6 +3,7 @@
 //! action is a probe thread that tries the real-time policies the plan asks
 //! for and then exits, so that a refusal is known before anything starts.
 
+use crate::config::keys::StanzaKind;
 use crate::config::{
     self, Action, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat,
 };
@@ -225,14 +226,34 @@ impl Planner<'_> {
     /// Returns the cpuset to enter, and the CPUs the thread may use there.
     fn place(
         &mut self,
+        kind: StanzaKind,
         who: &str,
         key: &Option<Spanned<String>>,
         cpus: &Option<Spanned<Vec<usize>>>,
         inherited: Option<&CpusetTarget>,
-        stanza_pos: Pos,
     ) -> (Option<CpusetTarget>, Option<Vec<usize>>) {
         let target = match key {
             Some(k) => match self.machine.cpuset(Some(&k.value)) {
+                // v2 places whole processes, and a program's process is in
+                // rtlab's tracking cgroup of the same hierarchy.
+                Ok(t) if t.v2 && kind != StanzaKind::Main => {
+                    let (msg, hint) = if kind == StanzaKind::Timer {
+                        (
+                            "a thread of its own cpuset needs cgroup v1: v2 places whole processes",
+                            "give main the cpuset instead: the whole rtlab process moves, timer threads with it",
+                        )
+                    } else {
+                        (
+                            "a program's cpuset on cgroup v2 is not supported: on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it",
+                            "leave it out: on v2 the kernel keeps every other cgroup off an isolated partition's CPUs; choose the program's CPUs with cpu_affinity",
+                        )
+                    };
+                    self.diags.push(
+                        Diagnostic::new(k.pos, format!("{who}: {msg}"))
+                            .with_hint(Some(hint.into())),
+                    );
+                    return (None, None);
+                }
                 Ok(t) if t.cpus.is_empty() => {
                     self.diags.push(Diagnostic::new(
                         k.pos,
@@ -294,24 +315,6 @@ impl Planner<'_> {
                     .push(Diagnostic::new(list.pos, msg).with_hint(Some(hint)));
             }
         }
-        if let Some(t) = &target
-            && t.v2
-            && who.starts_with("program")
-        {
-            self.diags.push(
-                Diagnostic::new(key.as_ref().map_or(stanza_pos, |k| k.pos), format!("{who}: a program's cpuset on cgroup v2 is not supported: on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it"))
-                    .with_hint(Some("give main the cpuset instead: programs inherit it".into())),
-            );
-        }
-        if let Some(t) = &target
-            && t.v2
-            && who.starts_with("timer_thread")
-        {
-            self.diags.push(
-                Diagnostic::new(key.as_ref().map_or(stanza_pos, |k| k.pos), format!("{who}: a thread of its own cpuset needs cgroup v1: v2 places whole processes"))
-                    .with_hint(Some("give main the cpuset instead: the whole rtlab process moves, timer threads with it".into())),
-            );
-        }
         (target, Some(allowed))
     }
 
@@ -356,11 +359,11 @@ pub fn build(
     let outdir = opts.outdir.clone().unwrap_or_else(|| PathBuf::from("."));
     let started_in = machine.cpuset(None).ok();
     let (main_cpuset, _) = p.place(
+        StanzaKind::Main,
         "main",
         &exp.main.cpuset,
         &exp.main.cpu_affinity,
         started_in.as_ref(),
-        exp.main.pos,
     );
     // Threads and programs without a cpuset key stay where main is.
     let inherited = main_cpuset.clone().or(started_in);
@@ -382,11 +385,11 @@ pub fn build(
     let mut timers = Vec::new();
     for t in &exp.timers {
         let (cpuset, allowed) = p.place(
+            StanzaKind::Timer,
             &format!("timer_thread[{}]", t.index),
             &t.cpuset,
             &t.cpu_affinity,
             inherited.as_ref(),
-            t.pos,
         );
         let cpus = p
             .cpus(&t.cpu_affinity)
@@ -446,11 +449,11 @@ pub fn build(
             }
         };
         let (cpuset, _) = p.place(
+            StanzaKind::Program,
             &format!("program[{}]", prog.index),
             &prog.cpuset,
             &prog.cpu_affinity,
             inherited.as_ref(),
-            prog.pos,
         );
         programs.push(ProgramPlan {
             cpuset,
@@ -675,6 +678,15 @@ mod tests {
         let text = "timer_thread[0]\n{\n  cpuset rt\n}\n";
         let d = plan_text(text, "f", &partitioned(true), &PlanOptions::default()).unwrap_err();
         assert!(d[0].message.contains("needs cgroup v1"), "{}", d[0].message);
+        assert_eq!(d[0].pos, Pos { line: 3, col: 10 });
+        let text = "program[0]\n{\n  cmdline sh\n  cpuset nrt\n}\n";
+        let d = plan_text(text, "f", &partitioned(true), &PlanOptions::default()).unwrap_err();
+        assert!(
+            d[0].message.contains("tracking cgroup holds it"),
+            "{}",
+            d[0].message
+        );
+        assert!(d[0].hint.as_ref().unwrap().contains("cpu_affinity"));
         // No cpuset controller at all: a key is refused, no key is fine.
         let d = plan_text(text, "f", &fake(), &PlanOptions::default()).unwrap_err();
         assert!(d[0].message.contains("no cpuset"), "{}", d[0].message);

@@ -246,12 +246,9 @@ impl IsolationState {
 /// The knobs the partition changed and that still differ, from its journal
 /// (a write the kernel refused changed nothing).
 fn changed_knobs(root: &SysRoot, journal_dir: &Path) -> Vec<ChangedKnob> {
-    let Ok(text) = std::fs::read_to_string(journal_dir.join(journal::PARTITION_FILE)) else {
-        return Vec::new();
-    };
-    text.lines()
-        .skip(1)
-        .filter_map(|l| serde_json::from_str::<Change>(l).ok())
+    let (_, changes) = journal::read(&journal_dir.join(journal::PARTITION_FILE));
+    changes
+        .into_iter()
         .filter_map(|c| match c {
             Change::Write { path, old, .. } => Some(ChangedKnob {
                 now: root.read_opt(&path),

@@ -30,6 +30,8 @@ use std::time::Duration;
 pub const DEFAULT_DIR: &str = "/run/rtlab";
 /// Environment variable that overrides [`DEFAULT_DIR`].
 pub const DIR_ENV: &str = "RTLAB_JOURNAL_DIR";
+/// What an undo says when the system already had the old value.
+pub const UNCHANGED: &str = "already as before";
 /// File name of the partition's journal.
 pub const PARTITION_FILE: &str = "partition.journal";
 
@@ -123,7 +125,7 @@ pub struct Undo {
     pub what: String,
     /// Whether the system is back as it was for this change.
     pub ok: bool,
-    /// What happened (`restored`, `already as before`, the error...).
+    /// What happened (`restored`, [`UNCHANGED`], the error...).
     pub detail: String,
 }
 
@@ -161,7 +163,7 @@ impl RestoreReport {
         let mut out: Vec<String> = self
             .undone
             .iter()
-            .filter(|u| !u.ok || u.detail != "already as before")
+            .filter(|u| !u.ok || u.detail != UNCHANGED)
             .map(|u| {
                 format!(
                     "  {} {}: {}",
@@ -174,7 +176,7 @@ impl RestoreReport {
         let unchanged = self
             .undone
             .iter()
-            .filter(|u| u.ok && u.detail == "already as before")
+            .filter(|u| u.ok && u.detail == UNCHANGED)
             .count();
         if unchanged > 0 {
             out.push(format!("  ok   {unchanged} other values already as before"));
@@ -413,14 +415,23 @@ pub fn replay_path(root: &SysRoot, path: &Path) -> RestoreReport {
     sub
 }
 
+/// The header and changes of the journal at `path`. A line cut short by a
+/// crash is skipped: it cannot be a change that was made, since a change is
+/// made only after its line is complete and synced.
+pub fn read(path: &Path) -> (Option<Header>, Vec<Change>) {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let mut lines = text.lines();
+    let header = lines.next().and_then(|l| serde_json::from_str(l).ok());
+    let changes = lines.filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (header, changes)
+}
+
 fn replay_file(root: &SysRoot, path: &Path) -> RestoreReport {
     let mut report = RestoreReport {
         journals: vec![path.display().to_string()],
         ..Default::default()
     };
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let mut lines = text.lines();
-    let header: Option<Header> = lines.next().and_then(|l| serde_json::from_str(l).ok());
+    let (header, changes) = read(path);
     let here = boot_id(root);
     if let Some(h) = &header
         && !h.boot_id.is_empty()
@@ -437,9 +448,6 @@ fn replay_file(root: &SysRoot, path: &Path) -> RestoreReport {
         let _ = fs::remove_file(path);
         return report;
     }
-    // A line cut short by a crash cannot be a change that was made: the
-    // change is made only after its line is complete and synced.
-    let changes: Vec<Change> = lines.filter_map(|l| serde_json::from_str(l).ok()).collect();
     for change in changes.iter().rev() {
         report.undone.push(undo(root, change));
     }
@@ -469,7 +477,7 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
                 Ok(false) | Err(SysError::NotFound(_)) => Undo {
                     what,
                     ok: true,
-                    detail: "already as before".into(),
+                    detail: UNCHANGED.into(),
                 },
                 _ => match root.write(path, &format!("-{controller}")) {
                     Ok(()) => Undo {
@@ -491,7 +499,7 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
                 return Undo {
                     what,
                     ok: true,
-                    detail: "already as before".into(),
+                    detail: UNCHANGED.into(),
                 };
             }
             match TrackingCgroup::existing(root, path).kill_and_remove(Duration::from_secs(5)) {
@@ -521,7 +529,7 @@ fn undo_write(root: &SysRoot, path: &str, old: &str) -> Undo {
         Ok(now) if now == old => Undo {
             what,
             ok: true,
-            detail: "already as before".into(),
+            detail: UNCHANGED.into(),
         },
         Ok(now) => match root.write(path, old) {
             Ok(()) => Undo {
@@ -573,7 +581,7 @@ fn undo_mkdir(root: &SysRoot, path: &str, tasks_file: &str) -> Undo {
         return Undo {
             what,
             ok: true,
-            detail: "already as before".into(),
+            detail: UNCHANGED.into(),
         };
     }
     let parent = parent_of(path);
