@@ -45,10 +45,6 @@ pub enum PartitionCommand {
     },
 }
 
-fn journal_dir() -> std::path::PathBuf {
-    journal::default_dir()
-}
-
 fn need_root(what: &str) -> Result<(), i32> {
     if os::geteuid() == 0 {
         return Ok(());
@@ -97,7 +93,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
     let root = SysRoot::real();
     match cmd {
         PartitionCommand::Show { json } => {
-            let state = IsolationState::read(&root, &journal_dir());
+            let state = IsolationState::read(&root, &journal::default_dir());
             if *json {
                 print_json(&state);
             } else {
@@ -119,7 +115,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
                 0 => None,
                 s => Some(s as i32),
             };
-            match isolate::create(&root, &journal_dir(), &rt, &stop) {
+            match isolate::create(&root, &journal::default_dir(), &rt, &stop) {
                 Ok(report) if *json => {
                     print_json(&report);
                     0
@@ -135,7 +131,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
             if let Err(code) = need_root("partition undo") {
                 return code;
             }
-            match isolate::undo(&root, &journal_dir()) {
+            match isolate::undo(&root, &journal::default_dir()) {
                 Ok(report) => print_restore(
                     &report,
                     *json,
@@ -214,7 +210,7 @@ pub fn restore_main(json: bool) -> i32 {
     if let Err(code) = need_root("restore") {
         return code;
     }
-    let report = journal::restore_all(&SysRoot::real(), &journal_dir(), None);
+    let report = journal::restore_all(&SysRoot::real(), &journal::default_dir(), None);
     print_restore(&report, json, "nothing to restore: no journal left")
 }
 
