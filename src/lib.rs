@@ -20,3 +20,4 @@ pub mod result;
 pub mod run;
 pub mod stats;
 pub mod sys;
+pub mod tune;

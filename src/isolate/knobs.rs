@@ -61,7 +61,8 @@ pub fn refusal_reason(err: &SysError, irq: bool) -> String {
     }
 }
 
-fn errno_name(err: &SysError) -> &'static str {
+/// The errno of `err` by name (`EPERM`).
+pub fn errno_name(err: &SysError) -> &'static str {
     match err.errno() {
         Some(libc::EPERM) => "EPERM",
         Some(libc::EACCES) => "EACCES",
@@ -72,14 +73,16 @@ fn errno_name(err: &SysError) -> &'static str {
     }
 }
 
-fn outcome(
+/// Sets kernel file `path` to `new` through the journal and says what
+/// happened; `irq` selects the IRQ wording of refusals. Fails only if the
+/// journal cannot be written (and then nothing was changed).
+pub fn set_status(
     journal: &mut Journal,
-    path: String,
-    purpose: &'static str,
-    new: String,
+    path: &str,
+    new: &str,
     irq: bool,
-) -> Result<KnobOutcome, crate::sys::journal::JournalError> {
-    let status = match journal.set(&path, &new) {
+) -> Result<KnobStatus, crate::sys::journal::JournalError> {
+    Ok(match journal.set(path, new) {
         Ok(Some(old)) => KnobStatus::Set { old },
         Ok(None) => KnobStatus::AlreadySet,
         Err(SetError::Kernel(SysError::NotFound(_))) => KnobStatus::NotOffered,
@@ -87,7 +90,17 @@ fn outcome(
             reason: refusal_reason(&e, irq),
         },
         Err(SetError::Journal(e)) => return Err(e),
-    };
+    })
+}
+
+fn outcome(
+    journal: &mut Journal,
+    path: String,
+    purpose: &'static str,
+    new: String,
+    irq: bool,
+) -> Result<KnobOutcome, crate::sys::journal::JournalError> {
+    let status = set_status(journal, &path, &new, irq)?;
     Ok(KnobOutcome {
         path,
         purpose,

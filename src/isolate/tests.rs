@@ -3,43 +3,10 @@
 //! vanishing tasks, signals, failures, and undo leaving every file as it was.
 
 use super::*;
-use crate::sys::fake::{self, Kernel};
+use crate::sys::fake::{self, Kernel, snapshot};
 use crate::sys::journal::restore_all;
 use knobs::KnobStatus;
-use std::collections::BTreeMap;
 use std::sync::Mutex;
-
-/// Every file of the tree with its content (task lists sorted: the kernel
-/// lists them in no promised order).
-fn snapshot(tree: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![tree.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.insert(
-                    p.strip_prefix(tree).unwrap().display().to_string() + "/",
-                    String::new(),
-                );
-                stack.push(p);
-                continue;
-            }
-            let mut text = std::fs::read_to_string(&p).unwrap();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if name == "tasks" || name == "cgroup.procs" {
-                let mut lines: Vec<&str> = text.lines().collect();
-                lines.sort();
-                text = lines.join("\n");
-            }
-            out.insert(
-                p.strip_prefix(tree).unwrap().display().to_string(),
-                text.trim().to_string(),
-            );
-        }
-    }
-    out
-}
 
 fn never() -> Option<i32> {
     None

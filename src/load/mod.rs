@@ -10,6 +10,7 @@
 //! and its delay is reset.
 
 pub mod guard;
+pub mod hog;
 
 use crate::config::Action;
 use crate::plan::ProgramPlan;

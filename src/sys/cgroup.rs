@@ -138,12 +138,38 @@ impl TrackingCgroup {
         self.root.open_write(&format!("{}/cgroup.procs", self.dir))
     }
 
-    /// The pids in the cgroup now.
+    /// The cgroup and every cgroup below it, deepest first (on v2, CPU
+    /// bandwidth groups are children of the tracking cgroup).
+    fn dirs(&self) -> Vec<String> {
+        fn walk(root: &SysRoot, dir: &str, out: &mut Vec<String>) {
+            for name in root.list(dir).unwrap_or_default() {
+                let child = format!("{dir}/{name}");
+                if root.is_dir(&child) {
+                    walk(root, &child, out);
+                }
+            }
+            out.push(dir.to_string());
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &self.dir, &mut out);
+        out
+    }
+
+    /// The pids in the cgroup and the cgroups below it now.
     pub fn pids(&self) -> Vec<i32> {
-        self.root
-            .read(&format!("{}/cgroup.procs", self.dir))
-            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        self.dirs()
+            .iter()
+            .flat_map(|d| {
+                self.root
+                    .read(&format!("{d}/cgroup.procs"))
+                    .map(|t| {
+                        t.lines()
+                            .filter_map(|l| l.trim().parse().ok())
+                            .collect::<Vec<i32>>()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     /// Sends `signal` to every process in the cgroup. SIGKILL uses
@@ -170,7 +196,10 @@ impl TrackingCgroup {
             if left.is_empty() {
                 // rmdir can race with the last exits being accounted.
                 for _ in 0..50 {
-                    if self.root.rmdir(&self.dir).is_ok() || !self.root.exists(&self.dir) {
+                    for d in self.dirs() {
+                        let _ = self.root.rmdir(&d);
+                    }
+                    if !self.root.exists(&self.dir) {
                         return Ok(());
                     }
                     std::thread::sleep(std::time::Duration::from_millis(10));

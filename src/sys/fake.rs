@@ -7,6 +7,7 @@
 
 use super::SysRoot;
 use super::root::FakeKernel;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,10 @@ pub struct Kernel {
     pub isolated_partitions: bool,
     /// Whether writes to `/proc/irq/N/*` fail with EPERM.
     pub irq_eperm: bool,
+    /// Managed IRQs: writes to their affinity fail with EIO.
+    pub managed_irqs: Vec<u32>,
+    /// Mount point of a v1 hierarchy with the `cpu` controller, if any.
+    pub v1_cpu: Option<String>,
     /// Tasks that cannot leave their cpuset (EINVAL), as pinned kthreads.
     pub pinned: Vec<i32>,
     /// Tasks that end when someone tries to move them (ESRCH).
@@ -63,6 +68,11 @@ fn set_status_field(tree: &Path, tid: i32, field: &str, value: &str) -> io::Resu
 
 impl Kernel {
     fn hierarchy_of(&self, rel: &str) -> Option<(&str, bool)> {
+        if let Some(m) = &self.v1_cpu
+            && rel.starts_with(m.as_str())
+        {
+            return Some((m, false));
+        }
         if let Some(m) = &self.v1_cpuset
             && rel.starts_with(m.as_str())
         {
@@ -140,6 +150,14 @@ impl FakeKernel for Kernel {
         {
             return Some(Err(errno(libc::EPERM)));
         }
+        if let Some(n) = rel
+            .strip_prefix("proc/irq/")
+            .and_then(|r| r.split('/').next())
+            .and_then(|n| n.parse::<u32>().ok())
+            && self.managed_irqs.contains(&n)
+        {
+            return Some(Err(errno(libc::EIO)));
+        }
         let (mount, v2) = self.hierarchy_of(rel)?;
         let name = rel.rsplit('/').next().unwrap_or("");
         let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
@@ -198,7 +216,21 @@ impl FakeKernel for Kernel {
                     ("cgroup.procs", ""),
                 ]
             };
-            for (f, v) in files {
+            // The cpu controller's files, in every new cgroup.
+            let cpu: &[(&str, &str)] = if v2 {
+                &[
+                    ("cpu.max", "max 100000"),
+                    ("cpu.stat", "usage_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n"),
+                    ("cgroup.subtree_control", ""),
+                ]
+            } else {
+                &[
+                    ("cpu.cfs_period_us", "100000"),
+                    ("cpu.cfs_quota_us", "-1"),
+                    ("cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"),
+                ]
+            };
+            for (f, v) in files.iter().chain(cpu) {
                 std::fs::write(dir.join(f), v)?;
             }
             Ok(())
@@ -231,25 +263,69 @@ impl FakeKernel for Kernel {
             &crate::cpulist::format(cpus),
         )
     }
+
+    fn set_sched(&self, tree: &Path, tid: i32, sched: super::os::Sched) -> io::Result<()> {
+        if self.pinned.contains(&tid) {
+            return Err(errno(libc::EPERM));
+        }
+        let path = tree.join(format!("proc/{tid}/stat"));
+        let text = std::fs::read_to_string(&path).map_err(|_| errno(libc::ESRCH))?;
+        let close = text.rfind(')').ok_or_else(|| errno(libc::EIO))?;
+        let mut f: Vec<String> = text[close + 1..]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let (policy, rt, nice) = match sched.policy {
+            super::os::Policy::Other => (0, 0, sched.priority),
+            super::os::Policy::Fifo => (1, sched.priority, 0),
+            super::os::Policy::Rr => (2, sched.priority, 0),
+            super::os::Policy::Batch => (3, 0, sched.priority),
+            super::os::Policy::Idle => (5, 0, 0),
+        };
+        f[19 - 3] = nice.to_string();
+        f[40 - 3] = rt.to_string();
+        f[41 - 3] = policy.to_string();
+        std::fs::write(path, format!("{} {}\n", &text[..=close], f.join(" ")))
+    }
 }
 
-/// A fake task: its `stat` and `status` files.
+/// A `stat` line with the fields rtlab reads (stat(5) numbering): state 3,
+/// ppid 4, flags 9, nice 19, start time 22, processor 39, rt_priority 40,
+/// policy 41.
+pub fn stat_line(tid: i32, name: &str, ppid: i32, kernel: bool, sched: (u32, u32, i32)) -> String {
+    let (policy, rt_priority, nice) = sched;
+    let flags = if kernel { 0x0020_0040 } else { 0x0040_0000 };
+    let mut f: Vec<String> = vec!["0".to_string(); 50];
+    f[3] = "S".into();
+    f[4] = ppid.to_string();
+    f[9] = flags.to_string();
+    f[19] = nice.to_string();
+    f[22] = (1000 + tid).to_string();
+    f[39] = "0".into();
+    f[40] = rt_priority.to_string();
+    f[41] = policy.to_string();
+    format!("{tid} ({name}) {}\n", f[3..].join(" "))
+}
+
+/// A fake task: its `stat` and `status` files, and `task/<tid>` pointing
+/// back at itself (one thread per process). Kernel threads (children of
+/// kthreadd) named `migration/N` run FIFO 99, as on a real kernel.
 pub fn add_task(tree: &Path, tid: i32, name: &str, ppid: i32, cpus: &str) {
+    let kernel = ppid == 2 || tid == 2;
+    let sched = if kernel && name.starts_with("migration/") {
+        (1, 99, 0)
+    } else {
+        (0, 0, 0)
+    };
     let dir = tree.join(format!("proc/{tid}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("stat"),
-        format!(
-            "{tid} ({name}) S {ppid} 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {} 0 0\n",
-            1000 + tid
-        ),
-    )
-    .unwrap();
+    std::fs::create_dir_all(dir.join("task")).unwrap();
+    std::fs::write(dir.join("stat"), stat_line(tid, name, ppid, kernel, sched)).unwrap();
     std::fs::write(
         dir.join("status"),
-        format!("Name:\t{name}\nPPid:\t{ppid}\nCpus_allowed_list:\t{cpus}\n"),
+        format!("Name:\t{name}\nTgid:\t{tid}\nPPid:\t{ppid}\nCpus_allowed_list:\t{cpus}\n"),
     )
     .unwrap();
+    let _ = std::os::unix::fs::symlink("..", dir.join(format!("task/{tid}")));
 }
 
 /// Writes `files` (relative path, content) under `tree`, making directories.
@@ -349,3 +425,41 @@ pub fn v2_machine(tree: &Path, kernel: Kernel) -> (SysRoot, Arc<Kernel>) {
     });
     (SysRoot::simulated(tree, kernel.clone()), kernel)
 }
+
+/// Every file of the tree with its content (task lists sorted: the kernel
+/// lists them in no promised order).
+pub fn snapshot(tree: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![tree.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let kind = e.file_type().unwrap();
+            if kind.is_symlink() {
+                // `proc/N/task/N` points back at its task.
+                continue;
+            }
+            if kind.is_dir() {
+                out.insert(
+                    p.strip_prefix(tree).unwrap().display().to_string() + "/",
+                    String::new(),
+                );
+                stack.push(p);
+                continue;
+            }
+            let mut text = std::fs::read_to_string(&p).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if name == "tasks" || name == "cgroup.procs" {
+                let mut lines: Vec<&str> = text.lines().collect();
+                lines.sort();
+                text = lines.join("\n");
+            }
+            out.insert(
+                p.strip_prefix(tree).unwrap().display().to_string(),
+                text.trim().to_string(),
+            );
+        }
+    }
+    out
+}
+

@@ -34,6 +34,9 @@ pub const DIR_ENV: &str = "RTLAB_JOURNAL_DIR";
 pub const UNCHANGED: &str = "already as before";
 /// File name of the partition's journal.
 pub const PARTITION_FILE: &str = "partition.journal";
+/// File name of the journal of tuning commands (`irq move`, `threads set`,
+/// `cpufreq set`, `cstates set`): kept until `rtlab restore`.
+pub const TUNE_FILE: &str = "tune.journal";
 
 /// The journal directory to use: `$RTLAB_JOURNAL_DIR` or [`DEFAULT_DIR`].
 pub fn default_dir() -> PathBuf {
@@ -50,6 +53,8 @@ pub enum Owner {
     Partition,
     /// One run: undone when it ends, or by the next rtlab if it died.
     Run,
+    /// Tuning commands: kept until `rtlab restore`.
+    Tune,
 }
 
 /// First line of a journal file.
@@ -115,6 +120,20 @@ pub enum Change {
     TrackingCgroup {
         /// The cgroup directory.
         path: String,
+    },
+    /// A thread's scheduling was changed: undo sets `old` back if the same
+    /// thread (TID and start time) still exists.
+    Sched {
+        /// Thread id.
+        tid: i32,
+        /// Its start time (ticks since boot).
+        start: u64,
+        /// Its name, for the report.
+        name: String,
+        /// Policy and priority before.
+        old: super::os::Sched,
+        /// Policy and priority set.
+        new: super::os::Sched,
     },
 }
 
@@ -493,6 +512,13 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
                 },
             }
         }
+        Change::Sched {
+            tid,
+            start,
+            name,
+            old,
+            ..
+        } => undo_sched(root, *tid, *start, name, *old),
         Change::TrackingCgroup { path } => {
             let what = format!("{path}: run's process cgroup");
             if !root.exists(path) {
@@ -515,6 +541,47 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
                 },
             }
         }
+    }
+}
+
+fn undo_sched(root: &SysRoot, tid: i32, start: u64, name: &str, old: super::os::Sched) -> Undo {
+    let what = format!("thread {tid} ({name}) scheduling");
+    let now = super::threads::by_tid(root, tid).filter(|t| t.start == start);
+    let Some(now) = now else {
+        return Undo {
+            what,
+            ok: true,
+            detail: "ended (nothing to restore)".into(),
+        };
+    };
+    if now.sched() == Some(old) {
+        return Undo {
+            what,
+            ok: true,
+            detail: UNCHANGED.into(),
+        };
+    }
+    match root.set_task_sched(tid, old) {
+        Ok(()) => Undo {
+            what,
+            ok: true,
+            detail: format!(
+                "{} -> {} {}",
+                now.sched_text(),
+                old.policy.name(),
+                old.priority
+            ),
+        },
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Undo {
+            what,
+            ok: true,
+            detail: "ended (nothing to restore)".into(),
+        },
+        Err(e) => Undo {
+            what,
+            ok: false,
+            detail: format!("cannot set {} {} back: {e}", old.policy.name(), old.priority),
+        },
     }
 }
 

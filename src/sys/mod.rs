@@ -5,11 +5,14 @@ pub mod cgroup;
 #[cfg(test)]
 pub mod fake;
 pub mod info;
+pub mod irq;
 pub mod journal;
 pub mod os;
+pub mod power;
 pub mod proc_stat;
 pub mod root;
 pub mod tasks;
+pub mod threads;
 
 pub use root::{SysError, SysRoot};
 

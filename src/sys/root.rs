@@ -77,6 +77,8 @@ pub trait FakeKernel: Send + Sync + std::fmt::Debug {
     fn rmdir(&self, tree: &Path, rel: &str) -> Option<io::Result<()>>;
     /// `sched_setaffinity(tid, cpus)`: a fake tree's tasks are not real.
     fn set_affinity(&self, tree: &Path, tid: i32, cpus: &[usize]) -> io::Result<()>;
+    /// `sched_setscheduler(tid, ...)` (and the nice value).
+    fn set_sched(&self, tree: &Path, tid: i32, sched: super::os::Sched) -> io::Result<()>;
 }
 
 /// A root directory under which kernel files are found (`/` on a real run).
@@ -224,6 +226,19 @@ impl SysRoot {
         match &self.kernel {
             Some(k) => k.set_affinity(&self.root, tid, cpus),
             None if self.root == Path::new("/") => super::os::set_affinity(tid, cpus),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a fake tree without a fake kernel has no tasks",
+            )),
+        }
+    }
+
+    /// Sets the policy and priority of task `tid` (the real
+    /// `sched_setscheduler`, or the fake kernel's on a simulated tree).
+    pub fn set_task_sched(&self, tid: i32, sched: super::os::Sched) -> io::Result<()> {
+        match &self.kernel {
+            Some(k) => k.set_sched(&self.root, tid, sched),
+            None if self.root == Path::new("/") => super::os::set_sched(tid, sched),
             None => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "a fake tree without a fake kernel has no tasks",

@@ -1,0 +1,84 @@
+//! `rtlab hog`: the built-in CPU hog of the bandwidth experiment. It spins
+//! on a fixed unit of arithmetic and prints how many units it completed per
+//! interval, so that a CFS quota shows as a lower rate: alone, one hog runs
+//! at the CPU's full rate; under a 25% quota, at about a quarter of it.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Iterations of [`spin`] in one hog loop.
+pub const LOOP_ITERATIONS: u64 = 1000;
+
+/// A fixed amount of integer work (`iterations` steps of a linear
+/// congruential generator) that the compiler cannot remove or shorten.
+pub fn spin(iterations: u64) -> u64 {
+    let mut x = black_box(0x2545_f491_4f6c_dd1d_u64);
+    for _ in 0..iterations {
+        x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+    }
+    x
+}
+
+/// Spins until `duration` (forever when None), writing one line per
+/// `interval` to `out`: `hog: <loops/s> loops/s`, then a summary line.
+/// Stops early when a write fails (its reader is gone).
+pub fn run(interval: Duration, duration: Option<Duration>, out: &mut dyn Write) {
+    let start = Instant::now();
+    let (mut loops, mut total) = (0u64, 0u64);
+    let mut mark = start;
+    loop {
+        black_box(spin(LOOP_ITERATIONS));
+        loops += 1;
+        // Checking the clock every 64 loops keeps its cost out of the rate.
+        if loops % 64 != 0 {
+            continue;
+        }
+        let now = Instant::now();
+        let done = duration.is_some_and(|d| now - start >= d);
+        if now - mark >= interval || done {
+            let rate = loops as f64 / (now - mark).as_secs_f64();
+            total += loops;
+            if writeln!(out, "hog: {rate:.0} loops/s").and_then(|()| out.flush()).is_err() {
+                return;
+            }
+            loops = 0;
+            mark = now;
+        }
+        if done {
+            let secs = (now - start).as_secs_f64();
+            let _ = writeln!(
+                out,
+                "hog: total {total} loops in {secs:.3} s, mean {:.0} loops/s",
+                total as f64 / secs
+            );
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_is_deterministic_and_depends_on_its_length() {
+        assert_eq!(spin(10), spin(10));
+        assert_ne!(spin(10), spin(11));
+    }
+
+    #[test]
+    fn prints_a_rate_per_interval_and_a_summary() {
+        let mut out = Vec::new();
+        run(
+            Duration::from_millis(20),
+            Some(Duration::from_millis(70)),
+            &mut out,
+        );
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() >= 3, "{text}");
+        assert!(lines[0].starts_with("hog: ") && lines[0].ends_with(" loops/s"));
+        assert!(lines.last().unwrap().starts_with("hog: total "));
+    }
+}

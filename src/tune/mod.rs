@@ -1,0 +1,361 @@
+//! Tuning: the system settings an RT engineer changes around a measurement
+//! — IRQ affinities, thread priorities, cpufreq governors, C-state limits and
+//! CPU bandwidth — each applied through the journal (the old value is on disk
+//! before the new one is written) and each reported, never failing the rest:
+//! set, already so, not offered, or refused with the kernel's reason.
+//!
+//! The same functions serve the commands (`rtlab irq move`, `threads set`,
+//! `cpufreq set`, `cstates set`, journal `tune.journal`, kept until
+//! `rtlab restore`) and the `main` keys of a run (the run's journal,
+//! replayed when the run ends).
+
+pub mod bandwidth;
+pub mod ramp;
+#[cfg(test)]
+mod tests;
+
+use crate::cpulist;
+use crate::isolate::knobs::{KnobStatus, set_status};
+use crate::sys::journal::{Change, Journal, JournalError};
+use crate::sys::os::Sched;
+use crate::sys::{SysRoot, power, threads};
+use serde::Serialize;
+
+/// What happened to one setting of one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// What was tuned (`IRQ 36 virtio1-req.0`, `thread 15 ksoftirqd/1`,
+    /// `cpufreq policy0`, `cpu1 state1 haltpoll`).
+    pub target: String,
+    /// Which setting (`smp_affinity_list`, `scheduling`, `scaling_governor`,
+    /// `disable`).
+    pub setting: String,
+    /// The value rtlab wanted.
+    pub new: String,
+    /// What happened (and the old value when changed).
+    #[serde(flatten)]
+    pub status: KnobStatus,
+    /// What the kernel shows afterwards, when that differs from the setting
+    /// itself (an IRQ's `effective_affinity_list`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+impl Outcome {
+    /// Whether the kernel refused it.
+    pub fn refused(&self) -> bool {
+        matches!(self.status, KnobStatus::Refused { .. })
+    }
+
+    /// One line for a table: target, setting, old -> new, status.
+    pub fn line(&self) -> String {
+        let what = match &self.status {
+            KnobStatus::Set { old } => format!("{old} -> {}", self.new),
+            KnobStatus::AlreadySet => format!("already {}", self.new),
+            KnobStatus::NotOffered => "not offered by this kernel".into(),
+            KnobStatus::Refused { reason } => format!("REFUSED: {reason}"),
+        };
+        let after = self
+            .after
+            .as_ref()
+            .map(|a| format!(" ({a})"))
+            .unwrap_or_default();
+        format!("{:<34} {:<18} {what}{after}", self.target, self.setting)
+    }
+}
+
+/// Why a tuning request could not be carried out at all.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    /// This machine lacks the facility (no cpufreq, no cpuidle).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The request names something that does not exist here.
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// What would work.
+        hint: String,
+    },
+    /// The journal could not be written: nothing was changed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// Which IRQs to move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IrqSelection {
+    /// Every IRQ of `/proc/irq`.
+    All,
+    /// These numbers.
+    Some(Vec<u32>),
+}
+
+impl IrqSelection {
+    /// Parses `all` or IRQ numbers.
+    pub fn parse(words: &[String]) -> Result<Self, String> {
+        if words.is_empty() || (words.len() == 1 && words[0].eq_ignore_ascii_case("all")) {
+            return Ok(IrqSelection::All);
+        }
+        words
+            .iter()
+            .map(|w| {
+                w.parse::<u32>()
+                    .map_err(|_| format!("`{w}` is not an IRQ number (or `all`)"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(IrqSelection::Some)
+    }
+
+    /// The IRQ numbers selected on this machine; unknown numbers are an error.
+    pub fn resolve(&self, root: &SysRoot) -> Result<Vec<u32>, TuneError> {
+        let present = crate::isolate::knobs::irq_numbers(root);
+        match self {
+            IrqSelection::All => Ok(present),
+            IrqSelection::Some(wanted) => {
+                let missing: Vec<String> = wanted
+                    .iter()
+                    .filter(|n| !present.contains(n))
+                    .map(u32::to_string)
+                    .collect();
+                if missing.is_empty() {
+                    Ok(wanted.clone())
+                } else {
+                    Err(TuneError::Invalid {
+                        message: format!("no IRQ {} on this machine", missing.join(", ")),
+                        hint: "`rtlab irq` lists the IRQs".into(),
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The device name of IRQ `n` (its `/proc/irq/N/` entry that is a directory,
+/// as the kernel names the handlers there).
+fn irq_label(root: &SysRoot, n: u32) -> String {
+    let names: Vec<String> = root
+        .list(&format!("proc/irq/{n}"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| root.is_dir(&format!("proc/irq/{n}/{e}")))
+        .collect();
+    if names.is_empty() {
+        format!("IRQ {n}")
+    } else {
+        format!("IRQ {n} {}", names.join(","))
+    }
+}
+
+/// Sets the affinity of the selected IRQs to `cpus`. A refusal (managed,
+/// per-CPU, or a hypervisor's IRQ) is reported and the others go on.
+pub fn move_irqs(
+    root: &SysRoot,
+    journal: &mut Journal,
+    cpus: &[usize],
+    irqs: &[u32],
+) -> Result<Vec<Outcome>, TuneError> {
+    let list = cpulist::format(cpus);
+    let mut out = Vec::new();
+    for &n in irqs {
+        let path = format!("proc/irq/{n}/smp_affinity_list");
+        let status = set_status(journal, &path, &list, true)?;
+        let after = root
+            .read_opt(&format!("proc/irq/{n}/effective_affinity_list"))
+            .map(|e| format!("effective {e}"));
+        out.push(Outcome {
+            target: irq_label(root, n),
+            setting: "smp_affinity_list".into(),
+            new: list.clone(),
+            status,
+            after,
+        });
+    }
+    Ok(out)
+}
+
+/// Which threads a `threads set` or `threads.sched` applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadSelector {
+    /// One TID.
+    Tid(i32),
+    /// Every thread whose name matches this glob.
+    Pattern(String),
+}
+
+impl ThreadSelector {
+    /// A number is a TID, anything else a name pattern.
+    pub fn parse(text: &str) -> Self {
+        match text.parse() {
+            Ok(tid) => ThreadSelector::Tid(tid),
+            Err(_) => ThreadSelector::Pattern(text.to_string()),
+        }
+    }
+
+    /// The threads it selects now.
+    pub fn select(&self, all: &[threads::ThreadInfo]) -> Vec<threads::ThreadInfo> {
+        all.iter()
+            .filter(|t| match self {
+                ThreadSelector::Tid(tid) => t.tid == *tid,
+                ThreadSelector::Pattern(p) => threads::name_matches(p, &t.name),
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn sched_text(s: Sched) -> String {
+    format!("{} {}", s.policy.name(), s.priority)
+}
+
+/// Gives the selected threads policy and priority `sched`. No thread
+/// selected is an error (a typo in a pattern must not pass silently).
+pub fn set_thread_sched(
+    root: &SysRoot,
+    journal: &mut Journal,
+    selector: &ThreadSelector,
+    sched: Sched,
+) -> Result<Vec<Outcome>, TuneError> {
+    let all = threads::list(root);
+    let chosen = selector.select(&all);
+    if chosen.is_empty() {
+        return Err(TuneError::Invalid {
+            message: match selector {
+                ThreadSelector::Tid(t) => format!("no thread {t}"),
+                ThreadSelector::Pattern(p) => format!("no thread name matches `{p}`"),
+            },
+            hint: "`rtlab threads` lists the threads; patterns are globs such as `ksoftirqd/*`"
+                .into(),
+        });
+    }
+    let mut out = Vec::new();
+    for t in chosen {
+        let target = format!("thread {} {}", t.tid, t.name);
+        let new = sched_text(sched);
+        let status = match t.sched() {
+            None => KnobStatus::Refused {
+                reason: format!("{} threads are left alone", t.policy),
+            },
+            Some(old) if old == sched => KnobStatus::AlreadySet,
+            Some(old) => {
+                journal.record(&Change::Sched {
+                    tid: t.tid,
+                    start: t.start,
+                    name: t.name.clone(),
+                    old,
+                    new: sched,
+                })?;
+                match root.set_task_sched(t.tid, sched) {
+                    Ok(()) => KnobStatus::Set {
+                        old: sched_text(old),
+                    },
+                    Err(e) => KnobStatus::Refused {
+                        reason: match e.raw_os_error() {
+                            Some(libc::ESRCH) => "it ended".into(),
+                            Some(libc::EPERM) => format!(
+                                "EPERM ({e}: not permitted, or a real-time policy in a cgroup \
+                                 without RT runtime)"
+                            ),
+                            _ => e.to_string(),
+                        },
+                    },
+                }
+            }
+        };
+        out.push(Outcome {
+            target,
+            setting: "scheduling".into(),
+            new,
+            status,
+            after: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Sets governor `governor` on the cpufreq policies covering `cpus` (all
+/// when `None`).
+pub fn set_governor(
+    root: &SysRoot,
+    journal: &mut Journal,
+    governor: &str,
+    cpus: Option<&[usize]>,
+) -> Result<Vec<Outcome>, TuneError> {
+    let policies = power::freq_policies(root);
+    if policies.is_empty() {
+        return Err(TuneError::Unavailable(format!(
+            "no cpufreq: {}",
+            power::no_cpufreq_reason(root)
+        )));
+    }
+    let chosen: Vec<&power::FreqPolicy> = policies
+        .iter()
+        .filter(|p| cpus.is_none_or(|c| p.cpus.iter().any(|x| c.contains(x))))
+        .collect();
+    if chosen.is_empty() {
+        return Err(TuneError::Invalid {
+            message: "no cpufreq policy covers those CPUs".into(),
+            hint: "`rtlab cpufreq` lists the policies and their CPUs".into(),
+        });
+    }
+    if let Some(p) = chosen
+        .iter()
+        .find(|p| !p.available_governors.iter().any(|g| g == governor))
+    {
+        return Err(TuneError::Invalid {
+            message: format!("governor `{governor}` is not available on {}", p.policy),
+            hint: format!("available: {}", p.available_governors.join(", ")),
+        });
+    }
+    let mut out = Vec::new();
+    for p in chosen {
+        let status = set_status(
+            journal,
+            &format!("{}/scaling_governor", p.dir()),
+            governor,
+            false,
+        )?;
+        out.push(Outcome {
+            target: format!("cpufreq {} (CPUs {})", p.policy, cpulist::format(&p.cpus)),
+            setting: "scaling_governor".into(),
+            new: governor.into(),
+            status,
+            after: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Disables, on `cpus` (all online when `None`), every idle state whose exit
+/// latency is above `max_latency_us`. States already disabled stay so;
+/// shallower ones are not re-enabled.
+pub fn limit_cstates(
+    root: &SysRoot,
+    journal: &mut Journal,
+    max_latency_us: u64,
+    cpus: Option<&[usize]>,
+) -> Result<Vec<Outcome>, TuneError> {
+    let online = crate::sys::online_cpus(root).unwrap_or_default();
+    let cpus = cpus.map_or(online, <[usize]>::to_vec);
+    let states = power::idle_states(root, &cpus);
+    if states.is_empty() {
+        return Err(TuneError::Unavailable(format!(
+            "no cpuidle states on CPUs {} (no cpuidle driver: idle is the kernel's default \
+             halt, which user space cannot limit except through /dev/cpu_dma_latency)",
+            cpulist::format(&cpus)
+        )));
+    }
+    let mut out = Vec::new();
+    for s in states.iter().filter(|s| s.latency_us > max_latency_us) {
+        let status = set_status(journal, &s.disable_file(), "1", false)?;
+        out.push(Outcome {
+            target: format!("cpu{} state{} {}", s.cpu, s.index, s.name),
+            setting: "disable".into(),
+            new: "1".into(),
+            status,
+            after: Some(format!("exit latency {} us", s.latency_us)),
+        });
+    }
+    Ok(out)
+}
