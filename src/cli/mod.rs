@@ -8,17 +8,50 @@
 use crate::config::Diagnostic;
 use crate::plan::{self, PlanOptions, RealMachine};
 use crate::run::{self, RunOptions};
-use crate::sys::SysRoot;
+use crate::sys::{SysRoot, os};
 use crate::{messages, result::EndReason};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 mod partition;
+mod tune;
 
 /// Exit status: refused before anything started.
 pub const EXIT_REFUSED: i32 = 2;
 /// Exit status: failed after the start.
 pub const EXIT_FAILED: i32 = 1;
+
+/// Refuses (exit status 2, with a hint) unless running as root.
+fn need_root(what: &str) -> Result<(), i32> {
+    if os::geteuid() == 0 {
+        return Ok(());
+    }
+    eprintln!(
+        "rtlab: {what} needs root: it writes cgroup, /proc and /sys files (uid {})",
+        os::geteuid()
+    );
+    eprintln!("  hint: run it with sudo");
+    Err(EXIT_REFUSED)
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("rtlab: cannot render JSON: {e}"),
+    }
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP: the number of the first one that
+/// came, so that a command can undo what it did before it exits.
+fn catch_signals() -> Arc<AtomicUsize> {
+    let caught = Arc::new(AtomicUsize::new(0));
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let _ = signal_hook::flag::register_usize(sig, caught.clone(), sig as usize);
+    }
+    caught
+}
 
 /// rtlab: a real-time Linux test bench.
 #[derive(Debug, Parser)]
@@ -57,6 +90,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Interrupts: counts per CPU, affinities, threads; `--watch` for rates;
+    /// `move CPUS [IRQ...|all]`.
+    Irq(tune::IrqArgs),
+    /// Every thread with its policy, priority, CPUs (`--rt`, `--cpu`,
+    /// `--match`); `set PATTERN|TID --policy P --priority N`.
+    Threads(tune::ThreadsArgs),
+    /// cpufreq policies and governors; `set GOVERNOR`; `ramp`, the governor
+    /// experiment.
+    Cpufreq(tune::CpufreqArgs),
+    /// cpuidle states per CPU; `set --max-latency US`.
+    Cstates(tune::CstatesArgs),
+    /// What a latency report must state about this machine.
+    Sysinfo {
+        /// Print as JSON (the snapshot the run result embeds).
+        #[arg(long)]
+        json: bool,
+    },
+    /// A CPU hog that prints its loops per second (a load for the CPU
+    /// bandwidth experiment).
+    Hog(tune::HogArgs),
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
     Guard,
@@ -203,6 +256,12 @@ pub fn main() -> i32 {
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),
         (Some(Command::Restore { json }), _) => partition::restore_main(*json),
         (Some(Command::Run(args)), _) => run_command(args, cli.dbg_level),
+        (Some(Command::Irq(args)), _) => tune::irq_main(args),
+        (Some(Command::Threads(args)), _) => tune::threads_main(args),
+        (Some(Command::Cpufreq(args)), _) => tune::cpufreq_main(args),
+        (Some(Command::Cstates(args)), _) => tune::cstates_main(args),
+        (Some(Command::Sysinfo { json }), _) => tune::sysinfo_main(*json),
+        (Some(Command::Hog(args)), _) => tune::hog_main(args),
         (Some(Command::Check { file }), _) => {
             match load_plan(
                 Some(file),

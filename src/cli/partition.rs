@@ -1,13 +1,12 @@
 //! `rtlab partition create|show|undo|run` and `rtlab restore`: renderers of
 //! the [`crate::isolate`] reports, and the exit statuses of docs/manual.md.
 
-use super::{EXIT_FAILED, EXIT_REFUSED};
+use super::{EXIT_FAILED, EXIT_REFUSED, catch_signals, need_root, print_json};
 use crate::isolate::{self, IsolateError, state::IsolationState};
 use crate::sys::journal::{self, RestoreReport};
 use crate::sys::{SysRoot, os};
 use clap::Subcommand;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 /// `rtlab partition ...`.
 #[derive(Debug, Subcommand)]
@@ -45,18 +44,6 @@ pub enum PartitionCommand {
     },
 }
 
-fn need_root(what: &str) -> Result<(), i32> {
-    if os::geteuid() == 0 {
-        return Ok(());
-    }
-    eprintln!(
-        "rtlab: {what} needs root: it writes cgroup, /proc/sys and /sys files (uid {})",
-        os::geteuid()
-    );
-    eprintln!("  hint: run it with sudo");
-    Err(EXIT_REFUSED)
-}
-
 fn print_error(e: &IsolateError) -> i32 {
     eprintln!("rtlab: {e}");
     if let Some(h) = e.hint() {
@@ -69,23 +56,6 @@ fn print_error(e: &IsolateError) -> i32 {
         }
     }
     e.exit_code()
-}
-
-fn print_json(value: &impl serde::Serialize) {
-    match serde_json::to_string_pretty(value) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("rtlab: cannot render JSON: {e}"),
-    }
-}
-
-/// Catches SIGINT, SIGTERM and SIGHUP: the number of the first one that
-/// came, so that a command can undo what it did before it exits.
-fn catch_signals() -> Arc<AtomicUsize> {
-    let caught = Arc::new(AtomicUsize::new(0));
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let _ = signal_hook::flag::register_usize(sig, caught.clone(), sig as usize);
-    }
-    caught
 }
 
 /// Runs `rtlab partition ...`; returns the exit status.

@@ -39,7 +39,10 @@ pub fn run(interval: Duration, duration: Option<Duration>, out: &mut dyn Write) 
         if now - mark >= interval || done {
             let rate = loops as f64 / (now - mark).as_secs_f64();
             total += loops;
-            if writeln!(out, "hog: {rate:.0} loops/s").and_then(|()| out.flush()).is_err() {
+            if writeln!(out, "hog: {rate:.0} loops/s")
+                .and_then(|()| out.flush())
+                .is_err()
+            {
                 return;
             }
             loops = 0;

@@ -220,14 +220,20 @@ impl FakeKernel for Kernel {
             let cpu: &[(&str, &str)] = if v2 {
                 &[
                     ("cpu.max", "max 100000"),
-                    ("cpu.stat", "usage_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n"),
+                    (
+                        "cpu.stat",
+                        "usage_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+                    ),
                     ("cgroup.subtree_control", ""),
                 ]
             } else {
                 &[
                     ("cpu.cfs_period_us", "100000"),
                     ("cpu.cfs_quota_us", "-1"),
-                    ("cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"),
+                    (
+                        "cpu.stat",
+                        "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+                    ),
                 ]
             };
             for (f, v) in files.iter().chain(cpu) {
@@ -462,4 +468,3 @@ pub fn snapshot(tree: &Path) -> BTreeMap<String, String> {
     }
     out
 }
-

@@ -87,7 +87,11 @@ pub fn parse_interrupts(text: &str) -> Interrupts {
             let tail: Vec<&str> = words.collect();
             let numbered = label.parse::<u32>().is_ok();
             let (chip, hwirq, name) = if numbered && tail.len() >= 2 {
-                (tail[0].to_string(), tail[1].to_string(), tail[2..].join(" "))
+                (
+                    tail[0].to_string(),
+                    tail[1].to_string(),
+                    tail[2..].join(" "),
+                )
             } else {
                 (String::new(), String::new(), tail.join(" "))
             };
@@ -146,7 +150,12 @@ ERR:          0\n";
         assert_eq!(t.irqs.len(), 6);
         let i = &t.irqs[1];
         assert_eq!(
-            (i.irq.as_str(), i.chip.as_str(), i.hwirq.as_str(), i.name.as_str()),
+            (
+                i.irq.as_str(),
+                i.chip.as_str(),
+                i.hwirq.as_str(),
+                i.name.as_str()
+            ),
             ("36", "PCI-MSIX-0000:00:02.0", "1-edge", "virtio1-req.0")
         );
         assert_eq!(i.counts, vec![0, 173173]);

@@ -580,7 +580,11 @@ fn undo_sched(root: &SysRoot, tid: i32, start: u64, name: &str, old: super::os::
         Err(e) => Undo {
             what,
             ok: false,
-            detail: format!("cannot set {} {} back: {e}", old.policy.name(), old.priority),
+            detail: format!(
+                "cannot set {} {} back: {e}",
+                old.policy.name(),
+                old.priority
+            ),
         },
     }
 }

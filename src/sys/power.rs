@@ -247,7 +247,10 @@ pub(crate) mod tests {
         assert_eq!(p[0].max_khz, Some(3_000_000));
         let s = idle_states(&root, &[1, 3]);
         assert_eq!(s.len(), 6);
-        assert_eq!((s[5].cpu, s[5].name.as_str(), s[5].latency_us), (3, "C6", 133));
+        assert_eq!(
+            (s[5].cpu, s[5].name.as_str(), s[5].latency_us),
+            (3, "C6", 133)
+        );
         assert_eq!(idle_driver(&root).governor.as_deref(), Some("menu"));
     }
 

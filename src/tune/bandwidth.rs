@@ -166,7 +166,8 @@ impl Groups {
                 enable_cpu(root, Some(journal), &top)?;
                 enable_cpu(root, None, &format!("{tracking}/cgroup.subtree_control"))?;
                 let leaf = format!("{tracking}/{DEFAULT_LEAF}");
-                root.mkdir(&leaf).map_err(sys("cannot make the programs' leaf"))?;
+                root.mkdir(&leaf)
+                    .map_err(sys("cannot make the programs' leaf"))?;
                 made.default_leaf = Some(
                     root.open_write(&format!("{leaf}/cgroup.procs"))
                         .map_err(sys("cannot open the programs' leaf"))?,
@@ -240,7 +241,9 @@ fn mkdir(root: &SysRoot, journal: &mut Journal, dir: &str, tasks_file: &str) -> 
 
 /// Enables `+cpu` in a `cgroup.subtree_control` (journalled when asked).
 fn enable_cpu(root: &SysRoot, journal: Option<&mut Journal>, file: &str) -> Result<(), String> {
-    let now = root.read(file).map_err(sys("cannot read subtree_control"))?;
+    let now = root
+        .read(file)
+        .map_err(sys("cannot read subtree_control"))?;
     if now.split_whitespace().any(|c| c == "cpu") {
         return Ok(());
     }

@@ -133,7 +133,8 @@ pub fn run(
 ) -> Result<(u64, Vec<RampRun>), String> {
     std::thread::scope(|s| {
         s.spawn(move || {
-            os::set_affinity(0, &[opts.cpu]).map_err(|e| format!("cannot pin to CPU {}: {e}", opts.cpu))?;
+            os::set_affinity(0, &[opts.cpu])
+                .map_err(|e| format!("cannot pin to CPU {}: {e}", opts.cpu))?;
             os::set_sched(
                 0,
                 Sched {
@@ -200,7 +201,10 @@ mod tests {
         assert!(it > 0);
         let s = time_loops(it, 20, Duration::from_millis(1));
         assert_eq!(s.len(), 20);
-        assert!(s.windows(2).all(|w| w[1].start_us >= w[0].start_us + w[0].duration_us - 1e-6));
+        assert!(
+            s.windows(2)
+                .all(|w| w[1].start_us >= w[0].start_us + w[0].duration_us - 1e-6)
+        );
         let r = analyse("(no cpufreq)", s);
         assert!(r.full_speed_us > 0.0);
     }

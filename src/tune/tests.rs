@@ -41,12 +41,7 @@ fn irq_moves_report_refusals_and_undo_restores_every_mask() {
     let irqs = IrqSelection::All.resolve(&root).unwrap();
     assert_eq!(irqs, vec![24, 25, 26]);
     let out = move_irqs(&root, &mut j, &[1], &irqs).unwrap();
-    assert_eq!(
-        out[0].status,
-        KnobStatus::Set {
-            old: "0-3".into()
-        }
-    );
+    assert_eq!(out[0].status, KnobStatus::Set { old: "0-3".into() });
     assert_eq!(out[1].after.as_deref(), Some("effective 2"));
     assert!(out[2].refused());
     assert!(format!("{:?}", out[2].status).contains("EIO (a managed IRQ"));
@@ -77,10 +72,7 @@ fn irq_moves_report_refusals_and_undo_restores_every_mask() {
         IrqSelection::Some(vec![24, 99]).resolve(&root),
         Err(TuneError::Invalid { .. })
     ));
-    assert_eq!(
-        IrqSelection::parse(&["all".into()]),
-        Ok(IrqSelection::All)
-    );
+    assert_eq!(IrqSelection::parse(&["all".into()]), Ok(IrqSelection::All));
     assert!(IrqSelection::parse(&["x".into()]).is_err());
 }
 
@@ -162,8 +154,10 @@ fn governors_are_set_per_policy_and_refused_clearly() {
     assert_eq!(out.len(), 1);
     assert!(out[0].target.contains("policy2"));
     assert_eq!(
-        std::fs::read_to_string(tree.join("sys/devices/system/cpu/cpufreq/policy2/scaling_governor"))
-            .unwrap(),
+        std::fs::read_to_string(
+            tree.join("sys/devices/system/cpu/cpufreq/policy2/scaling_governor")
+        )
+        .unwrap(),
         "performance"
     );
     match set_governor(&root, &mut j, "ondemand", None) {
@@ -267,7 +261,10 @@ mod bandwidth_groups {
         let mut j = journal(&root, dir.path());
         let groups = Groups::create(&root, &mut j, "rtlab-7", None, &specs()).unwrap();
         let g = tree.join(m).join("rtlab-7/hogs");
-        assert_eq!(std::fs::read_to_string(g.join("cpu.cfs_quota_us")).unwrap(), "25000");
+        assert_eq!(
+            std::fs::read_to_string(g.join("cpu.cfs_quota_us")).unwrap(),
+            "25000"
+        );
         assert_eq!(
             std::fs::read_to_string(tree.join(m).join("rtlab-7/program2/cpu.cfs_period_us"))
                 .unwrap(),

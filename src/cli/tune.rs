@@ -1,0 +1,797 @@
+//! `rtlab irq`, `threads`, `cpufreq`, `cstates`, `sysinfo` and `hog`:
+//! renderers of what [`crate::sys`] reads and [`crate::tune`] changes.
+//! Every change goes through `tune.journal`, kept until `rtlab restore`.
+
+use super::{EXIT_FAILED, EXIT_REFUSED, need_root, print_json};
+use crate::cpulist;
+use crate::sys::journal::{self, Journal, Owner};
+use crate::sys::os::{Policy, Sched};
+use crate::sys::{SysRoot, info::SystemSnapshot, irq, power, threads};
+use crate::tune::{self, IrqSelection, Outcome, ThreadSelector, TuneError, ramp};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Exit status: the machine lacks the facility (no cpufreq, no cpuidle).
+pub const EXIT_UNAVAILABLE: i32 = 4;
+/// Exit status: the kernel refused some of the changes (the rest were made).
+pub const EXIT_PARTIAL: i32 = 5;
+
+fn duration(text: &str) -> Result<Duration, String> {
+    crate::config::values::duration_ns(text)
+        .map(Duration::from_nanos)
+        .map_err(|e| e.message)
+}
+
+/// `rtlab irq`.
+#[derive(Debug, Args)]
+pub struct IrqArgs {
+    /// `move CPUS [IRQ...|all]`.
+    #[command(subcommand)]
+    pub action: Option<IrqAction>,
+    /// Print as JSON (one document per interval with `--watch`).
+    #[arg(long)]
+    pub json: bool,
+    /// Show the rate of each IRQ over INTERVAL, again and again (until
+    /// Ctrl-C or `--count`).
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "1s", value_parser = duration)]
+    pub watch: Option<Duration>,
+    /// With `--watch`: stop after N intervals.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+}
+
+/// `rtlab irq move`.
+#[derive(Debug, Subcommand)]
+pub enum IrqAction {
+    /// Set the affinity of IRQs (all when none given) to CPUS; IRQs the
+    /// kernel refuses are reported and the others still move.
+    Move {
+        /// CPU list (`0`, `0-1`).
+        cpus: String,
+        /// IRQ numbers, or `all` (the default).
+        irqs: Vec<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `rtlab threads`.
+#[derive(Debug, Args)]
+pub struct ThreadsArgs {
+    /// `set PATTERN|TID --policy P --priority N`.
+    #[command(subcommand)]
+    pub action: Option<ThreadsAction>,
+    /// Only threads with a real-time class (FIFO, RR, DEADLINE).
+    #[arg(long)]
+    pub rt: bool,
+    /// Only threads allowed on CPU N.
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Only threads whose name matches this glob (`ksoftirqd/*`).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub pattern: Option<String>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rtlab threads set`.
+#[derive(Debug, Subcommand)]
+pub enum ThreadsAction {
+    /// Set the policy and priority of the threads matching PATTERN (a glob
+    /// on the name) or of one TID.
+    Set {
+        /// Name glob or TID.
+        target: String,
+        /// FIFO, RR, OTHER, BATCH or IDLE.
+        #[arg(long, value_parser = policy)]
+        policy: Policy,
+        /// 1..99 for FIFO/RR; the nice value for the others.
+        #[arg(long, allow_hyphen_values = true)]
+        priority: i32,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn policy(text: &str) -> Result<Policy, String> {
+    crate::config::values::policy(text).map_err(|e| e.message)
+}
+
+/// `rtlab cpufreq`.
+#[derive(Debug, Args)]
+pub struct CpufreqArgs {
+    /// `set GOVERNOR`, `ramp`.
+    #[command(subcommand)]
+    pub action: Option<CpufreqAction>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rtlab cpufreq set|ramp`.
+#[derive(Debug, Subcommand)]
+pub enum CpufreqAction {
+    /// Set the governor of the policies covering CPUS (all by default).
+    Set {
+        /// The governor (`performance`, `schedutil`, `ondemand`...).
+        governor: String,
+        /// CPU list.
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The governor experiment: after an idle pause, a FIFO thread runs
+    /// back-to-back busy loops; every loop's duration and the time until
+    /// they reach full speed (the ramp latency), under each governor.
+    Ramp(RampArgs),
+}
+
+/// Options of `rtlab cpufreq ramp`.
+#[derive(Debug, Args)]
+pub struct RampArgs {
+    /// The CPU to run on.
+    #[arg(long, default_value_t = 0)]
+    pub cpu: usize,
+    /// Governors to compare, comma-separated (default: the current one).
+    #[arg(long, value_delimiter = ',')]
+    pub governors: Vec<String>,
+    /// Loops per governor.
+    #[arg(long, default_value_t = 200)]
+    pub loops: usize,
+    /// Duration of one loop at full speed (µs).
+    #[arg(long, default_value_t = 300)]
+    pub loop_us: u64,
+    /// Idle time before the loops.
+    #[arg(long, default_value = "500ms", value_parser = duration)]
+    pub idle: Duration,
+    /// SCHED_FIFO priority of the thread.
+    #[arg(long, default_value_t = 80)]
+    pub priority: i32,
+    /// Write every loop (governor, loop, start_us, duration_us) as CSV, for plotting.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rtlab cstates`.
+#[derive(Debug, Args)]
+pub struct CstatesArgs {
+    /// `set --max-latency US`.
+    #[command(subcommand)]
+    pub action: Option<CstatesAction>,
+    /// Only these CPUs.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rtlab cstates set`.
+#[derive(Debug, Subcommand)]
+pub enum CstatesAction {
+    /// Disable every idle state whose exit latency is above US.
+    Set {
+        /// Largest exit latency allowed (µs); 0 leaves only polling.
+        #[arg(long, value_name = "US")]
+        max_latency: u64,
+        /// Only these CPUs (all online by default).
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `rtlab hog`.
+#[derive(Debug, Args)]
+pub struct HogArgs {
+    /// Print the rate every INTERVAL.
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    pub interval: Duration,
+    /// Stop after this long (default: run until killed).
+    #[arg(long, value_parser = duration)]
+    pub duration: Option<Duration>,
+}
+
+fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
+    text.map(|t| {
+        cpulist::parse(t).map_err(|e| {
+            eprintln!("rtlab: bad CPU list `{t}`: {}", e.message);
+            eprintln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
+            EXIT_REFUSED
+        })
+    })
+    .transpose()
+}
+
+fn open_tune_journal(root: &SysRoot) -> Result<Journal, i32> {
+    Journal::open(
+        root,
+        &journal::default_dir(),
+        journal::TUNE_FILE,
+        Owner::Tune,
+    )
+    .map_err(|e| {
+        eprintln!("rtlab: {e}");
+        EXIT_FAILED
+    })
+}
+
+/// Prints the outcomes of a tuning command; returns its exit status.
+fn report(what: &str, result: Result<Vec<Outcome>, TuneError>, json: bool) -> i32 {
+    let outcomes = match result {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("rtlab: {what}: {e}");
+            return match e {
+                TuneError::Unavailable(_) => EXIT_UNAVAILABLE,
+                TuneError::Invalid { hint, .. } => {
+                    eprintln!("  hint: {hint}");
+                    EXIT_REFUSED
+                }
+                TuneError::Journal(_) => EXIT_FAILED,
+            };
+        }
+    };
+    let refused = outcomes.iter().filter(|o| o.refused()).count();
+    if json {
+        print_json(&outcomes);
+    } else {
+        if outcomes.is_empty() {
+            println!("{what}: nothing to change");
+        }
+        for o in &outcomes {
+            println!("{}", o.line());
+        }
+        if refused > 0 {
+            println!(
+                "{what}: the kernel refused {refused} of {} change{}; the others were made",
+                outcomes.len(),
+                if outcomes.len() == 1 { "" } else { "s" }
+            );
+        }
+        if outcomes.iter().any(|o| !o.refused()) {
+            println!("(recorded in the journal: `rtlab restore` puts the old values back)");
+        }
+    }
+    if refused > 0 { EXIT_PARTIAL } else { 0 }
+}
+
+/// `rtlab irq ...`.
+pub fn irq_main(args: &IrqArgs) -> i32 {
+    let root = SysRoot::real();
+    match &args.action {
+        Some(IrqAction::Move { cpus, irqs, json }) => {
+            let cpus = match cpus_arg(Some(cpus)) {
+                Ok(c) => c.unwrap_or_default(),
+                Err(code) => return code,
+            };
+            let selection = match IrqSelection::parse(irqs) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("rtlab: irq move: {e}");
+                    return EXIT_REFUSED;
+                }
+            };
+            if let Err(code) = need_root("irq move") {
+                return code;
+            }
+            let mut j = match open_tune_journal(&root) {
+                Ok(j) => j,
+                Err(code) => return code,
+            };
+            let result = selection
+                .resolve(&root)
+                .and_then(|list| tune::move_irqs(&root, &mut j, &cpus, &list));
+            report("irq move", result, *json)
+        }
+        None => match args.watch {
+            None => {
+                let table = irq::read(&root, &threads::list(&root));
+                if args.json {
+                    print_json(&table);
+                } else {
+                    print!("{}", irq_table(&table, None));
+                }
+                0
+            }
+            Some(interval) => irq_watch(&root, interval, args.count, args.json),
+        },
+    }
+}
+
+/// Rates (per second, per CPU) between two readings of the table.
+fn rates(before: &irq::Interrupts, after: &irq::Interrupts, secs: f64) -> Vec<Vec<f64>> {
+    after
+        .irqs
+        .iter()
+        .map(|a| {
+            let b = before.irqs.iter().find(|b| b.irq == a.irq);
+            a.counts
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    let old = b.and_then(|b| b.counts.get(i)).copied().unwrap_or(n);
+                    n.saturating_sub(old) as f64 / secs
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn irq_watch(root: &SysRoot, interval: Duration, count: Option<u64>, json: bool) -> i32 {
+    let stop = super::catch_signals();
+    let mut before = irq::read(root, &threads::list(root));
+    let mut n = 0;
+    while count.is_none_or(|c| n < c) {
+        let start = std::time::Instant::now();
+        while start.elapsed() < interval {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+                return 0;
+            }
+            std::thread::sleep(Duration::from_millis(20).min(interval));
+        }
+        let after = irq::read(root, &threads::list(root));
+        let r = rates(&before, &after, start.elapsed().as_secs_f64());
+        if json {
+            #[derive(serde::Serialize)]
+            struct Watch<'a> {
+                interval_s: f64,
+                #[serde(flatten)]
+                table: &'a irq::Interrupts,
+                rates_per_s: &'a [Vec<f64>],
+            }
+            match serde_json::to_string(&Watch {
+                interval_s: interval.as_secs_f64(),
+                table: &after,
+                rates_per_s: &r,
+            }) {
+                Ok(line) => println!("{line}"),
+                Err(e) => eprintln!("rtlab: {e}"),
+            }
+        } else {
+            println!(
+                "--- IRQ rates per second over {} ---",
+                humantime::format_duration(interval)
+            );
+            print!("{}", irq_table(&after, Some(&r)));
+        }
+        before = after;
+        n += 1;
+    }
+    0
+}
+
+/// The IRQ table: counts (or rates) per CPU, affinities, thread, chip, name.
+fn irq_table(t: &irq::Interrupts, rates: Option<&[Vec<f64>]>) -> String {
+    let mut out = format!("{:>5} ", "IRQ");
+    for c in &t.cpus {
+        out += &format!(
+            "{:>11} ",
+            format!("CPU{c}{}", if rates.is_some() { "/s" } else { "" })
+        );
+    }
+    out += &format!(
+        "{:<9} {:<9} {:<26} {:<24} NAME\n",
+        "AFFINITY", "EFFECTIVE", "THREAD", "CHIP"
+    );
+    for (i, irq) in t.irqs.iter().enumerate() {
+        out += &format!("{:>5} ", irq.irq);
+        for c in 0..t.cpus.len() {
+            match rates {
+                Some(r) => {
+                    let v = r.get(i).and_then(|r| r.get(c)).copied();
+                    out += &format!("{:>11} ", v.map_or("-".into(), |v| format!("{v:.0}")));
+                }
+                None => {
+                    let v = irq.counts.get(c);
+                    out += &format!("{:>11} ", v.map_or("-".into(), u64::to_string));
+                }
+            }
+        }
+        let thread = irq
+            .thread
+            .as_ref()
+            .map(|t| format!("{} {}", t.tid, t.sched))
+            .unwrap_or_else(|| "-".into());
+        out += &format!(
+            "{:<9} {:<9} {:<26} {:<24} {}\n",
+            irq.affinity.as_deref().unwrap_or("-"),
+            irq.effective.as_deref().unwrap_or("-"),
+            thread,
+            format!("{} {}", irq.chip, irq.hwirq).trim(),
+            irq.name
+        );
+    }
+    out
+}
+
+/// `rtlab threads ...`.
+pub fn threads_main(args: &ThreadsArgs) -> i32 {
+    let root = SysRoot::real();
+    if let Some(ThreadsAction::Set {
+        target,
+        policy,
+        priority,
+        json,
+    }) = &args.action
+    {
+        let sched = Sched {
+            policy: *policy,
+            priority: *priority,
+        };
+        let range = if policy.is_realtime() {
+            1..=99
+        } else {
+            -20..=19
+        };
+        if !range.contains(priority) {
+            eprintln!(
+                "rtlab: threads set: priority {priority} is out of range for {}",
+                policy.name()
+            );
+            eprintln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
+            return EXIT_REFUSED;
+        }
+        if let Err(code) = need_root("threads set") {
+            return code;
+        }
+        let mut j = match open_tune_journal(&root) {
+            Ok(j) => j,
+            Err(code) => return code,
+        };
+        let result = tune::set_thread_sched(&root, &mut j, &ThreadSelector::parse(target), sched);
+        return report("threads set", result, *json);
+    }
+    let all = threads::list(&root);
+    let shown: Vec<&threads::ThreadInfo> = all
+        .iter()
+        .filter(|t| !args.rt || t.is_realtime())
+        .filter(|t| {
+            args.cpu
+                .is_none_or(|c| cpulist::parse(&t.cpus_allowed).is_ok_and(|cpus| cpus.contains(&c)))
+        })
+        .filter(|t| {
+            args.pattern
+                .as_ref()
+                .is_none_or(|p| threads::name_matches(p, &t.name))
+        })
+        .collect();
+    if args.json {
+        print_json(&shown);
+        return 0;
+    }
+    println!(
+        "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} NAME",
+        "TID", "PID", "CLS", "RTPRIO", "NI", "CPUS", "LAST", "KIND"
+    );
+    for t in &shown {
+        println!(
+            "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} {}",
+            t.tid,
+            t.pid,
+            t.ps_class(),
+            if t.is_realtime() {
+                t.rt_priority.to_string()
+            } else {
+                "-".into()
+            },
+            t.nice,
+            t.cpus_allowed,
+            t.last_cpu,
+            if t.kernel { "kern" } else { "user" },
+            t.name
+        );
+    }
+    println!(
+        "{} thread{}",
+        shown.len(),
+        if shown.len() == 1 { "" } else { "s" }
+    );
+    0
+}
+
+/// `rtlab cpufreq ...`.
+pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
+    let root = SysRoot::real();
+    match &args.action {
+        Some(CpufreqAction::Set {
+            governor,
+            cpus,
+            json,
+        }) => {
+            let cpus = match cpus_arg(cpus.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            if power::freq_policies(&root).is_empty() {
+                return report(
+                    "cpufreq set",
+                    Err(TuneError::Unavailable(format!(
+                        "no cpufreq: {}",
+                        power::no_cpufreq_reason(&root)
+                    ))),
+                    *json,
+                );
+            }
+            if let Err(code) = need_root("cpufreq set") {
+                return code;
+            }
+            let mut j = match open_tune_journal(&root) {
+                Ok(j) => j,
+                Err(code) => return code,
+            };
+            let result = tune::set_governor(&root, &mut j, governor, cpus.as_deref());
+            report("cpufreq set", result, *json)
+        }
+        Some(CpufreqAction::Ramp(r)) => ramp_main(&root, r),
+        None => {
+            let policies = power::freq_policies(&root);
+            if args.json {
+                print_json(&policies);
+            } else {
+                println!(
+                    "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  AVAILABLE",
+                    "POLICY", "CPUS", "DRIVER", "GOVERNOR", "CUR MHz", "MIN MHz", "MAX MHz"
+                );
+                let mhz = |k: Option<u64>| k.map_or("-".into(), |k| (k / 1000).to_string());
+                for p in &policies {
+                    println!(
+                        "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  {}",
+                        p.policy,
+                        cpulist::format(&p.cpus),
+                        p.driver.as_deref().unwrap_or("-"),
+                        p.governor,
+                        mhz(p.cur_khz),
+                        mhz(p.min_khz),
+                        mhz(p.max_khz),
+                        p.available_governors.join(" ")
+                    );
+                }
+            }
+            if policies.is_empty() {
+                eprintln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(&root));
+                return EXIT_UNAVAILABLE;
+            }
+            0
+        }
+    }
+}
+
+fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
+    let online = crate::sys::online_cpus(root).unwrap_or_default();
+    if !online.contains(&args.cpu) {
+        eprintln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
+        return EXIT_REFUSED;
+    }
+    if !(1..=99).contains(&args.priority) || args.loops == 0 || args.loop_us == 0 {
+        eprintln!("rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1");
+        return EXIT_REFUSED;
+    }
+    let has_cpufreq = !power::freq_policies(root).is_empty();
+    let mut governors = args.governors.clone();
+    let mut unavailable = false;
+    if !has_cpufreq {
+        eprintln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
+        if !governors.is_empty() {
+            eprintln!(
+                "  the governors asked for cannot be set; the loops run once, at whatever \
+                 speed the machine gives (exit status {EXIT_UNAVAILABLE})"
+            );
+            unavailable = true;
+        }
+        governors = vec!["(no cpufreq)".into()];
+    } else if governors.is_empty() {
+        governors = vec![
+            power::freq_policies(root)
+                .into_iter()
+                .find(|p| p.cpus.contains(&args.cpu))
+                .map_or("(current)".into(), |p| p.governor),
+        ];
+    }
+    // Governors are changed for the experiment only: a run journal, replayed
+    // at the end (or by the next rtlab if this one dies).
+    let mut journal = None;
+    if has_cpufreq && !args.governors.is_empty() {
+        if let Err(code) = need_root("cpufreq ramp --governors") {
+            return code;
+        }
+        match Journal::open(
+            root,
+            &journal::default_dir(),
+            &format!("run-{}.journal", std::process::id()),
+            Owner::Run,
+        ) {
+            Ok(j) => journal = Some(j),
+            Err(e) => {
+                eprintln!("rtlab: {e}");
+                return EXIT_FAILED;
+            }
+        }
+    }
+    let opts = ramp::RampOptions {
+        cpu: args.cpu,
+        priority: args.priority,
+        loops: args.loops,
+        loop_us: args.loop_us,
+        idle: args.idle,
+    };
+    let cpu = args.cpu;
+    let result = ramp::run(opts, &governors, |g| match journal.as_mut() {
+        Some(j) => tune::set_governor(root, j, g, Some(&[cpu]))
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    });
+    if let Some(j) = journal {
+        let restored = j.replay_and_close();
+        for f in restored.failures() {
+            eprintln!("rtlab: could not restore {}: {}", f.what, f.detail);
+        }
+    }
+    let (iterations, runs) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rtlab: cpufreq ramp: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    if let Some(path) = &args.csv {
+        let mut text = String::from("governor,loop,start_us,duration_us\n");
+        for r in &runs {
+            for (i, l) in r.loops.iter().enumerate() {
+                text += &format!(
+                    "{},{i},{:.3},{:.3}\n",
+                    r.governor, l.start_us, l.duration_us
+                );
+            }
+        }
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("rtlab: cannot write {}: {e}", path.display());
+            return EXIT_FAILED;
+        }
+    }
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Ramp<'a> {
+            cpu: usize,
+            priority: i32,
+            iterations_per_loop: u64,
+            cpufreq: bool,
+            runs: &'a [ramp::RampRun],
+        }
+        print_json(&Ramp {
+            cpu: args.cpu,
+            priority: args.priority,
+            iterations_per_loop: iterations,
+            cpufreq: has_cpufreq,
+            runs: &runs,
+        });
+    } else {
+        println!(
+            "CPU {} FIFO {}: {} loops of {iterations} iterations (~{} us at full speed), after {} idle",
+            args.cpu,
+            args.priority,
+            args.loops,
+            args.loop_us,
+            humantime::format_duration(args.idle)
+        );
+        println!(
+            "{:<14} {:>10} {:>10} {:>10} {:>12}",
+            "GOVERNOR", "FIRST us", "SLOWEST us", "FULL us", "RAMP us"
+        );
+        for r in &runs {
+            println!(
+                "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>12}",
+                r.governor,
+                r.first_us,
+                r.slowest_us,
+                r.full_speed_us,
+                r.ramp_us.map_or("never".into(), |v| format!("{v:.0}"))
+            );
+        }
+    }
+    if unavailable { EXIT_UNAVAILABLE } else { 0 }
+}
+
+/// `rtlab cstates ...`.
+pub fn cstates_main(args: &CstatesArgs) -> i32 {
+    let root = SysRoot::real();
+    if let Some(CstatesAction::Set {
+        max_latency,
+        cpus,
+        json,
+    }) = &args.action
+    {
+        let cpus = match cpus_arg(cpus.as_deref()) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
+        if let Err(code) = need_root("cstates set") {
+            return code;
+        }
+        let mut j = match open_tune_journal(&root) {
+            Ok(j) => j,
+            Err(code) => return code,
+        };
+        let result = tune::limit_cstates(&root, &mut j, *max_latency, cpus.as_deref());
+        return report("cstates set", result, *json);
+    }
+    let cpus = match cpus_arg(args.cpus.as_deref()) {
+        Ok(c) => c.unwrap_or_else(|| crate::sys::online_cpus(&root).unwrap_or_default()),
+        Err(code) => return code,
+    };
+    let states = power::idle_states(&root, &cpus);
+    let driver = power::idle_driver(&root);
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Cstates<'a> {
+            #[serde(flatten)]
+            driver: &'a power::IdleDriver,
+            states: &'a [power::IdleState],
+        }
+        print_json(&Cstates {
+            driver: &driver,
+            states: &states,
+        });
+    } else {
+        println!(
+            "cpuidle driver {}, governor {}",
+            driver.driver.as_deref().unwrap_or("-"),
+            driver.governor.as_deref().unwrap_or("-")
+        );
+        println!(
+            "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} DESC",
+            "CPU", "STATE", "NAME", "LATENCY us", "RESIDENCY us", "USAGE", "TIME us", "STATUS"
+        );
+        for s in &states {
+            println!(
+                "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} {}",
+                s.cpu,
+                s.index,
+                s.name,
+                s.latency_us,
+                s.residency_us,
+                s.usage,
+                s.time_us,
+                if s.disabled { "DISABLED" } else { "enabled" },
+                s.desc
+            );
+        }
+    }
+    if states.is_empty() {
+        eprintln!(
+            "rtlab: no cpuidle states on CPUs {}",
+            cpulist::format(&cpus)
+        );
+        return EXIT_UNAVAILABLE;
+    }
+    0
+}
+
+/// `rtlab sysinfo`.
+pub fn sysinfo_main(json: bool) -> i32 {
+    let s = SystemSnapshot::read(&SysRoot::real());
+    if json {
+        print_json(&s);
+        return 0;
+    }
+    print!("{}", s.render());
+    0
+}
+
+/// `rtlab hog`.
+pub fn hog_main(args: &HogArgs) -> i32 {
+    crate::load::hog::run(args.interval, args.duration, &mut std::io::stdout());
+    0
+}
