@@ -124,6 +124,17 @@ pub struct RunIsolation {
     pub placement: Vec<Placement>,
 }
 
+/// What the run changed on the system for its duration (each change with
+/// the value it replaced, all restored at the end), and the programs' CPU
+/// bandwidth groups with their throttling.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunTuning {
+    /// Governors, C-states, IRQ affinities, thread priorities.
+    pub changes: Vec<crate::tune::Outcome>,
+    /// Each `cpu.group` with its quota and `cpu.stat` throttling.
+    pub cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
+}
+
 /// A whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
@@ -153,6 +164,8 @@ pub struct RunResult {
     pub isolation: RunIsolation,
     /// Programs by index.
     pub programs: Vec<ProgramResult>,
+    /// System settings changed for the run, and CPU bandwidth.
+    pub tuning: RunTuning,
     /// CPU load per refresh period.
     pub cpu_load: Vec<CpuLoad>,
     /// Problems that did not stop the run.

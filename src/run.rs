@@ -14,6 +14,7 @@ use crate::measure::{self, TimerHandle};
 use crate::messages;
 use crate::plan::RunPlan;
 use crate::report::{self, live::LiveRow};
+use crate::result::RunTuning;
 use crate::result::{EndReason, PmQos, RunResult, SCHEMA, TimerResult};
 use crate::result::{Placement, RunIsolation};
 use crate::stats::cpu_load::{self, CpuLoad};
@@ -230,8 +231,21 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             None
         }
     };
+    let (tuning_changes, tuning_problems) = match run_journal.as_mut() {
+        Some(j) if !plan.main.tuning.is_empty() => crate::tune::apply(root, j, &plan.main.tuning),
+        None if !plan.main.tuning.is_empty() => (
+            Vec::new(),
+            vec!["the tuning keys were not applied: no journal to restore them from".into()],
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    for o in tuning_changes.iter().filter(|o| o.refused()) {
+        warnings.push(format!("kernel refused: {}", o.line().trim_end()));
+    }
+    warnings.extend(tuning_problems);
     let mut supervisor = Supervisor::new(
         &plan.programs,
+        &plan.cpu_groups,
         root,
         online.clone(),
         run_start,
@@ -340,6 +354,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let joined: Vec<_> = timers.into_iter().map(TimerHandle::join).collect();
     let elapsed_ns = timers_start.elapsed().as_nanos() as u64;
     supervisor.stop_all();
+    let cpu_bandwidth = supervisor.bandwidth_results();
     warnings.append(&mut supervisor.warnings);
     if let Some(j) = run_journal.take() {
         for f in j.replay_and_close().failures() {
@@ -428,6 +443,10 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             },
         },
         programs: supervisor.results(),
+        tuning: RunTuning {
+            changes: tuning_changes,
+            cpu_bandwidth,
+        },
         cpu_load: cpu_series,
         warnings,
     })

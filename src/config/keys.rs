@@ -38,6 +38,8 @@ pub struct KeySpec {
     pub default: &'static str,
     /// An rtlab extension (not in systress).
     pub extension: bool,
+    /// May be given several times (each adds one entry).
+    pub repeatable: bool,
 }
 
 const fn key(
@@ -53,6 +55,18 @@ const fn key(
         value,
         default,
         extension,
+        repeatable: false,
+    }
+}
+
+const fn repeated(stanza: StanzaKind, name: &'static str, value: &'static str) -> KeySpec {
+    KeySpec {
+        stanza,
+        name,
+        value,
+        default: "none",
+        extension: true,
+        repeatable: true,
     }
 }
 
@@ -70,6 +84,12 @@ pub const KEYS: &[KeySpec] = &[
     key(Main, "memlock", "(flag)", "off", false),
     key(Main, "pm_qos.cpu_dma_latency", "DURATION|off", "0 us", true),
     key(Main, "cpuset", "NAME", "none (stays where started)", true),
+    key(Main, "cpufreq.governor", "GOVERNOR", "unchanged", true),
+    key(Main, "cpufreq.cpus", "CPULIST", "all online", true),
+    key(Main, "cstates.max_latency", "DURATION", "unchanged", true),
+    key(Main, "cstates.cpus", "CPULIST", "all online", true),
+    repeated(Main, "irq.affinity", "CPULIST [IRQ...]"),
+    repeated(Main, "threads.sched", "PATTERN POLICY PRIORITY"),
     key(Timer, "cpu_affinity", "CPULIST", "all online", false),
     key(Timer, "sched.policy", "POLICY", "OTHER", false),
     key(Timer, "sched.priority", "N", "0", false),
@@ -107,6 +127,15 @@ pub const KEYS: &[KeySpec] = &[
     ),
     key(Program, "termination.grace", "DURATION", "2 s", true),
     key(Program, "cpuset", "NAME", "none (the main thread's)", true),
+    key(Program, "cpu.quota", "DURATION", "unlimited", true),
+    key(Program, "cpu.period", "DURATION", "100 ms", true),
+    key(
+        Program,
+        "cpu.group",
+        "NAME",
+        "programN when cpu.quota is set",
+        true,
+    ),
 ];
 
 /// The key `name` of stanza `kind`, if it exists.

@@ -116,6 +116,36 @@ pub struct MainConfig {
     pub dma_latency_us: Option<u32>,
     /// Cpuset to put the main thread in.
     pub cpuset: Option<Spanned<String>>,
+    /// System settings held for the duration of the run.
+    pub tuning: TuningConfig,
+}
+
+/// The `main` keys that change the system for the duration of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TuningConfig {
+    /// `cpufreq.governor`.
+    pub governor: Option<Spanned<String>>,
+    /// `cpufreq.cpus`.
+    pub governor_cpus: Option<Spanned<Vec<usize>>>,
+    /// `cstates.max_latency` (µs).
+    pub cstate_max_latency_us: Option<Spanned<u64>>,
+    /// `cstates.cpus`.
+    pub cstate_cpus: Option<Spanned<Vec<usize>>>,
+    /// Each `irq.affinity CPUS [IRQ...]` (no IRQ = all).
+    pub irq_affinity: Vec<Spanned<(Vec<usize>, Vec<u32>)>>,
+    /// Each `threads.sched PATTERN POLICY PRIORITY`.
+    pub thread_sched: Vec<Spanned<(String, Sched)>>,
+}
+
+/// A program's CPU bandwidth keys.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BandwidthConfig {
+    /// `cpu.quota` (µs per period).
+    pub quota_us: Option<Spanned<u64>>,
+    /// `cpu.period` (µs).
+    pub period_us: Option<Spanned<u64>>,
+    /// `cpu.group`.
+    pub group: Option<Spanned<String>>,
 }
 
 impl Default for MainConfig {
@@ -134,6 +164,7 @@ impl Default for MainConfig {
             memlock: false,
             dma_latency_us: Some(0),
             cpuset: None,
+            tuning: TuningConfig::default(),
         }
     }
 }
@@ -188,6 +219,8 @@ pub struct ProgramConfig {
     pub grace_ns: u64,
     /// Cpuset to put the process in.
     pub cpuset: Option<Spanned<String>>,
+    /// CPU bandwidth.
+    pub bandwidth: BandwidthConfig,
 }
 
 /// A whole experiment, as written in the file.

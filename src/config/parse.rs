@@ -314,7 +314,7 @@ impl Builder<'_> {
                 );
                 continue;
             };
-            if let Some(first) = out.iter().find(|p| p.key == prop.key) {
+            if let Some(first) = out.iter().find(|p| p.key == prop.key && !spec.repeatable) {
                 self.diags.push(
                     Diagnostic::new(prop.key_pos, format!("`{}` is set twice", prop.key))
                         .with_hint(Some(format!(
@@ -445,6 +445,124 @@ impl Builder<'_> {
         Some(ns)
     }
 
+    /// A duration that is a whole number of microseconds.
+    fn whole_us(&mut self, prop: &Prop) -> Option<u64> {
+        let ns = self.duration(prop, 0)?;
+        if ns % 1000 != 0 {
+            self.value_error(
+                prop,
+                ValueError::new("must be a whole number of microseconds")
+                    .hint("e.g. `0 us`, `10 us`"),
+            );
+            return None;
+        }
+        Some(ns / 1000)
+    }
+
+    /// `cpu.quota` (at least 1 ms) or `cpu.period` (1 ms .. 1 s), in µs.
+    fn bandwidth_us(&mut self, prop: &Prop, period: bool) -> Option<Spanned<u64>> {
+        let us = self.whole_us(prop)?;
+        let ok = if period {
+            (1_000..=1_000_000).contains(&us)
+        } else {
+            us >= 1_000
+        };
+        if !ok {
+            self.value_error(
+                prop,
+                ValueError::new(if period {
+                    "must be between 1 ms and 1 s (the kernel's limits)"
+                } else {
+                    "must be at least 1 ms (the kernel's minimum quota)"
+                })
+                .hint("e.g. `cpu.quota 25 ms` with `cpu.period 100 ms` gives a quarter of one CPU"),
+            );
+            return None;
+        }
+        Some(Spanned {
+            value: us,
+            pos: prop.value_pos,
+        })
+    }
+
+    /// `irq.affinity CPULIST [IRQ...]`.
+    fn irq_affinity(&mut self, prop: &Prop) -> Option<Spanned<(Vec<usize>, Vec<u32>)>> {
+        let (cpus_text, rest) = prop
+            .value
+            .split_once(char::is_whitespace)
+            .unwrap_or((prop.value.as_str(), ""));
+        let cpus = match crate::cpulist::parse(cpus_text) {
+            Ok(c) => c,
+            Err(e) => {
+                self.value_error(
+                    prop,
+                    ValueError::new(e.message)
+                        .at(e.offset)
+                        .hint("`irq.affinity CPULIST [IRQ...]`, e.g. `irq.affinity 0` or `irq.affinity 0-1 36 38`"),
+                );
+                return None;
+            }
+        };
+        let mut irqs = Vec::new();
+        for word in rest.split_whitespace() {
+            if word.eq_ignore_ascii_case("all") {
+                continue;
+            }
+            match word.parse::<u32>() {
+                Ok(n) => irqs.push(n),
+                Err(_) => {
+                    let offset = prop.value.find(word).unwrap_or(0);
+                    self.value_error(
+                        prop,
+                        ValueError::new(format!("`{word}` is not an IRQ number"))
+                            .at(offset)
+                            .hint("IRQs are the numbers of `rtlab irq`; none (or `all`) means every IRQ"),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(Spanned {
+            value: (cpus, irqs),
+            pos: prop.value_pos,
+        })
+    }
+
+    /// `threads.sched PATTERN POLICY PRIORITY`.
+    fn thread_sched(&mut self, prop: &Prop) -> Option<Spanned<(String, Sched)>> {
+        let words: Vec<&str> = prop.value.split_whitespace().collect();
+        let usage =
+            "`threads.sched PATTERN POLICY PRIORITY`, e.g. `threads.sched ksoftirqd/* FIFO 2`";
+        let [pattern, policy, priority] = words[..] else {
+            self.value_error(
+                prop,
+                ValueError::new("needs a name pattern, a policy and a priority").hint(usage),
+            );
+            return None;
+        };
+        let at = |w: &str| prop.value.rfind(w).unwrap_or(0);
+        let policy = self.get(prop, values::policy(policy).map_err(|e| e.at(at(policy))))?;
+        let range = if policy.is_realtime() {
+            (1, 99)
+        } else {
+            (-20, 19)
+        };
+        let priority = self.get(
+            prop,
+            values::integer(priority, range.0, range.1).map_err(|e| e.at(at(priority)).hint(usage)),
+        )?;
+        Some(Spanned {
+            value: (
+                pattern.to_string(),
+                Sched {
+                    policy,
+                    priority: priority as i32,
+                },
+            ),
+            pos: prop.value_pos,
+        })
+    }
+
     fn cpuset(&mut self, prop: &Prop) -> Option<Spanned<String>> {
         self.get(prop, values::cpuset_name(&prop.value))
             .map(|value| Spanned {
@@ -502,6 +620,25 @@ impl Builder<'_> {
                 },
                 "memlock" => m.memlock = true,
                 "cpuset" => m.cpuset = self.cpuset(prop),
+                "cpufreq.governor" => m.tuning.governor = Some(self.path(prop)),
+                "cpufreq.cpus" => m.tuning.governor_cpus = self.cpu_list(prop),
+                "cstates.cpus" => m.tuning.cstate_cpus = self.cpu_list(prop),
+                "cstates.max_latency" => {
+                    m.tuning.cstate_max_latency_us = self.whole_us(prop).map(|us| Spanned {
+                        value: us,
+                        pos: prop.value_pos,
+                    })
+                }
+                "irq.affinity" => {
+                    if let Some(v) = self.irq_affinity(prop) {
+                        m.tuning.irq_affinity.push(v);
+                    }
+                }
+                "threads.sched" => {
+                    if let Some(v) = self.thread_sched(prop) {
+                        m.tuning.thread_sched.push(v);
+                    }
+                }
                 "pm_qos.cpu_dma_latency" => {
                     if prop.value.eq_ignore_ascii_case("off") {
                         m.dma_latency_us = None;
@@ -593,6 +730,7 @@ impl Builder<'_> {
         let (mut on_ok, mut on_ko) = (Action::Ignore, Action::Ignore);
         let mut grace_ns = 2_000_000_000;
         let mut cpuset = None;
+        let mut bandwidth = crate::config::BandwidthConfig::default();
         for prop in self.props(st) {
             if self.common(prop, &mut affinity, &mut sched) {
                 continue;
@@ -616,6 +754,16 @@ impl Builder<'_> {
                 }
                 "termination.grace" => grace_ns = self.duration(prop, 0).unwrap_or(grace_ns),
                 "cpuset" => cpuset = self.cpuset(prop),
+                "cpu.quota" => bandwidth.quota_us = self.bandwidth_us(prop, false),
+                "cpu.period" => bandwidth.period_us = self.bandwidth_us(prop, true),
+                "cpu.group" => {
+                    bandwidth.group = self
+                        .get(prop, values::group_name(&prop.value))
+                        .map(|value| Spanned {
+                            value,
+                            pos: prop.value_pos,
+                        })
+                }
                 _ => {}
             }
         }
@@ -639,6 +787,7 @@ impl Builder<'_> {
             on_ko,
             grace_ns,
             cpuset,
+            bandwidth,
         })
     }
 }
@@ -944,7 +1093,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched"
         );
     }
 

@@ -183,6 +183,23 @@ pub fn cpuset_name(text: &str) -> Result<String, ValueError> {
     Ok(name.to_string())
 }
 
+/// A CPU bandwidth group name: one path component of letters, digits,
+/// `_`, `-` and `.` (not leading), at most 64 characters.
+pub fn group_name(text: &str) -> Result<String, ValueError> {
+    let name = text.trim();
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    if !valid {
+        return Err(ValueError::new(format!("`{name}` is not a group name"))
+            .hint("letters, digits, `_`, `-` and `.`, e.g. `hogs`"));
+    }
+    Ok(name.to_string())
+}
+
 /// Splits a command line into argv as a shell splits words (quotes group,
 /// backslash escapes), without running a shell: `;`, `|`, `{}` are plain
 /// arguments.

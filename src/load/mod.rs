@@ -18,6 +18,7 @@ use crate::sys::SysRoot;
 use crate::sys::cgroup::TrackingCgroup;
 use crate::sys::journal::{Change, Journal};
 use crate::sys::os::{self, ChildSetup};
+use crate::tune::bandwidth::{GroupResult, GroupSpec, Groups};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -130,6 +131,10 @@ pub struct Supervisor {
     cgroup: Option<TrackingCgroup>,
     cgroup_procs: Option<File>,
     guard: Option<guard::Guard>,
+    /// CPU bandwidth groups (their cgroup.procs open for children).
+    groups: Option<Groups>,
+    /// Why the bandwidth groups could not be made (the run must not start).
+    groups_error: Option<String>,
     run_start: Instant,
     all_cpus: Vec<usize>,
     root: SysRoot,
@@ -138,14 +143,15 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// Prepares supervision: guard process and tracking cgroup (only when
-    /// there are programs).
+    /// Prepares supervision: guard process, tracking cgroup and CPU
+    /// bandwidth groups (only when there are programs).
     pub fn new(
         plans: &[ProgramPlan],
+        cpu_groups: &[GroupSpec],
         root: &SysRoot,
         all_cpus: Vec<usize>,
         run_start: Instant,
-        journal: Option<&mut Journal>,
+        mut journal: Option<&mut Journal>,
     ) -> Self {
         let mut warnings = Vec::new();
         let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
@@ -159,7 +165,8 @@ impl Supervisor {
             let name = format!("rtlab-{}", os::getpid());
             // Journalled first: if rtlab and its guard both die, the next
             // rtlab (or `rtlab restore`) empties and removes it.
-            if let (Some(j), Ok(dir)) = (journal, TrackingCgroup::dir_for(root, &name))
+            if let (Some(j), Ok(dir)) =
+                (journal.as_deref_mut(), TrackingCgroup::dir_for(root, &name))
                 && let Err(e) = j.record(&Change::TrackingCgroup { path: dir })
             {
                 warnings.push(format!("{e}"));
@@ -177,6 +184,23 @@ impl Supervisor {
                 Err(e) => warnings.push(format!(
                     "no tracking cgroup ({e}): programs are tracked by process group only"
                 )),
+            }
+        }
+        let (mut groups, mut groups_error) = (None, None);
+        if !cpu_groups.is_empty() {
+            let made = match journal {
+                Some(j) => Groups::create(
+                    root,
+                    j,
+                    &format!("rtlab-{}", os::getpid()),
+                    cgroup.as_ref().map(TrackingCgroup::dir),
+                    cpu_groups,
+                ),
+                None => Err("CPU bandwidth groups need the journal of system changes".into()),
+            };
+            match made {
+                Ok(g) => groups = Some(g),
+                Err(e) => groups_error = Some(format!("cannot make the CPU bandwidth groups: {e}")),
             }
         }
         Supervisor {
@@ -216,6 +240,8 @@ impl Supervisor {
             cgroup,
             cgroup_procs,
             guard,
+            groups,
+            groups_error,
             run_start,
             all_cpus,
             root: root.clone(),
@@ -223,8 +249,20 @@ impl Supervisor {
         }
     }
 
+    /// Each CPU bandwidth group's throttling so far (read before the run's
+    /// journal removes the groups).
+    pub fn bandwidth_results(&self) -> Vec<GroupResult> {
+        self.groups
+            .as_ref()
+            .map(Groups::results)
+            .unwrap_or_default()
+    }
+
     /// Starts every program. An error names the program that could not start.
     pub fn start_all(&mut self) -> Result<(), String> {
+        if let Some(e) = &self.groups_error {
+            return Err(e.clone());
+        }
         for i in 0..self.programs.len() {
             self.spawn(i)?;
         }
@@ -247,10 +285,27 @@ impl Supervisor {
     }
 
     fn spawn(&mut self, i: usize) -> Result<(), String> {
-        let procs_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
+        let tracking_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
+        let group_fd = self.programs[i]
+            .plan
+            .cpu_group
+            .as_deref()
+            .and_then(|g| self.groups.as_ref()?.procs(g))
+            .map(|f| f.as_raw_fd());
+        // On cgroup v2 the bandwidth groups are leaves of the tracking
+        // cgroup, which then holds no process itself.
+        let v2_leaf = self
+            .groups
+            .as_ref()
+            .and_then(Groups::default_leaf)
+            .map(|f| f.as_raw_fd());
+        let cgroup_fds: Vec<_> = match v2_leaf {
+            Some(leaf) => vec![group_fd.unwrap_or(leaf)],
+            None => tracking_fd.into_iter().chain(group_fd).collect(),
+        };
         let all_cpus = self.all_cpus.clone();
         let p = &mut self.programs[i];
-        let cgroup_fds: Vec<_> = procs_fd
+        let cgroup_fds: Vec<_> = cgroup_fds
             .into_iter()
             .chain(p.cpuset_procs.as_ref().map(|f| f.as_raw_fd()))
             .collect();

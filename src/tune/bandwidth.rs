@@ -30,7 +30,7 @@ pub struct Bandwidth {
 pub const DEFAULT_PERIOD_US: u64 = 100_000;
 
 /// One group to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupSpec {
     /// Its name (a path component).
     pub name: String,

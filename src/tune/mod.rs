@@ -359,3 +359,56 @@ pub fn limit_cstates(
     }
     Ok(out)
 }
+
+/// Applies the settings a run holds (`main`'s tuning keys) through the run's
+/// journal. Returns every outcome, and the problems that stopped a setting
+/// (each setting is independent: one failing does not stop the others).
+pub fn apply(
+    root: &SysRoot,
+    journal: &mut Journal,
+    plan: &crate::plan::TuningPlan,
+) -> (Vec<Outcome>, Vec<String>) {
+    let mut outcomes = Vec::new();
+    let mut problems = Vec::new();
+    let mut take = |what: &str, r: Result<Vec<Outcome>, TuneError>| match r {
+        Ok(o) => outcomes.extend(o),
+        Err(e) => problems.push(format!("{what}: {e}")),
+    };
+    if let Some((governor, cpus)) = &plan.governor {
+        take(
+            "cpufreq.governor",
+            set_governor(root, journal, governor, cpus.as_deref()),
+        );
+    }
+    if let Some((us, cpus)) = &plan.cstate_max_latency_us {
+        take(
+            "cstates.max_latency",
+            limit_cstates(root, journal, *us, cpus.as_deref()),
+        );
+    }
+    for (cpus, irqs) in &plan.irq_affinity {
+        let selection = if irqs.is_empty() {
+            IrqSelection::All
+        } else {
+            IrqSelection::Some(irqs.clone())
+        };
+        take(
+            "irq.affinity",
+            selection
+                .resolve(root)
+                .and_then(|list| move_irqs(root, journal, cpus, &list)),
+        );
+    }
+    for (pattern, sched) in &plan.thread_sched {
+        take(
+            "threads.sched",
+            set_thread_sched(
+                root,
+                journal,
+                &ThreadSelector::Pattern(pattern.clone()),
+                *sched,
+            ),
+        );
+    }
+    (outcomes, problems)
+}

@@ -14,6 +14,9 @@ use crate::sys::{Privileges, SysRoot};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+mod tuning;
+pub use tuning::TuningPlan;
+
 /// What the planner needs to know about the machine. The real one reads the
 /// kernel; tests use a fake.
 pub trait Machine {
@@ -27,6 +30,16 @@ pub trait Machine {
     fn find_command(&self, name: &str) -> Option<PathBuf>;
     /// The cpuset `name`, or the one this process is in (`None`).
     fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String>;
+    /// The IRQ numbers of `/proc/irq`.
+    fn irq_numbers(&self) -> Vec<u32>;
+    /// The cpufreq policies, or why there are none.
+    fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String>;
+    /// The cpuidle states of `cpus`.
+    fn idle_states(&self, cpus: &[usize]) -> Vec<crate::sys::power::IdleState>;
+    /// The names of every thread now.
+    fn thread_names(&self) -> Vec<String>;
+    /// Whether CPU bandwidth groups can be made (Err: why not).
+    fn cpu_bandwidth(&self) -> Result<(), String>;
 }
 
 /// The machine rtlab runs on.
@@ -53,11 +66,35 @@ impl Machine for RealMachine {
     }
 
     fn find_command(&self, name: &str) -> Option<PathBuf> {
+        // `rtlab hog` and friends run this very binary, on PATH or not.
+        if name == "rtlab" {
+            return std::env::current_exe().ok();
+        }
         find_in_path(name, &std::env::var_os("PATH").unwrap_or_default())
     }
 
     fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String> {
         CpusetTarget::find(&self.root, name)
+    }
+
+    fn irq_numbers(&self) -> Vec<u32> {
+        crate::isolate::knobs::irq_numbers(&self.root)
+    }
+
+    fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String> {
+        tuning::real::freq_policies(&self.root)
+    }
+
+    fn idle_states(&self, cpus: &[usize]) -> Vec<crate::sys::power::IdleState> {
+        crate::sys::power::idle_states(&self.root, cpus)
+    }
+
+    fn thread_names(&self) -> Vec<String> {
+        tuning::real::thread_names(&self.root)
+    }
+
+    fn cpu_bandwidth(&self) -> Result<(), String> {
+        crate::tune::bandwidth::hierarchy(&self.root).map(|_| ())
     }
 }
 
@@ -107,6 +144,8 @@ pub struct MainPlan {
     pub dbg_level: u8,
     /// Cpuset the main thread enters (v2: the whole process).
     pub cpuset: Option<CpusetTarget>,
+    /// System settings held for the duration of the run.
+    pub tuning: TuningPlan,
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -147,6 +186,8 @@ pub struct ProgramPlan {
     pub grace_ns: u64,
     /// Cpuset the process enters before exec.
     pub cpuset: Option<CpusetTarget>,
+    /// CPU bandwidth group it enters before exec.
+    pub cpu_group: Option<String>,
 }
 
 /// A run, validated against the machine: everything needed to start it.
@@ -162,6 +203,8 @@ pub struct RunPlan {
     pub timers: Vec<TimerPlan>,
     /// Programs by index.
     pub programs: Vec<ProgramPlan>,
+    /// CPU bandwidth groups of the programs.
+    pub cpu_groups: Vec<crate::tune::bandwidth::GroupSpec>,
 }
 
 /// The built-in experiment: one FIFO 99 timer thread per online CPU at 1 ms
@@ -377,6 +420,7 @@ pub fn build(
         memlock: exp.main.memlock,
         dma_latency_us: exp.main.dma_latency_us,
         dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
+        tuning: p.tuning(&exp.main.tuning),
     };
     let ext = match exp.main.stats_format {
         StatsFormat::Txt => "txt",
@@ -428,6 +472,8 @@ pub fn build(
             path,
         });
     }
+    let (group_of, cpu_groups) = p.bandwidth_groups(exp);
+    let mut group_of = group_of.into_iter();
     let mut programs = Vec::new();
     for prog in &exp.programs {
         let name = prog.argv.value.first().cloned().unwrap_or_default();
@@ -457,6 +503,7 @@ pub fn build(
         );
         programs.push(ProgramPlan {
             cpuset,
+            cpu_group: group_of.next().flatten(),
             index: prog.index,
             argv: prog.argv.value.clone(),
             executable,
@@ -486,6 +533,7 @@ pub fn build(
         main,
         timers,
         programs,
+        cpu_groups,
     })
 }
 
@@ -601,6 +649,33 @@ mod tests {
                 .cloned()
                 .ok_or_else(|| format!("there is no cpuset `{name}`"))
         }
+        fn irq_numbers(&self) -> Vec<u32> {
+            vec![24, 36]
+        }
+        fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String> {
+            Err("no policy (fake)".into())
+        }
+        fn idle_states(&self, cpus: &[usize]) -> Vec<crate::sys::power::IdleState> {
+            cpus.iter()
+                .map(|&cpu| crate::sys::power::IdleState {
+                    cpu,
+                    index: 1,
+                    name: "C1".into(),
+                    desc: String::new(),
+                    latency_us: 2,
+                    residency_us: 2,
+                    usage: 0,
+                    time_us: 0,
+                    disabled: false,
+                })
+                .collect()
+        }
+        fn thread_names(&self) -> Vec<String> {
+            vec!["ksoftirqd/0".into(), "ksoftirqd/1".into()]
+        }
+        fn cpu_bandwidth(&self) -> Result<(), String> {
+            Ok(())
+        }
     }
 
     fn cpuset(name: &str, cpus: &[usize], v2: bool) -> CpusetTarget {
@@ -703,8 +778,8 @@ mod tests {
         }
     }
 
-    const TWO_CPU: &str = include_str!("../../shared/examples/two-cpu.cfg");
-    const HOST: &str = include_str!("../../shared/examples/host.cfg");
+    const TWO_CPU: &str = include_str!("../../../shared/examples/two-cpu.cfg");
+    const HOST: &str = include_str!("../../../shared/examples/host.cfg");
 
     #[test]
     fn two_cpu_example_plans() {

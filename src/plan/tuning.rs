@@ -1,0 +1,264 @@
+//! Planning of the system settings a run holds (`main`'s `cpufreq.*`,
+//! `cstates.*`, `irq.affinity`, `threads.sched`) and of the programs' CPU
+//! bandwidth groups: each checked against this machine, with its position.
+
+use super::Planner;
+use crate::config::{Diagnostic, Experiment, Pos, Spanned, TuningConfig};
+use crate::sys::os::Sched;
+use crate::tune::bandwidth::{self, Bandwidth, GroupSpec};
+use serde::Serialize;
+
+/// The settings a run holds while it lasts, restored at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TuningPlan {
+    /// cpufreq governor, and the CPUs whose policies get it (None = all).
+    pub governor: Option<(String, Option<Vec<usize>>)>,
+    /// Deepest idle-state exit latency allowed (µs), and on which CPUs.
+    pub cstate_max_latency_us: Option<(u64, Option<Vec<usize>>)>,
+    /// IRQ affinities, in file order: CPUs and IRQs (empty = all).
+    pub irq_affinity: Vec<(Vec<usize>, Vec<u32>)>,
+    /// Thread priorities, in file order: name pattern and scheduling.
+    pub thread_sched: Vec<(String, Sched)>,
+}
+
+impl TuningPlan {
+    /// Whether the run changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == TuningPlan::default()
+    }
+}
+
+impl Planner<'_> {
+    fn refuse(&mut self, pos: Pos, message: String, hint: impl Into<String>) {
+        self.diags
+            .push(Diagnostic::new(pos, message).with_hint(Some(hint.into())));
+    }
+
+    /// A key that needs another one.
+    fn needs<T, U>(&mut self, key: &Option<Spanned<T>>, name: &str, other: &Option<U>, hint: &str) {
+        if let (Some(k), None) = (key, other) {
+            self.refuse(k.pos, format!("`{name}` alone changes nothing"), hint);
+        }
+    }
+
+    /// Checks the tuning keys of `main` against the machine.
+    pub(super) fn tuning(&mut self, t: &TuningConfig) -> TuningPlan {
+        let mut plan = TuningPlan::default();
+        if !self.machine.privileges().root {
+            let first = t
+                .governor
+                .as_ref()
+                .map(|g| g.pos)
+                .or(t.cstate_max_latency_us.as_ref().map(|c| c.pos))
+                .or(t.irq_affinity.first().map(|i| i.pos))
+                .or(t.thread_sched.first().map(|s| s.pos));
+            if let Some(pos) = first {
+                self.refuse(
+                    pos,
+                    "changing governors, C-states, IRQs or thread priorities needs root".into(),
+                    "run with sudo, or leave the key out",
+                );
+            }
+        }
+        self.needs(
+            &t.governor_cpus,
+            "cpufreq.cpus",
+            &t.governor,
+            "add `cpufreq.governor NAME`",
+        );
+        self.needs(
+            &t.cstate_cpus,
+            "cstates.cpus",
+            &t.cstate_max_latency_us,
+            "add `cstates.max_latency DURATION`",
+        );
+        if let Some(g) = &t.governor {
+            let cpus = self.cpus(&t.governor_cpus);
+            match self.machine.freq_policies() {
+                Err(reason) => self.refuse(
+                    g.pos,
+                    "this machine has no cpufreq: the governor cannot be set".into(),
+                    format!("{reason}; leave `cpufreq.governor` out"),
+                ),
+                Ok(policies) => {
+                    let covered = policies.iter().filter(|p| {
+                        cpus.as_ref()
+                            .is_none_or(|c| p.cpus.iter().any(|x| c.contains(x)))
+                    });
+                    if let Some(p) = covered
+                        .clone()
+                        .find(|p| !p.available_governors.contains(&g.value))
+                    {
+                        self.refuse(
+                            g.pos,
+                            format!("governor `{}` is not available on {}", g.value, p.policy),
+                            format!("available: {}", p.available_governors.join(", ")),
+                        );
+                    }
+                }
+            }
+            plan.governor = Some((g.value.clone(), cpus));
+        }
+        if let Some(c) = &t.cstate_max_latency_us {
+            let cpus = self.cpus(&t.cstate_cpus);
+            let on = cpus.clone().unwrap_or_else(|| self.online.clone());
+            if self.machine.idle_states(&on).is_empty() {
+                self.refuse(
+                    c.pos,
+                    format!("no cpuidle states on CPUs {}", crate::cpulist::format(&on)),
+                    "this kernel has no cpuidle driver here; `pm_qos.cpu_dma_latency` limits idle for the run instead",
+                );
+            }
+            plan.cstate_max_latency_us = Some((c.value, cpus));
+        }
+        let present = self.machine.irq_numbers();
+        for entry in &t.irq_affinity {
+            let (cpus, irqs) = &entry.value;
+            self.cpus(&Some(Spanned {
+                value: cpus.clone(),
+                pos: entry.pos,
+            }));
+            let missing: Vec<String> = irqs
+                .iter()
+                .filter(|n| !present.contains(n))
+                .map(u32::to_string)
+                .collect();
+            if !missing.is_empty() {
+                self.refuse(
+                    entry.pos,
+                    format!("no IRQ {} on this machine", missing.join(", ")),
+                    "`rtlab irq` lists the IRQs",
+                );
+            }
+            plan.irq_affinity.push(entry.value.clone());
+        }
+        let names = self.machine.thread_names();
+        for entry in &t.thread_sched {
+            let (pattern, _) = &entry.value;
+            if !names
+                .iter()
+                .any(|n| crate::sys::threads::name_matches(pattern, n))
+            {
+                self.refuse(
+                    entry.pos,
+                    format!("no thread name matches `{pattern}`"),
+                    "patterns are globs on the whole name (`ksoftirqd/*`, `irq/*-eth0*`); `rtlab threads --match PATTERN` shows what one selects",
+                );
+            }
+            plan.thread_sched.push(entry.value.clone());
+        }
+        plan
+    }
+
+    /// Resolves each program's CPU bandwidth group: programs naming the same
+    /// `cpu.group` share one cgroup and its quota; `cpu.quota` alone makes a
+    /// group `programN`. Returns the group of each program (by position)
+    /// and the groups to make.
+    pub(super) fn bandwidth_groups(
+        &mut self,
+        exp: &Experiment,
+    ) -> (Vec<Option<String>>, Vec<GroupSpec>) {
+        let mut groups: Vec<(GroupSpec, bool, Pos)> = Vec::new();
+        let mut of_program = Vec::new();
+        let mut hierarchy_checked = false;
+        for prog in &exp.programs {
+            let bw = &prog.bandwidth;
+            let first_key = bw
+                .quota_us
+                .as_ref()
+                .map(|q| q.pos)
+                .or(bw.period_us.as_ref().map(|p| p.pos))
+                .or(bw.group.as_ref().map(|g| g.pos));
+            let Some(key_pos) = first_key else {
+                of_program.push(None);
+                continue;
+            };
+            if bw.group.is_none() && bw.quota_us.is_none() {
+                self.refuse(
+                    key_pos,
+                    "`cpu.period` alone changes nothing".into(),
+                    "add `cpu.quota DURATION` (the CPU time allowed per period)",
+                );
+            }
+            if !hierarchy_checked {
+                hierarchy_checked = true;
+                if let Err(why) = self.machine.cpu_bandwidth() {
+                    self.refuse(
+                        key_pos,
+                        format!("no CPU bandwidth control: {why}"),
+                        "leave the `cpu.*` keys out, or mount the cpu controller",
+                    );
+                }
+            }
+            if prog.sched.value.policy.is_realtime() {
+                self.refuse(
+                    key_pos,
+                    format!("program[{}]: CPU bandwidth limits only OTHER, BATCH and IDLE tasks", prog.index),
+                    "real-time tasks are limited by RT throttling (sched_rt_runtime_us), not by cpu.quota; drop `sched.policy` or the `cpu.*` keys",
+                );
+            }
+            let name = bw
+                .group
+                .as_ref()
+                .map_or_else(|| format!("program{}", prog.index), |g| g.value.clone());
+            if name == bandwidth::DEFAULT_LEAF {
+                self.refuse(
+                    key_pos,
+                    format!("`{name}` is reserved"),
+                    "choose another `cpu.group` name",
+                );
+            }
+            let explicit = bw.quota_us.is_some() || bw.period_us.is_some();
+            let wanted = Bandwidth {
+                quota_us: bw.quota_us.as_ref().map(|q| q.value),
+                period_us: bw
+                    .period_us
+                    .as_ref()
+                    .map_or(bandwidth::DEFAULT_PERIOD_US, |p| p.value),
+            };
+            match groups.iter_mut().find(|(g, _, _)| g.name == name) {
+                None => groups.push((
+                    GroupSpec {
+                        name: name.clone(),
+                        bandwidth: wanted,
+                    },
+                    explicit,
+                    key_pos,
+                )),
+                Some((g, has_explicit, first)) => {
+                    if explicit && *has_explicit && g.bandwidth != wanted {
+                        let line = first.line;
+                        self.refuse(
+                            key_pos,
+                            format!("group `{name}` already has another quota or period"),
+                            format!("the bandwidth belongs to the group: give it once (line {line}) or the same in every program of the group"),
+                        );
+                    } else if explicit && !*has_explicit {
+                        g.bandwidth = wanted;
+                        *has_explicit = true;
+                    }
+                }
+            }
+            of_program.push(Some(name));
+        }
+        (of_program, groups.into_iter().map(|(g, _, _)| g).collect())
+    }
+}
+
+/// Machine facts the tuning checks need, for the real machine.
+pub(super) mod real {
+    use crate::sys::{SysRoot, power, threads};
+
+    pub fn freq_policies(root: &SysRoot) -> Result<Vec<power::FreqPolicy>, String> {
+        let p = power::freq_policies(root);
+        if p.is_empty() {
+            Err(power::no_cpufreq_reason(root))
+        } else {
+            Ok(p)
+        }
+    }
+
+    pub fn thread_names(root: &SysRoot) -> Vec<String> {
+        threads::list(root).into_iter().map(|t| t.name).collect()
+    }
+}
