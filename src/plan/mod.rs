@@ -605,12 +605,12 @@ pub fn plan_text(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    struct Fake {
+    pub(crate) struct Fake {
         online: Vec<usize>,
-        root: bool,
+        pub(crate) root: bool,
         probe_ok: bool,
         rt_runtime: Option<i64>,
         cpusets: Vec<CpusetTarget>,
@@ -767,7 +767,7 @@ mod tests {
         assert!(d[0].message.contains("no cpuset"), "{}", d[0].message);
     }
 
-    fn fake() -> Fake {
+    pub(crate) fn fake() -> Fake {
         Fake {
             online: vec![0, 1],
             root: true,
