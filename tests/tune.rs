@@ -1,0 +1,671 @@
+//! Integration tests of inspection and tuning on the real kernel (as root):
+//! threads against `ps`, IRQs against /proc/interrupts, IRQ moves and their
+//! refusals, C-state limits, thread priorities, cpufreq (absent here),
+//! sysinfo, CPU bandwidth with real throttling, and the `main` tuning keys of
+//! a run — every change compared with the state before once restored.
+//!
+//! These tests change machine-wide settings, so they take a lock and run one
+//! at a time; cargo runs this file apart from the others.
+
+mod common;
+use common::{text, wait_until};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A test's own directory and journal; ends with `rtlab restore`.
+struct Bench {
+    dir: tempfile::TempDir,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(
+            std::fs::metadata("/proc/self")
+                .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+                .unwrap(),
+            0,
+            "tuning tests change IRQs, C-states and priorities: run them as root"
+        );
+        Bench {
+            dir: tempfile::tempdir().unwrap(),
+            _lock: lock,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("RTLAB_JOURNAL_DIR", self.path("journal"));
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)))
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.run(&["restore"]);
+    }
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Every setting these tests may change: IRQ affinities, idle-state
+/// `disable` files, and the scheduling of every kernel thread.
+fn settings() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir("/proc/irq").unwrap().flatten() {
+        let p = e.path().join("smp_affinity_list");
+        if p.exists() {
+            out.insert(p.display().to_string(), read(&p.display().to_string()));
+        }
+    }
+    for cpu in std::fs::read_dir("/sys/devices/system/cpu/")
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(states) = std::fs::read_dir(cpu.path().join("cpuidle")) {
+            for s in states.flatten() {
+                let p = s.path().join("disable").display().to_string();
+                out.insert(p.clone(), read(&p));
+            }
+        }
+    }
+    for (tid, (cls, prio)) in ps_classes() {
+        out.insert(format!("thread {tid}"), format!("{cls} {prio}"));
+    }
+    out
+}
+
+/// Asserts that every setting is as it was: files exactly, threads where
+/// they exist in both readings (tests start and end threads of their own).
+fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
+    let differ: Vec<String> = before
+        .iter()
+        .filter_map(|(k, old)| match after.get(k) {
+            Some(new) if new == old => None,
+            None if k.starts_with("thread ") => None,
+            new => Some(format!("{k}: {old} -> {new:?}")),
+        })
+        .chain(
+            after
+                .keys()
+                .filter(|k| !k.starts_with("thread ") && !before.contains_key(*k))
+                .map(|k| format!("{k}: new")),
+        )
+        .collect();
+    assert!(differ.is_empty(), "not restored: {differ:#?}");
+}
+
+/// `ps -eLo tid,cls,rtprio` as TID -> (class, rtprio).
+fn ps_classes() -> BTreeMap<i64, (String, String)> {
+    let o = Command::new("ps")
+        .args(["-eLo", "tid=,cls=,rtprio="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((
+                f.first()?.parse().ok()?,
+                (f.get(1)?.to_string(), f.get(2)?.to_string()),
+            ))
+        })
+        .collect()
+}
+
+/// Threads of the two `ps` readings that did not change in between.
+fn stable(
+    a: &BTreeMap<i64, (String, String)>,
+    b: &BTreeMap<i64, (String, String)>,
+) -> BTreeMap<i64, (String, String)> {
+    a.iter()
+        .filter(|(t, v)| b.get(t) == Some(v))
+        .map(|(t, v)| (*t, v.clone()))
+        .collect()
+}
+
+#[test]
+fn threads_agree_with_ps_and_rt_lists_exactly_the_rt_classes() {
+    let b = Bench::new();
+    let before = ps_classes();
+    let all = b.json(&["threads", "--json"]);
+    let rt = b.json(&["threads", "--rt", "--json"]);
+    let after = ps_classes();
+    let steady = stable(&before, &after);
+    let seen: BTreeMap<i64, (String, String)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let cls = match t["policy"].as_str().unwrap() {
+                "OTHER" => "TS",
+                "FIFO" => "FF",
+                "RR" => "RR",
+                "BATCH" => "B",
+                "IDLE" => "IDL",
+                "DEADLINE" => "DLN",
+                other => panic!("policy {other}"),
+            };
+            let prio = if matches!(cls, "FF" | "RR" | "DLN") {
+                t["rt_priority"].to_string()
+            } else {
+                "-".into()
+            };
+            (t["tid"].as_i64().unwrap(), (cls.to_string(), prio))
+        })
+        .collect();
+    for (tid, v) in &steady {
+        assert_eq!(seen.get(tid), Some(v), "thread {tid}: ps says {v:?}");
+    }
+    let rt_tids: BTreeSet<i64> = rt
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_i64().unwrap())
+        .collect();
+    let ps_rt: BTreeSet<i64> = steady
+        .iter()
+        .filter(|(_, (c, _))| matches!(c.as_str(), "FF" | "RR" | "DLN"))
+        .map(|(t, _)| *t)
+        .collect();
+    let steady_tids: BTreeSet<i64> = steady.keys().copied().collect();
+    assert_eq!(
+        rt_tids
+            .intersection(&steady_tids)
+            .copied()
+            .collect::<BTreeSet<_>>(),
+        ps_rt
+    );
+    assert!(
+        !ps_rt.is_empty(),
+        "a Linux machine has migration/N at FIFO 99"
+    );
+    // Filters.
+    let mine = b.json(&["threads", "--match", "migration/*", "--cpu", "0", "--json"]);
+    assert!(
+        mine.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"].as_str().unwrap().starts_with("migration/"))
+    );
+}
+
+#[test]
+fn irq_table_matches_proc_interrupts() {
+    let b = Bench::new();
+    let parse = |t: &str| -> BTreeMap<String, Vec<u64>> {
+        t.lines()
+            .skip(1)
+            .filter_map(|l| {
+                let (label, rest) = l.split_once(':')?;
+                let counts = rest
+                    .split_whitespace()
+                    .map_while(|w| w.parse().ok())
+                    .collect();
+                Some((label.trim().to_string(), counts))
+            })
+            .collect()
+    };
+    let before = parse(&std::fs::read_to_string("/proc/interrupts").unwrap());
+    let table = b.json(&["irq", "--json"]);
+    let after = parse(&std::fs::read_to_string("/proc/interrupts").unwrap());
+    let rows = table["irqs"].as_array().unwrap();
+    let labels: BTreeSet<String> = rows
+        .iter()
+        .map(|r| r["irq"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels, before.keys().cloned().collect());
+    for r in rows {
+        let label = r["irq"].as_str().unwrap();
+        let counts: Vec<u64> = r["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        for (i, c) in counts.iter().enumerate() {
+            assert!(
+                before[label][i] <= *c && *c <= after[label][i],
+                "IRQ {label} CPU column {i}: {} <= {c} <= {}",
+                before[label][i],
+                after[label][i]
+            );
+        }
+        if label.parse::<u32>().is_ok() {
+            assert_eq!(
+                r["affinity"].as_str().unwrap(),
+                read(&format!("/proc/irq/{label}/smp_affinity_list"))
+            );
+        }
+    }
+    // --watch gives one document per interval, with a rate per IRQ and CPU.
+    let o = b.run(&["irq", "--watch", "100ms", "--count", "2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let docs: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(
+        docs[0]["rates_per_s"].as_array().unwrap().len(),
+        docs[0]["irqs"].as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
+    let b = Bench::new();
+    let before = settings();
+    let o = b.run(&["irq", "move", "0", "all", "--json"]);
+    let outcomes: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let outcomes = outcomes.as_array().unwrap();
+    let refused: Vec<&Value> = outcomes
+        .iter()
+        .filter(|o| o["status"] == "refused")
+        .collect();
+    assert_eq!(
+        o.status.code(),
+        Some(if refused.is_empty() { 0 } else { 5 }),
+        "{}",
+        text(&o)
+    );
+    for r in &refused {
+        let reason = r["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("does not let user space move this interrupt")
+                || reason.contains("managed IRQ"),
+            "{reason}"
+        );
+    }
+    for moved in outcomes
+        .iter()
+        .filter(|o| o["status"] == "set" || o["status"] == "already_set")
+    {
+        let n = moved["target"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap();
+        assert_eq!(read(&format!("/proc/irq/{n}/smp_affinity_list")), "0");
+    }
+    // The table says the same in words.
+    let o = b.run(&["irq", "move", "0", "all"]);
+    if !refused.is_empty() {
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("REFUSED: EPERM")
+                || String::from_utf8_lossy(&o.stdout).contains("REFUSED: EIO")
+        );
+    }
+    let o = b.run(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_same(&before, &settings());
+    // An IRQ that does not exist is refused before anything changes.
+    let o = b.run(&["irq", "move", "0", "99999"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn cstates_limit_disables_deeper_states_and_restore_enables_them() {
+    let b = Bench::new();
+    let listed = b.json(&["cstates", "--json"]);
+    let states = listed["states"].as_array().unwrap().clone();
+    if states.is_empty() {
+        let o = b.run(&["cstates"]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        return;
+    }
+    let before = settings();
+    let o = b.run(&["cstates", "set", "--max-latency", "0"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let now = b.json(&["cstates", "--json"]);
+    for s in now["states"].as_array().unwrap() {
+        let deep = s["latency_us"].as_u64().unwrap() > 0;
+        assert_eq!(s["disabled"].as_bool().unwrap(), deep, "{s}");
+        let file = format!(
+            "/sys/devices/system/cpu/cpu{}/cpuidle/state{}/disable",
+            s["cpu"], s["index"]
+        );
+        assert_eq!(read(&file), if deep { "1" } else { "0" });
+    }
+    let o = b.run(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_same(&before, &settings());
+}
+
+#[test]
+fn thread_priorities_are_set_and_restored() {
+    let b = Bench::new();
+    let before = settings();
+    let o = b.run(&[
+        "threads",
+        "set",
+        "ksoftirqd/*",
+        "--policy",
+        "FIFO",
+        "--priority",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let ps = ps_classes();
+    let soft = b.json(&["threads", "--match", "ksoftirqd/*", "--json"]);
+    assert!(!soft.as_array().unwrap().is_empty());
+    for t in soft.as_array().unwrap() {
+        let tid = t["tid"].as_i64().unwrap();
+        assert_eq!(ps[&tid], ("FF".to_string(), "2".to_string()));
+    }
+    let o = b.run(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_same(&before, &settings());
+    // Mistakes are refused before anything changes.
+    for args in [
+        &[
+            "threads",
+            "set",
+            "no-such-thread*",
+            "--policy",
+            "FIFO",
+            "--priority",
+            "2",
+        ][..],
+        &[
+            "threads",
+            "set",
+            "ksoftirqd/*",
+            "--policy",
+            "FIFO",
+            "--priority",
+            "100",
+        ][..],
+    ] {
+        let o = b.run(args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    }
+    assert_same(&before, &settings());
+}
+
+#[test]
+fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
+    let b = Bench::new();
+    let has_cpufreq = std::fs::read_dir("/sys/devices/system/cpu/cpufreq")
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("policy"))
+        })
+        .unwrap_or(false);
+    if !has_cpufreq {
+        for args in [&["cpufreq"][..], &["cpufreq", "set", "performance"][..]] {
+            let o = b.run(args);
+            assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stderr).contains("no cpufreq"));
+        }
+    }
+    let csv = b.path("ramp.csv");
+    let o = b.run(&[
+        "cpufreq",
+        "ramp",
+        "--cpu",
+        "1",
+        "--loops",
+        "30",
+        "--loop-us",
+        "100",
+        "--idle",
+        "20ms",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &r["runs"][0];
+    assert_eq!(run["loops"].as_array().unwrap().len(), 30);
+    assert!(run["full_speed_us"].as_f64().unwrap() > 0.0);
+    assert!(run["ramp_us"].is_number(), "{run}");
+    let lines = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(lines.lines().count(), 31);
+    assert!(lines.starts_with("governor,loop,start_us,duration_us\n"));
+    if !has_cpufreq {
+        // Governors asked for cannot be set: said, loops still timed, status 4.
+        let o = b.run(&[
+            "cpufreq",
+            "ramp",
+            "--cpu",
+            "0",
+            "--loops",
+            "5",
+            "--loop-us",
+            "100",
+            "--idle",
+            "1ms",
+            "--governors",
+            "performance,ondemand",
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["runs"][0]["governor"], "(no cpufreq)");
+    }
+}
+
+#[test]
+fn sysinfo_states_everything_a_report_needs() {
+    let b = Bench::new();
+    let s = b.json(&["sysinfo", "--json"]);
+    for key in [
+        "kernel_release",
+        "kernel_version",
+        "cmdline",
+        "cpus_online",
+        "clocksource",
+    ] {
+        assert!(!s[key].as_str().unwrap_or("").is_empty(), "{key}: {s}");
+    }
+    assert!(s["sched_rt_runtime_us"].is_i64());
+    assert!(s["cgroup_version"].is_string());
+    let p = &s["preemption"];
+    assert!(p["model"].is_string());
+    if p["model"] == "PREEMPT_DYNAMIC" && Path::new("/proc/config.gz").exists() {
+        assert!(p["dynamic_mode"].is_string(), "{p}");
+    }
+    if Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state0").exists() {
+        assert!(!s["cstates"].as_array().unwrap().is_empty());
+        assert!(s["cpuidle"]["driver"].is_string());
+    }
+    let o = b.run(&["sysinfo"]);
+    let shown = String::from_utf8_lossy(&o.stdout);
+    for row in [
+        "kernel",
+        "preemption",
+        "cmdline",
+        "cpus online",
+        "isolcpus",
+        "nohz_full",
+        "smt",
+        "cgroups",
+        "cpufreq",
+        "c-states",
+        "clocksource",
+        "rt throttling",
+    ] {
+        assert!(
+            shown.lines().any(|l| l.starts_with(row)),
+            "no `{row}` in\n{shown}"
+        );
+    }
+}
+
+const HOGS: &str = "timer_thread[0] {
+  cpu_affinity 1
+  sched.policy FIFO
+  sched.priority 90
+  lifetime.duration 2 s
+}
+program[0] {
+  cmdline rtlab hog --interval 500ms
+  cpu.group hogs
+  cpu.quota 100 ms
+  cpu.period 100 ms
+  output.out hog0.txt
+}
+program[1] {
+  cmdline rtlab hog --interval 500ms
+  cpu.group hogs
+  output.out hog1.txt
+}
+program[2] {
+  cmdline rtlab hog --interval 500ms
+  cpu.quota 50 ms
+  output.out hog2.txt
+}
+";
+
+fn cpu_cgroups() -> Vec<String> {
+    std::fs::read_dir("/sys/fs/cgroup/cpu")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rtlab-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn cpu_bandwidth_throttles_hogs_and_reports_it() {
+    let b = Bench::new();
+    std::fs::write(b.path("hogs.cfg"), HOGS).unwrap();
+    let o = b.run(&["run", "hogs.cfg", "--json", "r.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
+    let groups = r["tuning"]["cpu_bandwidth"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    let hogs = &groups[0];
+    assert_eq!(hogs["name"], "hogs");
+    assert_eq!(hogs["quota_us"], 100_000);
+    assert!(hogs["nr_periods"].as_u64().unwrap() > 0, "{hogs}");
+    assert!(hogs["nr_throttled"].as_u64().unwrap() > 0, "{hogs}");
+    assert!(hogs["throttled_ms"].as_f64().unwrap() > 0.0, "{hogs}");
+    assert_eq!(groups[1]["name"], "program2");
+    assert_eq!(groups[1]["quota_us"], 50_000);
+    assert!(groups[1]["nr_throttled"].as_u64().unwrap() > 0);
+    for f in ["hog0.txt", "hog1.txt", "hog2.txt"] {
+        let t = std::fs::read_to_string(b.path(f)).unwrap();
+        assert!(t.lines().any(|l| l.ends_with(" loops/s")), "{f}: {t}");
+    }
+    assert!(cpu_cgroups().is_empty(), "left behind: {:?}", cpu_cgroups());
+}
+
+const TUNED_RUN: &str = "main {
+  irq.affinity 0
+  threads.sched ksoftirqd/* FIFO 2
+  cstates.max_latency 0 us
+}
+timer_thread[0] {
+  cpu_affinity 1
+  sched.policy FIFO
+  sched.priority 90
+  lifetime.duration 300 ms
+}
+";
+
+#[test]
+fn main_tuning_keys_hold_for_the_run_and_are_restored() {
+    let b = Bench::new();
+    let before = settings();
+    std::fs::write(b.path("tuned.cfg"), TUNED_RUN).unwrap();
+    let o = b.run(&["run", "tuned.cfg", "--json", "r.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_same(&before, &settings());
+    let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
+    let changes = r["tuning"]["changes"].as_array().unwrap();
+    let irq = changes
+        .iter()
+        .find(|c| c["setting"] == "smp_affinity_list" && c["status"] == "set")
+        .expect("an IRQ moved");
+    assert_eq!(irq["new"], "0");
+    assert!(irq["old"].is_string());
+    let soft = changes
+        .iter()
+        .find(|c| c["target"].as_str().unwrap().contains("ksoftirqd/"))
+        .unwrap();
+    assert_eq!(soft["new"], "FIFO 2");
+    assert_eq!(soft["old"], "OTHER 0");
+    // Killed mid-run: the next `rtlab restore` puts everything back.
+    let long = TUNED_RUN.replace("300 ms", "60 s");
+    std::fs::write(b.path("long.cfg"), long).unwrap();
+    let mut child = b
+        .cmd(&["run", "long.cfg"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let changed = wait_until(Duration::from_secs(10), || {
+        ps_classes().values().any(|(c, p)| c == "FF" && p == "2")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(changed, "the run never set ksoftirqd to FIFO 2");
+    std::thread::sleep(Duration::from_millis(300));
+    let o = b.run(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_same(&before, &settings());
+}
+
+#[test]
+fn tuning_commands_refuse_unprivileged_users() {
+    let b = Bench::new();
+    let before = settings();
+    for args in [
+        &["cstates", "set", "--max-latency", "0"][..],
+        &["irq", "move", "0"][..],
+        &[
+            "threads",
+            "set",
+            "ksoftirqd/*",
+            "--policy",
+            "FIFO",
+            "--priority",
+            "2",
+        ][..],
+    ] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_rtlab"))
+            .args(args)
+            .env("RTLAB_JOURNAL_DIR", b.path("journal"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+    }
+    assert_same(&before, &settings());
+}
