@@ -201,6 +201,9 @@ pub struct HogArgs {
     /// Stop after this long (default: run until killed).
     #[arg(long, value_parser = duration)]
     pub duration: Option<Duration>,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
@@ -792,6 +795,11 @@ pub fn sysinfo_main(json: bool) -> i32 {
 
 /// `rtlab hog`.
 pub fn hog_main(args: &HogArgs) -> i32 {
-    crate::load::hog::run(args.interval, args.duration, &mut std::io::stdout());
+    crate::load::hog::run(
+        args.interval,
+        args.duration,
+        args.json,
+        &mut std::io::stdout(),
+    );
     0
 }

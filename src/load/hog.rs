@@ -21,9 +21,10 @@ pub fn spin(iterations: u64) -> u64 {
 }
 
 /// Spins until `duration` (forever when None), writing one line per
-/// `interval` to `out`: `hog: <loops/s> loops/s`, then a summary line.
-/// Stops early when a write fails (its reader is gone).
-pub fn run(interval: Duration, duration: Option<Duration>, out: &mut dyn Write) {
+/// `interval` to `out`: `hog: <loops/s> loops/s`, then a summary line (as
+/// JSON lines with `json`). Stops early when a write fails (its reader is
+/// gone).
+pub fn run(interval: Duration, duration: Option<Duration>, json: bool, out: &mut dyn Write) {
     let start = Instant::now();
     let (mut loops, mut total) = (0u64, 0u64);
     let mut mark = start;
@@ -39,10 +40,13 @@ pub fn run(interval: Duration, duration: Option<Duration>, out: &mut dyn Write) 
         if now - mark >= interval || done {
             let rate = loops as f64 / (now - mark).as_secs_f64();
             total += loops;
-            if writeln!(out, "hog: {rate:.0} loops/s")
-                .and_then(|()| out.flush())
-                .is_err()
-            {
+            let at = (now - start).as_secs_f64();
+            let line = if json {
+                format!("{{\"at_s\":{at:.3},\"loops_per_s\":{rate:.0}}}")
+            } else {
+                format!("hog: {rate:.0} loops/s")
+            };
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
                 return;
             }
             loops = 0;
@@ -50,11 +54,18 @@ pub fn run(interval: Duration, duration: Option<Duration>, out: &mut dyn Write) 
         }
         if done {
             let secs = (now - start).as_secs_f64();
-            let _ = writeln!(
-                out,
-                "hog: total {total} loops in {secs:.3} s, mean {:.0} loops/s",
-                total as f64 / secs
-            );
+            let mean = total as f64 / secs;
+            let _ = if json {
+                writeln!(
+                    out,
+                    "{{\"total_loops\":{total},\"seconds\":{secs:.3},\"mean_loops_per_s\":{mean:.0}}}"
+                )
+            } else {
+                writeln!(
+                    out,
+                    "hog: total {total} loops in {secs:.3} s, mean {mean:.0} loops/s"
+                )
+            };
             return;
         }
     }
@@ -76,6 +87,7 @@ mod tests {
         run(
             Duration::from_millis(20),
             Some(Duration::from_millis(70)),
+            false,
             &mut out,
         );
         let text = String::from_utf8(out).unwrap();
@@ -83,5 +95,19 @@ mod tests {
         assert!(lines.len() >= 3, "{text}");
         assert!(lines[0].starts_with("hog: ") && lines[0].ends_with(" loops/s"));
         assert!(lines.last().unwrap().starts_with("hog: total "));
+        let mut out = Vec::new();
+        run(
+            Duration::from_millis(20),
+            Some(Duration::from_millis(50)),
+            true,
+            &mut out,
+        );
+        for line in String::from_utf8(out).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                v.get("loops_per_s").or(v.get("mean_loops_per_s")).is_some(),
+                "{line}"
+            );
+        }
     }
 }
