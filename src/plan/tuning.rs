@@ -182,7 +182,13 @@ impl Planner<'_> {
             }
             if !hierarchy_checked {
                 hierarchy_checked = true;
-                if let Err(why) = self.machine.cpu_bandwidth() {
+                if !self.machine.privileges().root {
+                    self.refuse(
+                        key_pos,
+                        "CPU bandwidth groups are cgroups: making them needs root".into(),
+                        "run with sudo, or leave the `cpu.*` keys out",
+                    );
+                } else if let Err(why) = self.machine.cpu_bandwidth() {
                     self.refuse(
                         key_pos,
                         format!("no CPU bandwidth control: {why}"),
@@ -338,6 +344,9 @@ mod tests {
         let text = format!("main {{\n  irq.affinity 0\n}}\n{TIMER}");
         let d = plan_text(&text, "f", &m, &PlanOptions::default()).unwrap_err();
         assert!(d[0].message.contains("needs root"));
+        let text = "program[0] {\n  cmdline sh\n  cpu.quota 10 ms\n}\n";
+        let d = plan_text(text, "f", &m, &PlanOptions::default()).unwrap_err();
+        assert!(d[0].message.contains("needs root"), "{d:?}");
     }
 
     #[test]
