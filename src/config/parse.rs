@@ -504,7 +504,17 @@ impl Builder<'_> {
             }
         };
         let mut irqs = Vec::new();
-        for word in rest.split_whitespace() {
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if words.len() > 1 && words.iter().any(|w| w.eq_ignore_ascii_case("all")) {
+            self.value_error(
+                prop,
+                ValueError::new("`all` and IRQ numbers together")
+                    .at(prop.value.find(words[0]).unwrap_or(0))
+                    .hint("write either `all` (or nothing) for every IRQ, or the IRQ numbers"),
+            );
+            return None;
+        }
+        for word in words {
             if word.eq_ignore_ascii_case("all") {
                 continue;
             }

@@ -333,6 +333,8 @@ mod tests {
                 .contains("needs a name pattern, a policy and a priority")
         );
         assert_eq!(e[1].0, Pos { line: 3, col: 18 });
+        let e = errors(&format!("main {{\n  irq.affinity 0 all 36\n}}\n{TIMER}"));
+        assert!(e[0].1.contains("`all` and IRQ numbers together"), "{e:?}");
         let e = errors(&format!("main {{\n  threads.sched x FIFO 0\n}}\n{TIMER}"));
         assert_eq!(e[0].0, Pos { line: 2, col: 24 }, "{e:?}");
     }
