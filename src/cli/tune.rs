@@ -217,17 +217,30 @@ fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
     .transpose()
 }
 
-fn open_tune_journal(root: &SysRoot) -> Result<Journal, i32> {
-    Journal::open(
-        root,
+/// A tuning command: root is checked, `tune.journal` opened, `change`
+/// made through it, and its outcomes printed; returns the exit status.
+fn change_with_journal(
+    what: &str,
+    json: bool,
+    change: impl FnOnce(&SysRoot, &mut Journal) -> Result<Vec<Outcome>, TuneError>,
+) -> i32 {
+    if let Err(code) = need_root(what) {
+        return code;
+    }
+    let root = SysRoot::real();
+    let mut journal = match Journal::open(
+        &root,
         &journal::default_dir(),
         journal::TUNE_FILE,
         Owner::Tune,
-    )
-    .map_err(|e| {
-        eprintln!("rtlab: {e}");
-        EXIT_FAILED
-    })
+    ) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("rtlab: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    report(what, change(&root, &mut journal), json)
 }
 
 /// Prints the outcomes of a tuning command; returns its exit status.
@@ -286,17 +299,11 @@ pub fn irq_main(args: &IrqArgs) -> i32 {
                     return EXIT_REFUSED;
                 }
             };
-            if let Err(code) = need_root("irq move") {
-                return code;
-            }
-            let mut j = match open_tune_journal(&root) {
-                Ok(j) => j,
-                Err(code) => return code,
-            };
-            let result = selection
-                .resolve(&root)
-                .and_then(|list| tune::move_irqs(&root, &mut j, &cpus, &list));
-            report("irq move", result, *json)
+            change_with_journal("irq move", *json, |root, j| {
+                selection
+                    .resolve(root)
+                    .and_then(|list| tune::move_irqs(root, j, &cpus, &list))
+            })
         }
         None => match args.watch {
             None => {
@@ -446,15 +453,9 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
             eprintln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
             return EXIT_REFUSED;
         }
-        if let Err(code) = need_root("threads set") {
-            return code;
-        }
-        let mut j = match open_tune_journal(&root) {
-            Ok(j) => j,
-            Err(code) => return code,
-        };
-        let result = tune::set_thread_sched(&root, &mut j, &ThreadSelector::parse(target), sched);
-        return report("threads set", result, *json);
+        return change_with_journal("threads set", *json, |root, j| {
+            tune::set_thread_sched(root, j, &ThreadSelector::parse(target), sched)
+        });
     }
     let all = threads::list(&root);
     let shown: Vec<&threads::ThreadInfo> = all
@@ -527,15 +528,9 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
                     *json,
                 );
             }
-            if let Err(code) = need_root("cpufreq set") {
-                return code;
-            }
-            let mut j = match open_tune_journal(&root) {
-                Ok(j) => j,
-                Err(code) => return code,
-            };
-            let result = tune::set_governor(&root, &mut j, governor, cpus.as_deref());
-            report("cpufreq set", result, *json)
+            change_with_journal("cpufreq set", *json, |root, j| {
+                tune::set_governor(root, j, governor, cpus.as_deref())
+            })
         }
         Some(CpufreqAction::Ramp(r)) => ramp_main(&root, r),
         None => {
@@ -720,15 +715,9 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
             Ok(c) => c,
             Err(code) => return code,
         };
-        if let Err(code) = need_root("cstates set") {
-            return code;
-        }
-        let mut j = match open_tune_journal(&root) {
-            Ok(j) => j,
-            Err(code) => return code,
-        };
-        let result = tune::limit_cstates(&root, &mut j, *max_latency, cpus.as_deref());
-        return report("cstates set", result, *json);
+        return change_with_journal("cstates set", *json, |root, j| {
+            tune::limit_cstates(root, j, *max_latency, cpus.as_deref())
+        });
     }
     let cpus = match cpus_arg(args.cpus.as_deref()) {
         Ok(c) => c.unwrap_or_else(|| crate::sys::online_cpus(&root).unwrap_or_default()),
