@@ -155,6 +155,8 @@ impl Supervisor {
     ) -> Self {
         let mut warnings = Vec::new();
         let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
+        // The tracking cgroup and the v1 bandwidth groups' parent share it.
+        let name = format!("rtlab-{}", os::getpid());
         if !plans.is_empty() {
             match guard::Guard::start() {
                 Ok(g) => guard = Some(g),
@@ -162,7 +164,6 @@ impl Supervisor {
                     "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
                 )),
             }
-            let name = format!("rtlab-{}", os::getpid());
             // Journalled first: if rtlab and its guard both die, the next
             // rtlab (or `rtlab restore`) empties and removes it.
             if let (Some(j), Ok(dir)) =
@@ -192,7 +193,7 @@ impl Supervisor {
                 Some(j) => Groups::create(
                     root,
                     j,
-                    &format!("rtlab-{}", os::getpid()),
+                    &name,
                     cgroup.as_ref().map(TrackingCgroup::dir),
                     cpu_groups,
                 ),
