@@ -7,6 +7,7 @@ use crate::isolate::state::IsolationState;
 use crate::load::ProgramResult;
 use crate::plan::RunPlan;
 use crate::stats::cpu_load::CpuLoad;
+use crate::stats::series::LatencySeries;
 use crate::stats::{HdrBucket, Summary};
 use crate::sys::info::SystemSnapshot;
 use crate::sys::os::Sched;
@@ -96,6 +97,8 @@ pub struct TimerResult {
     pub histogram_us: Vec<(u64, u64)>,
     /// Every sample, log-linear (0.1%).
     pub hdr_histogram: Vec<HdrBucket>,
+    /// Latency over time: min, mean, max and count per interval.
+    pub series: LatencySeries,
     /// What went wrong, if anything.
     pub error: Option<String>,
 }

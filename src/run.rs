@@ -408,6 +408,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             histo_size_us: rec.histo_size_us(),
             histogram_us: nonzero_buckets(&rec),
             hdr_histogram: hdr_buckets(&rec),
+            series: rec.series.intervals(),
             error: outcome.error,
         });
     }

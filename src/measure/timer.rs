@@ -111,6 +111,7 @@ pub(super) fn run(
             0
         };
         rec.record(latency);
+        rec.series.record(next - start, latency);
         snap.samples = rec.count;
         snap.min_ns = rec.min_ns;
         snap.max_ns = rec.max_ns;

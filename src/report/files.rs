@@ -121,6 +121,7 @@ mod tests {
             2_100, 2_900, 3_000, 17_000, 17_500, 17_999, 18_000, 20_999, 100_000,
         ] {
             r.record(ns);
+            r.series.record(ns * 10, ns);
         }
         r.overruns = 1;
         r.missed_periods = 2;
@@ -140,6 +141,7 @@ mod tests {
             histo_size_us: 20,
             histogram_us: nonzero_buckets(&r),
             hdr_histogram: hdr_buckets(&r),
+            series: r.series.intervals(),
             error: None,
         }
     }

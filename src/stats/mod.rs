@@ -12,6 +12,7 @@
 //! Min, max, mean and standard deviation come from exact integer sums.
 
 pub mod cpu_load;
+pub mod series;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -50,6 +51,8 @@ pub struct Recorder {
     /// Wake-ups before the deadline (impossible on CLOCK_MONOTONIC; counted
     /// as latency 0 rather than wrapped, unlike cyclictest).
     pub early: u64,
+    /// Latency over time, per interval.
+    pub series: series::TimeSeries,
 }
 
 impl Recorder {
@@ -78,6 +81,7 @@ impl Recorder {
             overruns: 0,
             missed_periods: 0,
             early: 0,
+            series: series::TimeSeries::new(),
         })
     }
 
