@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod config;
 pub mod cpulist;
+pub mod dataset;
 pub mod isolate;
 pub mod load;
 pub mod measure;

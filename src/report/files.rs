@@ -109,7 +109,7 @@ pub fn render(t: &TimerResult, format: StatsFormat) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
     use crate::sys::os::{Policy, Sched};

@@ -15,7 +15,7 @@ pub mod cpu_load;
 pub mod series;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest latency the HDR histogram holds (1 h in ns); beyond, a sample is
 /// still counted in min/max/mean and in `hdr_out_of_range`.
@@ -210,7 +210,7 @@ pub struct Percentile {
 }
 
 /// A non-empty bucket of the lossless HDR histogram.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HdrBucket {
     /// Lowest latency of the bucket (ns).
     pub low_ns: u64,

@@ -1,0 +1,279 @@
+//! cyclictest's outputs (`shared/reference/peer-tools.md`, section 5): the
+//! histogram text of `-h`/`-H` (both the current layout, which leaves out
+//! empty rows, and the legacy one with every row and `# Total:`), with any
+//! `T:` lines around it, and the `--json` file.
+//!
+//! Min and max are cyclictest's own. The mean is computed from the
+//! histogram when no sample overflowed it: cyclictest sums the same
+//! truncated µs values, so this is its `Avg` before truncation; otherwise it
+//! is cyclictest's `Avg` itself.
+
+use super::{Context, Details, Distribution, Format, ParseError, Run, Stats, Thread};
+use serde_json::Value;
+use std::path::Path;
+
+/// One thread as cyclictest reported it, in its unit (µs, or ns with -N).
+#[derive(Debug, Default)]
+struct Reported {
+    buckets: Vec<(u64, u64)>,
+    overflows: Option<u64>,
+    cycles: Option<u64>,
+    min: Option<u64>,
+    avg: Option<f64>,
+    max: Option<u64>,
+    cpu: Option<usize>,
+}
+
+/// Builds a thread from what cyclictest said; `unit_ns` is 1000 for µs.
+fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
+    r.buckets.retain(|b| b.1 > 0);
+    let placed: u64 = r.buckets.iter().map(|b| b.1).sum();
+    let samples = r.cycles.unwrap_or(placed + r.overflows.unwrap_or(0));
+    let beyond = r.overflows.unwrap_or(samples.saturating_sub(placed));
+    let distribution = Distribution::new(
+        r.buckets.iter().map(|&(v, c)| (v * unit_ns, c)).collect(),
+        beyond,
+    );
+    let has = samples > 0;
+    let moments = if has && !r.buckets.is_empty() {
+        distribution.mean_stddev()
+    } else {
+        None
+    };
+    let max_ns = r.max.filter(|_| has).map(|v| v * unit_ns);
+    let histogram_us = if unit_ns == 1_000 {
+        r.buckets.clone()
+    } else {
+        let mut per_us: Vec<(u64, u64)> = Vec::new();
+        for &(v, c) in &r.buckets {
+            let us = v * unit_ns / 1_000;
+            match per_us.last_mut() {
+                Some(last) if last.0 == us => last.1 += c,
+                _ => per_us.push((us, c)),
+            }
+        }
+        per_us
+    };
+    let stats = Stats {
+        samples,
+        min_ns: r.min.filter(|_| has).map(|v| v * unit_ns),
+        mean_ns: moments
+            .map(|m| m.0)
+            .or_else(|| r.avg.filter(|_| has).map(|a| a * unit_ns as f64)),
+        max_ns,
+        stddev_ns: moments.map(|m| m.1),
+        percentiles: distribution.quantiles(max_ns),
+        overruns: None,
+        beyond_histogram: Some(beyond),
+    };
+    Thread::new(
+        format!("T{index}"),
+        r.cpu,
+        stats,
+        histogram_us,
+        None,
+        distribution,
+    )
+}
+
+fn numbers(rest: &str, line: usize, column: usize) -> Result<Vec<u64>, ParseError> {
+    rest.split_whitespace()
+        .map(|w| {
+            w.parse::<u64>().map_err(|_| {
+                ParseError::new(
+                    line,
+                    column,
+                    format!("{w:?} is not a count"),
+                    "cyclictest prints these lines as numbers only",
+                )
+            })
+        })
+        .collect()
+}
+
+/// The fields of a `T: 0 ( 1234) P:80 I:1000 C: 2000 Min: 3 Act: 5 Avg: 4
+/// Max: 30` line.
+fn t_line(line: &str) -> Option<(usize, Reported)> {
+    let body = &line[line.find("T:")?..];
+    let field = |key: &str| -> Option<u64> {
+        let at = body.find(key)? + key.len();
+        body[at..].split_whitespace().next()?.parse().ok()
+    };
+    let index = field("T:")? as usize;
+    Some((
+        index,
+        Reported {
+            cycles: field("C:"),
+            min: field("Min:"),
+            avg: field("Avg:").map(|v| v as f64),
+            max: field("Max:"),
+            ..Reported::default()
+        },
+    ))
+}
+
+/// Parses cyclictest's histogram text (a `--histfile`, or its stdout).
+pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError> {
+    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut summary: [Option<Vec<u64>>; 4] = [None, None, None, None];
+    let mut t_lines: Vec<(usize, Reported)> = Vec::new();
+    const KEYS: [&str; 4] = [
+        "# Min Latencies:",
+        "# Avg Latencies:",
+        "# Max Latencies:",
+        "# Histogram Overflows:",
+    ];
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim_end();
+        let lineno = n + 1;
+        if let Some(k) = KEYS.iter().position(|k| line.starts_with(k)) {
+            summary[k] = Some(numbers(&line[KEYS[k].len()..], lineno, KEYS[k].len() + 1)?);
+        } else if line.contains("T:") && !line.starts_with('#') {
+            if let Some(t) = t_line(line) {
+                t_lines.retain(|(i, _)| *i != t.0);
+                t_lines.push(t);
+            }
+        } else if line.starts_with(|c: char| c.is_ascii_digit()) {
+            let mut words = line.split_whitespace();
+            let bucket = words.next().unwrap_or_default();
+            let bucket = bucket.parse::<u64>().map_err(|_| {
+                ParseError::new(
+                    lineno,
+                    1,
+                    format!("{bucket:?} is not a histogram bucket"),
+                    "a histogram row is the bucket, then one count per thread",
+                )
+            })?;
+            let counts = numbers(
+                &line[line.find(char::is_whitespace).unwrap_or(line.len())..],
+                lineno,
+                8,
+            )?;
+            rows.push((bucket, counts));
+        }
+        // Anything else (`# Histogram`, `# Total:`, overflow cycle numbers,
+        // `policy:` lines, PM QoS notes) carries nothing rtlab needs.
+    }
+    let threads_seen = summary[0]
+        .as_ref()
+        .map(Vec::len)
+        .or_else(|| rows.iter().map(|r| r.1.len()).max())
+        .unwrap_or(0);
+    if threads_seen == 0 {
+        return Err(ParseError::new(
+            1,
+            1,
+            "no cyclictest histogram rows or `# Min Latencies:` line in this file",
+            "give cyclictest's -h/-H output (stdout or --histfile), its --json file, rtlab's --json result or a timer_threadNN.txt",
+        ));
+    }
+    let mut threads = Vec::new();
+    for i in 0..threads_seen {
+        let pick = |k: usize| summary[k].as_ref().and_then(|v| v.get(i)).copied();
+        let from_t = t_lines.iter().find(|t| t.0 == i).map(|t| &t.1);
+        let r = Reported {
+            buckets: rows
+                .iter()
+                .filter_map(|(b, counts)| Some((*b, *counts.get(i)?)))
+                .collect(),
+            overflows: pick(3),
+            cycles: from_t.and_then(|t| t.cycles),
+            min: pick(0).or(from_t.and_then(|t| t.min)),
+            avg: pick(1).map(|v| v as f64).or(from_t.and_then(|t| t.avg)),
+            max: pick(2).or(from_t.and_then(|t| t.max)),
+            cpu: None,
+        };
+        threads.push(thread(i, r, 1_000));
+    }
+    Ok(Run::new(
+        path,
+        Format::CyclictestHistogram,
+        Context::default(),
+        threads,
+        Details::default(),
+    ))
+}
+
+/// Parses cyclictest's `--json` file. cyclictest writes `nan` for the mean
+/// of a thread without cycles (invalid JSON): read as null.
+pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
+    let fixed = text.replace(": -nan", ": null").replace(": nan", ": null");
+    let doc: Value = serde_json::from_str(&fixed)
+        .map_err(|e| ParseError::from_json(&e, "cyclictest JSON file"))?;
+    let Some(by_index) = doc["thread"].as_object() else {
+        return Err(ParseError::new(
+            1,
+            1,
+            "no \"thread\" object: not a cyclictest --json file",
+            "give cyclictest's --json file, rtlab's --json result, cyclictest's -h output or a timer_threadNN.txt",
+        ));
+    };
+    let unit_ns = if doc["resolution_in_ns"].as_u64() == Some(1) {
+        1
+    } else {
+        1_000
+    };
+    let mut indexed: Vec<(usize, &Value)> = by_index
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+        .collect();
+    indexed.sort_by_key(|t| t.0);
+    let threads = indexed
+        .into_iter()
+        .map(|(i, t)| {
+            let buckets: Vec<(u64, u64)> = t["histogram"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(b, c)| Some((b.parse().ok()?, c.as_u64()?)))
+                .collect();
+            let cycles = t["cycles"].as_u64();
+            let placed: u64 = buckets.iter().map(|b| b.1).sum();
+            let r = Reported {
+                // Samples >= the histogram size are only in the text's
+                // overflow line; here they are the cycles not placed.
+                overflows: (!buckets.is_empty())
+                    .then(|| cycles.map(|c| c.saturating_sub(placed)))
+                    .flatten(),
+                buckets,
+                cycles,
+                min: t["min"].as_u64(),
+                avg: t["avg"].as_f64(),
+                max: t["max"].as_u64(),
+                cpu: t["cpu"].as_i64().and_then(|c| usize::try_from(c).ok()),
+            };
+            thread(i, r, unit_ns)
+        })
+        .collect();
+    let sys = &doc["sysinfo"];
+    let str_of = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
+    let preemption = if sys["realtime"].as_i64() == Some(1) {
+        Some("PREEMPT_RT".to_string())
+    } else {
+        sys["version"]
+            .as_str()
+            .and_then(super::preemption_from_version)
+    };
+    let context = Context {
+        host: str_of(&sys["nodename"]),
+        kernel: str_of(&sys["release"]),
+        preemption,
+        started: str_of(&doc["start_time"]),
+        ..Context::default()
+    };
+    let details = Details {
+        system: Some(sys.clone()).filter(|v| !v.is_null()),
+        command: str_of(&doc["cmdline:"]),
+        end: doc["return_code"]
+            .as_i64()
+            .map(|c| format!("return code {c}")),
+        ..Details::default()
+    };
+    Ok(Run::new(
+        path,
+        Format::CyclictestJson,
+        context,
+        threads,
+        details,
+    ))
+}

@@ -1,0 +1,551 @@
+//! Finished runs, read back for plots, reports and comparisons: rtlab's JSON
+//! result, cyclictest's histogram text (`-h`/`--histfile`) and `--json`
+//! file, and systress-format result files (`txt`/`csv`) all become one
+//! [`Run`], whose statistics are computed here once; every renderer
+//! ([`crate::report`]) only draws or prints them.
+
+mod cyclictest;
+mod rtlab;
+mod systress;
+
+use crate::stats::QUANTILES;
+use crate::stats::series::LatencySeries;
+use serde::Serialize;
+use std::path::Path;
+
+/// The format a run was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// rtlab's JSON result (`rtlab run --json`).
+    Rtlab,
+    /// cyclictest's histogram text (`-h`/`-H`, stdout or `--histfile`).
+    CyclictestHistogram,
+    /// cyclictest's `--json` file.
+    CyclictestJson,
+    /// A systress-format result file (`timer_threadNN.txt` or `.csv`).
+    Systress,
+}
+
+impl Format {
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Rtlab => "rtlab JSON",
+            Format::CyclictestHistogram => "cyclictest histogram",
+            Format::CyclictestJson => "cyclictest JSON",
+            Format::Systress => "systress result file",
+        }
+    }
+}
+
+/// What explains a difference between runs. Unknown fields are None (a
+/// cyclictest histogram says nothing of its machine).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Context {
+    /// Host name.
+    pub host: Option<String>,
+    /// Kernel release.
+    pub kernel: Option<String>,
+    /// Preemption model (with the PREEMPT_DYNAMIC mode when known).
+    pub preemption: Option<String>,
+    /// Isolated CPUs, cpusets or partitions the timers ran in.
+    pub isolation: Option<String>,
+    /// Load programs.
+    pub load: Option<String>,
+    /// cpufreq governors.
+    pub governor: Option<String>,
+    /// When the run started.
+    pub started: Option<String>,
+    /// How long it measured (s).
+    pub duration_s: Option<f64>,
+}
+
+/// Latency statistics of one thread, or of all threads of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Samples taken.
+    pub samples: u64,
+    /// Smallest latency (ns).
+    pub min_ns: Option<u64>,
+    /// Mean latency (ns).
+    pub mean_ns: Option<f64>,
+    /// Largest latency (ns).
+    pub max_ns: Option<u64>,
+    /// Population standard deviation (ns); None when the input cannot give
+    /// it over every sample (a histogram that overflowed).
+    pub stddev_ns: Option<f64>,
+    /// p50 .. p99.99; a value is None when it falls among samples beyond
+    /// the input's histogram.
+    pub percentiles: Vec<Quantile>,
+    /// Wake-ups after the next deadline (rtlab inputs only).
+    pub overruns: Option<u64>,
+    /// Samples beyond the input's fixed histogram.
+    pub beyond_histogram: Option<u64>,
+}
+
+/// One quantile of a [`Stats`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quantile {
+    /// `p99.9`.
+    pub name: String,
+    /// 0.999.
+    pub quantile: f64,
+    /// Its latency (ns).
+    pub value_ns: Option<u64>,
+}
+
+/// One timer thread of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Thread {
+    /// `T0`, `T1`, … (the thread's index).
+    pub name: String,
+    /// The CPU it ran on, when known.
+    pub cpu: Option<usize>,
+    /// Its statistics.
+    pub stats: Stats,
+    /// Samples per 1-µs bucket (latency truncated, as cyclictest counts),
+    /// non-empty buckets only, over every sample the input placed.
+    pub histogram_us: Vec<(u64, u64)>,
+    /// Latency over time (rtlab inputs only).
+    pub series: Option<LatencySeries>,
+    #[serde(skip)]
+    distribution: Distribution,
+}
+
+/// What rtlab knows of a run beyond its numbers (for the report).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Details {
+    /// The system snapshot (rtlab's `system`, cyclictest's `sysinfo`).
+    pub system: Option<serde_json::Value>,
+    /// The configuration (rtlab's resolved plan).
+    pub configuration: Option<serde_json::Value>,
+    /// The command line that made the run (cyclictest JSON).
+    pub command: Option<String>,
+    /// What rtlab changed on the system for the run, one line each.
+    pub changes: Vec<String>,
+    /// Load programs: command, starts, ends.
+    pub programs: Vec<String>,
+    /// How the run ended.
+    pub end: Option<String>,
+    /// Warnings of the run.
+    pub warnings: Vec<String>,
+}
+
+/// A finished run, read from a file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// Its name in legends and columns (file stem unless given).
+    pub label: String,
+    /// The file it came from.
+    pub path: String,
+    /// Its format.
+    pub format: Format,
+    /// What explains it.
+    pub context: Context,
+    /// Its timer threads.
+    pub threads: Vec<Thread>,
+    /// Statistics over every thread together.
+    pub all: Stats,
+    /// Everything else the file said.
+    pub details: Details,
+}
+
+/// A file that could not be read as a run.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}:{line}:{column}: {message}\n  hint: {hint}")]
+pub struct LoadError {
+    /// The file.
+    pub path: String,
+    /// 1-based line (0 when the whole file is at fault).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// What to do.
+    pub hint: String,
+}
+
+/// A problem at a place in a file, before the path is known.
+#[derive(Debug)]
+pub(crate) struct ParseError {
+    line: usize,
+    column: usize,
+    message: String,
+    hint: String,
+}
+
+impl ParseError {
+    fn new(line: usize, column: usize, message: impl Into<String>, hint: &str) -> Self {
+        ParseError {
+            line,
+            column,
+            message: message.into(),
+            hint: hint.to_string(),
+        }
+    }
+
+    fn from_json(e: &serde_json::Error, what: &str) -> Self {
+        ParseError::new(
+            e.line(),
+            e.column(),
+            format!("not a valid {what}: {e}"),
+            "was the file cut short, or edited by hand?",
+        )
+    }
+}
+
+/// Samples placed by value, and those the input could not place (beyond
+/// its histogram). Percentiles come from here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Distribution {
+    /// (value ns, count), sorted by value. The value is the latency the
+    /// bucket stands for: the upper edge of an HDR bucket, or the truncated
+    /// µs of a 1-µs bucket (as cyclictest reports it).
+    buckets: Vec<(u64, u64)>,
+    /// Samples above every bucket, value unknown.
+    beyond: u64,
+}
+
+impl Distribution {
+    fn new(mut buckets: Vec<(u64, u64)>, beyond: u64) -> Self {
+        buckets.retain(|b| b.1 > 0);
+        buckets.sort_unstable();
+        Distribution { buckets, beyond }
+    }
+
+    fn total(&self) -> u64 {
+        self.buckets.iter().map(|b| b.1).sum::<u64>() + self.beyond
+    }
+
+    /// The value of the sample of rank ceil(q·n) (hdrhistogram's rule),
+    /// None when it lies beyond the buckets or there is no sample.
+    fn value_at(&self, quantile: f64) -> Option<u64> {
+        let n = self.total();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((quantile * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for &(value, count) in &self.buckets {
+            seen += count;
+            if seen >= rank {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn quantiles(&self, max_ns: Option<u64>) -> Vec<Quantile> {
+        QUANTILES
+            .iter()
+            .map(|&(name, q)| Quantile {
+                name: name.to_string(),
+                quantile: q,
+                value_ns: self.value_at(q).map(|v| max_ns.map_or(v, |m| v.min(m))),
+            })
+            .collect()
+    }
+
+    /// Mean and population standard deviation of the placed samples, when
+    /// every sample is placed.
+    fn mean_stddev(&self) -> Option<(f64, f64)> {
+        let n = self.total();
+        if n == 0 || self.beyond > 0 {
+            return None;
+        }
+        let (mut sum, mut sum_sq) = (0u128, 0u128);
+        for &(v, c) in &self.buckets {
+            sum += u128::from(v) * u128::from(c);
+            sum_sq += u128::from(v) * u128::from(v) * u128::from(c);
+        }
+        let mean = sum as f64 / n as f64;
+        Some((
+            mean,
+            (sum_sq as f64 / n as f64 - mean * mean).max(0.0).sqrt(),
+        ))
+    }
+
+    fn merged<'a>(all: impl Iterator<Item = &'a Distribution>) -> Distribution {
+        let mut buckets = Vec::new();
+        let mut beyond = 0;
+        for d in all {
+            buckets.extend_from_slice(&d.buckets);
+            beyond += d.beyond;
+        }
+        buckets.sort_unstable();
+        buckets.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                true
+            } else {
+                false
+            }
+        });
+        Distribution { buckets, beyond }
+    }
+}
+
+impl Thread {
+    pub(crate) fn new(
+        name: String,
+        cpu: Option<usize>,
+        stats: Stats,
+        histogram_us: Vec<(u64, u64)>,
+        series: Option<LatencySeries>,
+        distribution: Distribution,
+    ) -> Self {
+        Thread {
+            name,
+            cpu,
+            stats,
+            histogram_us,
+            series,
+            distribution,
+        }
+    }
+}
+
+/// Statistics over several threads: exact for samples, min, max, mean,
+/// standard deviation (from each thread's mean and deviation), overruns;
+/// percentiles from the threads' merged distributions.
+fn merge_stats(threads: &[Thread]) -> Stats {
+    let samples: u64 = threads.iter().map(|t| t.stats.samples).sum();
+    let with_samples: Vec<&Thread> = threads.iter().filter(|t| t.stats.samples > 0).collect();
+    let min_ns = with_samples.iter().filter_map(|t| t.stats.min_ns).min();
+    let max_ns = with_samples.iter().filter_map(|t| t.stats.max_ns).max();
+    let moments: Option<Vec<(f64, f64, Option<f64>)>> = with_samples
+        .iter()
+        .map(|t| Some((t.stats.samples as f64, t.stats.mean_ns?, t.stats.stddev_ns)))
+        .collect();
+    let (mut mean_ns, mut stddev_ns) = (None, None);
+    if let Some(m) = moments.filter(|m| !m.is_empty()) {
+        let n: f64 = m.iter().map(|x| x.0).sum();
+        let mean = m.iter().map(|x| x.0 * x.1).sum::<f64>() / n;
+        mean_ns = Some(mean);
+        let second: Option<f64> = m
+            .iter()
+            .map(|&(k, mu, sd)| Some(k * (sd? * sd? + mu * mu)))
+            .sum();
+        stddev_ns = second.map(|s| (s / n - mean * mean).max(0.0).sqrt());
+    }
+    let sum_all = |f: fn(&Stats) -> Option<u64>| -> Option<u64> {
+        threads.iter().map(|t| f(&t.stats)).sum::<Option<u64>>()
+    };
+    let distribution = Distribution::merged(threads.iter().map(|t| &t.distribution));
+    Stats {
+        samples,
+        min_ns,
+        mean_ns,
+        max_ns,
+        stddev_ns,
+        percentiles: distribution.quantiles(max_ns),
+        overruns: sum_all(|s| s.overruns),
+        beyond_histogram: sum_all(|s| s.beyond_histogram),
+    }
+}
+
+impl Run {
+    pub(crate) fn new(
+        path: &Path,
+        format: Format,
+        context: Context,
+        threads: Vec<Thread>,
+        details: Details,
+    ) -> Self {
+        let all = if threads.len() == 1 {
+            threads[0].stats.clone()
+        } else {
+            merge_stats(&threads)
+        };
+        Run {
+            label: default_label(path),
+            path: path.display().to_string(),
+            format,
+            context,
+            threads,
+            all,
+            details,
+        }
+    }
+}
+
+fn default_label(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Reads one run, guessing its format from its content.
+pub fn load(path: &Path) -> Result<Run, LoadError> {
+    let fail = |e: ParseError| LoadError {
+        path: path.display().to_string(),
+        line: e.line,
+        column: e.column,
+        message: e.message,
+        hint: e.hint,
+    };
+    let bytes = std::fs::read(path).map_err(|e| {
+        fail(ParseError::new(
+            0,
+            0,
+            format!("cannot read: {e}"),
+            "give the path of a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
+        ))
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        if trimmed.contains("\"rtlab_version\"") {
+            rtlab::parse(&text, path).map_err(fail)
+        } else {
+            cyclictest::parse_json(&text, path).map_err(fail)
+        }
+    } else if systress::looks_like(&text) {
+        systress::parse(&text, path).map_err(fail)
+    } else {
+        cyclictest::parse_histogram(&text, path).map_err(fail)
+    }
+}
+
+/// Reads several runs; labels default to file stems, made unique, or are
+/// taken from `labels` in order.
+pub fn load_all(paths: &[std::path::PathBuf], labels: &[String]) -> Result<Vec<Run>, LoadError> {
+    let mut runs = paths
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (run, label) in runs.iter_mut().zip(labels) {
+        run.label = label.clone();
+    }
+    for i in 1..runs.len() {
+        let taken = |l: &str, runs: &[Run]| runs[..i].iter().any(|r| r.label == l);
+        if taken(&runs[i].label, &runs) {
+            let base = runs[i].label.clone();
+            let mut n = 2;
+            while taken(&format!("{base}#{n}"), &runs) {
+                n += 1;
+            }
+            runs[i].label = format!("{base}#{n}");
+        }
+    }
+    Ok(runs)
+}
+
+/// A comparable quantity of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Samples taken.
+    Samples,
+    /// Smallest latency.
+    Min,
+    /// Mean latency.
+    Mean,
+    /// Median (p50).
+    Median,
+    /// Standard deviation.
+    Stddev,
+    /// 90th percentile.
+    P90,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// 99.99th percentile.
+    P9999,
+    /// Largest latency.
+    Max,
+    /// Wake-ups after the next deadline.
+    Overruns,
+    /// Samples beyond the fixed histogram.
+    Beyond,
+}
+
+impl Metric {
+    /// Every metric, in table order.
+    pub const ALL: [Metric; 12] = [
+        Metric::Samples,
+        Metric::Min,
+        Metric::Mean,
+        Metric::Median,
+        Metric::Stddev,
+        Metric::P90,
+        Metric::P99,
+        Metric::P999,
+        Metric::P9999,
+        Metric::Max,
+        Metric::Overruns,
+        Metric::Beyond,
+    ];
+
+    /// Its name in tables, JSON and `--fail-if`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Samples => "samples",
+            Metric::Min => "min",
+            Metric::Mean => "mean",
+            Metric::Median => "median",
+            Metric::Stddev => "stddev",
+            Metric::P90 => "p90",
+            Metric::P99 => "p99",
+            Metric::P999 => "p99.9",
+            Metric::P9999 => "p99.99",
+            Metric::Max => "max",
+            Metric::Overruns => "overruns",
+            Metric::Beyond => "beyond_histogram",
+        }
+    }
+
+    /// The metric of a name (`p50` is the median).
+    pub fn parse(name: &str) -> Option<Metric> {
+        let name = name.trim().to_ascii_lowercase();
+        match name.as_str() {
+            "p50" => Some(Metric::Median),
+            "beyond" => Some(Metric::Beyond),
+            _ => Metric::ALL.into_iter().find(|m| m.name() == name),
+        }
+    }
+
+    /// Whether it is a latency (ns) rather than a count.
+    pub fn is_latency(self) -> bool {
+        !matches!(self, Metric::Samples | Metric::Overruns | Metric::Beyond)
+    }
+
+    /// Its value in `stats` (ns for latencies).
+    pub fn value(self, stats: &Stats) -> Option<f64> {
+        let quantile = |name: &str| {
+            stats
+                .percentiles
+                .iter()
+                .find(|q| q.name == name)
+                .and_then(|q| q.value_ns)
+                .map(|v| v as f64)
+        };
+        match self {
+            Metric::Samples => Some(stats.samples as f64),
+            Metric::Min => stats.min_ns.map(|v| v as f64),
+            Metric::Mean => stats.mean_ns,
+            Metric::Median => quantile("p50"),
+            Metric::Stddev => stats.stddev_ns,
+            Metric::P90 => quantile("p90"),
+            Metric::P99 => quantile("p99"),
+            Metric::P999 => quantile("p99.9"),
+            Metric::P9999 => quantile("p99.99"),
+            Metric::Max => stats.max_ns.map(|v| v as f64),
+            Metric::Overruns => stats.overruns.map(|v| v as f64),
+            Metric::Beyond => stats.beyond_histogram.map(|v| v as f64),
+        }
+    }
+}
+
+/// The preemption model named in a `uname -v` string.
+pub(crate) fn preemption_from_version(version: &str) -> Option<String> {
+    ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"]
+        .into_iter()
+        .find(|m| version.split_whitespace().any(|w| w == *m))
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests;

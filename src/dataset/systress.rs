@@ -1,0 +1,172 @@
+//! A systress-format result file (`shared/spec/outputs.md`): the 1-µs
+//! histogram as `txt` rows or `csv` (`latency_us,count`), then `#` summary
+//! lines; with rtlab's extra `#` lines (percentiles over every sample, the
+//! count beyond the histogram, overruns) when rtlab wrote it.
+
+use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
+use std::path::Path;
+
+/// Whether `text` is a systress result file: its summary header is there.
+pub(super) fn looks_like(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.starts_with('#') && l.contains("Samples_H") && l.contains("L_min"))
+}
+
+/// The `#` line after a header line that starts with `# Index`, split into
+/// (name, value) pairs.
+fn table_after(
+    lines: &[(usize, &str)],
+    header_has: &str,
+) -> Option<(usize, Vec<(String, String)>)> {
+    let at = lines
+        .iter()
+        .position(|(_, l)| l.starts_with('#') && l.contains("Index") && l.contains(header_has))?;
+    let names: Vec<&str> = lines[at]
+        .1
+        .trim_start_matches('#')
+        .split_whitespace()
+        .collect();
+    let (lineno, row) = lines[at + 1..].iter().find(|(_, l)| {
+        l.trim_start_matches('#')
+            .trim()
+            .starts_with(|c: char| c.is_ascii_digit())
+    })?;
+    let values = row.trim_start_matches('#').split_whitespace();
+    Some((
+        *lineno,
+        names
+            .iter()
+            .zip(values)
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+    ))
+}
+
+fn field<T: std::str::FromStr>(
+    table: &(usize, Vec<(String, String)>),
+    name: &str,
+) -> Result<Option<T>, ParseError> {
+    let Some((column, (_, v))) = table.1.iter().enumerate().find(|(_, (n, _))| n == name) else {
+        return Ok(None);
+    };
+    v.parse().map(Some).map_err(|_| {
+        ParseError::new(
+            table.0,
+            column + 1,
+            format!("{name} is {v:?}, not a number"),
+            "the summary row holds one number per column of the header above it",
+        )
+    })
+}
+
+/// Parses a systress `txt` or `csv` result file.
+pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.trim_end()))
+        .collect();
+    let mut buckets = Vec::new();
+    for &(lineno, line) in &lines {
+        if line.is_empty() || line.starts_with('#') || line.starts_with("latency_us") {
+            continue;
+        }
+        let mut parts = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|w| !w.is_empty());
+        let pair = (parts.next(), parts.next(), parts.next());
+        let parsed = match pair {
+            (Some(us), Some(count), None) => us.parse::<u64>().ok().zip(count.parse::<u64>().ok()),
+            _ => None,
+        };
+        match parsed {
+            Some(b) => buckets.push(b),
+            None => {
+                return Err(ParseError::new(
+                    lineno,
+                    1,
+                    format!("{line:?} is not a histogram row"),
+                    "a systress result file has one `LATENCY COUNT` (txt) or `LATENCY,COUNT` (csv) row per µs before its `#` summary",
+                ));
+            }
+        }
+    }
+    let Some(summary) = table_after(&lines, "Samples_H") else {
+        return Err(ParseError::new(
+            lines.len(),
+            1,
+            "the `# Index TID Samples ...` summary row is missing",
+            "the file may be cut short: systress writes the summary after the histogram",
+        ));
+    };
+    let extra = table_after(&lines, "Beyond_H");
+    let samples: u64 = field(&summary, "Samples")?.unwrap_or(0);
+    let samples_h: u64 = field(&summary, "Samples_H")?.unwrap_or(samples);
+    let index: usize = field(&summary, "Index")?.unwrap_or(0);
+    let us = |v: Option<f64>| v.map(|v| (v * 1000.0).round() as u64);
+    let has = samples > 0;
+    let max_extra: Option<f64> = match &extra {
+        Some(t) => field(t, "max")?,
+        None => None,
+    };
+    let max_ns = us(max_extra).or(field::<u64>(&summary, "L_max")?.map(|v| v * 1_000));
+    let beyond = match &extra {
+        Some(t) => field(t, "Beyond_H")?,
+        None => None,
+    }
+    .unwrap_or(samples.saturating_sub(samples_h));
+    let distribution = Distribution::new(
+        buckets.iter().map(|&(u, c)| (u * 1_000, c)).collect(),
+        beyond,
+    );
+    let percentiles = match &extra {
+        Some(t) => {
+            let mut out = Vec::new();
+            for &(name, q) in &crate::stats::QUANTILES {
+                out.push(Quantile {
+                    name: name.to_string(),
+                    quantile: q,
+                    value_ns: us(field(t, name)?),
+                });
+            }
+            out
+        }
+        None => distribution.quantiles(max_ns),
+    };
+    let stddev = field::<u64>(&summary, "L_std_H")?
+        .filter(|_| beyond == 0)
+        .map(|v| v as f64 * 1000.0);
+    let stats = Stats {
+        samples,
+        min_ns: field::<u64>(&summary, "L_min")?
+            .filter(|_| has)
+            .map(|v| v * 1_000),
+        mean_ns: field::<u64>(&summary, "L_avg")?
+            .filter(|_| has)
+            .map(|v| v as f64 * 1000.0),
+        max_ns: max_ns.filter(|_| has),
+        stddev_ns: stddev.filter(|_| has),
+        percentiles,
+        overruns: match &extra {
+            Some(t) => field(t, "Overruns")?,
+            None => None,
+        },
+        beyond_histogram: Some(beyond),
+    };
+    let histogram_us = buckets.into_iter().filter(|b| b.1 > 0).collect();
+    let thread = Thread::new(
+        format!("T{index}"),
+        None,
+        stats,
+        histogram_us,
+        None,
+        distribution,
+    );
+    Ok(Run::new(
+        path,
+        Format::Systress,
+        Context::default(),
+        vec![thread],
+        Details::default(),
+    ))
+}

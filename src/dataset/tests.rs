@@ -1,0 +1,389 @@
+use super::*;
+use crate::report::files::{self, tests::sample_result};
+use crate::result::TimerResult;
+use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
+use std::path::PathBuf;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A minimal rtlab result document around some timer results.
+fn rtlab_doc(timers: &[TimerResult]) -> String {
+    serde_json::json!({
+        "schema": crate::result::SCHEMA,
+        "rtlab_version": "0.1.0",
+        "system": {"hostname": "board", "kernel_release": "6.18.0-rt",
+                   "preemption": {"model": "PREEMPT_RT", "dynamic_mode": null},
+                   "cpus_isolated": "1", "governors": {"0": "performance", "1": "performance"}},
+        "plan": {"main": {"tuning": {"governor": null}}},
+        "start_time": "2026-11-21T10:00:00Z",
+        "elapsed_ns": 60_000_000_000u64,
+        "end": {"kind": "completed"},
+        "pm_qos": {"requested_us": 0, "held": true, "error": null},
+        "timers": timers,
+        "isolation": {"placement": [{"who": "timer_thread[0]", "id": 5, "cpuset": "/rtlab-rt", "cpus": [1]}]},
+        "programs": [{"argv": ["ping", "-f", "localhost"], "starts": 1, "exits_total": 1}],
+        "tuning": {"changes": [{"target": "IRQ 30 virtio0", "setting": "smp_affinity_list",
+                                "new": "0", "status": "set", "old": "0-1"}],
+                   "cpu_bandwidth": []},
+        "warnings": [],
+    })
+    .to_string()
+}
+
+/// Deterministic latencies (ns): a body around 20 µs and a tail to 3 ms.
+fn latencies(n: usize, seed: u64) -> Vec<u64> {
+    let mut x = seed;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 500 == 0 {
+                200_000 + x % 3_000_000
+            } else {
+                10_000 + x % 20_000
+            }
+        })
+        .collect()
+}
+
+fn timer(index: usize, xs: &[u64]) -> (TimerResult, Recorder) {
+    let mut r = Recorder::new(100).unwrap();
+    for (i, &x) in xs.iter().enumerate() {
+        r.record(x);
+        r.series.record(i as u64 * 1_000_000, x);
+    }
+    let mut t = sample_result();
+    t.index = index;
+    t.summary = summarize(&r);
+    t.histo_size_us = 100;
+    t.histogram_us = nonzero_buckets(&r);
+    t.hdr_histogram = hdr_buckets(&r);
+    t.series = r.series.intervals();
+    (t, r)
+}
+
+#[test]
+fn rtlab_result_reads_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = timer(0, &latencies(20_000, 3));
+    let run = load(&write(&dir, "idle.json", &rtlab_doc(std::slice::from_ref(&t)))).unwrap();
+    assert_eq!(run.format, Format::Rtlab);
+    assert_eq!(run.label, "idle");
+    let s = &run.threads[0].stats;
+    assert_eq!(s.samples, t.summary.samples);
+    assert_eq!(s.min_ns, Some(t.summary.min_ns));
+    assert_eq!(s.max_ns, Some(t.summary.max_ns));
+    assert_eq!(s.mean_ns, Some(t.summary.mean_ns));
+    assert_eq!(s.beyond_histogram, Some(t.summary.beyond_histogram));
+    // The percentile rule here is hdrhistogram's: recomputing from the
+    // buckets gives the recorder's own values.
+    let again = run.threads[0].distribution.quantiles(s.max_ns);
+    for (p, q) in t.summary.percentiles.iter().zip(&again) {
+        assert_eq!(Some(p.value_ns), q.value_ns, "{}", p.name);
+    }
+    // The 1-µs view holds every sample, the ones beyond histo_size too.
+    let placed: u64 = run.threads[0].histogram_us.iter().map(|b| b.1).sum();
+    assert_eq!(placed, t.summary.samples);
+    assert!(t.summary.beyond_histogram > 0);
+    assert_eq!(run.threads[0].series.as_ref().unwrap().intervals.len(), 200);
+    let c = &run.context;
+    assert_eq!(c.kernel.as_deref(), Some("6.18.0-rt"));
+    assert_eq!(c.preemption.as_deref(), Some("PREEMPT_RT"));
+    assert_eq!(
+        c.isolation.as_deref(),
+        Some("isolcpus 1; timers in cpuset /rtlab-rt")
+    );
+    assert_eq!(c.load.as_deref(), Some("ping -f localhost"));
+    assert_eq!(c.governor.as_deref(), Some("performance"));
+    assert_eq!(c.duration_s, Some(60.0));
+    assert_eq!(run.details.changes.len(), 2, "{:?}", run.details.changes);
+    assert!(run.details.changes[1].contains("was 0-1; restored"));
+}
+
+#[test]
+fn all_threads_merge_like_one_recorder() {
+    let (a, b) = (latencies(30_000, 5), latencies(10_000, 9));
+    let dir = tempfile::tempdir().unwrap();
+    let (ta, _) = timer(0, &a);
+    let (tb, _) = timer(1, &b);
+    let run = load(&write(&dir, "two.json", &rtlab_doc(&[ta, tb]))).unwrap();
+    let both: Vec<u64> = a.iter().chain(&b).copied().collect();
+    let (_, r) = timer(0, &both);
+    let whole = summarize(&r);
+    let all = &run.all;
+    assert_eq!(all.samples, whole.samples);
+    assert_eq!(all.min_ns, Some(whole.min_ns));
+    assert_eq!(all.max_ns, Some(whole.max_ns));
+    assert!((all.mean_ns.unwrap() - whole.mean_ns).abs() < 1e-6 * whole.mean_ns);
+    assert!((all.stddev_ns.unwrap() - whole.stddev_ns).abs() < 1e-6 * whole.stddev_ns);
+    for (p, q) in whole.percentiles.iter().zip(&all.percentiles) {
+        assert_eq!(Some(p.value_ns), q.value_ns, "{}", p.name);
+    }
+    assert_eq!(all.beyond_histogram, Some(whole.beyond_histogram));
+}
+
+/// cyclictest's current layout (rt-tests >= 2.7), 2 threads, -H 10.
+const HIST_CURRENT: &str = "# Histogram
+000001 000812\t000790\t001602
+000002 000188\t000209\t000397
+000007 000000\t000001\t000001
+# Min Latencies: 00001 00001
+# Avg Latencies: 00001 00001
+# Max Latencies: 00002 00012 00012
+# Histogram Overflows: 00000 00001 00001
+# Histogram Overflow at cycle number:
+# Thread 0: 
+# Thread 1: 00417
+
+";
+
+#[test]
+fn cyclictest_histogram_current_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "old.hist", HIST_CURRENT)).unwrap();
+    assert_eq!(run.format, Format::CyclictestHistogram);
+    assert_eq!(run.threads.len(), 2);
+    let t0 = &run.threads[0].stats;
+    assert_eq!(t0.samples, 1000);
+    assert_eq!(t0.min_ns, Some(1_000));
+    assert_eq!(t0.max_ns, Some(2_000));
+    // (812·1 + 188·2) / 1000 = 1.188 µs; cyclictest printed 1 (truncated).
+    assert!((t0.mean_ns.unwrap() - 1188.0).abs() < 1e-9);
+    assert_eq!(t0.beyond_histogram, Some(0));
+    assert!(t0.stddev_ns.is_some());
+    let t1 = &run.threads[1].stats;
+    assert_eq!(t1.samples, 1001);
+    assert_eq!(t1.max_ns, Some(12_000));
+    assert_eq!(t1.mean_ns, Some(1_000.0), "overflowed: cyclictest's Avg");
+    assert_eq!(t1.stddev_ns, None);
+    assert_eq!(t1.beyond_histogram, Some(1));
+    let p9999 = t1.percentiles.iter().find(|p| p.name == "p99.99").unwrap();
+    assert_eq!(p9999.value_ns, None, "it lies among the overflows");
+    let p50 = t1.percentiles.iter().find(|p| p.name == "p50").unwrap();
+    assert_eq!(p50.value_ns, Some(1_000));
+    assert_eq!(
+        run.threads[1].histogram_us,
+        vec![(1, 790), (2, 209), (7, 1)]
+    );
+}
+
+#[test]
+fn cyclictest_histogram_legacy_layout_and_t_lines() {
+    let mut text = String::from("policy: fifo: loadavg: 0.1 0.1 0.1 1/100 5\n\n");
+    text.push_str(
+        "T: 0 ( 4321) P:80 I:1000 C:      6 Min:      3 Act:    4 Avg:    4 Max:       6\n",
+    );
+    text.push_str("# Histogram\n");
+    for b in 0..8 {
+        let c = match b {
+            3 => 2,
+            4 => 3,
+            6 => 1,
+            _ => 0,
+        };
+        text.push_str(&format!("{b:06} {c:06}\n"));
+    }
+    text.push_str("# Total: 000000006\n# Min Latencies: 00003\n# Avg Latencies: 00004\n# Max Latencies: 00006\n# Histogram Overflows: 00000\n# Histogram Overflow at cycle number:\n# Thread 0:\n");
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "legacy.txt", &text)).unwrap();
+    let s = &run.threads[0].stats;
+    assert_eq!(
+        (s.samples, s.min_ns, s.max_ns),
+        (6, Some(3_000), Some(6_000))
+    );
+    assert_eq!(s.mean_ns.map(|m| (m / 1000.0).floor()), Some(4.0));
+    assert_eq!(run.threads[0].histogram_us, vec![(3, 2), (4, 3), (6, 1)]);
+}
+
+#[test]
+fn cyclictest_json_with_nan_and_ns_resolution() {
+    let text = r##"{
+  "file_version": 1,
+  "cmdline:": "cyclictest -q -h 100 --json=x",
+  "rt_test_version:": "2.40",
+  "start_time": "Sat, 21 Nov 2026 10:00:00 +0000",
+  "end_time": "Sat, 21 Nov 2026 10:00:10 +0000",
+  "return_code": 0,
+  "sysinfo": {
+    "sysname": "Linux",
+    "nodename": "board",
+    "release": "6.1.0-rt",
+    "version": "#1 SMP PREEMPT_RT Debian",
+    "machine": "x86_64",
+    "realtime": 1
+  },
+  "num_threads": 2,
+  "resolution_in_ns": 0,
+  "thread": {
+    "0": {
+      "histogram": {
+        "2": 5,
+        "3": 4
+      },
+      "cycles": 10,
+      "min": 2,
+      "max": 250,
+      "avg": 2.40,
+      "cpu": 1,
+      "node": 0
+    },
+    "1": {
+      "histogram": {
+      },
+      "cycles": 0,
+      "min": 1000000,
+      "max": 0,
+      "avg": -nan,
+      "cpu": 0,
+      "node": 0
+    }
+  }
+}
+"##;
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "ct.json", text)).unwrap();
+    assert_eq!(run.format, Format::CyclictestJson);
+    let s = &run.threads[0].stats;
+    assert_eq!(
+        (s.samples, s.min_ns, s.max_ns),
+        (10, Some(2_000), Some(250_000))
+    );
+    assert_eq!(s.mean_ns, Some(2_400.0), "one overflow: cyclictest's avg");
+    assert_eq!(s.beyond_histogram, Some(1));
+    assert_eq!(run.threads[0].cpu, Some(1));
+    let empty = &run.threads[1].stats;
+    assert_eq!(
+        (empty.samples, empty.min_ns, empty.mean_ns),
+        (0, None, None)
+    );
+    assert_eq!(run.context.preemption.as_deref(), Some("PREEMPT_RT"));
+    assert_eq!(run.context.host.as_deref(), Some("board"));
+    assert_eq!(
+        run.details.command.as_deref(),
+        Some("cyclictest -q -h 100 --json=x")
+    );
+    let ns = text.replace("\"resolution_in_ns\": 0", "\"resolution_in_ns\": 1");
+    let run = load(&write(&dir, "ns.json", &ns)).unwrap();
+    assert_eq!(run.threads[0].stats.max_ns, Some(250));
+    assert_eq!(run.threads[0].histogram_us, vec![(0, 9)]);
+}
+
+#[test]
+fn systress_files_read_back_their_summary() {
+    let t = sample_result();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("a.txt", files::txt(&t)), ("a.csv", files::csv(&t))] {
+        let run = load(&write(&dir, name, &text)).unwrap();
+        assert_eq!(run.format, Format::Systress, "{name}");
+        let s = &run.threads[0].stats;
+        assert_eq!(s.samples, 9);
+        assert_eq!(s.min_ns, Some(2_000));
+        assert_eq!(s.max_ns, Some(100_000), "from the extra line");
+        assert_eq!(s.mean_ns, Some(22_000.0), "L_avg");
+        assert_eq!(s.beyond_histogram, Some(1));
+        assert_eq!(s.overruns, Some(1));
+        assert_eq!(s.stddev_ns, None, "L_std_H covers the histogram only");
+        let p50 = s.percentiles.iter().find(|p| p.name == "p50").unwrap();
+        assert_eq!(p50.value_ns, Some(17_503));
+    }
+    // Plain systress (no rtlab lines): percentiles from the histogram.
+    let plain: String = files::txt(&t)
+        .lines()
+        .take_while(|l| !l.contains("ALL SAMPLES"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let run = load(&write(&dir, "plain.txt", &plain)).unwrap();
+    let s = &run.threads[0].stats;
+    assert_eq!(s.overruns, None);
+    assert_eq!(s.max_ns, Some(100_000));
+    let p50 = s.percentiles.iter().find(|p| p.name == "p50").unwrap();
+    assert_eq!(p50.value_ns, Some(17_000));
+}
+
+#[test]
+fn bad_files_are_refused_with_a_place_and_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("cut.json", "{\"rtlab_version\": \"0.1\", \"schema\": ", 1),
+        ("junk.txt", "hello\nworld\n", 1),
+        (
+            "bad.txt",
+            "       0        0\n       1       x1\n\n# Index    TID  Samples  L_min  L_max  L_avg  Samples_H\n#  0 1 1 1 1 1 1\n",
+            2,
+        ),
+    ];
+    for (name, text, line) in cases {
+        let e = load(&write(&dir, name, text)).unwrap_err();
+        assert_eq!(e.line, line, "{name}: {e}");
+        assert!(!e.hint.is_empty());
+        assert!(
+            e.to_string().starts_with(&format!("{}:{line}:", e.path)),
+            "{e}"
+        );
+    }
+    let e = load(&dir.path().join("missing.json")).unwrap_err();
+    assert!(e.message.contains("cannot read"));
+    let mut doc: serde_json::Value = serde_json::from_str(&rtlab_doc(&[])).unwrap();
+    doc["schema"] = "rtlab-result/9".into();
+    let e = load(&write(&dir, "new.json", &doc.to_string())).unwrap_err();
+    assert!(e.message.contains("rtlab-result/9"), "{e}");
+}
+
+#[test]
+fn no_panic_on_mangled_inputs() {
+    let t = sample_result();
+    let dir = tempfile::tempdir().unwrap();
+    let (big, _) = timer(0, &latencies(300, 1));
+    let sources = [
+        rtlab_doc(&[big]),
+        files::txt(&t),
+        files::csv(&t),
+        HIST_CURRENT.to_string(),
+    ];
+    for (k, src) in sources.iter().enumerate() {
+        let bytes = src.as_bytes();
+        for cut in (0..bytes.len()).step_by(bytes.len() / 97 + 1) {
+            let mut mangled = bytes[..cut].to_vec();
+            mangled.extend_from_slice(b"9\t#,{\n");
+            mangled.extend_from_slice(&bytes[cut..]);
+            let p = dir.path().join(format!("m{k}"));
+            std::fs::write(&p, &mangled).unwrap();
+            let _ = load(&p);
+            std::fs::write(&p, &bytes[..cut]).unwrap();
+            let _ = load(&p);
+        }
+    }
+}
+
+#[test]
+fn labels_are_unique_and_can_be_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let p1 = write(&dir, "a/run.hist", HIST_CURRENT);
+    let p2 = write(&dir, "b/run.hist", HIST_CURRENT);
+    let runs = load_all(&[p1.clone(), p2.clone()], &[]).unwrap();
+    assert_eq!(runs[0].label, "run");
+    assert_eq!(runs[1].label, "run#2");
+    let runs = load_all(&[p1, p2], &["idle".into()]).unwrap();
+    assert_eq!(runs[0].label, "idle");
+    assert_eq!(runs[1].label, "run");
+}
+
+#[test]
+fn metrics_parse_and_read() {
+    assert_eq!(Metric::parse("P99.9"), Some(Metric::P999));
+    assert_eq!(Metric::parse("p50"), Some(Metric::Median));
+    assert_eq!(Metric::parse("beyond"), Some(Metric::Beyond));
+    assert_eq!(Metric::parse("p42"), None);
+    for m in Metric::ALL {
+        assert_eq!(Metric::parse(m.name()), Some(m));
+    }
+}
