@@ -71,7 +71,12 @@ fn timer(index: usize, xs: &[u64]) -> (TimerResult, Recorder) {
 fn rtlab_result_reads_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let (t, _) = timer(0, &latencies(20_000, 3));
-    let run = load(&write(&dir, "idle.json", &rtlab_doc(std::slice::from_ref(&t)))).unwrap();
+    let run = load(&write(
+        &dir,
+        "idle.json",
+        &rtlab_doc(std::slice::from_ref(&t)),
+    ))
+    .unwrap();
     assert_eq!(run.format, Format::Rtlab);
     assert_eq!(run.label, "idle");
     let s = &run.threads[0].stats;

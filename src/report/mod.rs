@@ -2,6 +2,7 @@
 //! files, closing lines, JSON) and of live snapshots (the live table). Pure
 //! string building; the conductor decides where the strings go.
 
+pub mod compare;
 pub mod files;
 pub mod live;
 

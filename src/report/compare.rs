@@ -1,0 +1,476 @@
+//! `rtlab compare`: one column per run (or per thread), every statistic and
+//! the context that explains differences, each value with its difference
+//! against the first column; and the `--fail-if` gate that turns a
+//! regression into an exit status for CI pipelines.
+
+use crate::dataset::{Context, Format, Metric, Run, Stats};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// One column of the comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    /// Run label, with the thread when columns are per thread (`idle T1`).
+    pub label: String,
+    /// The file.
+    pub path: String,
+    /// Its format.
+    pub format: Format,
+    /// What explains it.
+    pub context: Context,
+    /// Its statistics.
+    #[serde(skip)]
+    pub stats: Stats,
+}
+
+/// The columns for `runs`: one per run (all its threads together), or one
+/// per thread.
+pub fn columns(runs: &[Run], per_thread: bool) -> Vec<Column> {
+    let mut out = Vec::new();
+    for run in runs {
+        let column = |label: String, stats: &Stats| Column {
+            label,
+            path: run.path.clone(),
+            format: run.format,
+            context: run.context.clone(),
+            stats: stats.clone(),
+        };
+        if per_thread && run.threads.len() > 1 {
+            for t in &run.threads {
+                out.push(column(format!("{} {}", run.label, t.name), &t.stats));
+            }
+        } else {
+            out.push(column(run.label.clone(), &run.all));
+        }
+    }
+    out
+}
+
+/// How a `--fail-if` bound is read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// `+10%`: change relative to the first column (a fraction).
+    Relative(f64),
+    /// `+5us`, `-3`: change against the first column (ns or count).
+    Delta(f64),
+    /// `50us`, `0`: the value itself, in every column (ns or count).
+    Absolute(f64),
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>`
+    Greater,
+    /// `>=`
+    GreaterEq,
+    /// `<`
+    Less,
+    /// `<=`
+    LessEq,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Greater => a > b,
+            Op::GreaterEq => a >= b,
+            Op::Less => a < b,
+            Op::LessEq => a <= b,
+        }
+    }
+}
+
+/// One `--fail-if` condition: the run fails when it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    /// As the user wrote it.
+    pub text: String,
+    /// Which statistic.
+    pub metric: Metric,
+    /// How it is compared.
+    pub op: Op,
+    /// Against what.
+    pub bound: Bound,
+}
+
+const CONDITION_HINT: &str = "write METRIC OP VALUE, e.g. 'p99>+10%' (relative to the first run), \
+'max>+20us' (change against the first run) or 'p99.99>100us' (every run); metrics: \
+samples min mean median stddev p90 p99 p99.9 p99.99 max overruns beyond_histogram; \
+units ns, us, ms (latencies, default us)";
+
+impl std::str::FromStr for Condition {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let fail = |why: String| format!("{why}\n  hint: {CONDITION_HINT}");
+        let at = text
+            .find(['<', '>'])
+            .ok_or_else(|| fail(format!("{text:?} has no comparison (> >= < <=)")))?;
+        let name = text[..at].trim();
+        let metric = Metric::parse(name).ok_or_else(|| {
+            let near = Metric::ALL
+                .iter()
+                .map(|m| m.name())
+                .min_by_key(|m| strsim::levenshtein(m, &name.to_ascii_lowercase()))
+                .unwrap_or("p99");
+            fail(format!("unknown metric {name:?} (did you mean {near}?)"))
+        })?;
+        let rest = &text[at..];
+        let (op, value) = if let Some(v) = rest.strip_prefix(">=") {
+            (Op::GreaterEq, v)
+        } else if let Some(v) = rest.strip_prefix("<=") {
+            (Op::LessEq, v)
+        } else if let Some(v) = rest.strip_prefix('>') {
+            (Op::Greater, v)
+        } else if let Some(v) = rest.strip_prefix('<') {
+            (Op::Less, v)
+        } else {
+            return Err(fail(format!("{text:?}: bad comparison")));
+        };
+        let value = value.trim();
+        let signed = value.starts_with(['+', '-']);
+        let (number, unit) = value
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+            .map_or((value, ""), |i| value.split_at(i));
+        let n: f64 = number
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(|| fail(format!("{value:?} is not a number")))?;
+        let scale = match (unit.trim(), metric.is_latency()) {
+            ("%", _) if signed => {
+                return Ok(Condition {
+                    text: text.to_string(),
+                    metric,
+                    op,
+                    bound: Bound::Relative(n / 100.0),
+                });
+            }
+            ("%", _) => return Err(fail(format!("{value:?}: a percentage needs a sign (+10%)"))),
+            ("", true) | ("us" | "µs", true) => 1_000.0,
+            ("ns", true) => 1.0,
+            ("ms", true) => 1_000_000.0,
+            ("", false) => 1.0,
+            (u, true) => return Err(fail(format!("unknown unit {u:?}"))),
+            (u, false) => {
+                return Err(fail(format!("{} is a count: no unit {u:?}", metric.name())));
+            }
+        };
+        let bound = if signed {
+            Bound::Delta(n * scale)
+        } else {
+            Bound::Absolute(n * scale)
+        };
+        Ok(Condition {
+            text: text.to_string(),
+            metric,
+            op,
+            bound,
+        })
+    }
+}
+
+/// The outcome of one condition on one column.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The condition as written.
+    pub condition: String,
+    /// The column it was checked on.
+    pub column: String,
+    /// Whether the condition held (the gate fails).
+    pub failed: bool,
+    /// In words.
+    pub reason: String,
+}
+
+/// Checks every condition on every column it applies to.
+pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    let Some(first) = columns.first() else {
+        return out;
+    };
+    for c in conditions {
+        let base = c.metric.value(&first.stats);
+        let from = match c.bound {
+            Bound::Absolute(_) => 0,
+            _ => 1,
+        };
+        for col in &columns[from..] {
+            let value = c.metric.value(&col.stats);
+            let verdict = |failed: bool, reason: String| Verdict {
+                condition: c.text.clone(),
+                column: col.label.clone(),
+                failed,
+                reason,
+            };
+            let Some(v) = value else {
+                out.push(verdict(
+                    true,
+                    format!(
+                        "{} of {} is unknown (beyond its histogram, or not in its format)",
+                        c.metric.name(),
+                        col.label
+                    ),
+                ));
+                continue;
+            };
+            let b = match (c.bound, base) {
+                (Bound::Absolute(_), _) => 0.0,
+                (_, Some(b)) => b,
+                (_, None) => {
+                    out.push(verdict(
+                        true,
+                        format!(
+                            "{} of {} (the baseline) is unknown",
+                            c.metric.name(),
+                            first.label
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            let shown = show(c.metric, Some(v));
+            let (failed, reason) = match c.bound {
+                Bound::Absolute(limit) => (
+                    c.op.holds(v, limit),
+                    format!("{} {} is {shown}", col.label, c.metric.name()),
+                ),
+                Bound::Delta(limit) => (
+                    c.op.holds(v - b, limit),
+                    format!(
+                        "{} {} is {shown}, {} against {} {}",
+                        col.label,
+                        c.metric.name(),
+                        show_delta(c.metric, v - b),
+                        first.label,
+                        show(c.metric, Some(b))
+                    ),
+                ),
+                Bound::Relative(limit) => {
+                    let change = relative(v, b);
+                    (
+                        c.op.holds(change, limit),
+                        format!(
+                            "{} {} is {shown}, {} against {} {}",
+                            col.label,
+                            c.metric.name(),
+                            show_relative(change),
+                            first.label,
+                            show(c.metric, Some(b))
+                        ),
+                    )
+                }
+            };
+            out.push(verdict(failed, reason));
+        }
+    }
+    out
+}
+
+/// (v - b) / b, infinite when b is 0 and v is not.
+fn relative(v: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        if v == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY.copysign(v)
+        }
+    } else {
+        (v - b) / b
+    }
+}
+
+/// A value for display: µs with one decimal for latencies, counts as is.
+pub fn show(metric: Metric, value: Option<f64>) -> String {
+    match value {
+        None => "?".to_string(),
+        Some(v) if metric.is_latency() => format!("{:.1}", v / 1000.0),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+fn show_delta(metric: Metric, d: f64) -> String {
+    if metric.is_latency() {
+        format!("{:+.1} µs", d / 1000.0)
+    } else {
+        format!("{d:+.0}")
+    }
+}
+
+fn show_relative(r: f64) -> String {
+    if r.is_infinite() {
+        if r > 0.0 {
+            "+∞%".into()
+        } else {
+            "-∞%".into()
+        }
+    } else {
+        format!("{:+.1}%", r * 100.0)
+    }
+}
+
+/// The cell of `metric` in `col`, with its difference against `first`.
+fn cell(metric: Metric, col: &Column, first: Option<&Column>) -> String {
+    let v = metric.value(&col.stats);
+    let mut s = show(metric, v);
+    if let (Some(first), Some(v)) = (first, v)
+        && let Some(b) = metric.value(&first.stats)
+    {
+        s.push_str(&format!(" ({})", diff_text(metric, v, b)));
+    }
+    s
+}
+
+fn diff_text(metric: Metric, v: f64, b: f64) -> String {
+    if b == 0.0 || !metric.is_latency() && b.abs() < 1.0 {
+        show_delta(metric, v - b)
+    } else {
+        show_relative(relative(v, b))
+    }
+}
+
+/// A context row: its name and how to read it from a column.
+type ContextRow = (&'static str, fn(&Column) -> Option<String>);
+
+/// The rows of the table: (name, one cell per column).
+pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
+    let mut rows = Vec::new();
+    let context: [ContextRow; 9] = [
+        ("format", |c| Some(c.format.name().to_string())),
+        ("host", |c| c.context.host.clone()),
+        ("kernel", |c| c.context.kernel.clone()),
+        ("preemption", |c| c.context.preemption.clone()),
+        ("isolation", |c| c.context.isolation.clone()),
+        ("load", |c| c.context.load.clone()),
+        ("governor", |c| c.context.governor.clone()),
+        ("started", |c| c.context.started.clone()),
+        ("duration (s)", |c| {
+            c.context.duration_s.map(|d| format!("{d:.1}"))
+        }),
+    ];
+    for (name, get) in context {
+        rows.push((
+            name.to_string(),
+            columns
+                .iter()
+                .map(|c| get(c).unwrap_or_else(|| "?".to_string()))
+                .collect(),
+        ));
+    }
+    for m in Metric::ALL {
+        let name = if m.is_latency() {
+            format!("{} (µs)", m.name())
+        } else {
+            m.name().to_string()
+        };
+        rows.push((
+            name,
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| cell(m, c, (i > 0).then(|| &columns[0])))
+                .collect(),
+        ));
+    }
+    rows
+}
+
+/// The table as aligned text.
+pub fn text(columns: &[Column]) -> String {
+    let mut table = vec![(
+        String::new(),
+        columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>(),
+    )];
+    table.extend(rows(columns));
+    let width = |i: Option<usize>| {
+        table
+            .iter()
+            .map(|(name, cells)| i.map_or(name, |i| &cells[i]).chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let first = width(None);
+    let widths: Vec<usize> = (0..columns.len()).map(|i| width(Some(i)).min(48)).collect();
+    let mut out = String::new();
+    for (name, cells) in &table {
+        let _ = write!(out, "{name:<first$}");
+        for (cell, w) in cells.iter().zip(&widths) {
+            let cell: String = if cell.chars().count() > *w {
+                cell.chars().take(w - 1).chain(['…']).collect()
+            } else {
+                cell.clone()
+            };
+            let _ = write!(out, "  {cell:>w$}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The table in Markdown.
+pub fn markdown(columns: &[Column]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from("| |");
+    for c in columns {
+        let _ = write!(out, " {} |", esc(&c.label));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(columns.len()));
+    out.push('\n');
+    for (name, cells) in rows(columns) {
+        let _ = write!(out, "| {} |", esc(&name));
+        for cell in cells {
+            let _ = write!(out, " {} |", esc(&cell));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The comparison as JSON: every column with its statistics, context and
+/// differences against the first, and the gate's verdicts.
+pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
+    let cols: Vec<serde_json::Value> = columns
+        .iter()
+        .map(|c| {
+            let mut metrics = serde_json::Map::new();
+            let mut diff = serde_json::Map::new();
+            for m in Metric::ALL {
+                let v = m.value(&c.stats);
+                let key = if m.is_latency() {
+                    format!("{}_ns", m.name())
+                } else {
+                    m.name().to_string()
+                };
+                metrics.insert(key.clone(), serde_json::json!(v));
+                if let (Some(v), Some(b)) = (v, m.value(&columns[0].stats)) {
+                    let rel = relative(v, b);
+                    diff.insert(
+                        key,
+                        serde_json::json!({
+                            "absolute": v - b,
+                            "relative": rel.is_finite().then_some(rel),
+                        }),
+                    );
+                }
+            }
+            serde_json::json!({
+                "label": c.label,
+                "path": c.path,
+                "format": c.format,
+                "context": c.context,
+                "metrics": metrics,
+                "diff_vs_first": diff,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "columns": cols,
+        "gate": verdicts,
+        "failed": verdicts.iter().any(|v| v.failed),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+use super::*;
+use crate::dataset::Quantile;
+
+/// A column whose latencies are `base` µs scaled by `factor`.
+fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
+    let us = |v: f64| (v * factor * 1000.0).round() as u64;
+    Column {
+        label: label.into(),
+        path: format!("{label}.json"),
+        format: Format::Rtlab,
+        context: Context {
+            kernel: Some("6.18".into()),
+            ..Context::default()
+        },
+        stats: Stats {
+            samples: 10_000,
+            min_ns: Some(us(2.0)),
+            mean_ns: Some(us(5.0) as f64),
+            max_ns: Some(us(80.0)),
+            stddev_ns: Some(us(1.5) as f64),
+            percentiles: [
+                ("p50", 0.5, 5.0),
+                ("p90", 0.9, 7.0),
+                ("p99", 0.99, 10.0),
+                ("p99.9", 0.999, 20.0),
+                ("p99.99", 0.9999, 50.0),
+            ]
+            .iter()
+            .map(|&(n, q, v)| Quantile {
+                name: n.into(),
+                quantile: q,
+                value_ns: Some(us(v)),
+            })
+            .collect(),
+            overruns,
+            beyond_histogram: Some(0),
+        },
+    }
+}
+
+fn cond(s: &str) -> Condition {
+    s.parse().unwrap()
+}
+
+fn failed(cols: &[Column], conditions: &[&str]) -> Vec<String> {
+    let conditions: Vec<Condition> = conditions.iter().map(|c| cond(c)).collect();
+    gate(cols, &conditions)
+        .into_iter()
+        .filter(|v| v.failed)
+        .map(|v| format!("{} {}", v.condition, v.column))
+        .collect()
+}
+
+#[test]
+fn conditions_parse() {
+    assert_eq!(cond("p99>+10%").bound, Bound::Relative(0.1));
+    assert_eq!(cond("p99 > +10%").op, Op::Greater);
+    assert_eq!(cond("max>=+20us").bound, Bound::Delta(20_000.0));
+    assert_eq!(cond("max>=+20us").op, Op::GreaterEq);
+    assert_eq!(cond("p99.99>100").bound, Bound::Absolute(100_000.0));
+    assert_eq!(cond("p99.99>1.5ms").bound, Bound::Absolute(1_500_000.0));
+    assert_eq!(cond("mean<-5%").bound, Bound::Relative(-0.05));
+    assert_eq!(cond("samples<=-100").bound, Bound::Delta(-100.0));
+    assert_eq!(cond("overruns>0").bound, Bound::Absolute(0.0));
+    assert_eq!(cond("p50>300ns").metric, Metric::Median);
+    for bad in [
+        "p99",
+        "p98>+10%",
+        "p99>>1",
+        "p99>10%",
+        "p99>+x%",
+        "p99>5s",
+        "overruns>5us",
+        "max>inf",
+    ] {
+        let e = bad.parse::<Condition>().unwrap_err();
+        assert!(e.contains("hint:"), "{bad}: {e}");
+    }
+    assert!(
+        "p98>1"
+            .parse::<Condition>()
+            .unwrap_err()
+            .contains("did you mean p90")
+    );
+}
+
+#[test]
+fn equal_runs_pass_and_a_regression_fails() {
+    let equal = [column("a", 1.0, Some(0)), column("b", 1.0, Some(0))];
+    let gates = [
+        "p99>+10%",
+        "max>+20us",
+        "p99.99>100us",
+        "mean>+0%",
+        "overruns>0",
+    ];
+    assert!(failed(&equal, &gates).is_empty());
+    let worse = [column("idle", 1.0, Some(0)), column("loaded", 1.2, Some(3))];
+    assert_eq!(
+        failed(&worse, &gates),
+        vec!["p99>+10% loaded", "mean>+0% loaded", "overruns>0 loaded"]
+    );
+    // +20% is not above +20%, and the max moved +16 µs only.
+    assert!(failed(&worse, &["p99>+20%", "max>+16us"]).is_empty());
+    assert_eq!(failed(&worse, &["p99>=+20%"]), vec!["p99>=+20% loaded"]);
+    // An improvement gate, and an absolute bound checked on every run.
+    let better = [column("old", 1.0, Some(0)), column("new", 0.5, Some(0))];
+    assert_eq!(failed(&better, &["p99<-40%"]), vec!["p99<-40% new"]);
+    assert_eq!(failed(&better, &["max>50us"]), vec!["max>50us old"]);
+}
+
+#[test]
+fn unknown_values_fail_the_gate() {
+    let mut cyclictest = column("ct", 1.0, None);
+    cyclictest.stats.percentiles[4].value_ns = None;
+    let cols = [column("rt", 1.0, Some(0)), cyclictest.clone()];
+    assert_eq!(
+        failed(&cols, &["p99.99>+10%", "overruns>0", "p99>+10%"]),
+        vec!["p99.99>+10% ct", "overruns>0 ct"]
+    );
+    let reversed = [cyclictest, column("rt", 1.0, Some(0))];
+    let v = gate(&reversed, &[cond("p99.99>+10%")]);
+    assert!(v[0].failed && v[0].reason.contains("baseline"), "{v:?}");
+}
+
+#[test]
+fn table_has_every_metric_and_the_differences() {
+    let cols = [column("idle", 1.0, Some(0)), column("loaded", 1.5, Some(2))];
+    let t = text(&cols);
+    for row in [
+        "kernel",
+        "samples",
+        "p99.99 (µs)",
+        "max (µs)",
+        "stddev (µs)",
+        "beyond_histogram",
+        "overruns",
+    ] {
+        assert!(
+            t.lines().any(|l| l.starts_with(row)),
+            "{row} missing in\n{t}"
+        );
+    }
+    let p99 = t.lines().find(|l| l.starts_with("p99 (µs)")).unwrap();
+    assert!(
+        p99.contains("10.0") && p99.contains("15.0 (+50.0%)"),
+        "{p99}"
+    );
+    let overruns = t.lines().find(|l| l.starts_with("overruns")).unwrap();
+    assert!(overruns.contains("2 (+2)"), "{overruns}");
+    let md = markdown(&cols);
+    assert!(
+        md.starts_with("| | idle | loaded |\n|---|---:|---:|\n"),
+        "{md}"
+    );
+    assert!(md.contains("| p99 (µs) | 10.0 | 15.0 (+50.0%) |"), "{md}");
+    let j = json(&cols, &gate(&cols, &[cond("p99>+10%")]));
+    assert_eq!(j["columns"][1]["metrics"]["p99_ns"], 15_000.0);
+    assert_eq!(j["columns"][1]["diff_vs_first"]["p99_ns"]["relative"], 0.5);
+    assert_eq!(j["failed"], true);
+    assert_eq!(j["gate"][0]["column"], "loaded");
+}
