@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 mod partition;
+mod show;
 mod tune;
 
 /// Exit status: refused before anything started.
@@ -110,6 +111,15 @@ pub enum Command {
     /// A CPU hog that prints its loops per second (a load for the CPU
     /// bandwidth experiment).
     Hog(tune::HogArgs),
+    /// Draw runs: overlaid histograms (log count axis), percentile curves,
+    /// latency over time, as SVG or PNG; `--gnuplot FILE` for a script.
+    Plot(show::PlotArgs),
+    /// One self-contained HTML report of runs: summary, plots, per-run
+    /// latency tables, system, configuration, what rtlab changed.
+    Report(show::ReportArgs),
+    /// One table, a column per run, with differences against the first;
+    /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
+    Compare(show::CompareArgs),
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
     Guard,
@@ -262,6 +272,9 @@ pub fn main() -> i32 {
         (Some(Command::Cstates(args)), _) => tune::cstates_main(args),
         (Some(Command::Sysinfo { json }), _) => tune::sysinfo_main(*json),
         (Some(Command::Hog(args)), _) => tune::hog_main(args),
+        (Some(Command::Plot(args)), _) => show::plot_main(args),
+        (Some(Command::Report(args)), _) => show::report_main(args),
+        (Some(Command::Compare(args)), _) => show::compare_main(args),
         (Some(Command::Check { file }), _) => {
             match load_plan(
                 Some(file),

@@ -288,6 +288,30 @@ impl Distribution {
 }
 
 impl Thread {
+    /// The percentile curve: for each bucket, (−log10(1 − q), latency ns)
+    /// where q is the fraction of samples below the bucket (so 2 is p99 and
+    /// 3 is p99.9), ending at the last sample (1 − q = 1/n). Samples beyond
+    /// the input's histogram have no value and end the curve early.
+    pub fn percentile_curve(&self) -> Vec<(f64, u64)> {
+        let d = &self.distribution;
+        let n = d.total();
+        let mut out = Vec::with_capacity(d.buckets.len() + 1);
+        let mut below = 0u64;
+        for &(value, count) in &d.buckets {
+            out.push((-(1.0 - below as f64 / n as f64).log10(), value));
+            below += count;
+        }
+        if let Some(&(last, _)) = d.buckets.last() {
+            let end = if below == n {
+                (n as f64).log10()
+            } else {
+                -(1.0 - below as f64 / n as f64).log10()
+            };
+            out.push((end, last));
+        }
+        out
+    }
+
     pub(crate) fn new(
         name: String,
         cpu: Option<usize>,

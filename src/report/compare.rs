@@ -230,7 +230,7 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
                     continue;
                 }
             };
-            let shown = show(c.metric, Some(v));
+            let shown = show_unit(c.metric, Some(v));
             let (failed, reason) = match c.bound {
                 Bound::Absolute(limit) => (
                     c.op.holds(v, limit),
@@ -244,7 +244,7 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
                         c.metric.name(),
                         show_delta(c.metric, v - b),
                         first.label,
-                        show(c.metric, Some(b))
+                        show_unit(c.metric, Some(b))
                     ),
                 ),
                 Bound::Relative(limit) => {
@@ -257,7 +257,7 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
                             c.metric.name(),
                             show_relative(change),
                             first.label,
-                            show(c.metric, Some(b))
+                            show_unit(c.metric, Some(b))
                         ),
                     )
                 }
@@ -287,6 +287,16 @@ pub fn show(metric: Metric, value: Option<f64>) -> String {
         None => "?".to_string(),
         Some(v) if metric.is_latency() => format!("{:.1}", v / 1000.0),
         Some(v) => format!("{v:.0}"),
+    }
+}
+
+/// [`show`] with the unit of latencies.
+fn show_unit(metric: Metric, value: Option<f64>) -> String {
+    let s = show(metric, value);
+    if metric.is_latency() && value.is_some() {
+        s + " µs"
+    } else {
+        s
     }
 }
 
@@ -323,7 +333,8 @@ fn cell(metric: Metric, col: &Column, first: Option<&Column>) -> String {
 }
 
 fn diff_text(metric: Metric, v: f64, b: f64) -> String {
-    if b == 0.0 || !metric.is_latency() && b.abs() < 1.0 {
+    // Counts read best as a change in number (overruns 1 → 3: +2).
+    if b == 0.0 || !metric.is_latency() {
         show_delta(metric, v - b)
     } else {
         show_relative(relative(v, b))

@@ -1,0 +1,251 @@
+//! `rtlab plot`, `rtlab report`, `rtlab compare`: finished runs (rtlab's
+//! JSON, cyclictest's histogram text or JSON, systress result files) read
+//! into [`crate::dataset`] once, then drawn, reported or compared.
+
+use super::{EXIT_FAILED, EXIT_REFUSED};
+use crate::dataset::{self, Run};
+use crate::report::compare::{self, Condition};
+use crate::report::plot::{self, Panel, PlotOptions};
+use crate::report::{gnuplot, html};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// Exit status: a `--fail-if` condition held.
+pub const EXIT_REGRESSION: i32 = 6;
+
+/// The inputs every one of these commands takes.
+#[derive(Debug, Args)]
+pub struct Inputs {
+    /// Result files: rtlab's --json result, cyclictest's --json file or its
+    /// -h/--histfile histogram text, or a systress timer_threadNN.txt/.csv.
+    #[arg(required = true, value_name = "RESULT")]
+    pub results: Vec<PathBuf>,
+    /// Name of each run in legends and columns, in the order of the files
+    /// (default: the file name without its extension).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+}
+
+/// Options of `rtlab plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// The picture: FILE.svg or FILE.png.
+    #[arg(short, long, value_name = "FILE", required_unless_present = "gnuplot")]
+    output: Option<PathBuf>,
+    /// Also (or only) write a gnuplot script that draws the histograms.
+    #[arg(long, value_name = "FILE")]
+    gnuplot: Option<PathBuf>,
+    /// Panels to draw, top to bottom (default: all three).
+    #[arg(long = "panel", value_enum, value_name = "PANEL")]
+    panels: Vec<Panel>,
+    /// Cut the latency axes at this many µs.
+    #[arg(long, value_name = "US")]
+    max_latency: Option<f64>,
+    /// The picture's title.
+    #[arg(long, default_value = "Timer wake-up latency")]
+    title: String,
+    /// Size in pixels, WIDTHxHEIGHT (default 1200x1500, 1200x700 for one panel).
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    size: Option<(u32, u32)>,
+}
+
+/// Options of `rtlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// The report's title.
+    #[arg(long, default_value = "rtlab latency report")]
+    title: String,
+    /// One summary column per thread instead of per run.
+    #[arg(long)]
+    per_thread: bool,
+}
+
+/// Options of `rtlab compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Exit with status 6 when this holds for a run: METRIC OP VALUE, e.g.
+    /// 'p99>+10%' (against the first run), 'max>+20us', 'p99.99>100us'
+    /// (every run). Repeatable.
+    #[arg(long = "fail-if", value_name = "COND")]
+    fail_if: Vec<Condition>,
+    /// Print as JSON.
+    #[arg(long, conflicts_with = "markdown")]
+    json: bool,
+    /// Print as a Markdown table.
+    #[arg(long)]
+    markdown: bool,
+    /// One column per thread instead of per run.
+    #[arg(long)]
+    per_thread: bool,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("{s:?} is not WIDTHxHEIGHT (e.g. 1600x900)");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(200..=10_000).contains(&w) || !(150..=10_000).contains(&h) {
+        return Err(format!("{s}: each side must be 200..10000 pixels"));
+    }
+    Ok((w, h))
+}
+
+/// Loads the inputs, or prints why not (exit status 2).
+fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
+    if inputs.labels.len() > inputs.results.len() {
+        eprintln!(
+            "rtlab: {} --label for {} result files\n  hint: give one --label per file, in order",
+            inputs.labels.len(),
+            inputs.results.len()
+        );
+        return Err(EXIT_REFUSED);
+    }
+    dataset::load_all(&inputs.results, &inputs.labels).map_err(|e| {
+        eprintln!("{e}");
+        EXIT_REFUSED
+    })
+}
+
+fn write(path: &Path, text: &str) -> Result<(), i32> {
+    std::fs::write(path, text).map_err(|e| {
+        eprintln!("rtlab: cannot write {}: {e}", path.display());
+        EXIT_FAILED
+    })
+}
+
+/// `rtlab plot`.
+pub fn plot_main(args: &PlotArgs) -> i32 {
+    let kind = args.output.as_ref().map(|o| {
+        o.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+    });
+    if let Some(kind) = &kind
+        && !matches!(kind.as_deref(), Some("svg" | "png"))
+    {
+        eprintln!(
+            "rtlab: cannot tell the picture's format from {:?}\n  hint: name it FILE.svg or FILE.png",
+            args.output.as_deref().unwrap_or(Path::new(""))
+        );
+        return EXIT_REFUSED;
+    }
+    let runs = match load(&args.inputs) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let panels = if args.panels.is_empty() {
+        Panel::ALL.to_vec()
+    } else {
+        args.panels.clone()
+    };
+    let default_size = if panels.len() == 1 {
+        (1200, 700)
+    } else {
+        (1200, 1500)
+    };
+    let opts = PlotOptions {
+        size: args.size.unwrap_or(default_size),
+        panels,
+        max_latency_us: args.max_latency,
+        title: args.title.clone(),
+    };
+    if let (Some(out), Some(kind)) = (&args.output, kind.flatten()) {
+        let drawn = if kind == "png" {
+            plot::png(&runs, &opts, out)
+        } else {
+            plot::svg(&runs, &opts)
+                .and_then(|s| std::fs::write(out, s).map_err(|e| format!("cannot write: {e}")))
+        };
+        if let Err(e) = drawn {
+            eprintln!("rtlab: {}: {e}", out.display());
+            return EXIT_FAILED;
+        }
+        println!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
+    }
+    if let Some(script) = &args.gnuplot {
+        if let Err(code) = write(script, &gnuplot::script(&runs, &args.title)) {
+            return code;
+        }
+        println!(
+            "rtlab: wrote {} (gnuplot -p {})",
+            script.display(),
+            script.display()
+        );
+    }
+    0
+}
+
+/// `rtlab report`.
+pub fn report_main(args: &ReportArgs) -> i32 {
+    let runs = match load(&args.inputs) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let page = match html::render(&runs, &args.title, args.per_thread) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rtlab: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    if let Err(code) = write(&args.output, &page) {
+        return code;
+    }
+    println!(
+        "rtlab: wrote {} ({} runs); open it in a browser",
+        args.output.display(),
+        runs.len()
+    );
+    0
+}
+
+/// `rtlab compare`.
+pub fn compare_main(args: &CompareArgs) -> i32 {
+    let runs = match load(&args.inputs) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let columns = compare::columns(&runs, args.per_thread);
+    let verdicts = compare::gate(&columns, &args.fail_if);
+    if args.json {
+        super::print_json(&compare::json(&columns, &verdicts));
+    } else {
+        if args.markdown {
+            print!("{}", compare::markdown(&columns));
+        } else {
+            print!("{}", compare::text(&columns));
+        }
+        if !verdicts.is_empty() {
+            println!();
+        }
+        for v in &verdicts {
+            println!(
+                "{} {}: {}",
+                if v.failed { "FAIL" } else { "pass" },
+                v.condition,
+                v.reason
+            );
+        }
+    }
+    if args
+        .fail_if
+        .iter()
+        .any(|c| !matches!(c.bound, compare::Bound::Absolute(_)))
+        && columns.len() < 2
+    {
+        eprintln!("rtlab: only one run: relative --fail-if conditions had nothing to compare with");
+    }
+    if verdicts.iter().any(|v| v.failed) {
+        EXIT_REGRESSION
+    } else {
+        0
+    }
+}

@@ -1,0 +1,83 @@
+//! `rtlab plot --gnuplot FILE`: a gnuplot script, like systress users'
+//! `plot.show`, that draws every given run's histogram together on a log
+//! count axis, one curve per run and thread. The data are written into the
+//! script as data blocks (gnuplot ≥ 5.0), so the script stands alone: it
+//! can be mailed, kept beside the results, and edited.
+
+use super::plot::caption_line;
+use crate::dataset::Run;
+use std::fmt::Write as _;
+
+/// gnuplot quotes: double quotes with `\"` and `\\` escaped.
+fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The script for `runs`.
+pub fn script(runs: &[Run], title: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# rtlab plot --gnuplot: latency histograms of {} run(s), log count axis.\n\
+         # Show it:          gnuplot -p THIS_FILE\n\
+         # Write a picture:  gnuplot -e \"out='latency.png'\" THIS_FILE   (or .svg)\n#",
+        runs.len()
+    );
+    for run in runs {
+        let _ = writeln!(out, "# {}  ({})", caption_line(run), run.path);
+    }
+    let mut blocks = Vec::new();
+    for (r, run) in runs.iter().enumerate() {
+        for (t, thread) in run.threads.iter().enumerate() {
+            let name = format!("$run{r}_t{t}");
+            let _ = writeln!(out, "\n{name} << EOD");
+            for (us, count) in &thread.histogram_us {
+                let _ = writeln!(out, "{us} {count}");
+            }
+            out.push_str("EOD\n");
+            let label = if run.threads.len() == 1 {
+                run.label.clone()
+            } else {
+                format!("{} {}", run.label, thread.name)
+            };
+            let max = thread
+                .stats
+                .max_ns
+                .map_or("?".to_string(), |m| format!("{:.1}", m as f64 / 1000.0));
+            blocks.push((name, format!("{label}: max {max} us")));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nif (exists(\"out\")) {{\n    \
+             if (strstrt(out, \".svg\") > 0) {{ set terminal svg size 1200,700 dynamic background rgb \"white\" }} \
+             else {{ set terminal pngcairo size 1200,700 }}\n    \
+             set output out\n}}\n\
+         set title {}\n\
+         set xlabel \"latency (us)\"\n\
+         set ylabel \"samples\"\n\
+         set logscale y\n\
+         set yrange [0.8:*]\n\
+         set xrange [0:*]\n\
+         set grid\n\
+         set key top right",
+        quoted(title)
+    );
+    if blocks.is_empty() {
+        out.push_str("set label \"no histogram in these inputs\" at graph 0.5, graph 0.5 center\nplot 1/0 notitle\n");
+        return out;
+    }
+    out.push_str("plot ");
+    for (i, (name, label)) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", \\\n     ");
+        }
+        let _ = write!(
+            out,
+            "{name} using 1:2 with steps linewidth 2 title {}",
+            quoted(label)
+        );
+    }
+    out.push('\n');
+    out
+}

@@ -1,0 +1,258 @@
+//! `rtlab report`: one self-contained HTML file (inline CSS, inline SVG, no
+//! network, no server) with the comparison of every run, the plots, and per
+//! run its latency per thread, what rtlab changed on the system, its load
+//! programs, its system snapshot and its configuration.
+//!
+//! A few lines of inline script check, once the page is laid out, that
+//! every table and plot has a size on screen, and say so at the bottom of
+//! the page (`data-rendered` on `<body>`): a reader sees at once if a
+//! browser dropped the inline SVG, and the Chromium test reads it.
+
+use super::compare;
+use super::plot::{self, Panel};
+use crate::dataset::{Metric, Run};
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// Escapes text for HTML.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "
+body { font-family: 'DejaVu Sans', Verdana, sans-serif; margin: 2em auto; max-width: 1250px; color: #222; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { border-bottom: 2px solid #1f77b4; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { margin-top: 1.4em; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
+th:first-child, td:first-child { text-align: left; }
+table.kv td { text-align: left; font-family: 'DejaVu Sans Mono', monospace; word-break: break-all; }
+tr:nth-child(even) { background: #f6f8fa; }
+figure { margin: 1em 0; }
+figure svg { width: 100%; height: auto; border: 1px solid #ddd; }
+nav a { margin-right: 1em; }
+.muted { color: #666; }
+footer { margin-top: 3em; color: #666; font-size: 0.85em; }
+";
+
+const CHECK_SCRIPT: &str = "
+window.addEventListener('load', function () {
+  var shown = function (e) { var r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  var tables = Array.prototype.filter.call(document.querySelectorAll('table'),
+    function (t) { return t.rows.length > 0 && shown(t); }).length;
+  var plots = Array.prototype.filter.call(document.querySelectorAll('figure svg'),
+    function (s) { return shown(s) && s.querySelectorAll('polyline, path').length > 0; }).length;
+  document.body.setAttribute('data-rendered', 'tables=' + tables + ' plots=' + plots);
+  document.getElementById('check').textContent =
+    'This page rendered ' + tables + ' tables and ' + plots + ' plots.';
+});
+";
+
+fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
+    let _ = write!(out, "<table class=\"{class}\"><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Flattens JSON into (dotted key, value) rows for a key/value table.
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<Vec<String>>) {
+    let key = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            if map.is_empty() {
+                out.push(vec![prefix.to_string(), "{}".into()]);
+            }
+            for (k, v) in map {
+                flatten(&key(k), v, out);
+            }
+        }
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            let joined: Vec<String> = items.iter().map(scalar).collect();
+            out.push(vec![prefix.to_string(), joined.join(", ")]);
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), item, out);
+            }
+        }
+        v => out.push(vec![prefix.to_string(), scalar(v)]),
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "—".into(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+fn list(out: &mut String, items: &[String], empty: &str) {
+    if items.is_empty() {
+        let _ = writeln!(out, "<p class=\"muted\">{}</p>", escape(empty));
+        return;
+    }
+    out.push_str("<ul>\n");
+    for i in items {
+        let _ = writeln!(out, "<li>{}</li>", escape(i));
+    }
+    out.push_str("</ul>\n");
+}
+
+fn run_section(out: &mut String, i: usize, run: &Run) {
+    let _ = writeln!(
+        out,
+        "<section id=\"run-{i}\">\n<h2>{}</h2>\n<p class=\"muted\">{} — {}</p>",
+        escape(&run.label),
+        escape(&run.path),
+        escape(&plot::caption_line(run))
+    );
+    out.push_str("<h3>Latency per thread (µs)</h3>\n");
+    let mut head = vec!["thread".to_string(), "CPU".to_string()];
+    head.extend(Metric::ALL.iter().map(|m| m.name().to_string()));
+    let rows: Vec<Vec<String>> = run
+        .threads
+        .iter()
+        .map(|t| {
+            let mut row = vec![t.name.clone(), t.cpu.map_or("?".into(), |c| c.to_string())];
+            row.extend(
+                Metric::ALL
+                    .iter()
+                    .map(|m| compare::show(*m, m.value(&t.stats))),
+            );
+            row
+        })
+        .collect();
+    table(out, "threads", &head, &rows);
+    let d = &run.details;
+    if let Some(end) = &d.end {
+        let _ = writeln!(out, "<p>Ended: {}</p>", escape(end));
+    }
+    out.push_str("<h3>What rtlab changed on the system</h3>\n");
+    let none = match run.format {
+        crate::dataset::Format::Rtlab => {
+            "Nothing: the run left every system setting as it found it."
+        }
+        _ => "Not recorded in this format.",
+    };
+    list(out, &d.changes, none);
+    out.push_str("<h3>Load programs</h3>\n");
+    list(out, &d.programs, "None recorded.");
+    if !d.warnings.is_empty() {
+        out.push_str("<h3>Warnings</h3>\n");
+        list(out, &d.warnings, "");
+    }
+    out.push_str("<h3>System</h3>\n");
+    match &d.system {
+        Some(system) => {
+            let mut rows = Vec::new();
+            flatten("", system, &mut rows);
+            table(out, "kv", &["key".into(), "value".into()], &rows);
+        }
+        None => out.push_str("<p class=\"muted\">Not recorded in this format.</p>\n"),
+    }
+    out.push_str("<h3>Configuration</h3>\n");
+    if let Some(command) = &d.command {
+        let _ = writeln!(out, "<pre>{}</pre>", escape(command));
+    }
+    match &d.configuration {
+        Some(plan) => {
+            let mut rows = Vec::new();
+            flatten("", plan, &mut rows);
+            table(out, "kv", &["key".into(), "value".into()], &rows);
+        }
+        None if d.command.is_none() => {
+            out.push_str("<p class=\"muted\">Not recorded in this format.</p>\n")
+        }
+        None => {}
+    }
+    out.push_str("</section>\n");
+}
+
+/// The whole report.
+pub fn render(runs: &[Run], title: &str, per_thread: bool) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"generator\" content=\"rtlab {}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(title)
+    );
+    let _ = writeln!(
+        out,
+        "<header><h1>{}</h1><p class=\"muted\">rtlab {} report of {} run(s).</p></header>",
+        escape(title),
+        env!("CARGO_PKG_VERSION"),
+        runs.len()
+    );
+    out.push_str("<nav><a href=\"#summary\">Summary</a><a href=\"#plots\">Plots</a>");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = write!(out, "<a href=\"#run-{i}\">{}</a>", escape(&run.label));
+    }
+    out.push_str("</nav>\n");
+
+    out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
+    out.push_str(
+        "<p class=\"muted\">Latencies in µs; in brackets, the difference against the first run.</p>\n",
+    );
+    let columns = compare::columns(runs, per_thread);
+    let mut head = vec![String::new()];
+    head.extend(columns.iter().map(|c| c.label.clone()));
+    let rows: Vec<Vec<String>> = compare::rows(&columns)
+        .into_iter()
+        .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
+        .collect();
+    table(&mut out, "compare", &head, &rows);
+    out.push_str("</section>\n");
+
+    out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
+    for panel in Panel::ALL {
+        let svg = plot::panel_svg(runs, panel, (1200, 560))?;
+        // The SVG document's XML declaration has no place inside HTML.
+        let body = svg.find("<svg").map_or(svg.as_str(), |at| &svg[at..]);
+        let _ = writeln!(out, "<figure>\n{body}\n</figure>");
+    }
+    out.push_str("</section>\n");
+
+    for (i, run) in runs.iter().enumerate() {
+        run_section(&mut out, i, run);
+    }
+    let _ = write!(
+        out,
+        "<footer><p id=\"check\">This page needs a browser to check its tables and plots.</p></footer>\n\
+         <script>{CHECK_SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

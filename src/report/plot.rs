@@ -1,0 +1,526 @@
+//! Pictures of runs, drawn by rtlab (plotters, with an embedded DejaVu Sans
+//! so text renders the same everywhere): overlaid latency histograms on a
+//! log count axis, the percentile curve (latency against 1 − quantile on a
+//! log axis, which shows the tail), and latency over time. One colour and
+//! one legend entry per run and thread; the caption names each run's
+//! machine, kernel and preemption model.
+
+use crate::dataset::{Run, Thread};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::sync::Once;
+
+/// The font, embedded so that PNGs have text on machines without fonts.
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+
+/// Tableau 10: distinct, colour-blind friendly enough, readable on white.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+
+/// The colour of the n-th curve (runs and threads in order).
+pub fn colour(n: usize) -> RGBColor {
+    PALETTE[n % PALETTE.len()]
+}
+
+/// One part of the picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Panel {
+    /// Overlaid histograms, log count axis.
+    Histogram,
+    /// Latency against 1 − quantile (log axis).
+    Percentiles,
+    /// Max and mean latency per interval over the run.
+    Timeline,
+}
+
+impl Panel {
+    /// Every panel, in drawing order.
+    pub const ALL: [Panel; 3] = [Panel::Histogram, Panel::Percentiles, Panel::Timeline];
+
+    fn title(self) -> &'static str {
+        match self {
+            Panel::Histogram => "Latency histogram (samples per 1 µs, log scale)",
+            Panel::Percentiles => "Percentile curve: latency reached by each fraction of wake-ups",
+            Panel::Timeline => "Latency over time: max per interval (dark), mean (light)",
+        }
+    }
+
+    /// Its height relative to the others.
+    fn weight(self) -> u32 {
+        match self {
+            Panel::Histogram => 5,
+            _ => 4,
+        }
+    }
+}
+
+/// What to draw.
+#[derive(Debug, Clone)]
+pub struct PlotOptions {
+    /// Panels, top to bottom.
+    pub panels: Vec<Panel>,
+    /// Cut the latency axes at this value (µs).
+    pub max_latency_us: Option<f64>,
+    /// The picture's title.
+    pub title: String,
+    /// Size in pixels.
+    pub size: (u32, u32),
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions {
+            panels: Panel::ALL.to_vec(),
+            max_latency_us: None,
+            title: "Timer wake-up latency".to_string(),
+            size: (1200, 1500),
+        }
+    }
+}
+
+/// A curve: a thread of a run, with its legend and colour.
+struct Curve<'a> {
+    label: String,
+    thread: &'a Thread,
+    colour: RGBColor,
+}
+
+fn curves(runs: &[Run]) -> Vec<Curve<'_>> {
+    let mut out = Vec::new();
+    for run in runs {
+        for t in &run.threads {
+            let label = if run.threads.len() == 1 {
+                run.label.clone()
+            } else {
+                format!("{} {}", run.label, t.name)
+            };
+            out.push(Curve {
+                label,
+                thread: t,
+                colour: colour(out.len()),
+            });
+        }
+    }
+    out
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is ours and known to parse; a failure would only leave
+        // text undrawn, never stop the plot.
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+/// A drawing failure, in words.
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("cannot draw: {e}")
+}
+
+/// One line of the caption per run: where and how it was measured.
+pub fn caption_line(run: &Run) -> String {
+    let c = &run.context;
+    let mut parts = vec![run.format.name().to_string()];
+    parts.extend(c.host.clone());
+    parts.extend(c.kernel.as_ref().map(|k| format!("Linux {k}")));
+    parts.extend(c.preemption.clone());
+    parts.extend(c.started.clone());
+    parts.extend(c.duration_s.map(|d| format!("{d:.0} s")));
+    parts.push(format!("{} samples", run.all.samples));
+    parts.extend(c.load.as_ref().map(|l| format!("load: {l}")));
+    format!("{}: {}", run.label, parts.join(", "))
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    runs: &[Run],
+    opts: &PlotOptions,
+) -> Result<(), String> {
+    register_font();
+    root.fill(&WHITE).map_err(err)?;
+    let header = 44 + 20 * runs.len() as u32;
+    let (top, body) = root.split_vertically(header);
+    top.draw(&Text::new(
+        opts.title.clone(),
+        (16, 10),
+        (FAMILY, 26).into_font().color(&BLACK),
+    ))
+    .map_err(err)?;
+    for (i, run) in runs.iter().enumerate() {
+        top.draw(&Text::new(
+            caption_line(run),
+            (16, 44 + 20 * i as i32),
+            (FAMILY, 14).into_font().color(&RGBColor(0x44, 0x44, 0x44)),
+        ))
+        .map_err(err)?;
+    }
+    let curves = curves(runs);
+    let total: u32 = opts.panels.iter().map(|p| p.weight()).sum::<u32>().max(1);
+    let height = body.dim_in_pixel().1;
+    let mut rest = body;
+    for (i, panel) in opts.panels.iter().enumerate() {
+        let area = if i + 1 == opts.panels.len() {
+            rest.clone()
+        } else {
+            let (a, b) = rest.split_vertically(height * panel.weight() / total);
+            rest = b;
+            a
+        };
+        draw_panel(&area, *panel, &curves, opts)?;
+    }
+    root.present().map_err(err)
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: Panel,
+    curves: &[Curve],
+    opts: &PlotOptions,
+) -> Result<(), String> {
+    let area = area.margin(8, 8, 16, 24);
+    match panel {
+        Panel::Histogram => histogram(&area, curves, opts),
+        Panel::Percentiles => percentiles(&area, curves, opts),
+        Panel::Timeline => timeline(&area, curves, opts),
+    }
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xaa, 0xaa, 0xaa))
+        .label_font((FAMILY, 14))
+        .draw()
+        .map_err(err)
+}
+
+fn no_data<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: Panel,
+    why: &str,
+) -> Result<(), String> {
+    area.draw(&Text::new(panel.title(), (10, 0), (FAMILY, 18).into_font()))
+        .map_err(err)?;
+    area.draw(&Text::new(
+        why.to_string(),
+        (10, 40),
+        (FAMILY, 14).into_font().color(&RGBColor(0x66, 0x66, 0x66)),
+    ))
+    .map_err(err)
+}
+
+fn histogram<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    curves: &[Curve],
+    opts: &PlotOptions,
+) -> Result<(), String> {
+    let last = curves
+        .iter()
+        .filter_map(|c| c.thread.histogram_us.last().map(|b| b.0 + 1))
+        .max();
+    let Some(last) = last else {
+        return no_data(area, Panel::Histogram, "no histogram in these inputs");
+    };
+    let x_max = opts
+        .max_latency_us
+        .map_or(last as f64, |m| m.min(last as f64))
+        .max(1.0);
+    let top = curves
+        .iter()
+        .flat_map(|c| c.thread.histogram_us.iter().map(|b| b.1))
+        .max()
+        .unwrap_or(1) as f64;
+    let floor = 0.5;
+    let mut chart = ChartBuilder::on(area)
+        .caption(Panel::Histogram.title(), (FAMILY, 18))
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max * 1.02, (floor..top * 3.0).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (µs)")
+        .y_desc("samples")
+        .x_label_formatter(&number_label)
+        .y_label_formatter(&number_label)
+        .axis_desc_style((FAMILY, 15))
+        .label_style((FAMILY, 13))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(err)?;
+    for c in curves {
+        // One step line per run of consecutive non-empty buckets, each
+        // rising from the floor and falling back to it, so that lone
+        // outliers stand out as spikes and gaps stay empty.
+        let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut prev: Option<u64> = None;
+        for &(us, count) in &c.thread.histogram_us {
+            if us as f64 > x_max {
+                break;
+            }
+            if prev.is_none_or(|p| p + 1 != us) {
+                if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
+                    seg.push(((p + 1) as f64, floor));
+                }
+                segments.push(vec![(us as f64, floor)]);
+            }
+            if let Some(seg) = segments.last_mut() {
+                seg.push((us as f64, count as f64));
+                seg.push(((us + 1) as f64, count as f64));
+            }
+            prev = Some(us);
+        }
+        if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
+            seg.push(((p + 1) as f64, floor));
+        }
+        let s = &c.thread.stats;
+        let mut label = format!(
+            "{}: max {} µs",
+            c.label,
+            s.max_ns
+                .map_or("?".into(), |m| format!("{:.1}", m as f64 / 1000.0))
+        );
+        if let Some(b) = s.beyond_histogram.filter(|b| *b > 0)
+            && c.thread.histogram_us.iter().map(|b| b.1).sum::<u64>() < s.samples
+        {
+            label.push_str(&format!(" ({b} beyond the histogram, not drawn)"));
+        }
+        let colour = c.colour;
+        chart
+            .draw_series(
+                segments
+                    .into_iter()
+                    .map(|seg| PathElement::new(seg, colour.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+            });
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// An axis number without a useless decimal (500, 2.5, 10000).
+fn number_label(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A quantile on the curve's axis, as a percentage (2 → "99%").
+fn nines_label(x: &f64) -> String {
+    let pct = 100.0 * (1.0 - 10f64.powf(-*x));
+    let digits = (x.round() as i64 - 2).clamp(0, 8) as usize;
+    format!("{pct:.digits$}%")
+}
+
+fn percentiles<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    curves: &[Curve],
+    opts: &PlotOptions,
+) -> Result<(), String> {
+    let lines: Vec<Vec<(f64, f64)>> = curves
+        .iter()
+        .map(|c| {
+            c.thread
+                .percentile_curve()
+                .into_iter()
+                .map(|(x, ns)| (x, ns as f64 / 1000.0))
+                .collect()
+        })
+        .collect();
+    let x_max = lines.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
+    let y_top = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    if lines.iter().all(Vec::is_empty) {
+        return no_data(area, Panel::Percentiles, "no samples in these inputs");
+    }
+    let y_max = opts.max_latency_us.map_or(y_top, |m| m.min(y_top)).max(1.0);
+    // Log latency too: the body (µs) and the tail (ms) both stay readable.
+    let y_min = lines
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .filter(|v| *v > 0.0)
+        .fold(y_max, f64::min)
+        .min(y_max)
+        / 1.5;
+    let x_max = x_max.ceil().max(1.0);
+    let mut chart = ChartBuilder::on(area)
+        .caption(Panel::Percentiles.title(), (FAMILY, 18))
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, (y_min.max(0.01)..y_max * 1.5).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("quantile (log scale of 1 − quantile: each step is one more nine)")
+        .y_desc("latency (µs, log scale)")
+        .y_label_formatter(&number_label)
+        .x_labels(x_max as usize + 1)
+        .x_label_formatter(&nines_label)
+        .axis_desc_style((FAMILY, 15))
+        .label_style((FAMILY, 13))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(err)?;
+    for (c, line) in curves.iter().zip(lines) {
+        let colour = c.colour;
+        // Steps: a latency holds until the next bucket's quantile.
+        let mut path = Vec::with_capacity(line.len() * 2);
+        for w in line.windows(2) {
+            path.push(w[0]);
+            path.push((w[1].0, w[0].1));
+        }
+        path.extend(line.last());
+        // A zero latency has no place on a log axis: it sits on the floor.
+        for p in &mut path {
+            p.1 = p.1.max(y_min.max(0.01));
+        }
+        chart
+            .draw_series(LineSeries::new(path, colour.stroke_width(2)))
+            .map_err(err)?
+            .label(c.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+            });
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn timeline<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    curves: &[Curve],
+    opts: &PlotOptions,
+) -> Result<(), String> {
+    let with: Vec<&Curve> = curves
+        .iter()
+        .filter(|c| {
+            c.thread
+                .series
+                .as_ref()
+                .is_some_and(|s| !s.intervals.is_empty())
+        })
+        .collect();
+    if with.is_empty() {
+        return no_data(
+            area,
+            Panel::Timeline,
+            "no time series in these inputs (only rtlab JSON results have one)",
+        );
+    }
+    let series = |c: &Curve| c.thread.series.clone().unwrap_or_default();
+    let x_max = with
+        .iter()
+        .map(|c| {
+            let s = series(c);
+            s.intervals
+                .last()
+                .map_or(0.0, |i| (i.start_ns + s.interval_ns) as f64 / 1e9)
+        })
+        .fold(0.0, f64::max);
+    let y_top = with
+        .iter()
+        .flat_map(|c| series(c).intervals)
+        .map(|i| i.max_ns as f64 / 1000.0)
+        .fold(0.0, f64::max);
+    let y_max = opts.max_latency_us.map_or(y_top, |m| m.min(y_top)).max(1.0);
+    let mut chart = ChartBuilder::on(area)
+        .caption(Panel::Timeline.title(), (FAMILY, 18))
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max.max(0.1), 0f64..y_max * 1.05)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since the start (s)")
+        .y_desc("latency (µs)")
+        .y_label_formatter(&number_label)
+        .axis_desc_style((FAMILY, 15))
+        .label_style((FAMILY, 13))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(err)?;
+    for c in with {
+        let s = series(c);
+        let mid = |i: &crate::stats::series::Interval| {
+            (i.start_ns as f64 + s.interval_ns as f64 / 2.0) / 1e9
+        };
+        let colour = c.colour;
+        chart
+            .draw_series(LineSeries::new(
+                s.intervals.iter().map(|i| (mid(i), i.mean_ns / 1000.0)),
+                colour.mix(0.45).stroke_width(1),
+            ))
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                s.intervals
+                    .iter()
+                    .map(|i| (mid(i), i.max_ns as f64 / 1000.0)),
+                colour.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(format!(
+                "{} (intervals of {})",
+                c.label,
+                humantime::format_duration(std::time::Duration::from_nanos(s.interval_ns))
+            ))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+            });
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// The picture as an SVG document.
+pub fn svg(runs: &[Run], opts: &PlotOptions) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, opts.size).into_drawing_area();
+        draw(root, runs, opts)?;
+    }
+    Ok(out)
+}
+
+/// The picture as a PNG file.
+pub fn png(runs: &[Run], opts: &PlotOptions, path: &std::path::Path) -> Result<(), String> {
+    let root = BitMapBackend::new(path, opts.size).into_drawing_area();
+    draw(root, runs, opts)
+}
+
+/// One panel alone, as SVG (for the HTML report).
+pub fn panel_svg(runs: &[Run], panel: Panel, size: (u32, u32)) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        register_font();
+        root.fill(&WHITE).map_err(err)?;
+        let opts = PlotOptions::default();
+        draw_panel(&root, panel, &curves(runs), &opts)?;
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
