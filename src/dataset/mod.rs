@@ -152,8 +152,7 @@ pub struct Run {
 }
 
 /// A file that could not be read as a run.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}:{line}:{column}: {message}\n  hint: {hint}")]
+#[derive(Debug)]
 pub struct LoadError {
     /// The file.
     pub path: String,
@@ -166,6 +165,23 @@ pub struct LoadError {
     /// What to do.
     pub hint: String,
 }
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path, self.message)?;
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path, self.line, self.column, self.message
+            )?;
+        }
+        write!(f, "\n  hint: {}", self.hint)
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 /// A problem at a place in a file, before the path is known.
 #[derive(Debug)]
@@ -572,4 +588,4 @@ pub(crate) fn preemption_from_version(version: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,14 +4,14 @@ use crate::result::TimerResult;
 use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
 use std::path::PathBuf;
 
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
 
 /// A minimal rtlab result document around some timer results.
-fn rtlab_doc(timers: &[TimerResult]) -> String {
+pub(crate) fn rtlab_doc(timers: &[TimerResult]) -> String {
     serde_json::json!({
         "schema": crate::result::SCHEMA,
         "rtlab_version": "0.1.0",
@@ -35,7 +35,7 @@ fn rtlab_doc(timers: &[TimerResult]) -> String {
 }
 
 /// Deterministic latencies (ns): a body around 20 µs and a tail to 3 ms.
-fn latencies(n: usize, seed: u64) -> Vec<u64> {
+pub(crate) fn latencies(n: usize, seed: u64) -> Vec<u64> {
     let mut x = seed;
     (0..n)
         .map(|i| {
@@ -51,7 +51,7 @@ fn latencies(n: usize, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-fn timer(index: usize, xs: &[u64]) -> (TimerResult, Recorder) {
+pub(crate) fn timer(index: usize, xs: &[u64]) -> (TimerResult, Recorder) {
     let mut r = Recorder::new(100).unwrap();
     for (i, &x) in xs.iter().enumerate() {
         r.record(x);
@@ -133,7 +133,7 @@ fn all_threads_merge_like_one_recorder() {
 }
 
 /// cyclictest's current layout (rt-tests >= 2.7), 2 threads, -H 10.
-const HIST_CURRENT: &str = "# Histogram
+pub(crate) const HIST_CURRENT: &str = "# Histogram
 000001 000812\t000790\t001602
 000002 000188\t000209\t000397
 000007 000000\t000001\t000001
@@ -333,6 +333,11 @@ fn bad_files_are_refused_with_a_place_and_a_hint() {
     }
     let e = load(&dir.path().join("missing.json")).unwrap_err();
     assert!(e.message.contains("cannot read"));
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot read", e.path)),
+        "{e}"
+    );
     let mut doc: serde_json::Value = serde_json::from_str(&rtlab_doc(&[])).unwrap();
     doc["schema"] = "rtlab-result/9".into();
     let e = load(&write(&dir, "new.json", &doc.to_string())).unwrap_err();
@@ -391,4 +396,45 @@ fn metrics_parse_and_read() {
     for m in Metric::ALL {
         assert_eq!(Metric::parse(m.name()), Some(m));
     }
+}
+
+/// Three runs for the renderers' tests: two rtlab results (idle with one
+/// thread, loaded with two) and an old cyclictest histogram.
+pub(crate) fn sample_runs(dir: &tempfile::TempDir) -> Vec<Run> {
+    let (idle, _) = timer(0, &latencies(5_000, 1));
+    let (l0, _) = timer(
+        0,
+        &latencies(5_000, 2)
+            .iter()
+            .map(|x| x * 2)
+            .collect::<Vec<_>>(),
+    );
+    let (l1, _) = timer(
+        1,
+        &latencies(5_000, 4)
+            .iter()
+            .map(|x| x * 3)
+            .collect::<Vec<_>>(),
+    );
+    let paths = [
+        write(dir, "idle.json", &rtlab_doc(&[idle])),
+        write(dir, "loaded.json", &rtlab_doc(&[l0, l1])),
+        write(dir, "old.hist", HIST_CURRENT),
+    ];
+    load_all(&paths, &[]).unwrap()
+}
+
+/// Compares `actual` with `tests/golden/NAME`; `RTLAB_BLESS=1` rewrites it.
+pub(crate) fn golden(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("RTLAB_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        actual, expected,
+        "{name} differs from tests/golden/{name} (RTLAB_BLESS=1 rewrites it)"
+    );
 }

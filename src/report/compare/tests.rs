@@ -160,3 +160,17 @@ fn table_has_every_metric_and_the_differences() {
     assert_eq!(j["failed"], true);
     assert_eq!(j["gate"][0]["column"], "loaded");
 }
+
+#[test]
+fn golden_table_markdown_and_gnuplot_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = crate::dataset::tests::sample_runs(&dir);
+    let cols = columns(&runs, false);
+    use crate::dataset::tests::golden;
+    golden("compare.txt", &text(&cols));
+    golden("compare.md", &markdown(&cols));
+    // Paths differ per test run: the script names them in its header.
+    let script = crate::report::gnuplot::script(&runs, "Idle vs \"loaded\"")
+        .replace(&dir.path().display().to_string(), "DIR");
+    golden("plot.gp", &script);
+}
