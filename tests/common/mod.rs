@@ -14,6 +14,7 @@ pub fn text(o: &Output) -> String {
 }
 
 /// Polls `cond` until it holds or `timeout` passes; its last answer.
+#[allow(dead_code)] // not every test file polls
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
