@@ -225,7 +225,7 @@ fn details(doc: &Doc) -> Details {
     let mut changes = Vec::new();
     if doc.pm_qos["held"].as_bool() == Some(true) {
         changes.push(format!(
-            "/dev/cpu_dma_latency held at {} µs for the run (released when the run ended)",
+            "PM QoS: cpu_dma_latency held at {} µs for the run (released when the run ended)",
             text(&doc.pm_qos["requested_us"]).unwrap_or_else(|| "?".into())
         ));
     }

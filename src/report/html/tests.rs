@@ -32,7 +32,7 @@ fn page_is_self_contained_with_every_section() {
         "<h2>Summary</h2>",
         "<h2>Plots</h2>",
         "What rtlab changed on the system",
-        "/dev/cpu_dma_latency held at 0 µs",
+        "PM QoS: cpu_dma_latency held at 0 µs",
         "IRQ 30 virtio0 smp_affinity_list: 0 (was 0-1; restored at the end)",
         "ping -f localhost: started 1 times, ended 1 times",
         "<td>kernel_release</td><td>6.18.0-rt</td>",
