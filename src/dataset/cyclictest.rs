@@ -41,19 +41,7 @@ fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
         None
     };
     let max_ns = r.max.filter(|_| has).map(|v| v * unit_ns);
-    let histogram_us = if unit_ns == 1_000 {
-        r.buckets.clone()
-    } else {
-        let mut per_us: Vec<(u64, u64)> = Vec::new();
-        for &(v, c) in &r.buckets {
-            let us = v * unit_ns / 1_000;
-            match per_us.last_mut() {
-                Some(last) if last.0 == us => last.1 += c,
-                _ => per_us.push((us, c)),
-            }
-        }
-        per_us
-    };
+    let histogram_us = super::per_us(r.buckets.iter().map(|&(v, c)| (v * unit_ns, c)));
     let stats = Stats {
         samples,
         min_ns: r.min.filter(|_| has).map(|v| v * unit_ns),

@@ -347,6 +347,20 @@ impl Thread {
     }
 }
 
+/// Sums counts of latencies (ns, in increasing order) into 1-µs buckets,
+/// the latency truncated as cyclictest counts it.
+fn per_us(values_ns: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (ns, count) in values_ns {
+        let us = ns / 1_000;
+        match out.last_mut() {
+            Some(last) if last.0 == us => last.1 += count,
+            _ => out.push((us, count)),
+        }
+    }
+    out
+}
+
 /// Statistics over several threads: exact for samples, min, max, mean,
 /// standard deviation (from each thread's mean and deviation), overruns;
 /// percentiles from the threads' merged distributions.

@@ -111,14 +111,7 @@ fn thread(t: &TimerDoc) -> Thread {
     };
     // The HDR histogram holds every sample: the 1-µs view is made from it,
     // so the plot shows samples beyond histo_size too.
-    let mut per_us: Vec<(u64, u64)> = Vec::new();
-    for b in &t.hdr_histogram {
-        let us = b.low_ns / 1_000;
-        match per_us.last_mut() {
-            Some(last) if last.0 == us => last.1 += b.count,
-            _ => per_us.push((us, b.count)),
-        }
-    }
+    let histogram_us = super::per_us(t.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
     let distribution = Distribution::new(
         t.hdr_histogram
             .iter()
@@ -130,7 +123,7 @@ fn thread(t: &TimerDoc) -> Thread {
         format!("T{}", t.index),
         t.cpu_first.or_else(|| t.cpus.first().copied()),
         stats,
-        per_us,
+        histogram_us,
         t.series.clone(),
         distribution,
     )

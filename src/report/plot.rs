@@ -6,7 +6,9 @@
 //! machine, kernel and preemption model.
 
 use crate::dataset::{Run, Thread};
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 use std::sync::Once;
 
@@ -197,6 +199,20 @@ fn draw_panel<DB: DrawingBackend>(
     }
 }
 
+/// The house style of every panel's grid, labels and axis names.
+fn styled<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.axis_desc_style((FAMILY, 15))
+        .label_style((FAMILY, 13))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+}
+
+/// A curve's mark in a legend: a short thick line of its colour.
+fn legend_mark(colour: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+}
+
 fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     position: SeriesLabelPosition,
@@ -254,17 +270,16 @@ fn histogram<DB: DrawingBackend>(
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max * 1.02, (floor..top * 3.0).log_scale())
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("latency (µs)")
-        .y_desc("samples")
-        .x_label_formatter(&number_label)
-        .y_label_formatter(&number_label)
-        .axis_desc_style((FAMILY, 15))
-        .label_style((FAMILY, 13))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(err)?;
+    styled(
+        chart
+            .configure_mesh()
+            .x_desc("latency (µs)")
+            .y_desc("samples")
+            .x_label_formatter(&number_label)
+            .y_label_formatter(&number_label),
+    )
+    .draw()
+    .map_err(err)?;
     for c in curves {
         // One step line per run of consecutive non-empty buckets, each
         // rising from the floor and falling back to it, so that lone
@@ -311,9 +326,7 @@ fn histogram<DB: DrawingBackend>(
             )
             .map_err(err)?
             .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-            });
+            .legend(legend_mark(colour));
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
@@ -371,18 +384,17 @@ fn percentiles<DB: DrawingBackend>(
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max, (y_min.max(0.01)..y_max * 1.5).log_scale())
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("quantile (log scale of 1 − quantile: each step is one more nine)")
-        .y_desc("latency (µs, log scale)")
-        .y_label_formatter(&number_label)
-        .x_labels(x_max as usize + 1)
-        .x_label_formatter(&nines_label)
-        .axis_desc_style((FAMILY, 15))
-        .label_style((FAMILY, 13))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(err)?;
+    styled(
+        chart
+            .configure_mesh()
+            .x_desc("quantile (log scale of 1 − quantile: each step is one more nine)")
+            .y_desc("latency (µs, log scale)")
+            .y_label_formatter(&number_label)
+            .x_labels(x_max as usize + 1)
+            .x_label_formatter(&nines_label),
+    )
+    .draw()
+    .map_err(err)?;
     for (c, line) in curves.iter().zip(lines) {
         let colour = c.colour;
         // Steps: a latency holds until the next bucket's quantile.
@@ -400,9 +412,7 @@ fn percentiles<DB: DrawingBackend>(
             .draw_series(LineSeries::new(path, colour.stroke_width(2)))
             .map_err(err)?
             .label(c.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-            });
+            .legend(legend_mark(colour));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
@@ -450,16 +460,15 @@ fn timeline<DB: DrawingBackend>(
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max.max(0.1), 0f64..y_max * 1.05)
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since the start (s)")
-        .y_desc("latency (µs)")
-        .y_label_formatter(&number_label)
-        .axis_desc_style((FAMILY, 15))
-        .label_style((FAMILY, 13))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(err)?;
+    styled(
+        chart
+            .configure_mesh()
+            .x_desc("time since the start (s)")
+            .y_desc("latency (µs)")
+            .y_label_formatter(&number_label),
+    )
+    .draw()
+    .map_err(err)?;
     for c in with {
         let s = series(c);
         let mid = |i: &crate::stats::series::Interval| {
@@ -485,9 +494,7 @@ fn timeline<DB: DrawingBackend>(
                 c.label,
                 humantime::format_duration(std::time::Duration::from_nanos(s.interval_ns))
             ))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-            });
+            .legend(legend_mark(colour));
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
