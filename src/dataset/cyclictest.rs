@@ -8,7 +8,7 @@
 //! truncated µs values, so this is its `Avg` before truncation; otherwise it
 //! is cyclictest's `Avg` itself.
 
-use super::{Context, Details, Distribution, Format, ParseError, Run, Stats, Thread};
+use super::{Context, Details, Distribution, Format, ParseError, Run, Stats, Thread, sum_counts};
 use serde_json::Value;
 use std::path::Path;
 
@@ -27,11 +27,16 @@ struct Reported {
 /// Builds a thread from what cyclictest said; `unit_ns` is 1000 for µs.
 fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
     r.buckets.retain(|b| b.1 > 0);
-    let placed: u64 = r.buckets.iter().map(|b| b.1).sum();
-    let samples = r.cycles.unwrap_or(placed + r.overflows.unwrap_or(0));
+    let placed = sum_counts(r.buckets.iter().map(|b| b.1));
+    let samples = r
+        .cycles
+        .unwrap_or(placed.saturating_add(r.overflows.unwrap_or(0)));
     let beyond = r.overflows.unwrap_or(samples.saturating_sub(placed));
     let distribution = Distribution::new(
-        r.buckets.iter().map(|&(v, c)| (v * unit_ns, c)).collect(),
+        r.buckets
+            .iter()
+            .map(|&(v, c)| (v.saturating_mul(unit_ns), c))
+            .collect(),
         beyond,
     );
     let has = samples > 0;
@@ -40,11 +45,15 @@ fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
     } else {
         None
     };
-    let max_ns = r.max.filter(|_| has).map(|v| v * unit_ns);
-    let histogram_us = super::per_us(r.buckets.iter().map(|&(v, c)| (v * unit_ns, c)));
+    let max_ns = r.max.filter(|_| has).map(|v| v.saturating_mul(unit_ns));
+    let histogram_us = super::per_us(
+        r.buckets
+            .iter()
+            .map(|&(v, c)| (v.saturating_mul(unit_ns), c)),
+    );
     let stats = Stats {
         samples,
-        min_ns: r.min.filter(|_| has).map(|v| v * unit_ns),
+        min_ns: r.min.filter(|_| has).map(|v| v.saturating_mul(unit_ns)),
         mean_ns: moments
             .map(|m| m.0)
             .or_else(|| r.avg.filter(|_| has).map(|a| a * unit_ns as f64)),
@@ -216,7 +225,7 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
                 .filter_map(|(b, c)| Some((b.parse().ok()?, c.as_u64()?)))
                 .collect();
             let cycles = t["cycles"].as_u64();
-            let placed: u64 = buckets.iter().map(|b| b.1).sum();
+            let placed = sum_counts(buckets.iter().map(|b| b.1));
             let r = Reported {
                 // Samples >= the histogram size are only in the text's
                 // overflow line; here they are the cycles not placed.

@@ -232,7 +232,7 @@ impl Distribution {
     }
 
     fn total(&self) -> u64 {
-        self.buckets.iter().map(|b| b.1).sum::<u64>() + self.beyond
+        sum_counts(self.buckets.iter().map(|b| b.1)).saturating_add(self.beyond)
     }
 
     /// The value of the sample of rank ceil(q·n) (hdrhistogram's rule),
@@ -243,9 +243,9 @@ impl Distribution {
             return None;
         }
         let rank = ((quantile * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
+        let mut seen = 0u64;
         for &(value, count) in &self.buckets {
-            seen += count;
+            seen = seen.saturating_add(count);
             if seen >= rank {
                 return Some(value);
             }
@@ -271,10 +271,13 @@ impl Distribution {
         if n == 0 || self.beyond > 0 {
             return None;
         }
+        // Exact in u128 for any real histogram; a crafted one that would
+        // overflow has no moments rather than a panic.
         let (mut sum, mut sum_sq) = (0u128, 0u128);
         for &(v, c) in &self.buckets {
-            sum += u128::from(v) * u128::from(c);
-            sum_sq += u128::from(v) * u128::from(v) * u128::from(c);
+            let (v, c) = (u128::from(v), u128::from(c));
+            sum = sum.checked_add(v * c)?;
+            sum_sq = sum_sq.checked_add(v.checked_mul(v)?.checked_mul(c)?)?;
         }
         let mean = sum as f64 / n as f64;
         Some((
@@ -285,15 +288,15 @@ impl Distribution {
 
     fn merged<'a>(all: impl Iterator<Item = &'a Distribution>) -> Distribution {
         let mut buckets = Vec::new();
-        let mut beyond = 0;
+        let mut beyond = 0u64;
         for d in all {
             buckets.extend_from_slice(&d.buckets);
-            beyond += d.beyond;
+            beyond = beyond.saturating_add(d.beyond);
         }
         buckets.sort_unstable();
         buckets.dedup_by(|b, a| {
             if a.0 == b.0 {
-                a.1 += b.1;
+                a.1 = a.1.saturating_add(b.1);
                 true
             } else {
                 false
@@ -313,15 +316,21 @@ impl Thread {
         let n = d.total();
         let mut out = Vec::with_capacity(d.buckets.len() + 1);
         let mut below = 0u64;
+        // No point lies beyond the last sample (1 − q = 1/n), whatever
+        // rounding does to fractions near 1.
+        let last_x = (n as f64).log10();
         for &(value, count) in &d.buckets {
-            out.push((-(1.0 - below as f64 / n as f64).log10(), value));
-            below += count;
+            out.push((
+                (-(1.0 - below as f64 / n as f64).log10()).min(last_x),
+                value,
+            ));
+            below = below.saturating_add(count);
         }
         if let Some(&(last, _)) = d.buckets.last() {
             let end = if below == n {
-                (n as f64).log10()
+                last_x
             } else {
-                -(1.0 - below as f64 / n as f64).log10()
+                (-(1.0 - below as f64 / n as f64).log10()).min(last_x)
             };
             out.push((end, last));
         }
@@ -347,6 +356,11 @@ impl Thread {
     }
 }
 
+/// Adds counts without overflow: a crafted file must not make rtlab panic.
+fn sum_counts(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
 /// Sums counts of latencies (ns, in increasing order) into 1-µs buckets,
 /// the latency truncated as cyclictest counts it.
 fn per_us(values_ns: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
@@ -354,7 +368,7 @@ fn per_us(values_ns: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
     for (ns, count) in values_ns {
         let us = ns / 1_000;
         match out.last_mut() {
-            Some(last) if last.0 == us => last.1 += count,
+            Some(last) if last.0 == us => last.1 = last.1.saturating_add(count),
             _ => out.push((us, count)),
         }
     }
@@ -365,7 +379,7 @@ fn per_us(values_ns: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
 /// standard deviation (from each thread's mean and deviation), overruns;
 /// percentiles from the threads' merged distributions.
 fn merge_stats(threads: &[Thread]) -> Stats {
-    let samples: u64 = threads.iter().map(|t| t.stats.samples).sum();
+    let samples = sum_counts(threads.iter().map(|t| t.stats.samples));
     let with_samples: Vec<&Thread> = threads.iter().filter(|t| t.stats.samples > 0).collect();
     let min_ns = with_samples.iter().filter_map(|t| t.stats.min_ns).min();
     let max_ns = with_samples.iter().filter_map(|t| t.stats.max_ns).max();
@@ -385,7 +399,9 @@ fn merge_stats(threads: &[Thread]) -> Stats {
         stddev_ns = second.map(|s| (s / n - mean * mean).max(0.0).sqrt());
     }
     let sum_all = |f: fn(&Stats) -> Option<u64>| -> Option<u64> {
-        threads.iter().map(|t| f(&t.stats)).sum::<Option<u64>>()
+        threads
+            .iter()
+            .try_fold(0u64, |acc, t| Some(acc.saturating_add(f(&t.stats)?)))
     };
     let distribution = Distribution::merged(threads.iter().map(|t| &t.distribution));
     Stats {

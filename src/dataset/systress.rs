@@ -109,14 +109,18 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
         Some(t) => field(t, "max")?,
         None => None,
     };
-    let max_ns = us(max_extra).or(field::<u64>(&summary, "L_max")?.map(|v| v * 1_000));
+    let max_ns =
+        us(max_extra).or(field::<u64>(&summary, "L_max")?.map(|v| v.saturating_mul(1_000)));
     let beyond = match &extra {
         Some(t) => field(t, "Beyond_H")?,
         None => None,
     }
     .unwrap_or(samples.saturating_sub(samples_h));
     let distribution = Distribution::new(
-        buckets.iter().map(|&(u, c)| (u * 1_000, c)).collect(),
+        buckets
+            .iter()
+            .map(|&(u, c)| (u.saturating_mul(1_000), c))
+            .collect(),
         beyond,
     );
     let percentiles = match &extra {
@@ -140,7 +144,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
         samples,
         min_ns: field::<u64>(&summary, "L_min")?
             .filter(|_| has)
-            .map(|v| v * 1_000),
+            .map(|v| v.saturating_mul(1_000)),
         mean_ns: field::<u64>(&summary, "L_avg")?
             .filter(|_| has)
             .map(|v| v as f64 * 1000.0),

@@ -371,6 +371,43 @@ fn no_panic_on_mangled_inputs() {
 }
 
 #[test]
+fn no_panic_on_huge_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = u64::MAX;
+    let huge = [
+        format!(
+            "# Histogram\n{max} {max}\t{max}\n1 {max}\t5\n# Min Latencies: {max} 1\n# Avg Latencies: {max} 1\n# Max Latencies: {max} {max}\n# Histogram Overflows: {max} {max}\n"
+        ),
+        format!(
+            "{{\"thread\": {{\"0\": {{\"histogram\": {{\"{max}\": {max}, \"1\": {max}}}, \"cycles\": 3, \"min\": {max}, \"max\": {max}, \"avg\": 1e308}}}}, \"resolution_in_ns\": 0}}"
+        ),
+        format!(
+            "{max} {max}\n1 {max}\n\n# Index TID Samples L_min L_max L_avg Samples_H L_avg_H L_med_H L_std_H L_mode_H\n#  0 1 {max} {max} {max} {max} 1 {max} 1 {max} 1\n"
+        ),
+    ];
+    for (i, text) in huge.iter().enumerate() {
+        let run = load(&write(&dir, &format!("huge{i}"), text)).unwrap();
+        let _ = (run.all.mean_ns, run.threads[0].percentile_curve());
+    }
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&rtlab_doc(&[timer(0, &latencies(10, 1)).0])).unwrap();
+    doc["timers"][0]["hdr_histogram"] = serde_json::json!([{"low_ns": max, "high_ns": max, "count": max}, {"low_ns": 1, "high_ns": 1, "count": max}]);
+    doc["timers"][0]["series"] = serde_json::json!({"interval_ns": max, "intervals": [{"start_ns": max, "count": max, "min_ns": 0, "max_ns": max, "mean_ns": 1e300}]});
+    let runs = load_all(
+        &[
+            write(&dir, "a.json", &doc.to_string()),
+            write(&dir, "b.json", &doc.to_string()),
+        ],
+        &[],
+    )
+    .unwrap();
+    let _ = crate::report::plot::svg(&runs, &crate::report::plot::PlotOptions::default()).unwrap();
+    let _ = crate::report::html::render(&runs, "t", true).unwrap();
+    let cols = crate::report::compare::columns(&runs, false);
+    let _ = crate::report::compare::text(&cols);
+}
+
+#[test]
 fn labels_are_unique_and_can_be_given() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");

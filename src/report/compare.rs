@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One column of the comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Column {
     /// Run label, with the thread when columns are per thread (`idle T1`).
     pub label: String,
@@ -19,7 +19,6 @@ pub struct Column {
     /// What explains it.
     pub context: Context,
     /// Its statistics.
-    #[serde(skip)]
     pub stats: Stats,
 }
 

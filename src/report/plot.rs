@@ -313,7 +313,11 @@ fn histogram<DB: DrawingBackend>(
                 .map_or("?".into(), |m| format!("{:.1}", m as f64 / 1000.0))
         );
         if let Some(b) = s.beyond_histogram.filter(|b| *b > 0)
-            && c.thread.histogram_us.iter().map(|b| b.1).sum::<u64>() < s.samples
+            && c.thread
+                .histogram_us
+                .iter()
+                .fold(0u64, |a, b| a.saturating_add(b.1))
+                < s.samples
         {
             label.push_str(&format!(" ({b} beyond the histogram, not drawn)"));
         }
@@ -390,7 +394,7 @@ fn percentiles<DB: DrawingBackend>(
             .x_desc("quantile (log scale of 1 − quantile: each step is one more nine)")
             .y_desc("latency (µs, log scale)")
             .y_label_formatter(&number_label)
-            .x_labels(x_max as usize + 1)
+            .x_labels(x_max.min(30.0) as usize + 1)
             .x_label_formatter(&nines_label),
     )
     .draw()
@@ -443,9 +447,9 @@ fn timeline<DB: DrawingBackend>(
         .iter()
         .map(|c| {
             let s = series(c);
-            s.intervals
-                .last()
-                .map_or(0.0, |i| (i.start_ns + s.interval_ns) as f64 / 1e9)
+            s.intervals.last().map_or(0.0, |i| {
+                i.start_ns.saturating_add(s.interval_ns) as f64 / 1e9
+            })
         })
         .fold(0.0, f64::max);
     let y_top = with
