@@ -8,9 +8,13 @@ use super::plot::caption_line;
 use crate::dataset::Run;
 use std::fmt::Write as _;
 
-/// gnuplot quotes: double quotes with `\"` and `\\` escaped.
+/// gnuplot quotes: double quotes with `\"` and `\\` escaped, on one line.
 fn quoted(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    let one_line = s.replace(['\n', '\r'], " ");
+    format!(
+        "\"{}\"",
+        one_line.replace('\\', "\\\\").replace('"', "\\\"")
+    )
 }
 
 /// The script for `runs`.
@@ -24,7 +28,8 @@ pub fn script(runs: &[Run], title: &str) -> String {
         runs.len()
     );
     for run in runs {
-        let _ = writeln!(out, "# {}  ({})", caption_line(run), run.path);
+        let line = format!("# {}  ({})", caption_line(run), run.path);
+        let _ = writeln!(out, "{}", line.replace(['\n', '\r'], " "));
     }
     let mut blocks = Vec::new();
     for (r, run) in runs.iter().enumerate() {
