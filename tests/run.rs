@@ -399,7 +399,7 @@ fn a_bad_file_reports_every_problem_and_exits_2() {
 
 #[test]
 fn example_files_run_or_are_refused_as_their_readme_says() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let dir = tempfile::tempdir().unwrap();
     for name in ["host.cfg", "host2.cfg"] {
@@ -511,7 +511,7 @@ fn real_time_without_privilege_is_refused_with_cause_and_fix() {
     std::fs::copy(env!("CARGO_BIN_EXE_rtlab"), &exe).unwrap();
     let cfg = base.join("two-cpu.cfg");
     std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/examples/two-cpu.cfg"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/two-cpu.cfg"),
         &cfg,
     )
     .unwrap();

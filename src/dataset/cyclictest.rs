@@ -1,4 +1,4 @@
-//! cyclictest's outputs (`shared/reference/peer-tools.md`, section 5): the
+//! cyclictest's outputs (the formats are described in docs/manual.md): the
 //! histogram text of `-h`/`-H` (both the current layout, which leaves out
 //! empty rows, and the legacy one with every row and `# Total:`), with any
 //! `T:` lines around it, and the `--json` file.

@@ -1,4 +1,4 @@
-//! A systress-format result file (`shared/spec/outputs.md`): the 1-µs
+//! A systress-format result file (docs/result-schema.md): the 1-µs
 //! histogram as `txt` rows or `csv` (`latency_us,count`), then `#` summary
 //! lines; with rtlab's extra `#` lines (percentiles over every sample, the
 //! count beyond the histogram, overruns) when rtlab wrote it.

@@ -778,8 +778,8 @@ pub(crate) mod tests {
         }
     }
 
-    const TWO_CPU: &str = include_str!("../../../shared/examples/two-cpu.cfg");
-    const HOST: &str = include_str!("../../../shared/examples/host.cfg");
+    const TWO_CPU: &str = include_str!("../../examples/two-cpu.cfg");
+    const HOST: &str = include_str!("../../examples/host.cfg");
 
     #[test]
     fn two_cpu_example_plans() {
