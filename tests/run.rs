@@ -3,32 +3,23 @@
 //! directory and checks behaviour, never timing.
 
 mod common;
-use common::{text, wait_until};
+use common::{
+    load_cpu, measured_cpu, on_this_machine, path_taken, root_or_refusal, text, wait_until,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 fn rtlab() -> Command {
-    assert_eq!(
-        effective_uid(),
-        0,
-        "integration tests run real-time threads and cgroups: run them as root"
-    );
     Command::new(env!("CARGO_BIN_EXE_rtlab"))
 }
 
-fn effective_uid() -> u32 {
-    // The owner of /proc/self is the effective uid.
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(u32::MAX)
-}
-
+/// Writes an experiment file, with `@M`/`@L` replaced by this machine's
+/// measured and load CPUs.
 fn write_cfg(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
+    std::fs::write(&p, on_this_machine(text)).unwrap();
     p
 }
 
@@ -107,11 +98,14 @@ fn signal(child: &Child, sig: i32) {
 
 #[test]
 fn fifo_timer_thread_runs_on_the_chosen_cpu() {
+    if !root_or_refusal("fifo_timer_thread_runs_on_the_chosen_cpu") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_cfg(
         dir.path(),
         "t.cfg",
-        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 90\n \
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 90\n \
          timer.period 500 us\n lifetime.loops 400\n stats.histo_size 50 us\n}\n",
     );
     let o = run_in(
@@ -123,9 +117,10 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
     let t = &r["timers"][0];
     assert_eq!(r["schema"], "rtlab-result/1");
     assert_eq!(r["end"]["kind"], "completed");
-    assert_eq!(t["cpus"], serde_json::json!([1]));
-    assert_eq!(t["cpu_first"], 1);
-    assert_eq!(t["cpu_last"], 1);
+    let m = measured_cpu();
+    assert_eq!(t["cpus"], serde_json::json!([m]));
+    assert_eq!(t["cpu_first"], m);
+    assert_eq!(t["cpu_last"], m);
     assert_eq!(t["sched"]["policy"], "FIFO");
     assert_eq!(t["sched"]["priority"], 90);
     assert_eq!(t["period_ns"], 500_000);
@@ -160,16 +155,19 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
 
 #[test]
 fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
+    if !root_or_refusal("programs_exit_fail_and_crash_with_respawn_and_backoff") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_cfg(
         dir.path(),
         "p.cfg",
-        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n lifetime.duration 3 s\n}\n\
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 80\n lifetime.duration 3 s\n}\n\
          program[0]\n{\n cmdline true\n termination.ok RESPAWN\n}\n\
          program[1]\n{\n cmdline false\n termination.ko IGNORE\n}\n\
          program[2]\n{\n cmdline sh -c \"kill -SEGV $$\"\n termination.ko RESPAWN\n}\n\
          program[3]\n{\n cmdline sh -c \"echo out; echo err >&2; grep Cpus_allowed_list /proc/self/status; chrt -p $$\"\n \
-         cpu_affinity 0\n sched.policy BATCH\n output.out o.txt\n output.err e.txt\n}\n",
+         cpu_affinity @L\n sched.policy BATCH\n output.out o.txt\n output.err e.txt\n}\n",
     );
     let o = run_in(
         dir.path(),
@@ -180,8 +178,10 @@ fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
     let p = r["programs"].as_array().unwrap();
     // `true` is respawned, but its back-off keeps it from spinning: over 3 s
     // the delays 100, 200, 400, 800, 1600 ms allow about six starts.
+    // Behaviour, not speed: respawned at least once, and never more often
+    // than the back-off allows (a slow machine only starts it fewer times).
     let starts = p[0]["starts"].as_u64().unwrap();
-    assert!((3..=10).contains(&starts), "true started {starts} times");
+    assert!((2..=6).contains(&starts), "true started {starts} times");
     assert_eq!(p[0]["exits"][0]["code"], 0);
     // `false` is ignored after its first exit.
     assert_eq!(p[1]["starts"], 1);
@@ -202,7 +202,10 @@ fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
     // Redirection, affinity and policy of a program.
     let out = std::fs::read_to_string(dir.path().join("o.txt")).unwrap();
     assert!(out.starts_with("out\n"), "{out}");
-    assert!(out.contains("Cpus_allowed_list:\t0\n"), "{out}");
+    assert!(
+        out.contains(&format!("Cpus_allowed_list:\t{}\n", load_cpu())),
+        "{out}"
+    );
     assert!(out.contains("SCHED_BATCH"), "{out}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("e.txt")).unwrap(),
@@ -212,11 +215,14 @@ fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
 
 #[test]
 fn abort_program_ends_the_run_and_names_it() {
+    if !root_or_refusal("abort_program_ends_the_run_and_names_it") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_cfg(
         dir.path(),
         "a.cfg",
-        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 80\n}\n\
          program[0]\n{\n cmdline sh -c \"sleep 0.5; exit 3\"\n termination.ko ABORT\n}\n",
     );
     let o = run_in(dir.path(), &["-c", cfg.to_str().unwrap()]);
@@ -232,13 +238,16 @@ fn abort_program_ends_the_run_and_names_it() {
 
 #[test]
 fn sigint_mid_run_writes_every_file_and_leaves_no_process() {
+    if !root_or_refusal("sigint_mid_run_writes_every_file_and_leaves_no_process") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_cfg(
         dir.path(),
         "i.cfg",
         "main\n{\n stats.format csv\n}\n\
-         timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
-         timer_thread[1]\n{\n cpu_affinity 0\n timer.period 2 ms\n}\n\
+         timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 80\n}\n\
+         timer_thread[1]\n{\n cpu_affinity @L\n timer.period 2 ms\n}\n\
          program[0]\n{\n cmdline sh -c \"sleep 2718 & sleep 2718\"\n}\n",
     );
     let child = spawn_in(
@@ -270,12 +279,15 @@ fn sigint_mid_run_writes_every_file_and_leaves_no_process() {
 
 #[test]
 fn sigkill_of_rtlab_leaves_no_process_behind() {
+    if !root_or_refusal("sigkill_of_rtlab_leaves_no_process_behind") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     // A grandchild in the program's group, and one that escapes it (setsid).
     let cfg = write_cfg(
         dir.path(),
         "k.cfg",
-        "timer_thread[0]\n{\n cpu_affinity 1\n sched.policy FIFO\n sched.priority 80\n}\n\
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 80\n}\n\
          program[0]\n{\n cmdline sh -c \"sleep 3141 & setsid sleep 3142 & wait\"\n}\n",
     );
     let mut child = spawn_in(dir.path(), &["run", cfg.to_str().unwrap()]);
@@ -386,31 +398,98 @@ fn a_bad_file_reports_every_problem_and_exits_2() {
         "{stderr}"
     );
     assert!(stderr.contains("2 problems in b.cfg"), "{stderr}");
-    // The offline CPU is found by the planner once the file parses.
+    // The offline CPU is found by the planner once the file parses: one
+    // past the last online CPU is never online.
+    let offline = measured_cpu() + 1;
     write_cfg(
         dir.path(),
         "c.cfg",
-        "timer_thread[0]\n{\n  cpu_affinity 64\n}\n",
+        &format!("timer_thread[0]\n{{\n  cpu_affinity {offline}\n}}\n"),
     );
     let o = run_in(dir.path(), &["run", "c.cfg"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("c.cfg:3:16: error: CPU 64 is not online"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains(&format!("c.cfg:3:16: error: CPU {offline} is not online")),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
 fn example_files_run_or_are_refused_as_their_readme_says() {
+    if !root_or_refusal("example_files_run_or_are_refused_as_their_readme_says") {
+        return;
+    }
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    const TEST: &str = "example_files_run_or_are_refused_as_their_readme_says";
+    let online = common::online_cpus();
     let dir = tempfile::tempdir().unwrap();
+    // host.cfg and host2.cfg name CPUs 0-7: checked (not run for a minute)
+    // where the machine has them, refused with the CPUs named where not.
     for name in ["host.cfg", "host2.cfg"] {
-        let o = run_in(dir.path(), &["run", examples.join(name).to_str().unwrap()]);
-        if online.trim() == "0-1" {
+        let o = run_in(
+            dir.path(),
+            &["check", examples.join(name).to_str().unwrap()],
+        );
+        if (0..8).all(|c| online.contains(&c)) {
+            path_taken(
+                TEST,
+                &format!("{name}: CPUs 0-7 online, the file checks OK"),
+            );
+            assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        } else {
+            path_taken(
+                TEST,
+                &format!("{name}: CPUs 0-7 not all online, refusal checked"),
+            );
             assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
             let stderr = String::from_utf8_lossy(&o.stderr);
-            assert!(stderr.contains("CPU 7 is not online"), "{stderr}");
-            assert!(stderr.contains("online CPUs are 0-1"), "{stderr}");
+            assert!(
+                stderr.contains("is not online") || stderr.contains("are not online"),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains("this machine's online CPUs are"),
+                "{stderr}"
+            );
         }
     }
+    if !(online.contains(&0) && online.contains(&1)) {
+        path_taken(
+            TEST,
+            "two-cpu.cfg: CPUs 0 and 1 not both online, refusal checked",
+        );
+        let o = run_in(
+            dir.path(),
+            &["check", examples.join("two-cpu.cfg").to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("not online"),
+            "{}",
+            text(&o)
+        );
+        return;
+    }
+    if !common::has_command("ping") {
+        path_taken(
+            TEST,
+            "two-cpu.cfg: no `ping`, refusal of its program checked",
+        );
+        let o = run_in(
+            dir.path(),
+            &["check", examples.join("two-cpu.cfg").to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("`ping` not found"),
+            "{}",
+            text(&o)
+        );
+        return;
+    }
+    path_taken(TEST, "two-cpu.cfg: CPUs 0 and 1 online, run for real");
     let o = run_in(
         dir.path(),
         &[
@@ -422,7 +501,8 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
     );
     assert_eq!(o.status.code(), Some(0), "two-cpu.cfg: {}", text(&o));
     let r = json(&dir.path().join("r.json"));
-    assert!(r["timers"][0]["summary"]["samples"].as_u64().unwrap() > 9_000);
+    assert!(r["timers"][0]["summary"]["samples"].as_u64().unwrap() > 0);
+    assert_eq!(r["end"]["kind"], "completed");
     assert!(
         r["programs"]
             .as_array()
@@ -441,6 +521,9 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
 
 #[test]
 fn builtin_experiment_runs_one_fifo_99_thread_per_cpu() {
+    if !root_or_refusal("builtin_experiment_runs_one_fifo_99_thread_per_cpu") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let o = run_in(dir.path(), &["run", "--json", "r.json", "--outdir", "out"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -453,7 +536,17 @@ fn builtin_experiment_runs_one_fifo_99_thread_per_cpu() {
         assert_eq!(t["sched"]["policy"], "FIFO");
         assert_eq!(t["sched"]["priority"], 99);
         assert_eq!(t["cpu_first"], t["cpus"][0]);
-        assert!(t["summary"]["samples"].as_u64().unwrap() > 9_000);
+        // As many samples as the histogram holds (how many a loaded VM
+        // managed in 10 s is speed, not behaviour).
+        let samples = t["summary"]["samples"].as_u64().unwrap();
+        assert!(samples > 0);
+        let in_hdr: u64 = t["hdr_histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(in_hdr, samples);
         assert!(
             dir.path()
                 .join(format!("out/timer_thread{i:02}.txt"))

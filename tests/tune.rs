@@ -8,7 +8,7 @@
 //! at a time; cargo runs this file apart from the others.
 
 mod common;
-use common::{text, wait_until};
+use common::{load_cpu, measured_cpu, on_this_machine, path_taken, text, wait_until};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,19 +25,35 @@ struct Bench {
 }
 
 impl Bench {
-    fn new() -> Bench {
+    /// A bench as root; otherwise checks that rtlab refuses a tuning command
+    /// (status 2, "needs root"), says so, and gives None: the test ends.
+    fn new(test: &str) -> Option<Bench> {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        assert_eq!(
-            std::fs::metadata("/proc/self")
-                .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-                .unwrap(),
-            0,
-            "tuning tests change IRQs, C-states and priorities: run them as root"
-        );
-        Bench {
+        if !common::is_root() {
+            let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+                .args([
+                    "threads",
+                    "set",
+                    "ksoftirqd/*",
+                    "--policy",
+                    "FIFO",
+                    "--priority",
+                    "2",
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+            path_taken(
+                test,
+                "not root: checked that rtlab refuses to tune (status 2)",
+            );
+            return None;
+        }
+        Some(Bench {
             dir: tempfile::tempdir().unwrap(),
             _lock: lock,
-        }
+        })
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -153,7 +169,9 @@ fn stable(
 
 #[test]
 fn threads_agree_with_ps_and_rt_lists_exactly_the_rt_classes() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("threads_agree_with_ps_and_rt_lists_exactly_the_rt_classes") else {
+        return;
+    };
     let before = ps_classes();
     let all = b.json(&["threads", "--json"]);
     let rt = b.json(&["threads", "--rt", "--json"]);
@@ -208,18 +226,24 @@ fn threads_agree_with_ps_and_rt_lists_exactly_the_rt_classes() {
         "a Linux machine has migration/N at FIFO 99"
     );
     // Filters.
-    let mine = b.json(&["threads", "--match", "migration/*", "--cpu", "0", "--json"]);
+    let cpu = load_cpu().to_string();
+    let mine = b.json(&["threads", "--match", "migration/*", "--cpu", &cpu, "--json"]);
+    let mine = mine.as_array().unwrap();
     assert!(
-        mine.as_array()
-            .unwrap()
-            .iter()
+        !mine.is_empty(),
+        "every online CPU has its migration thread"
+    );
+    assert!(
+        mine.iter()
             .all(|t| t["name"].as_str().unwrap().starts_with("migration/"))
     );
 }
 
 #[test]
 fn irq_table_matches_proc_interrupts() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("irq_table_matches_proc_interrupts") else {
+        return;
+    };
     let parse = |t: &str| -> BTreeMap<String, Vec<u64>> {
         t.lines()
             .skip(1)
@@ -281,9 +305,13 @@ fn irq_table_matches_proc_interrupts() {
 
 #[test]
 fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("irq_move_reports_refusals_and_restore_puts_every_mask_back") else {
+        return;
+    };
+    const TEST: &str = "irq_move_reports_refusals_and_restore_puts_every_mask_back";
     let before = settings();
-    let o = b.run(&["irq", "move", "0", "all", "--json"]);
+    let target = load_cpu().to_string();
+    let o = b.run(&["irq", "move", &target, "all", "--json"]);
     let outcomes: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     let outcomes = outcomes.as_array().unwrap();
@@ -315,10 +343,18 @@ fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
             .split_whitespace()
             .nth(1)
             .unwrap();
-        assert_eq!(read(&format!("/proc/irq/{n}/smp_affinity_list")), "0");
+        assert_eq!(read(&format!("/proc/irq/{n}/smp_affinity_list")), target);
     }
+    path_taken(
+        TEST,
+        &format!(
+            "{} IRQs moved or already there, {} refused by the kernel",
+            outcomes.len() - refused.len(),
+            refused.len()
+        ),
+    );
     // The table says the same in words.
-    let o = b.run(&["irq", "move", "0", "all"]);
+    let o = b.run(&["irq", "move", &target, "all"]);
     if !refused.is_empty() {
         assert!(
             String::from_utf8_lossy(&o.stdout).contains("REFUSED: EPERM")
@@ -329,20 +365,31 @@ fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
     assert!(o.status.success(), "{}", text(&o));
     assert_same(&before, &settings());
     // An IRQ that does not exist is refused before anything changes.
-    let o = b.run(&["irq", "move", "0", "99999"]);
+    let o = b.run(&["irq", "move", &target, "99999"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
 #[test]
 fn cstates_limit_disables_deeper_states_and_restore_enables_them() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("cstates_limit_disables_deeper_states_and_restore_enables_them")
+    else {
+        return;
+    };
     let listed = b.json(&["cstates", "--json"]);
     let states = listed["states"].as_array().unwrap().clone();
+    const TEST: &str = "cstates_limit_disables_deeper_states_and_restore_enables_them";
     if states.is_empty() {
+        path_taken(TEST, "no cpuidle states: checked the refusal (status 4)");
         let o = b.run(&["cstates"]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        let o = b.run(&["cstates", "set", "--max-latency", "0"]);
         assert_eq!(o.status.code(), Some(4), "{}", text(&o));
         return;
     }
+    path_taken(
+        TEST,
+        &format!("{} cpuidle states: limited for real", states.len()),
+    );
     let before = settings();
     let o = b.run(&["cstates", "set", "--max-latency", "0"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -363,7 +410,9 @@ fn cstates_limit_disables_deeper_states_and_restore_enables_them() {
 
 #[test]
 fn thread_priorities_are_set_and_restored() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("thread_priorities_are_set_and_restored") else {
+        return;
+    };
     let before = settings();
     let o = b.run(&[
         "threads",
@@ -414,14 +463,26 @@ fn thread_priorities_are_set_and_restored() {
 
 #[test]
 fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run")
+    else {
+        return;
+    };
     let has_cpufreq = std::fs::read_dir("/sys/devices/system/cpu/cpufreq")
         .map(|d| {
             d.flatten()
                 .any(|e| e.file_name().to_string_lossy().starts_with("policy"))
         })
         .unwrap_or(false);
-    if !has_cpufreq {
+    const TEST: &str = "cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run";
+    if has_cpufreq {
+        path_taken(
+            TEST,
+            "cpufreq present: the ramp is timed under the current governor",
+        );
+        let o = b.run(&["cpufreq", "--json"]);
+        assert!(o.status.success(), "{}", text(&o));
+    } else {
+        path_taken(TEST, "no cpufreq: refusals (status 4) checked, loops timed");
         for args in [&["cpufreq"][..], &["cpufreq", "set", "performance"][..]] {
             let o = b.run(args);
             assert_eq!(o.status.code(), Some(4), "{}", text(&o));
@@ -433,7 +494,7 @@ fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
         "cpufreq",
         "ramp",
         "--cpu",
-        "1",
+        &measured_cpu().to_string(),
         "--loops",
         "30",
         "--loop-us",
@@ -459,7 +520,7 @@ fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
             "cpufreq",
             "ramp",
             "--cpu",
-            "0",
+            &load_cpu().to_string(),
             "--loops",
             "5",
             "--loop-us",
@@ -478,7 +539,9 @@ fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
 
 #[test]
 fn sysinfo_states_everything_a_report_needs() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("sysinfo_states_everything_a_report_needs") else {
+        return;
+    };
     let s = b.json(&["sysinfo", "--json"]);
     for key in [
         "kernel_release",
@@ -524,7 +587,7 @@ fn sysinfo_states_everything_a_report_needs() {
 }
 
 const HOGS: &str = "timer_thread[0] {
-  cpu_affinity 1
+  cpu_affinity @M
   sched.policy FIFO
   sched.priority 90
   lifetime.duration 2 s
@@ -548,21 +611,51 @@ program[2] {
 }
 ";
 
+/// rtlab's cgroups left in the cpu hierarchies (v1 `cpu`, or v2).
 fn cpu_cgroups() -> Vec<String> {
-    std::fs::read_dir("/sys/fs/cgroup/cpu")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("rtlab-"))
-                .collect()
-        })
-        .unwrap_or_default()
+    [
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/unified",
+    ]
+    .iter()
+    .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+    .map(|e| e.file_name().to_string_lossy().into_owned())
+    .filter(|n| n.starts_with("rtlab-"))
+    .collect()
+}
+
+/// Whether a cgroup hierarchy offers the cpu controller's bandwidth files.
+fn has_cpu_bandwidth() -> bool {
+    Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
+        || ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .any(|d| {
+                read(&format!("{d}/cgroup.controllers"))
+                    .split_whitespace()
+                    .any(|c| c == "cpu")
+            })
 }
 
 #[test]
 fn cpu_bandwidth_throttles_hogs_and_reports_it() {
-    let b = Bench::new();
-    std::fs::write(b.path("hogs.cfg"), HOGS).unwrap();
+    let Some(b) = Bench::new("cpu_bandwidth_throttles_hogs_and_reports_it") else {
+        return;
+    };
+    const TEST: &str = "cpu_bandwidth_throttles_hogs_and_reports_it";
+    std::fs::write(b.path("hogs.cfg"), on_this_machine(HOGS)).unwrap();
+    if !has_cpu_bandwidth() {
+        path_taken(TEST, "no cpu controller: checked the refusal (status 2)");
+        let o = b.run(&["check", "hogs.cfg"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("cpu controller"),
+            "{}",
+            text(&o)
+        );
+        return;
+    }
+    path_taken(TEST, "cpu controller present: real throttling");
     let o = b.run(&["run", "hogs.cfg", "--json", "r.json"]);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
@@ -585,12 +678,12 @@ fn cpu_bandwidth_throttles_hogs_and_reports_it() {
 }
 
 const TUNED_RUN: &str = "main {
-  irq.affinity 0
+  irq.affinity @L
   threads.sched ksoftirqd/* FIFO 2
   cstates.max_latency 0 us
 }
 timer_thread[0] {
-  cpu_affinity 1
+  cpu_affinity @M
   sched.policy FIFO
   sched.priority 90
   lifetime.duration 300 ms
@@ -599,20 +692,63 @@ timer_thread[0] {
 
 #[test]
 fn main_tuning_keys_hold_for_the_run_and_are_restored() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("main_tuning_keys_hold_for_the_run_and_are_restored") else {
+        return;
+    };
+    const TEST: &str = "main_tuning_keys_hold_for_the_run_and_are_restored";
     let before = settings();
-    std::fs::write(b.path("tuned.cfg"), TUNED_RUN).unwrap();
+    let has_cstates = b.json(&["cstates", "--json"])["states"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty());
+    let mut tuned = on_this_machine(TUNED_RUN);
+    if !has_cstates {
+        // Refused before anything starts, at the key, with the way out.
+        std::fs::write(b.path("tuned.cfg"), &tuned).unwrap();
+        let o = b.run(&["run", "tuned.cfg"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains("tuned.cfg:4:23: error: no cpuidle states"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("pm_qos.cpu_dma_latency"), "{stderr}");
+        assert_same(&before, &settings());
+        path_taken(
+            TEST,
+            "no cpuidle states: cstates.max_latency refused, run without it",
+        );
+        tuned = tuned.replace("  cstates.max_latency 0 us\n", "");
+    }
+    std::fs::write(b.path("tuned.cfg"), &tuned).unwrap();
     let o = b.run(&["run", "tuned.cfg", "--json", "r.json"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_same(&before, &settings());
     let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
     let changes = r["tuning"]["changes"].as_array().unwrap();
-    let irq = changes
+    let irqs: Vec<&Value> = changes
         .iter()
-        .find(|c| c["setting"] == "smp_affinity_list" && c["status"] == "set")
-        .expect("an IRQ moved");
-    assert_eq!(irq["new"], "0");
-    assert!(irq["old"].is_string());
+        .filter(|c| c["setting"] == "smp_affinity_list")
+        .collect();
+    assert!(!irqs.is_empty(), "no IRQ change reported: {changes:?}");
+    match irqs.iter().find(|c| c["status"] == "set") {
+        Some(irq) => {
+            path_taken(TEST, "the kernel accepted IRQ moves: checked one");
+            assert_eq!(irq["new"], load_cpu().to_string());
+            assert!(irq["old"].is_string());
+        }
+        None => {
+            path_taken(
+                TEST,
+                "the kernel refused every IRQ move: checked the refusals",
+            );
+            for c in &irqs {
+                assert!(
+                    c["status"] == "refused" || c["status"] == "already_set",
+                    "{c}"
+                );
+            }
+        }
+    }
     let soft = changes
         .iter()
         .find(|c| c["target"].as_str().unwrap().contains("ksoftirqd/"))
@@ -620,7 +756,7 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
     assert_eq!(soft["new"], "FIFO 2");
     assert_eq!(soft["old"], "OTHER 0");
     // Killed mid-run: the next `rtlab restore` puts everything back.
-    let long = TUNED_RUN.replace("300 ms", "60 s");
+    let long = tuned.replace("300 ms", "60 s");
     std::fs::write(b.path("long.cfg"), long).unwrap();
     let mut child = b
         .cmd(&["run", "long.cfg"])
@@ -642,11 +778,13 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
 
 #[test]
 fn tuning_commands_refuse_unprivileged_users() {
-    let b = Bench::new();
+    let Some(b) = Bench::new("tuning_commands_refuse_unprivileged_users") else {
+        return;
+    };
     let before = settings();
     for args in [
         &["cstates", "set", "--max-latency", "0"][..],
-        &["irq", "move", "0"][..],
+        &["irq", "move", &load_cpu().to_string()][..],
         &[
             "threads",
             "set",

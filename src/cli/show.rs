@@ -241,7 +241,9 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         .any(|c| !matches!(c.bound, compare::Bound::Absolute(_)))
         && columns.len() < 2
     {
-        eprintln!("rtlab: only one run: relative --fail-if conditions had nothing to compare with");
+        eprintln!(
+            "rtlab: only one run: a relative --fail-if condition has no baseline, so the gate fails"
+        );
     }
     if verdicts.iter().any(|v| v.failed) {
         EXIT_REGRESSION

@@ -3,6 +3,9 @@
 //! empty rows, and the legacy one with every row and `# Total:`), with any
 //! `T:` lines around it, and the `--json` file.
 //!
+//! The sample count of a histogram text is its own totals (`# Total:` plus
+//! `# Histogram Overflows:`), never a `T:` line: cyclictest prints its last
+//! `T:` line before its last samples, so that line can be a few short.
 //! Min and max are cyclictest's own. The mean is computed from the
 //! histogram when no sample overflowed it: cyclictest sums the same
 //! truncated µs values, so this is its `Avg` before truncation; otherwise it
@@ -112,14 +115,16 @@ fn t_line(line: &str) -> Option<(usize, Reported)> {
 /// Parses cyclictest's histogram text (a `--histfile`, or its stdout).
 pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError> {
     let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
-    let mut summary: [Option<Vec<u64>>; 4] = [None, None, None, None];
+    let mut summary: [Option<Vec<u64>>; 5] = [None, None, None, None, None];
     let mut t_lines: Vec<(usize, Reported)> = Vec::new();
-    const KEYS: [&str; 4] = [
+    const KEYS: [&str; 5] = [
         "# Min Latencies:",
         "# Avg Latencies:",
         "# Max Latencies:",
         "# Histogram Overflows:",
+        "# Total:",
     ];
+    let lines_in_file = text.lines().count().max(1);
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
         let lineno = n + 1;
@@ -164,17 +169,54 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
             "give cyclictest's -h/-H output (stdout or --histfile), its --json file, rtlab's --json result or a timer_threadNN.txt",
         ));
     }
+    // A histogram is only whole with its summary: without it the samples
+    // beyond the histogram, the min and the max are unknown.
+    if !rows.is_empty()
+        && let Some(k) = [0, 2, 3].into_iter().find(|&k| summary[k].is_none())
+    {
+        {
+            return Err(ParseError::new(
+                lines_in_file,
+                1,
+                format!(
+                    "the histogram ends without its `{}` line: the file is cut short",
+                    KEYS[k].trim_start_matches("# ").trim_end_matches(':')
+                ),
+                "cyclictest writes its summary lines when the run ends; give the whole file",
+            ));
+        }
+    }
     let mut threads = Vec::new();
     for i in 0..threads_seen {
         let pick = |k: usize| summary[k].as_ref().and_then(|v| v.get(i)).copied();
         let from_t = t_lines.iter().find(|t| t.0 == i).map(|t| &t.1);
+        let buckets: Vec<(u64, u64)> = rows
+            .iter()
+            .filter_map(|(b, counts)| Some((*b, *counts.get(i)?)))
+            .collect();
+        if let Some(total) = pick(4) {
+            let placed = sum_counts(buckets.iter().map(|b| b.1));
+            if placed != total {
+                return Err(ParseError::new(
+                    lines_in_file,
+                    1,
+                    format!(
+                        "thread {i}: the histogram rows hold {placed} samples but `# Total:` says {total}"
+                    ),
+                    "the file was altered or cut short; give cyclictest's file as it wrote it",
+                ));
+            }
+        }
         let r = Reported {
-            buckets: rows
-                .iter()
-                .filter_map(|(b, counts)| Some((*b, *counts.get(i)?)))
-                .collect(),
+            buckets,
             overflows: pick(3),
-            cycles: from_t.and_then(|t| t.cycles),
+            // With a histogram, its totals count the samples: the last `T:`
+            // line can be printed before the last samples.
+            cycles: if rows.is_empty() && summary[3].is_none() {
+                from_t.and_then(|t| t.cycles)
+            } else {
+                None
+            },
             min: pick(0).or(from_t.and_then(|t| t.min)),
             avg: pick(1).map(|v| v as f64).or(from_t.and_then(|t| t.avg)),
             max: pick(2).or(from_t.and_then(|t| t.max)),

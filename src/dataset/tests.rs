@@ -205,6 +205,44 @@ fn cyclictest_histogram_legacy_layout_and_t_lines() {
     assert_eq!(run.threads[0].histogram_us, vec![(3, 2), (4, 3), (6, 1)]);
 }
 
+/// cyclictest's stdout with `-h` and without `-q`: its last `T:` line was
+/// printed before its last samples (C: 1993 of 2000). The histogram's own
+/// totals count the run: 1990 placed + 10 overflows = 2000.
+#[test]
+fn cyclictest_stdout_counts_samples_from_the_histogram_not_the_t_line() {
+    let mut text = String::from(
+        "T: 0 ( 4321) P:80 I:1000 C:   1993 Min:      3 Act:    4 Avg:    4 Max:      40\n",
+    );
+    text.push_str("# Histogram\n000003 001000\n000004 000990\n");
+    text.push_str("# Total: 000001990\n# Min Latencies: 00003\n# Avg Latencies: 00004\n# Max Latencies: 00051\n# Histogram Overflows: 00010\n# Histogram Overflow at cycle number:\n# Thread 0: 00001\n");
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "ct.out", &text)).unwrap();
+    let s = &run.threads[0].stats;
+    assert_eq!(s.samples, 2000);
+    assert_eq!(s.beyond_histogram, Some(10));
+    assert_eq!(
+        s.max_ns,
+        Some(51_000),
+        "the summary's max, not the T: line's"
+    );
+    // Every percentile is placed among the 2000 samples: p99 = 1980th.
+    let p99 = s.percentiles.iter().find(|p| p.name == "p99").unwrap();
+    assert_eq!(p99.value_ns, Some(4_000));
+    let p999 = s.percentiles.iter().find(|p| p.name == "p99.9").unwrap();
+    assert_eq!(p999.value_ns, None, "the 1998th sample is an overflow");
+
+    // Cut short before its summary, or with rows that disagree with
+    // `# Total:`, the file is refused rather than shown with holes.
+    let cut: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
+    let e = load(&write(&dir, "cut.out", &cut)).unwrap_err().to_string();
+    assert!(e.contains("cut short"), "{e}");
+    let altered = text.replace("000004 000990", "000004 000980");
+    let e = load(&write(&dir, "alt.out", &altered))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`# Total:` says 1990"), "{e}");
+}
+
 #[test]
 fn cyclictest_json_with_nan_and_ns_resolution() {
     let text = r##"{

@@ -195,6 +195,20 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
             Bound::Absolute(_) => 0,
             _ => 1,
         };
+        if from == 1 && columns.len() < 2 {
+            // A change needs a baseline and a run: a CI job that lost one
+            // of them must go red, not pass on nothing checked.
+            out.push(Verdict {
+                condition: c.text.clone(),
+                column: first.label.clone(),
+                failed: true,
+                reason: format!(
+                    "{} compares each run with the first, but only one run ({}) was given: nothing to compare",
+                    c.text, first.label
+                ),
+            });
+            continue;
+        }
         for col in &columns[from..] {
             let value = c.metric.value(&col.stats);
             let verdict = |failed: bool, reason: String| Verdict {

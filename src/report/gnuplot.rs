@@ -17,6 +17,29 @@ fn quoted(s: &str) -> String {
     )
 }
 
+/// The sparse 1-µs buckets with a zero row at each edge of every gap, so
+/// that `with steps` falls to nothing where there is no sample instead of
+/// drawing the last count across the gap (on the log axis a zero is
+/// undefined, which breaks the curve there).
+fn with_zero_edges(buckets: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(buckets.len() * 2);
+    for &(us, count) in buckets {
+        if let Some(&(last, _)) = out.last()
+            && us > last.saturating_add(1)
+        {
+            out.push((last + 1, 0));
+            if us - 1 > last + 1 {
+                out.push((us - 1, 0));
+            }
+        }
+        out.push((us, count));
+    }
+    if let Some(&(last, _)) = out.last() {
+        out.push((last.saturating_add(1), 0));
+    }
+    out
+}
+
 /// The script for `runs`.
 pub fn script(runs: &[Run], title: &str) -> String {
     let mut out = String::new();
@@ -36,7 +59,7 @@ pub fn script(runs: &[Run], title: &str) -> String {
         for (t, thread) in run.threads.iter().enumerate() {
             let name = format!("$run{r}_t{t}");
             let _ = writeln!(out, "\n{name} << EOD");
-            for (us, count) in &thread.histogram_us {
+            for (us, count) in with_zero_edges(&thread.histogram_us) {
                 let _ = writeln!(out, "{us} {count}");
             }
             out.push_str("EOD\n");
@@ -77,12 +100,39 @@ pub fn script(runs: &[Run], title: &str) -> String {
         if i > 0 {
             out.push_str(", \\\n     ");
         }
+        // The steps draw the body; a point on every bucket that holds
+        // samples keeps a lone sample visible between empty buckets.
         let _ = write!(
             out,
-            "{name} using 1:2 with steps linewidth 2 title {}",
-            quoted(label)
+            "{name} using 1:2 with steps linewidth 2 linecolor {n} title {}, \\\n     \
+             {name} using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor {n} notitle",
+            quoted(label),
+            n = i + 1
         );
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_zero_edges;
+
+    #[test]
+    fn gaps_fall_to_zero_and_adjacent_buckets_stay_joined() {
+        assert_eq!(
+            with_zero_edges(&[(10, 5), (11, 3), (244, 1), (246, 1)]),
+            vec![
+                (10, 5),
+                (11, 3),
+                (12, 0),
+                (243, 0),
+                (244, 1),
+                (245, 0),
+                (246, 1),
+                (247, 0)
+            ]
+        );
+        assert_eq!(with_zero_edges(&[]), vec![]);
+    }
 }

@@ -1,9 +1,12 @@
 //! The syscall layer: the only module of rtlab with `unsafe` code.
 //!
-//! Thin, checked wrappers over libc for what std does not offer: clocks and
-//! absolute sleeps, CPU affinity, scheduling policies, memory locking, thread
-//! signals, process groups and the per-child setup done between fork and exec.
-//! Every wrapper returns `io::Error` built from `errno`; none panics.
+//! Thin, checked wrappers for what std does not offer: clocks and absolute
+//! sleeps, CPU affinity, scheduling policies, memory locking, thread signals,
+//! process groups and the per-child setup done between fork and exec.
+//! `rustix` serves every call it has (safe, portable across glibc and musl,
+//! 32- and 64-bit `time_t`); raw `libc` is left only for its gaps
+//! (`sched_setscheduler`, signal dispositions and masks, `pthread_kill`).
+//! Every wrapper returns `io::Error`; none panics.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -95,13 +98,7 @@ fn check(ret: libc::c_int) -> io::Result<()> {
 /// Nanoseconds on CLOCK_MONOTONIC (through the vDSO: no syscall).
 #[inline(always)]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists
-    // on Linux, so the call cannot fail and leaves `ts` initialised.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
@@ -112,26 +109,21 @@ pub fn monotonic_ns() -> u64 {
 /// signal handler interrupted the sleep). Allocation-free: for the hot loop.
 #[inline(always)]
 pub fn sleep_until_ns(deadline_ns: u64) -> i32 {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    // rustix's Timespec has a 64-bit tv_sec on every target (time64 on
+    // 32-bit ARM), so deadlines past 2038 stay exact.
+    let ts = rustix::time::Timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as i64,
+        tv_nsec: (deadline_ns % 1_000_000_000) as _,
     };
-    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null
-    // with TIMER_ABSTIME. clock_nanosleep returns the error number directly.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
+    match rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts) {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error(),
     }
 }
 
 /// The calling thread's kernel thread id.
 pub fn gettid() -> i32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::gettid() }
+    rustix::thread::gettid().as_raw_nonzero().get()
 }
 
 /// The process id.
@@ -141,21 +133,22 @@ pub fn getpid() -> i32 {
 
 /// The effective user id.
 pub fn geteuid() -> u32 {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// The CPU the calling thread last ran on.
 pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu has no arguments; -1 signals an error.
-    let cpu = unsafe { libc::sched_getcpu() };
-    usize::try_from(cpu).ok()
+    Some(rustix::thread::sched_getcpu())
 }
 
-fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let capacity = std::mem::size_of::<libc::cpu_set_t>() * 8;
+/// A thread id as rustix takes it: `None` for 0 (the calling thread).
+fn pid_of(tid: i32) -> Option<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(tid)
+}
+
+fn cpu_set_of(cpus: &[usize]) -> io::Result<rustix::thread::CpuSet> {
+    let mut set = rustix::thread::CpuSet::new();
+    let capacity = rustix::thread::CpuSet::MAX_CPU;
     for &cpu in cpus {
         if cpu >= capacity {
             return Err(io::Error::new(
@@ -163,8 +156,7 @@ fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
                 format!("CPU {cpu} is beyond the largest CPU number supported ({capacity})"),
             ));
         }
-        // SAFETY: `cpu` is below the set's capacity, checked above.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
+        set.set(cpu);
     }
     Ok(set)
 }
@@ -172,21 +164,25 @@ fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
 /// Pins thread `tid` (0 = the calling thread) to `cpus`.
 pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
     let set = cpu_set_of(cpus)?;
-    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
-    check(unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) })
+    Ok(rustix::thread::sched_setaffinity(pid_of(tid), &set)?)
 }
 
 /// The CPUs thread `tid` (0 = the calling thread) may run on.
 pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
-    // SAFETY: all-zero is a valid empty cpu_set_t.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is writable and the size passed is its size.
-    check(unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) })?;
-    let capacity = std::mem::size_of::<libc::cpu_set_t>() * 8;
-    // SAFETY: every index is below the set's capacity.
-    Ok((0..capacity)
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+    let set = rustix::thread::sched_getaffinity(pid_of(tid))?;
+    Ok((0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&cpu| set.is_set(cpu))
         .collect())
+}
+
+/// A `sched_param` holding `priority`. Built from a zeroed value because its
+/// other fields differ between C libraries (musl has SCHED_SPORADIC ones).
+fn sched_param(priority: i32) -> libc::sched_param {
+    // SAFETY: sched_param is a plain C struct of integers and timespecs, for
+    // which all-zero is a valid value.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = priority;
+    param
 }
 
 /// Sets the policy and priority (or nice value) of thread `tid` (0 = caller).
@@ -196,16 +192,13 @@ pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
     } else {
         0
     };
-    let param = libc::sched_param {
-        sched_priority: prio,
-    };
+    let param = sched_param(prio);
     // SAFETY: `param` is a valid sched_param; on Linux sched_setscheduler acts
     // on the thread whose id is given (0 = the calling thread).
     check(unsafe { libc::sched_setscheduler(tid, sched.policy.to_libc(), &param) })?;
     if !sched.policy.is_realtime() {
-        // SAFETY: setpriority with PRIO_PROCESS and a thread id sets that
-        // thread's nice value on Linux.
-        check(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, sched.priority) })?;
+        // PRIO_PROCESS with a thread id sets that thread's nice value on Linux.
+        rustix::process::setpriority_process(pid_of(tid), sched.priority)?;
     }
     Ok(())
 }
@@ -218,22 +211,15 @@ pub fn get_sched(tid: i32) -> io::Result<Sched> {
         return Err(last_error());
     }
     let policy = Policy::from_libc(raw).unwrap_or(Policy::Other);
-    let mut param = libc::sched_param { sched_priority: 0 };
+    let mut param = sched_param(0);
     // SAFETY: `param` is writable.
     check(unsafe { libc::sched_getparam(tid, &mut param) })?;
     let priority = if policy.is_realtime() {
         param.sched_priority
     } else {
-        // getpriority can legitimately return -1; clear errno to tell.
-        // SAFETY: __errno_location returns this thread's errno slot.
-        unsafe { *libc::__errno_location() = 0 };
-        // SAFETY: getpriority with PRIO_PROCESS and a thread id.
-        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) };
-        // SAFETY: as above.
-        if nice == -1 && unsafe { *libc::__errno_location() } != 0 {
-            return Err(last_error());
-        }
-        nice
+        // rustix tells an error from a nice value of -1 (which getpriority
+        // returns either way).
+        rustix::process::getpriority_process(pid_of(tid))?
     };
     Ok(Sched { policy, priority })
 }
@@ -241,21 +227,18 @@ pub fn get_sched(tid: i32) -> io::Result<Sched> {
 /// The RLIMIT_RTPRIO soft limit (the highest RT priority an unprivileged
 /// process may take).
 pub fn rtprio_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is writable.
-    if unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) } == -1 {
-        return 0;
-    }
-    lim.rlim_cur
+    // `None` is RLIM_INFINITY.
+    rustix::process::getrlimit(rustix::process::Resource::Rtprio)
+        .current
+        .unwrap_or(u64::MAX)
 }
 
 /// Locks all current and future memory of the process (mlockall).
 pub fn lock_all_memory() -> io::Result<()> {
-    // SAFETY: mlockall takes flags only.
-    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) })
+    use rustix::mm::MlockAllFlags;
+    Ok(rustix::mm::mlockall(
+        MlockAllFlags::CURRENT | MlockAllFlags::FUTURE,
+    )?)
 }
 
 /// Undoes [`lock_all_memory`].
@@ -302,7 +285,11 @@ pub fn block_signals_except_wake() -> io::Result<()> {
 }
 
 /// Sends [`WAKE_SIGNAL`] to a thread of this process.
-pub fn wake_thread(thread: libc::pthread_t) {
+pub fn wake_thread(thread: std::os::unix::thread::RawPthread) {
+    // std's RawPthread and libc's pthread_t are the same C type, spelled as
+    // an integer by one and a pointer by the other on some targets (musl).
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    let thread = thread as libc::pthread_t;
     // SAFETY: `thread` comes from a JoinHandle that has not been joined yet, so
     // it names a live (or exited but unjoined, hence still valid) thread.
     unsafe { libc::pthread_kill(thread, WAKE_SIGNAL) };
@@ -338,13 +325,10 @@ pub fn ignore_signal(signal: libc::c_int) {
 
 /// Sets the calling thread's name (`comm`, at most 15 bytes kept).
 pub fn set_thread_name(name: &str) {
-    let mut buf = [0u8; 16];
-    for (dst, src) in buf.iter_mut().zip(name.bytes().take(15)) {
-        *dst = src;
+    let bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    if let Ok(name) = std::ffi::CString::new(bytes) {
+        let _ = rustix::thread::set_name(&name);
     }
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes;
-    // `buf` is 16 bytes with a NUL at the end.
-    unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr(), 0, 0, 0) };
 }
 
 /// What a child does between fork and exec.
@@ -386,16 +370,14 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
                 check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
             }
             if let Some(set) = &cpu_set {
-                check(libc::sched_setaffinity(0, std::mem::size_of_val(set), set))?;
+                rustix::thread::sched_setaffinity(None, set)?;
             }
             if let Some(s) = sched {
-                let param = libc::sched_param {
-                    sched_priority: if s.policy.is_realtime() {
-                        s.priority
-                    } else {
-                        0
-                    },
-                };
+                let param = sched_param(if s.policy.is_realtime() {
+                    s.priority
+                } else {
+                    0
+                });
                 check(libc::sched_setscheduler(0, s.policy.to_libc(), &param))?;
                 if !s.policy.is_realtime() {
                     check(libc::setpriority(libc::PRIO_PROCESS, 0, s.priority))?;

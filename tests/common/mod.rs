@@ -25,3 +25,100 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// Says which path a test took on this machine, on the real stderr (past
+/// the test harness's capture, so that `cargo test` shows it).
+#[allow(dead_code)]
+pub fn path_taken(test: &str, what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "[{test}] {what}");
+}
+
+/// The online CPUs of this machine, in order.
+#[allow(dead_code)]
+pub fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            cpus.extend(a..=b);
+        }
+    }
+    assert!(
+        !cpus.is_empty(),
+        "no online CPU in /sys/devices/system/cpu/online"
+    );
+    cpus
+}
+
+/// The CPU a test measures on: the last online one (on a one-CPU machine,
+/// the same as [`load_cpu`]).
+#[allow(dead_code)]
+pub fn measured_cpu() -> usize {
+    *online_cpus().last().unwrap()
+}
+
+/// The CPU a test puts its load and main thread on: the first online one.
+#[allow(dead_code)]
+pub fn load_cpu() -> usize {
+    online_cpus()[0]
+}
+
+/// Replaces `@M` (the measured CPU) and `@L` (the load CPU) in an
+/// experiment text, so that no test names a CPU number.
+#[allow(dead_code)]
+pub fn on_this_machine(text: &str) -> String {
+    text.replace("@M", &measured_cpu().to_string())
+        .replace("@L", &load_cpu().to_string())
+}
+
+/// Whether `name` is a command on the PATH.
+#[allow(dead_code)]
+pub fn has_command(name: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether this process is root (the owner of /proc/self is the effective
+/// uid).
+#[allow(dead_code)]
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// For a test that needs root: true as root; otherwise checks rtlab's
+/// refusal of a FIFO experiment (status 2, "needs root" and a hint), says
+/// so, and returns false so that the test ends there.
+#[allow(dead_code)]
+pub fn root_or_refusal(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("fifo.cfg");
+    std::fs::write(
+        &cfg,
+        "timer_thread[0]\n{\n  sched.policy FIFO\n  sched.priority 99\n  lifetime.loops 10\n}\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("needs root"), "{stderr}");
+    assert!(stderr.contains("hint:"), "{stderr}");
+    path_taken(
+        test,
+        "not root: checked that rtlab refuses a FIFO run (status 2)",
+    );
+    false
+}

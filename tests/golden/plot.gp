@@ -27,16 +27,37 @@ $run0_t0 << EOD
 27 255
 28 225
 29 253
+30 0
+243 0
 244 1
+245 0
+258 0
 259 1
+260 0
+689 0
 690 1
+691 0
+1268 0
 1269 1
+1270 0
+1647 0
 1648 1
+1649 0
+2020 0
 2021 1
+2022 0
+2315 0
 2316 1
+2317 0
+2466 0
 2467 1
+2468 0
+2634 0
 2635 1
+2636 0
+2645 0
 2646 1
+2647 0
 EOD
 
 $run1_t0 << EOD
@@ -80,16 +101,37 @@ $run1_t0 << EOD
 57 107
 58 143
 59 129
+60 0
+2202 0
 2203 1
+2204 0
+2247 0
 2248 1
+2249 0
+2794 0
 2795 1
+2796 0
+2896 0
 2897 1
+2898 0
+2911 0
 2912 1
+2913 0
+3167 0
 3168 1
+3169 0
+3415 0
 3416 1
+3417 0
+3476 0
 3477 1
+3478 0
+5680 0
 5681 1
+5682 0
+5934 0
 5935 1
+5936 0
 EOD
 
 $run1_t1 << EOD
@@ -153,27 +195,52 @@ $run1_t1 << EOD
 87 80
 88 69
 89 95
+90 0
+836 0
 837 1
+838 0
+1726 0
 1727 1
+1728 0
+1826 0
 1827 1
+1828 0
+5016 0
 5017 1
+5018 0
+5266 0
 5267 1
+5268 0
+6134 0
 6135 1
+6136 0
+6851 0
 6852 1
+6853 0
+7363 0
 7364 1
+7365 0
+8141 0
 8142 1
+8143 0
+8297 0
 8298 1
+8299 0
 EOD
 
 $run2_t0 << EOD
 1 812
 2 188
+3 0
 EOD
 
 $run2_t1 << EOD
 1 790
 2 209
+3 0
+6 0
 7 1
+8 0
 EOD
 
 if (exists("out")) {
@@ -188,8 +255,13 @@ set yrange [0.8:*]
 set xrange [0:*]
 set grid
 set key top right
-plot $run0_t0 using 1:2 with steps linewidth 2 title "idle: max 2646.4 us", \
-     $run1_t0 using 1:2 with steps linewidth 2 title "loaded T0: max 5938.5 us", \
-     $run1_t1 using 1:2 with steps linewidth 2 title "loaded T1: max 8300.4 us", \
-     $run2_t0 using 1:2 with steps linewidth 2 title "old T0: max 2.0 us", \
-     $run2_t1 using 1:2 with steps linewidth 2 title "old T1: max 12.0 us"
+plot $run0_t0 using 1:2 with steps linewidth 2 linecolor 1 title "idle: max 2646.4 us", \
+     $run0_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 1 notitle, \
+     $run1_t0 using 1:2 with steps linewidth 2 linecolor 2 title "loaded T0: max 5938.5 us", \
+     $run1_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 2 notitle, \
+     $run1_t1 using 1:2 with steps linewidth 2 linecolor 3 title "loaded T1: max 8300.4 us", \
+     $run1_t1 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 3 notitle, \
+     $run2_t0 using 1:2 with steps linewidth 2 linecolor 4 title "old T0: max 2.0 us", \
+     $run2_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 4 notitle, \
+     $run2_t1 using 1:2 with steps linewidth 2 linecolor 5 title "old T1: max 12.0 us", \
+     $run2_t1 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 5 notitle

@@ -124,6 +124,18 @@ fn unknown_values_fail_the_gate() {
 }
 
 #[test]
+fn a_relative_condition_with_one_run_fails_the_gate() {
+    let one = [column("baseline", 1.0, Some(0))];
+    assert_eq!(
+        failed(&one, &["p99>+10%", "max>+0us", "max>1000us"]),
+        vec!["p99>+10% baseline", "max>+0us baseline"],
+        "the absolute bound is checked and passes; the others cannot be"
+    );
+    let v = gate(&one, &[cond("p99>+10%")]);
+    assert!(v[0].reason.contains("only one run"), "{v:?}");
+}
+
+#[test]
 fn table_has_every_metric_and_the_differences() {
     let cols = [column("idle", 1.0, Some(0)), column("loaded", 1.5, Some(2))];
     let t = text(&cols);
