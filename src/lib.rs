@@ -7,6 +7,25 @@
 
 #![deny(missing_docs)]
 
+/// `print!` to stdout that never panics: a closed pipe (`rtlab ... | head`)
+/// loses the rest of the output, not the command's cleanup.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` to stdout that never panics (see [`out!`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod config;
 pub mod cpulist;

@@ -87,7 +87,8 @@ pub struct TimerResult {
     pub sched: Sched,
     /// Period (ns).
     pub period_ns: u64,
-    /// Result file as named in the closing lines.
+    /// Result file where it was written (with `--outdir`, under it), as
+    /// named in the closing lines.
     pub result_file: String,
     /// Statistics over every sample.
     pub summary: Summary,

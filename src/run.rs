@@ -47,6 +47,9 @@ pub struct RunOptions {
 
 enum Event {
     Signal(i32),
+    /// SIGUSR1: print a snapshot of the live statistics and go on
+    /// (cyclictest's behaviour).
+    Snapshot,
     Child,
     TimerDone,
 }
@@ -195,6 +198,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         libc::SIGTERM,
         libc::SIGHUP,
         libc::SIGCHLD,
+        libc::SIGUSR1,
     ])?;
     let signal_handle = signals.handle();
     let signal_tx = tx.clone();
@@ -202,10 +206,10 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         .name("rtlab-signals".into())
         .spawn(move || {
             for sig in signals.forever() {
-                let event = if sig == libc::SIGCHLD {
-                    Event::Child
-                } else {
-                    Event::Signal(sig)
+                let event = match sig {
+                    libc::SIGCHLD => Event::Child,
+                    libc::SIGUSR1 => Event::Snapshot,
+                    _ => Event::Signal(sig),
                 };
                 if signal_tx.send(event).is_err() {
                     break;
@@ -313,6 +317,15 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
                 });
                 break;
             }
+            Ok(Event::Snapshot) => {
+                let table = report::live::table(&rows(&timers), last_load.as_ref(), view.display);
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "rtlab: snapshot at {:.1} s (SIGUSR1)\n{table}",
+                    run_start.elapsed().as_secs_f64()
+                );
+            }
             Ok(Event::Child | Event::TimerDone) | Err(_) => {}
         }
         if let Some(abort) = supervisor.poll() {
@@ -403,7 +416,14 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             cpu_last: outcome.cpus_seen.1,
             sched: outcome.sched_seen.unwrap_or(spec.sched),
             period_ns: spec.period_ns,
-            result_file: tp.filename.clone(),
+            // Where the file really is (under --outdir), as systress names it
+            // when there is none.
+            result_file: tp
+                .path
+                .strip_prefix(".")
+                .unwrap_or(&tp.path)
+                .display()
+                .to_string(),
             summary: summarize(&rec),
             histo_size_us: rec.histo_size_us(),
             histogram_us: nonzero_buckets(&rec),
@@ -470,6 +490,6 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
         report::write_json(result, path)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    print!("{}", report::live::closing_lines(result));
+    crate::out!("{}", report::live::closing_lines(result));
     Ok(())
 }

@@ -629,3 +629,110 @@ fn real_time_without_privilege_is_refused_with_cause_and_fix() {
     assert!(stderr.contains("two-cpu.cfg:18:18: error: timer_thread[0]: FIFO priority 99 needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 99"), "{stderr}");
     assert!(stderr.contains("hint: run with sudo"), "{stderr}");
 }
+
+#[test]
+fn sigusr1_prints_a_snapshot_and_the_run_goes_on() {
+    if !root_or_refusal("sigusr1_prints_a_snapshot_and_the_run_goes_on") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "u.cfg",
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 80\n lifetime.duration 3 s\n}\n",
+    );
+    let child = spawn_in(
+        dir.path(),
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--json",
+            "r.json",
+            "--outdir",
+            "out",
+        ],
+    );
+    // The run has started when its journal exists (the signal handlers are
+    // installed before it).
+    assert!(wait_until(Duration::from_secs(10), || {
+        std::fs::read_dir(journal_dir(dir.path())).is_ok_and(|mut d| d.next().is_some())
+    }));
+    signal(&child, 10);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("rtlab: snapshot at"), "{stderr}");
+    assert!(stderr.contains("Index     TID  Samples"), "{stderr}");
+    let r = json(&dir.path().join("r.json"));
+    assert_eq!(r["end"]["kind"], "completed");
+    assert_eq!(r["interrupted"], false);
+    // The closing line names the file where it really is.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("Statistics for timer_thread[0] in 'out/timer_thread00.txt'"),
+        "{stdout}"
+    );
+    assert!(dir.path().join("out/timer_thread00.txt").exists());
+    assert_eq!(r["timers"][0]["result_file"], "out/timer_thread00.txt");
+}
+
+#[test]
+fn a_closed_output_pipe_ends_a_command_quietly() {
+    // `rtlab threads | head -1`: the rest of the list is lost, nothing else.
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' threads | head -1; '{}' irq --watch 20ms --count 100000 | head -1",
+            env!("CARGO_BIN_EXE_rtlab"),
+            env!("CARGO_BIN_EXE_rtlab")
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with("    TID"), "{stdout}");
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+    // The watch loop ends at its next write: by SIGPIPE, never exit 101.
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["irq", "--watch", "20ms", "--count", "100000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.signal(), Some(13), "{}", text(&o));
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+}
+
+#[test]
+fn a_gate_with_one_run_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cyclictest-stdout.txt");
+    let o = run_in(
+        dir.path(),
+        &[
+            "compare",
+            recorded.to_str().unwrap(),
+            "--fail-if",
+            "p99>+10%",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("only one run"),
+        "{}",
+        text(&o)
+    );
+    // An absolute bound needs no baseline.
+    let o = run_in(
+        dir.path(),
+        &["compare", recorded.to_str().unwrap(), "--fail-if", "max>1000ms"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

@@ -39,7 +39,7 @@ fn need_root(what: &str) -> Result<(), i32> {
 
 fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(s) => println!("{s}"),
+        Ok(s) => crate::outln!("{s}"),
         Err(e) => eprintln!("rtlab: cannot render JSON: {e}"),
     }
 }
@@ -261,6 +261,27 @@ pub fn main() -> i32 {
     if let Some(level) = cli.dbg_level {
         messages::set_level(level);
     }
+    // A command that only reads and prints ends quietly when its output pipe
+    // closes. One that changes the system keeps SIGPIPE ignored (its output
+    // never panics, see `outln!`) so that it always undoes what it did.
+    let only_reads = match &cli.command {
+        Some(
+            Command::Check { .. }
+            | Command::Sysinfo { .. }
+            | Command::Plot(_)
+            | Command::Report(_)
+            | Command::Compare(_)
+            | Command::Hog(_),
+        ) => true,
+        Some(Command::Irq(a)) => a.action.is_none(),
+        Some(Command::Threads(a)) => a.action.is_none(),
+        Some(Command::Cpufreq(a)) => a.action.is_none(),
+        Some(Command::Cstates(a)) => a.action.is_none(),
+        _ => false,
+    };
+    if only_reads {
+        os::default_sigpipe();
+    }
     match (&cli.command, &cli.cfg) {
         (Some(Command::Guard), _) => crate::load::guard::guard_main(),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),
@@ -284,7 +305,7 @@ pub fn main() -> i32 {
                 },
             ) {
                 Ok(plan) => {
-                    println!(
+                    crate::outln!(
                         "{}: OK ({} timer thread{}, {} program{})",
                         file.display(),
                         plan.timers.len(),

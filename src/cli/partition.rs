@@ -67,7 +67,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
             if *json {
                 print_json(&state);
             } else {
-                print!("{}", state.render());
+                crate::out!("{}", state.render());
             }
             0
         }
@@ -91,7 +91,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
                     0
                 }
                 Ok(report) => {
-                    print!("{}", render_create(&report));
+                    crate::out!("{}", render_create(&report));
                     0
                 }
                 Err(e) => print_error(&e),
@@ -154,20 +154,20 @@ fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
     if json {
         print_json(report);
     } else if report.journals.is_empty() && report.skipped.is_empty() {
-        println!("rtlab: {nothing}");
+        crate::outln!("rtlab: {nothing}");
     } else {
         for l in report.lines() {
-            println!("{l}");
+            crate::outln!("{l}");
         }
         let failed = report.failures().count();
         if report.journals.is_empty() {
-            println!(
+            crate::outln!(
                 "rtlab: nothing restored: the journals are held by an rtlab that is still running"
             );
         } else if failed == 0 {
-            println!("rtlab: restored");
+            crate::outln!("rtlab: restored");
         } else {
-            println!(
+            crate::outln!(
                 "rtlab: {failed} change(s) could not be undone; the journal is kept, run `rtlab restore` to try again"
             );
         }

@@ -168,13 +168,13 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
             eprintln!("rtlab: {}: {e}", out.display());
             return EXIT_FAILED;
         }
-        println!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
+        crate::outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
         if let Err(code) = write(script, &gnuplot::script(&runs, &args.title)) {
             return code;
         }
-        println!(
+        crate::outln!(
             "rtlab: wrote {} (gnuplot -p {})",
             script.display(),
             script.display()
@@ -199,7 +199,7 @@ pub fn report_main(args: &ReportArgs) -> i32 {
     if let Err(code) = write(&args.output, &page) {
         return code;
     }
-    println!(
+    crate::outln!(
         "rtlab: wrote {} ({} runs); open it in a browser",
         args.output.display(),
         runs.len()
@@ -219,15 +219,15 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         super::print_json(&compare::json(&columns, &verdicts));
     } else {
         if args.markdown {
-            print!("{}", compare::markdown(&columns));
+            crate::out!("{}", compare::markdown(&columns));
         } else {
-            print!("{}", compare::text(&columns));
+            crate::out!("{}", compare::text(&columns));
         }
         if !verdicts.is_empty() {
-            println!();
+            crate::outln!();
         }
         for v in &verdicts {
-            println!(
+            crate::outln!(
                 "{} {}: {}",
                 if v.failed { "FAIL" } else { "pass" },
                 v.condition,

@@ -264,20 +264,20 @@ fn report(what: &str, result: Result<Vec<Outcome>, TuneError>, json: bool) -> i3
         print_json(&outcomes);
     } else {
         if outcomes.is_empty() {
-            println!("{what}: nothing to change");
+            crate::outln!("{what}: nothing to change");
         }
         for o in &outcomes {
-            println!("{}", o.line());
+            crate::outln!("{}", o.line());
         }
         if refused > 0 {
-            println!(
+            crate::outln!(
                 "{what}: the kernel refused {refused} of {} change{}; the others were made",
                 outcomes.len(),
                 if outcomes.len() == 1 { "" } else { "s" }
             );
         }
         if outcomes.iter().any(|o| !o.refused()) {
-            println!("(recorded in the journal: `rtlab restore` puts the old values back)");
+            crate::outln!("(recorded in the journal: `rtlab restore` puts the old values back)");
         }
     }
     if refused > 0 { EXIT_PARTIAL } else { 0 }
@@ -311,7 +311,7 @@ pub fn irq_main(args: &IrqArgs) -> i32 {
                 if args.json {
                     print_json(&table);
                 } else {
-                    print!("{}", irq_table(&table, None));
+                    crate::out!("{}", irq_table(&table, None));
                 }
                 0
             }
@@ -366,15 +366,15 @@ fn irq_watch(root: &SysRoot, interval: Duration, count: Option<u64>, json: bool)
                 table: &after,
                 rates_per_s: &r,
             }) {
-                Ok(line) => println!("{line}"),
+                Ok(line) => crate::outln!("{line}"),
                 Err(e) => eprintln!("rtlab: {e}"),
             }
         } else {
-            println!(
+            crate::outln!(
                 "--- IRQ rates per second over {} ---",
                 humantime::format_duration(interval)
             );
-            print!("{}", irq_table(&after, Some(&r)));
+            crate::out!("{}", irq_table(&after, Some(&r)));
         }
         before = after;
         n += 1;
@@ -475,12 +475,19 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
         print_json(&shown);
         return 0;
     }
-    println!(
+    crate::outln!(
         "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} NAME",
-        "TID", "PID", "CLS", "RTPRIO", "NI", "CPUS", "LAST", "KIND"
+        "TID",
+        "PID",
+        "CLS",
+        "RTPRIO",
+        "NI",
+        "CPUS",
+        "LAST",
+        "KIND"
     );
     for t in &shown {
-        println!(
+        crate::outln!(
             "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} {}",
             t.tid,
             t.pid,
@@ -497,7 +504,7 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
             t.name
         );
     }
-    println!(
+    crate::outln!(
         "{} thread{}",
         shown.len(),
         if shown.len() == 1 { "" } else { "s" }
@@ -538,13 +545,19 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
             if args.json {
                 print_json(&policies);
             } else {
-                println!(
+                crate::outln!(
                     "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  AVAILABLE",
-                    "POLICY", "CPUS", "DRIVER", "GOVERNOR", "CUR MHz", "MIN MHz", "MAX MHz"
+                    "POLICY",
+                    "CPUS",
+                    "DRIVER",
+                    "GOVERNOR",
+                    "CUR MHz",
+                    "MIN MHz",
+                    "MAX MHz"
                 );
                 let mhz = |k: Option<u64>| k.map_or("-".into(), |k| (k / 1000).to_string());
                 for p in &policies {
-                    println!(
+                    crate::outln!(
                         "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  {}",
                         p.policy,
                         cpulist::format(&p.cpus),
@@ -676,7 +689,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             runs: &runs,
         });
     } else {
-        println!(
+        crate::outln!(
             "CPU {} FIFO {}: {} loops of {iterations} iterations (~{} us at full speed), after {} idle",
             args.cpu,
             args.priority,
@@ -684,12 +697,16 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             args.loop_us,
             humantime::format_duration(args.idle)
         );
-        println!(
+        crate::outln!(
             "{:<14} {:>10} {:>10} {:>10} {:>12}",
-            "GOVERNOR", "FIRST us", "SLOWEST us", "FULL us", "RAMP us"
+            "GOVERNOR",
+            "FIRST us",
+            "SLOWEST us",
+            "FULL us",
+            "RAMP us"
         );
         for r in &runs {
-            println!(
+            crate::outln!(
                 "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>12}",
                 r.governor,
                 r.first_us,
@@ -737,17 +754,24 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
             states: &states,
         });
     } else {
-        println!(
+        crate::outln!(
             "cpuidle driver {}, governor {}",
             driver.driver.as_deref().unwrap_or("-"),
             driver.governor.as_deref().unwrap_or("-")
         );
-        println!(
+        crate::outln!(
             "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} DESC",
-            "CPU", "STATE", "NAME", "LATENCY us", "RESIDENCY us", "USAGE", "TIME us", "STATUS"
+            "CPU",
+            "STATE",
+            "NAME",
+            "LATENCY us",
+            "RESIDENCY us",
+            "USAGE",
+            "TIME us",
+            "STATUS"
         );
         for s in &states {
-            println!(
+            crate::outln!(
                 "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} {}",
                 s.cpu,
                 s.index,
@@ -778,7 +802,7 @@ pub fn sysinfo_main(json: bool) -> i32 {
         print_json(&s);
         return 0;
     }
-    print!("{}", s.render());
+    crate::out!("{}", s.render());
     0
 }
 

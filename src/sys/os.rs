@@ -323,6 +323,14 @@ pub fn ignore_signal(signal: libc::c_int) {
     unsafe { libc::signal(signal, libc::SIG_IGN) };
 }
 
+/// Restores the default action of SIGPIPE (Rust ignores it): a command that
+/// only reads and prints then ends quietly when its output pipe closes, as
+/// `ls | head` does.
+pub fn default_sigpipe() {
+    // SAFETY: SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 /// Sets the calling thread's name (`comm`, at most 15 bytes kept).
 pub fn set_thread_name(name: &str) {
     let bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
