@@ -109,8 +109,9 @@ pub struct TimerResult {
 pub struct Placement {
     /// `main`, `timer_thread[N]` or `program[N]`.
     pub who: String,
-    /// Thread id (timer threads), process id (main); 0 for programs (see
-    /// their own results: a respawned program has several).
+    /// Thread id (timer threads), process id (main), process id of the
+    /// first instance (programs; a respawned program's others are in its
+    /// `exits`); 0 when it never started.
     pub id: i32,
     /// The cpuset it ran in, as `/proc/.../cpuset` showed it.
     pub cpuset: Option<String>,

@@ -452,7 +452,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
                 placement.extend(programs.iter().map(|p| {
                     Placement {
                         who: format!("program[{}]", p.index),
-                        id: 0,
+                        id: p.first_pid.unwrap_or(0),
                         cpuset: p.cpuset.clone(),
                         cpus: p
                             .cpus_allowed

@@ -199,6 +199,18 @@ fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
         gaps.windows(2).all(|g| g[1] > g[0]),
         "back-off gaps should grow: {gaps:?}"
     );
+    // The placement table names real processes: the first instance's PID,
+    // which is also the PID of its first recorded end.
+    let placement = r["isolation"]["placement"].as_array().unwrap();
+    let prog3 = placement.iter().find(|p| p["who"] == "program[3]").unwrap();
+    assert!(prog3["id"].as_i64().unwrap() > 1, "{prog3}");
+    assert_eq!(prog3["id"], p[3]["first_pid"]);
+    assert_eq!(p[3]["exits"][0]["pid"], p[3]["first_pid"]);
+    let main = placement.iter().find(|p| p["who"] == "main").unwrap();
+    assert!(main["id"].as_i64().unwrap() > 1);
+    if let Some(mount) = r["isolation"]["cpuset"]["mount"].as_str() {
+        assert!(mount.starts_with('/'), "{mount}");
+    }
     // Redirection, affinity and policy of a program.
     let out = std::fs::read_to_string(dir.path().join("o.txt")).unwrap();
     assert!(out.starts_with("out\n"), "{out}");
@@ -732,7 +744,12 @@ fn a_gate_with_one_run_fails() {
     // An absolute bound needs no baseline.
     let o = run_in(
         dir.path(),
-        &["compare", recorded.to_str().unwrap(), "--fail-if", "max>1000ms"],
+        &[
+            "compare",
+            recorded.to_str().unwrap(),
+            "--fail-if",
+            "max>1000ms",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

@@ -8,6 +8,11 @@ use crate::sys::cgroup;
 use crate::sys::{SysError, SysRoot};
 use serde::Serialize;
 
+/// Writes a root-relative path as the absolute path a user sees.
+fn absolute<S: serde::Serializer>(relative: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("/{}", relative.trim_start_matches('/')))
+}
+
 /// A cpuset hierarchy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "version")]
@@ -15,7 +20,8 @@ pub enum Hierarchy {
     /// cgroup v1.
     #[serde(rename = "v1")]
     V1 {
-        /// Mount point, relative to the system root.
+        /// Mount point, relative to the system root (absolute in JSON).
+        #[serde(serialize_with = "absolute")]
         mount: String,
         /// `cpuset.` or empty (mounted with `noprefix`).
         prefix: String,
@@ -23,7 +29,8 @@ pub enum Hierarchy {
     /// cgroup v2.
     #[serde(rename = "v2")]
     V2 {
-        /// Mount point, relative to the system root.
+        /// Mount point, relative to the system root (absolute in JSON).
+        #[serde(serialize_with = "absolute")]
         mount: String,
     },
 }

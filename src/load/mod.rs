@@ -38,6 +38,8 @@ pub const MAX_EXIT_RECORDS: usize = 1000;
 /// One end of a program instance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExitRecord {
+    /// Process id of the instance that ended.
+    pub pid: Option<i32>,
     /// Seconds since the run started.
     pub at_s: f64,
     /// How long it ran (s).
@@ -95,6 +97,8 @@ pub struct ProgramResult {
     pub exits: Vec<ExitRecord>,
     /// Why it could not be started, if it could not.
     pub spawn_error: Option<String>,
+    /// Process id of its first instance (each end has its own in `exits`).
+    pub first_pid: Option<i32>,
     /// The cpuset its first instance ran in (`/proc/PID/cpuset`).
     pub cpuset: Option<String>,
     /// The CPUs its first instance was allowed (`Cpus_allowed_list`).
@@ -233,6 +237,7 @@ impl Supervisor {
                         exits_total: 0,
                         exits: Vec::new(),
                         spawn_error: None,
+                        first_pid: None,
                         cpuset: None,
                         cpus_allowed: None,
                     },
@@ -341,6 +346,7 @@ impl Supervisor {
                 crate::messages::debug(1, &format!("{who}: started, pid {}", child.id()));
                 if p.result.starts == 0 {
                     let pid = child.id() as i32;
+                    p.result.first_pid = Some(pid);
                     p.result.cpuset = self.root.read_opt(&format!("proc/{pid}/cpuset"));
                     p.result.cpus_allowed =
                         crate::sys::tasks::status_field(&self.root, pid, "Cpus_allowed_list");
@@ -362,6 +368,7 @@ impl Supervisor {
         let now = Instant::now();
         let p = &mut self.programs[i];
         let rec = ExitRecord {
+            pid: p.child.as_ref().map(|c| c.id() as i32),
             at_s: now.duration_since(self.run_start).as_secs_f64(),
             ran_s: now.duration_since(p.started_at).as_secs_f64(),
             code: status.code(),
