@@ -389,10 +389,15 @@ fn an_outdir_that_cannot_be_made_is_refused_before_start() {
 #[test]
 fn a_bad_file_reports_every_problem_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
+    let offline = measured_cpu() + 1;
     write_cfg(
         dir.path(),
         "b.cfg",
-        "main\n{\n  stats.period 1500\n}\ntimer_thread[0]\n{\n  sched.prority 99\n  cpu_affinity 64\n}\n",
+        &format!(
+            "main\n{{\n  stats.period 1500\n}}\ntimer_thread[0]\n{{\n  sched.prority 99\n  cpu_affinity {offline}\n}}\n\
+             timer_thread[1]\n{{\n  sched.policy FIFO\n  sched.priority 150\n}}\n\
+             program[0]\n{{\n  cmdline no-such-command-xyz\n}}\nprogram[1]\n{{\n  output.out x\n}}\n"
+        ),
     );
     let o = run_in(dir.path(), &["--cfg=b.cfg"]);
     assert_eq!(o.status.code(), Some(2));
@@ -409,10 +414,26 @@ fn a_bad_file_reports_every_problem_and_exits_2() {
         stderr.contains("hint: did you mean `sched.priority`?"),
         "{stderr}"
     );
-    assert!(stderr.contains("2 problems in b.cfg"), "{stderr}");
-    // The offline CPU is found by the planner once the file parses: one
-    // past the last online CPU is never online.
-    let offline = measured_cpu() + 1;
+    // The machine's part is checked too, at once: the CPU that is not online
+    // (one past the last online CPU never is), the command not found.
+    assert!(
+        stderr.contains(&format!("b.cfg:8:16: error: CPU {offline} is not online")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.cfg:13:18: error: FIFO priority 150 is out of range 1..99"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.cfg:17:11: error: program[0]: command `no-such-command-xyz` not found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.cfg:19:1: error: program[1] has no `cmdline`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("6 problems in b.cfg"), "{stderr}");
+    // The offline CPU alone, in a file that parses.
     write_cfg(
         dir.path(),
         "c.cfg",

@@ -10,7 +10,7 @@ mod parse;
 pub mod values;
 
 use crate::sys::os::Sched;
-pub use parse::parse;
+pub use parse::{parse, parse_all};
 pub use values::Action;
 
 /// A position in the file, 1-based (columns count characters).

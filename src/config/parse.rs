@@ -95,6 +95,20 @@ fn unknown_stanza(name: &str) -> String {
 
 /// Parses an experiment file's text.
 pub fn parse(text: &str) -> Result<Experiment, Vec<Diagnostic>> {
+    let (exp, diags) = parse_all(text);
+    if diags.is_empty() {
+        Ok(exp)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Parses as far as the text allows: the experiment made of what was valid
+/// (a bad value leaves its default, a program without `cmdline` is left
+/// out) and every problem found, in file order. The planner can then check
+/// the valid part against the machine, so that one run of `check` reports
+/// every problem of the file at once.
+pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let stanzas = split_stanzas(text, &mut diags);
     let mut exp = Experiment::default();
@@ -143,12 +157,8 @@ pub fn parse(text: &str) -> Result<Experiment, Vec<Diagnostic>> {
     }
     exp.timers.sort_by_key(|t| t.index);
     exp.programs.sort_by_key(|p| p.index);
-    if diags.is_empty() {
-        Ok(exp)
-    } else {
-        diags.sort_by_key(|d| d.pos);
-        Err(diags)
-    }
+    diags.sort_by_key(|d| d.pos);
+    (exp, diags)
 }
 
 /// Splits text into stanzas of properties; syntax errors go to `diags`.
@@ -377,8 +387,10 @@ impl Builder<'_> {
                     .map(|p| (p, prop.value_pos))
             }
             "sched.priority" => {
+                // The range depends on the policy (1..99 or a nice value):
+                // checked with it in `sched`, which names the right one.
                 sched.priority = self
-                    .get(prop, values::integer(&prop.value, -20, 99))
+                    .get(prop, values::integer(&prop.value, -1_000_000, 1_000_000))
                     .map(|p| (p, prop.value_pos))
             }
             _ => return false,
@@ -401,9 +413,12 @@ impl Builder<'_> {
                 self.diags.push(
                     Diagnostic::new(
                         at,
-                        format!("{} priority {p} is out of range", policy.name()),
+                        format!("{} priority {p} is out of range 1..99", policy.name()),
                     )
-                    .with_hint(Some("real-time priorities are 1..99".into())),
+                    .with_hint(Some(format!(
+                        "{} takes a real-time priority from 1 (lowest) to 99 (highest)",
+                        policy.name()
+                    ))),
                 );
                 1
             }
@@ -411,7 +426,10 @@ impl Builder<'_> {
                 self.diags.push(
                     Diagnostic::new(
                         at,
-                        format!("nice value {p} is out of range for {}", policy.name()),
+                        format!(
+                            "nice value {p} is out of range -20..19 for {}",
+                            policy.name()
+                        ),
                     )
                     .with_hint(Some(
                         "for OTHER, BATCH and IDLE the priority is the nice value, -20..19; \

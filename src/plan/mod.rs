@@ -600,8 +600,28 @@ pub fn plan_text(
     machine: &dyn Machine,
     opts: &PlanOptions,
 ) -> Result<RunPlan, Vec<Diagnostic>> {
-    let exp = config::parse(text)?;
-    build(&exp, name, machine, opts)
+    let (exp, mut diags) = config::parse_all(text);
+    if diags.is_empty() {
+        return build(&exp, name, machine, opts);
+    }
+    // The file has problems: the valid part is still checked against the
+    // machine (CPUs online, commands found, privileges), so that every
+    // problem is reported at once. An experiment left with nothing to run
+    // only because its stanzas were bad says nothing new.
+    if !(exp.timers.is_empty() && exp.programs.is_empty())
+        && let Err(more) = build(&exp, name, machine, opts)
+    {
+        for d in more {
+            if !diags
+                .iter()
+                .any(|x| x.pos == d.pos && x.message == d.message)
+            {
+                diags.push(d);
+            }
+        }
+        diags.sort_by_key(|d| d.pos);
+    }
+    Err(diags)
 }
 
 #[cfg(test)]
