@@ -21,22 +21,33 @@ pub fn summary_lines(t: &TimerResult) -> String {
     let mut out = String::new();
     out.push_str("#                            SUMMARY\n#\n");
     out.push_str("# Index    TID  Samples  L_min  L_max  L_avg  Samples_H  L_avg_H  L_med_H  L_std_H  L_mode_H\n#\n");
-    out.push_str(&format!(
-        "#{:>7}{:>6}{:>9}{:>7}{:>7}{:>7}{:>11}{:>9}{:>9}{:>9}{:>10}\n",
-        t.index,
-        t.tid,
-        c.samples,
-        c.l_min,
-        c.l_max,
-        c.l_avg,
-        c.samples_h,
-        c.l_avg_h,
-        c.l_med_h,
-        c.l_std_h,
-        mode
-    ));
+    let mut row = String::from("#");
+    for (value, width) in [
+        (t.index.to_string(), 7),
+        (t.tid.to_string(), 6),
+        (c.samples.to_string(), 9),
+        (c.l_min.to_string(), 7),
+        (c.l_max.to_string(), 7),
+        (c.l_avg.to_string(), 7),
+        (c.samples_h.to_string(), 11),
+        (c.l_avg_h.to_string(), 9),
+        (c.l_med_h.to_string(), 9),
+        (c.l_std_h.to_string(), 9),
+        (mode, 10),
+    ] {
+        row.push_str(&column(&value, width));
+    }
+    out.push_str(&row);
+    out.push('\n');
     out.push_str(&extra_lines(t));
     out
+}
+
+/// `value` right-aligned in `width` columns, always after at least one
+/// space: the layout of systress when values fit, and columns that stay
+/// apart when they do not (a 100 ms stall, a TID of 4194304).
+fn column(value: &str, width: usize) -> String {
+    format!(" {value:>w$}", w = width.saturating_sub(1))
 }
 
 /// rtlab's additions after the summary: percentiles over **all** samples.
@@ -44,21 +55,22 @@ fn extra_lines(t: &TimerResult) -> String {
     let s = &t.summary;
     let us = |ns: u64| ns as f64 / 1000.0;
     let mut head = format!("#{:>7}", "Index");
-    let mut row = format!("#{:>7}", t.index);
+    let mut row = format!("#{}", column(&t.index.to_string(), 7));
     for p in &s.percentiles {
         head.push_str(&format!("{:>10}", p.name));
-        row.push_str(&format!("{:>10.3}", us(p.value_ns)));
+        row.push_str(&column(&format!("{:.3}", us(p.value_ns)), 10));
     }
     head.push_str(&format!(
         "{:>10}{:>10}{:>10}",
         "max", "Beyond_H", "Overruns"
     ));
-    row.push_str(&format!(
-        "{:>10.3}{:>10}{:>10}",
-        us(s.max_ns),
-        s.beyond_histogram,
-        s.overruns
-    ));
+    for (value, width) in [
+        (format!("{:.3}", us(s.max_ns)), 10),
+        (s.beyond_histogram.to_string(), 10),
+        (s.overruns.to_string(), 10),
+    ] {
+        row.push_str(&column(&value, width));
+    }
     format!(
         "#\n#                  ALL SAMPLES (rtlab): latency in us, 0.1% precision\n#\n\
          # Percentiles over all {} samples, including the {} beyond histo_size ({} us).\n\
@@ -156,6 +168,32 @@ pub(crate) mod tests {
     fn csv_matches_the_golden_file() {
         let golden = include_str!("../../tests/golden/timer_thread00.csv");
         assert_eq!(csv(&sample_result()), golden);
+    }
+
+    /// A 2 s stall and the largest TID Linux hands out: every column stays
+    /// apart, and the file reads back with the same figures.
+    #[test]
+    fn huge_latencies_and_tids_stay_in_their_columns_and_read_back() {
+        let mut r = Recorder::new(20).unwrap();
+        for ns in [3_000, 2_000_000_000] {
+            r.record(ns);
+        }
+        let mut t = sample_result();
+        t.tid = 4_194_304;
+        t.summary = summarize(&r);
+        t.histogram_us = nonzero_buckets(&r);
+        let text = txt(&t);
+        let row = text.lines().find(|l| l.contains("4194304")).unwrap();
+        let words: Vec<&str> = row.trim_start_matches('#').split_whitespace().collect();
+        assert_eq!(words[..5], ["0", "4194304", "2", "3", "2000000"], "{row}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timer_thread00.txt");
+        std::fs::write(&path, &text).unwrap();
+        let run = crate::dataset::load(&path).unwrap();
+        let s = &run.threads[0].stats;
+        assert_eq!(s.samples, 2);
+        assert_eq!(s.max_ns, Some(2_000_000_000));
+        assert_eq!(s.beyond_histogram, Some(1));
     }
 
     #[test]
