@@ -35,17 +35,7 @@ impl Bench {
         };
         let last = online_cpus().last().copied().unwrap_or(0).to_string();
         if !common::is_root() {
-            let o = bench.run(&["partition", "create", &last]);
-            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-            assert!(
-                String::from_utf8_lossy(&o.stderr).contains("needs root"),
-                "{}",
-                text(&o)
-            );
-            path_taken(
-                test,
-                "not root: checked that rtlab refuses to partition (status 2)",
-            );
+            common::assert_refused_without_root(test, &["partition", "create", &last]);
             return None;
         }
         if online_cpus().len() < 2 {
@@ -62,12 +52,7 @@ impl Bench {
             // (src/isolate/tests.rs); here, the real kernel's answer.
             let o = bench.run(&["partition", "show"]);
             let shown = String::from_utf8_lossy(&o.stdout).to_string();
-            let has_v2_cpuset = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-                .iter()
-                .any(|d| {
-                    read(&format!("{d}/cgroup.controllers"))
-                        .is_some_and(|c| c.split_whitespace().any(|w| w == "cpuset"))
-                });
+            let has_v2_cpuset = common::v2_controllers().iter().any(|c| c == "cpuset");
             if has_v2_cpuset {
                 assert!(o.status.success(), "{}", text(&o));
                 path_taken(

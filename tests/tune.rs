@@ -18,6 +18,17 @@ use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// A tuning command the tests make (and its refusals are checked with).
+const SOFTIRQ_FIFO_2: [&str; 7] = [
+    "threads",
+    "set",
+    "ksoftirqd/*",
+    "--policy",
+    "FIFO",
+    "--priority",
+    "2",
+];
+
 /// A test's own directory and journal; ends with `rtlab restore`.
 struct Bench {
     dir: tempfile::TempDir,
@@ -30,24 +41,7 @@ impl Bench {
     fn new(test: &str) -> Option<Bench> {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         if !common::is_root() {
-            let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-                .args([
-                    "threads",
-                    "set",
-                    "ksoftirqd/*",
-                    "--policy",
-                    "FIFO",
-                    "--priority",
-                    "2",
-                ])
-                .output()
-                .unwrap();
-            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-            assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
-            path_taken(
-                test,
-                "not root: checked that rtlab refuses to tune (status 2)",
-            );
+            common::assert_refused_without_root(test, &SOFTIRQ_FIFO_2);
             return None;
         }
         Some(Bench {
@@ -414,15 +408,7 @@ fn thread_priorities_are_set_and_restored() {
         return;
     };
     let before = settings();
-    let o = b.run(&[
-        "threads",
-        "set",
-        "ksoftirqd/*",
-        "--policy",
-        "FIFO",
-        "--priority",
-        "2",
-    ]);
+    let o = b.run(&SOFTIRQ_FIFO_2);
     assert!(o.status.success(), "{}", text(&o));
     let ps = ps_classes();
     let soft = b.json(&["threads", "--match", "ksoftirqd/*", "--json"]);
@@ -628,13 +614,7 @@ fn cpu_cgroups() -> Vec<String> {
 /// Whether a cgroup hierarchy offers the cpu controller's bandwidth files.
 fn has_cpu_bandwidth() -> bool {
     Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
-        || ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-            .iter()
-            .any(|d| {
-                read(&format!("{d}/cgroup.controllers"))
-                    .split_whitespace()
-                    .any(|c| c == "cpu")
-            })
+        || common::v2_controllers().iter().any(|c| c == "cpu")
 }
 
 #[test]
@@ -785,15 +765,7 @@ fn tuning_commands_refuse_unprivileged_users() {
     for args in [
         &["cstates", "set", "--max-latency", "0"][..],
         &["irq", "move", &load_cpu().to_string()][..],
-        &[
-            "threads",
-            "set",
-            "ksoftirqd/*",
-            "--policy",
-            "FIFO",
-            "--priority",
-            "2",
-        ][..],
+        &SOFTIRQ_FIFO_2[..],
     ] {
         let o = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])

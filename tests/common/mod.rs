@@ -93,6 +93,40 @@ pub fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// Checks that rtlab, not root, refuses `args` before changing anything
+/// (status 2, "needs root"), and says that the test took that path.
+#[allow(dead_code)]
+pub fn assert_refused_without_root(test: &str, args: &[&str]) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("needs root"),
+        "{args:?}: {}",
+        text(&o)
+    );
+    path_taken(
+        test,
+        &format!(
+            "not root: checked that rtlab refuses `{}` (status 2)",
+            args.join(" ")
+        ),
+    );
+}
+
+/// The controllers the cgroup v2 hierarchy offers, wherever it is mounted
+/// (alone at /sys/fs/cgroup, or beside v1 at /sys/fs/cgroup/unified).
+#[allow(dead_code)]
+pub fn v2_controllers() -> Vec<String> {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .iter()
+        .filter_map(|d| std::fs::read_to_string(format!("{d}/cgroup.controllers")).ok())
+        .flat_map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
 /// For a test that needs root: true as root; otherwise checks rtlab's
 /// refusal of a FIFO experiment (status 2, "needs root" and a hint), says
 /// so, and returns false so that the test ends there.
