@@ -13,33 +13,55 @@ pub(super) fn looks_like(text: &str) -> bool {
 }
 
 /// The `#` line after a header line that starts with `# Index`, split into
-/// (name, value) pairs.
+/// (name, value) pairs; None without that header. A header without its
+/// row, or a row with fewer or more values than the header has names, is a
+/// file cut short or altered: refused, never shown with holes.
 fn table_after(
     lines: &[(usize, &str)],
     header_has: &str,
-) -> Option<(usize, Vec<(String, String)>)> {
-    let at = lines
+) -> Result<Option<(usize, Vec<(String, String)>)>, ParseError> {
+    let Some(at) = lines
         .iter()
-        .position(|(_, l)| l.starts_with('#') && l.contains("Index") && l.contains(header_has))?;
-    let names: Vec<&str> = lines[at]
-        .1
-        .trim_start_matches('#')
-        .split_whitespace()
-        .collect();
-    let (lineno, row) = lines[at + 1..].iter().find(|(_, l)| {
+        .position(|(_, l)| l.starts_with('#') && l.contains("Index") && l.contains(header_has))
+    else {
+        return Ok(None);
+    };
+    let (header_line, header) = lines[at];
+    let names: Vec<&str> = header.trim_start_matches('#').split_whitespace().collect();
+    let row = lines[at + 1..].iter().find(|(_, l)| {
         l.trim_start_matches('#')
             .trim()
             .starts_with(|c: char| c.is_ascii_digit())
-    })?;
-    let values = row.trim_start_matches('#').split_whitespace();
-    Some((
-        *lineno,
+    });
+    let Some(&(lineno, row)) = row else {
+        return Err(ParseError::new(
+            header_line,
+            1,
+            format!("the `{header_has}` table has no row under its header: the file is cut short"),
+            "give the whole file as rtlab or systress wrote it",
+        ));
+    };
+    let values: Vec<&str> = row.trim_start_matches('#').split_whitespace().collect();
+    if values.len() != names.len() {
+        return Err(ParseError::new(
+            lineno,
+            1,
+            format!(
+                "the summary row has {} values for the {} columns of the header at line {header_line}: the file is cut short or altered",
+                values.len(),
+                names.len()
+            ),
+            "give the whole file as rtlab or systress wrote it",
+        ));
+    }
+    Ok(Some((
+        lineno,
         names
             .iter()
             .zip(values)
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect(),
-    ))
+    )))
 }
 
 fn field<T: std::str::FromStr>(
@@ -91,7 +113,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             }
         }
     }
-    let Some(summary) = table_after(&lines, "Samples_H") else {
+    let Some(summary) = table_after(&lines, "Samples_H")? else {
         return Err(ParseError::new(
             lines.len(),
             1,
@@ -99,7 +121,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "the file may be cut short: systress writes the summary after the histogram",
         ));
     };
-    let extra = table_after(&lines, "Beyond_H");
+    let extra = table_after(&lines, "Beyond_H")?;
     let samples: u64 = field(&summary, "Samples")?.unwrap_or(0);
     let samples_h: u64 = field(&summary, "Samples_H")?.unwrap_or(samples);
     let index: usize = field(&summary, "Index")?.unwrap_or(0);

@@ -513,3 +513,32 @@ pub(crate) fn golden(name: &str, actual: &str) {
         "{name} differs from tests/golden/{name} (RTLAB_BLESS=1 rewrites it)"
     );
 }
+
+/// A systress file whose summary or extra row was cut short is refused with
+/// its place, never shown with `?` for the missing columns.
+#[test]
+fn systress_files_cut_short_are_refused() {
+    let whole = include_str!("../../tests/golden/timer_thread00.txt");
+    let dir = tempfile::tempdir().unwrap();
+    assert!(load(&write(&dir, "whole.txt", whole)).is_ok());
+    // The extra row loses its last columns.
+    let cut_row = whole.trim_end().rsplit_once(' ').unwrap().0.to_string() + "\n";
+    let e = load(&write(&dir, "row.txt", &cut_row))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("values for the 9 columns"), "{e}");
+    // The file ends after the extra header, before its row.
+    let at = whole.find("#  Index       p50").unwrap();
+    let end = at + whole[at..].find('\n').unwrap() + 1;
+    let e = load(&write(&dir, "head.txt", &whole[..end]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no row under its header"), "{e}");
+    // The systress summary row itself cut in the middle.
+    let summary = whole.find("#      0 13029").unwrap();
+    let mid = summary + 30;
+    let e = load(&write(&dir, "mid.txt", &whole[..mid]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cut short"), "{e}");
+}
