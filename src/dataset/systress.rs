@@ -12,6 +12,9 @@ pub(super) fn looks_like(text: &str) -> bool {
         .any(|l| l.starts_with('#') && l.contains("Samples_H") && l.contains("L_min"))
 }
 
+/// A summary row: its line number and (column name, value) pairs.
+type Table = (usize, Vec<(String, String)>);
+
 /// The `#` line after a header line that starts with `# Index`, split into
 /// (name, value) pairs; None without that header. A header without its
 /// row, or a row with fewer or more values than the header has names, is a
@@ -19,7 +22,7 @@ pub(super) fn looks_like(text: &str) -> bool {
 fn table_after(
     lines: &[(usize, &str)],
     header_has: &str,
-) -> Result<Option<(usize, Vec<(String, String)>)>, ParseError> {
+) -> Result<Option<Table>, ParseError> {
     let Some(at) = lines
         .iter()
         .position(|(_, l)| l.starts_with('#') && l.contains("Index") && l.contains(header_has))
@@ -65,7 +68,7 @@ fn table_after(
 }
 
 fn field<T: std::str::FromStr>(
-    table: &(usize, Vec<(String, String)>),
+    table: &Table,
     name: &str,
 ) -> Result<Option<T>, ParseError> {
     let Some((column, (_, v))) = table.1.iter().enumerate().find(|(_, (n, _))| n == name) else {
