@@ -40,15 +40,26 @@ pub struct PlotArgs {
     /// Panels to draw, top to bottom (default: all three).
     #[arg(long = "panel", value_enum, value_name = "PANEL")]
     panels: Vec<Panel>,
-    /// Cut the latency axes at this many µs.
-    #[arg(long, value_name = "US")]
-    max_latency: Option<f64>,
+    #[command(flatten)]
+    range: RangeArgs,
     /// The picture's title.
     #[arg(long, default_value = "Timer wake-up latency")]
     title: String,
     /// Size in pixels, WIDTHxHEIGHT (default 1200x1500, 1200x700 for one panel).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(u32, u32)>,
+}
+
+/// The latency range of the plots, shared by `plot` and `report`.
+#[derive(Debug, Args)]
+pub struct RangeArgs {
+    /// Cut the latency axes at this many µs.
+    #[arg(long, value_name = "US", conflicts_with = "full_range")]
+    max_latency: Option<f64>,
+    /// Draw the histogram up to the largest latency (by default it ends at
+    /// twice the highest p99.9, and samples past it are counted and marked).
+    #[arg(long)]
+    full_range: bool,
 }
 
 /// Options of `rtlab report`.
@@ -65,6 +76,8 @@ pub struct ReportArgs {
     /// One summary column per thread instead of per run.
     #[arg(long)]
     per_thread: bool,
+    #[command(flatten)]
+    range: RangeArgs,
 }
 
 /// Options of `rtlab compare`.
@@ -154,7 +167,8 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     let opts = PlotOptions {
         size: args.size.unwrap_or(default_size),
         panels,
-        max_latency_us: args.max_latency,
+        max_latency_us: args.range.max_latency,
+        full_range: args.range.full_range,
         title: args.title.clone(),
     };
     if let (Some(out), Some(kind)) = (&args.output, kind.flatten()) {
@@ -189,7 +203,12 @@ pub fn report_main(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let page = match html::render(&runs, &args.title, args.per_thread) {
+    let plot_opts = PlotOptions {
+        max_latency_us: args.range.max_latency,
+        full_range: args.range.full_range,
+        ..PlotOptions::default()
+    };
+    let page = match html::render(&runs, &args.title, args.per_thread, &plot_opts) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rtlab: {e}");

@@ -19,10 +19,7 @@ type Table = (usize, Vec<(String, String)>);
 /// (name, value) pairs; None without that header. A header without its
 /// row, or a row with fewer or more values than the header has names, is a
 /// file cut short or altered: refused, never shown with holes.
-fn table_after(
-    lines: &[(usize, &str)],
-    header_has: &str,
-) -> Result<Option<Table>, ParseError> {
+fn table_after(lines: &[(usize, &str)], header_has: &str) -> Result<Option<Table>, ParseError> {
     let Some(at) = lines
         .iter()
         .position(|(_, l)| l.starts_with('#') && l.contains("Index") && l.contains(header_has))
@@ -67,10 +64,7 @@ fn table_after(
     )))
 }
 
-fn field<T: std::str::FromStr>(
-    table: &Table,
-    name: &str,
-) -> Result<Option<T>, ParseError> {
+fn field<T: std::str::FromStr>(table: &Table, name: &str) -> Result<Option<T>, ParseError> {
     let Some((column, (_, v))) = table.1.iter().enumerate().find(|(_, (n, _))| n == name) else {
         return Ok(None);
     };

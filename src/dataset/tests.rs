@@ -440,7 +440,7 @@ fn no_panic_on_huge_numbers() {
     )
     .unwrap();
     let _ = crate::report::plot::svg(&runs, &crate::report::plot::PlotOptions::default()).unwrap();
-    let _ = crate::report::html::render(&runs, "t", true).unwrap();
+    let _ = crate::report::html::render(&runs, "t", true, &Default::default()).unwrap();
     let cols = crate::report::compare::columns(&runs, false);
     let _ = crate::report::compare::text(&cols);
 }

@@ -198,7 +198,12 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
 }
 
 /// The whole report.
-pub fn render(runs: &[Run], title: &str, per_thread: bool) -> Result<String, String> {
+pub fn render(
+    runs: &[Run],
+    title: &str,
+    per_thread: bool,
+    plot_opts: &plot::PlotOptions,
+) -> Result<String, String> {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -236,7 +241,7 @@ pub fn render(runs: &[Run], title: &str, per_thread: bool) -> Result<String, Str
 
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     for panel in Panel::ALL {
-        let svg = plot::panel_svg(runs, panel, (1200, 560))?;
+        let svg = plot::panel_svg(runs, panel, (1200, 560), plot_opts)?;
         // The SVG document's XML declaration has no place inside HTML.
         let body = svg.find("<svg").map_or(svg.as_str(), |at| &svg[at..]);
         let _ = writeln!(out, "<figure>\n{body}\n</figure>");

@@ -74,6 +74,10 @@ pub struct PlotOptions {
     pub panels: Vec<Panel>,
     /// Cut the latency axes at this value (µs).
     pub max_latency_us: Option<f64>,
+    /// Draw the histogram up to the largest latency, however far it is;
+    /// by default it shows the body of the distribution (see
+    /// [`histogram_range`]).
+    pub full_range: bool,
     /// The picture's title.
     pub title: String,
     /// Size in pixels.
@@ -85,6 +89,7 @@ impl Default for PlotOptions {
         PlotOptions {
             panels: Panel::ALL.to_vec(),
             max_latency_us: None,
+            full_range: false,
             title: "Timer wake-up latency".to_string(),
             size: (1200, 1500),
         }
@@ -242,6 +247,37 @@ fn no_data<DB: DrawingBackend>(
     .map_err(err)
 }
 
+/// The latency axis of the histogram (µs), given the end of the last
+/// non-empty bucket. `--max-latency` cuts it; `--full-range` keeps all of
+/// it; by default it ends at twice the highest p99.9 of the curves (at
+/// least 10 µs past it), so that one stall 1000 times the median does not
+/// squeeze the body into a sliver at x=0. Samples past the axis are counted
+/// in the legend and marked at its right edge. A curve whose p99.9 is
+/// unknown (beyond a cyclictest histogram) keeps the whole range.
+fn histogram_range(curves: &[Curve], last: u64, opts: &PlotOptions) -> f64 {
+    let last = last as f64;
+    let x_max = if let Some(m) = opts.max_latency_us {
+        m.min(last)
+    } else if opts.full_range {
+        last
+    } else {
+        let body = curves
+            .iter()
+            .map(|c| {
+                c.thread
+                    .stats
+                    .percentiles
+                    .iter()
+                    .find(|q| q.name == "p99.9")
+                    .and_then(|q| q.value_ns)
+                    .map(|ns| ns as f64 / 1000.0)
+            })
+            .try_fold(0.0f64, |acc, v| v.map(|v| acc.max(v)));
+        body.map_or(last, |b| (2.0 * b).max(b + 10.0).ceil().min(last))
+    };
+    x_max.max(1.0)
+}
+
 fn histogram<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     curves: &[Curve],
@@ -254,10 +290,7 @@ fn histogram<DB: DrawingBackend>(
     let Some(last) = last else {
         return no_data(area, Panel::Histogram, "no histogram in these inputs");
     };
-    let x_max = opts
-        .max_latency_us
-        .map_or(last as f64, |m| m.min(last as f64))
-        .max(1.0);
+    let x_max = histogram_range(curves, last, opts);
     let top = curves
         .iter()
         .flat_map(|c| c.thread.histogram_us.iter().map(|b| b.1))
@@ -321,7 +354,24 @@ fn histogram<DB: DrawingBackend>(
         {
             label.push_str(&format!(" ({b} beyond the histogram, not drawn)"));
         }
+        let past_axis = c
+            .thread
+            .histogram_us
+            .iter()
+            .filter(|b| b.0 as f64 > x_max)
+            .fold(0u64, |a, b| a.saturating_add(b.1));
         let colour = c.colour;
+        if past_axis > 0 {
+            label.push_str(&format!(", {past_axis} past {x_max:.0} µs ▸"));
+            // A mark at the right edge, at the height of that count.
+            chart
+                .draw_series(std::iter::once(TriangleMarker::new(
+                    (x_max * 1.01, (past_axis as f64).max(floor * 1.5)),
+                    6,
+                    colour.filled(),
+                )))
+                .map_err(err)?;
+        }
         chart
             .draw_series(
                 segments
@@ -519,15 +569,20 @@ pub fn png(runs: &[Run], opts: &PlotOptions, path: &std::path::Path) -> Result<(
     draw(root, runs, opts)
 }
 
-/// One panel alone, as SVG (for the HTML report).
-pub fn panel_svg(runs: &[Run], panel: Panel, size: (u32, u32)) -> Result<String, String> {
+/// One panel alone, as SVG (for the HTML report), with the latency range
+/// options of `opts`.
+pub fn panel_svg(
+    runs: &[Run],
+    panel: Panel,
+    size: (u32, u32),
+    opts: &PlotOptions,
+) -> Result<String, String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         register_font();
         root.fill(&WHITE).map_err(err)?;
-        let opts = PlotOptions::default();
-        draw_panel(&root, panel, &curves(runs), &opts)?;
+        draw_panel(&root, panel, &curves(runs), opts)?;
         root.present().map_err(err)?;
     }
     Ok(out)

@@ -14,7 +14,7 @@ fn page_is_self_contained_with_every_section() {
     let dir = tempfile::tempdir().unwrap();
     let mut runs = sample_runs(&dir);
     runs[0].label = "idle <b>".into();
-    let page = render(&runs, "Board & load", false).unwrap();
+    let page = render(&runs, "Board & load", false, &plot::PlotOptions::default()).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.contains("<title>Board &amp; load</title>"));
     // Nothing to fetch: no external script, style, image or font.
@@ -50,7 +50,7 @@ fn page_is_self_contained_with_every_section() {
 fn per_thread_summary_has_a_column_per_thread() {
     let dir = tempfile::tempdir().unwrap();
     let runs = sample_runs(&dir);
-    let page = render(&runs, "t", true).unwrap();
+    let page = render(&runs, "t", true, &plot::PlotOptions::default()).unwrap();
     let summary =
         &page[page.find("<h2>Summary</h2>").unwrap()..page.find("<h2>Plots</h2>").unwrap()];
     for col in [

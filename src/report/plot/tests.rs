@@ -61,9 +61,15 @@ fn panels_can_be_chosen_and_say_when_they_have_no_data() {
     assert!(svg1.contains("Latency histogram"));
     assert!(!svg1.contains("Percentile curve") && !svg1.contains("Latency over time"));
     // cyclictest runs have no time series.
-    let timeline = panel_svg(&runs[2..], Panel::Timeline, (800, 400)).unwrap();
+    let timeline = panel_svg(
+        &runs[2..],
+        Panel::Timeline,
+        (800, 400),
+        &PlotOptions::default(),
+    )
+    .unwrap();
     assert!(timeline.contains("no time series in these inputs"));
-    let empty = panel_svg(&[], Panel::Histogram, (800, 400)).unwrap();
+    let empty = panel_svg(&[], Panel::Histogram, (800, 400), &PlotOptions::default()).unwrap();
     assert!(empty.contains("no histogram in these inputs"));
 }
 
@@ -129,4 +135,73 @@ fn quantile_labels_read_as_percentages() {
     assert_eq!(nines_label(&5.0), "99.999%");
     assert_eq!(number_label(&500.0), "500");
     assert_eq!(number_label(&2.5), "2.5");
+}
+
+/// One stall 100 times the body: by default the histogram shows the body,
+/// counts the samples past its axis in the legend and marks them;
+/// `full_range` draws everything.
+#[test]
+fn the_histogram_shows_the_body_and_counts_what_is_past_its_axis() {
+    // 9999 samples from 10 to 30 µs and one stall at 3000 µs, as cyclictest
+    // would write them (-h 4000).
+    let mut text = String::from("# Histogram\n");
+    for us in 10..30 {
+        text.push_str(&format!(
+            "{us:06} {:06}\n",
+            if us == 10 { 9999 - 19 * 500 } else { 500 }
+        ));
+    }
+    text.push_str("003000 000001\n# Total: 000010000\n# Min Latencies: 00010\n# Avg Latencies: 00019\n# Max Latencies: 03000\n# Histogram Overflows: 00000\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stall.hist");
+    std::fs::write(&path, text).unwrap();
+    let idle = &[crate::dataset::load(&path).unwrap()][..];
+    let p999 = idle[0].threads[0]
+        .stats
+        .percentiles
+        .iter()
+        .find(|q| q.name == "p99.9")
+        .and_then(|q| q.value_ns)
+        .unwrap() as f64
+        / 1000.0;
+    let axis = (2.0 * p999).max(p999 + 10.0).ceil();
+    let past: u64 = idle[0].threads[0]
+        .histogram_us
+        .iter()
+        .filter(|b| b.0 as f64 > axis)
+        .map(|b| b.1)
+        .sum();
+    assert!(past > 0, "the sample run has a tail past {axis} µs");
+    let histogram_only = PlotOptions {
+        panels: vec![Panel::Histogram],
+        ..PlotOptions::default()
+    };
+    let top = |svg: &str| {
+        texts(svg)
+            .iter()
+            .filter_map(|t| t.parse::<f64>().ok())
+            // The count axis is labelled in powers of ten; the latency axis
+            // reaches past them.
+            .filter(|v| *v < 100_000.0 && (v.log10() - v.log10().round()).abs() > 1e-9)
+            .fold(0.0, f64::max)
+    };
+    let body = svg(idle, &histogram_only).unwrap();
+    let legend = format!("{past} past {axis:.0} µs");
+    assert!(body.contains(&legend), "{legend:?} not in the legend");
+    assert!(top(&body) <= axis * 1.1, "axis {axis}: {}", top(&body));
+    let full = svg(
+        idle,
+        &PlotOptions {
+            full_range: true,
+            ..histogram_only
+        },
+    )
+    .unwrap();
+    assert!(!full.contains(" past "), "nothing is past the full axis");
+    let max = idle[0].threads[0].stats.max_ns.unwrap() as f64 / 1000.0;
+    assert!(
+        top(&full) >= max * 0.9,
+        "full axis reaches {max}: {}",
+        top(&full)
+    );
 }
