@@ -127,8 +127,17 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
     let hist = std::fs::read_to_string(dir.path().join("ct.hist")).unwrap();
     let summary = histogram_totals(&hist);
     assert_eq!(summary.len(), 2, "{}", text(&o));
-    for [samples, ..] in summary.values() {
-        assert_eq!(*samples, 3000, "-l 3000: cyclictest's own totals");
+    // cyclictest's two outputs agree with each other (a thread may stop a
+    // few cycles short of -l when another ends first: seen here, 2972).
+    let ct_json: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("ct.json")).unwrap()).unwrap();
+    for (i, [samples, ..]) in &summary {
+        assert_eq!(
+            Some(*samples),
+            ct_json["thread"][i.to_string()]["cycles"].as_u64(),
+            "thread {i}: histogram totals vs --json cycles"
+        );
+        assert!(*samples <= 3000);
     }
     // The histogram on stdout, among the T: lines (no -q, no --histfile):
     // the last T: line may lag; rtlab counts what the histogram says.
@@ -143,7 +152,7 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
     let stdout_totals = histogram_totals(&String::from_utf8_lossy(&o.stdout));
     let j = compare_json(&["ct.out"], dir.path());
     for (i, col) in j["columns"].as_array().unwrap().iter().enumerate() {
-        assert_eq!(stdout_totals[&i][0], 2000);
+        assert!(stdout_totals[&i][0] <= 2000);
         assert_eq!(col["metrics"]["samples"], 2000.0, "ct.out T{i}: {col}");
         assert_eq!(
             col["metrics"]["max_ns"],
@@ -404,6 +413,13 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
             "{row} missing:\n{table}"
         );
     }
+    // rtlab's ns are compared with cyclictest's µs at µs, and it says so.
+    let resolution = table.lines().find(|l| l.starts_with("resolution")).unwrap();
+    assert_eq!(
+        resolution.matches("1 µs (truncated from 1 ns)").count(),
+        2,
+        "{resolution}"
+    );
     let load = table.lines().find(|l| l.starts_with("load")).unwrap();
     assert!(load.contains("rtlab hog"), "{load}");
 

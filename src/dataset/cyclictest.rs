@@ -308,11 +308,8 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
             .map(|c| format!("return code {c}")),
         ..Details::default()
     };
-    Ok(Run::new(
-        path,
-        Format::CyclictestJson,
-        context,
-        threads,
-        details,
-    ))
+    let mut run = Run::new(path, Format::CyclictestJson, context, threads, details);
+    // `-N` files are in ns.
+    run.resolution_ns = unit_ns;
+    Ok(run)
 }

@@ -149,6 +149,12 @@ pub struct Run {
     pub all: Stats,
     /// Everything else the file said.
     pub details: Details,
+    /// The resolution of its latencies (ns): 1 for rtlab's exact values,
+    /// 1000 for cyclictest and systress, which truncate to whole µs.
+    pub resolution_ns: u64,
+    /// When its figures were truncated to a coarser resolution to be
+    /// compared with other runs: the resolution it had.
+    pub truncated_from_ns: Option<u64>,
 }
 
 /// A file that could not be read as a run.
@@ -432,11 +438,72 @@ impl Run {
         Run {
             label: default_label(path),
             path: path.display().to_string(),
+            resolution_ns: match format {
+                Format::Rtlab => 1,
+                _ => 1_000,
+            },
+            truncated_from_ns: None,
             format,
             context,
             threads,
             all,
             details,
+        }
+    }
+
+    /// This run with every latency truncated to `resolution_ns` (a whole
+    /// number of it, rounded down), the way cyclictest truncates to µs, so
+    /// that it compares like with like against a coarser run. min, max and
+    /// every percentile are truncated exactly; the mean and deviation are
+    /// those of the truncated distribution (for rtlab, its HDR buckets:
+    /// within their 0.1 % precision). A run as fine or coarser is returned
+    /// as it is.
+    pub fn truncated_to(&self, resolution_ns: u64) -> Run {
+        if resolution_ns <= self.resolution_ns {
+            return self.clone();
+        }
+        let threads = self
+            .threads
+            .iter()
+            .map(|t| t.truncated_to(resolution_ns))
+            .collect();
+        let mut run = Run::new(
+            Path::new(&self.path),
+            self.format,
+            self.context.clone(),
+            threads,
+            self.details.clone(),
+        );
+        run.label = self.label.clone();
+        run.resolution_ns = resolution_ns;
+        run.truncated_from_ns = Some(self.resolution_ns);
+        run
+    }
+}
+
+impl Thread {
+    fn truncated_to(&self, resolution_ns: u64) -> Thread {
+        let down = |v: u64| v - v % resolution_ns;
+        let d = &self.distribution;
+        let distribution = Distribution::new(
+            d.buckets.iter().map(|&(v, c)| (down(v), c)).collect(),
+            d.beyond,
+        );
+        let s = &self.stats;
+        let max_ns = s.max_ns.map(down);
+        let moments = distribution.mean_stddev();
+        let stats = Stats {
+            min_ns: s.min_ns.map(down),
+            max_ns,
+            mean_ns: moments.map(|m| m.0).or(s.mean_ns),
+            stddev_ns: moments.map(|m| m.1).or(s.stddev_ns),
+            percentiles: distribution.quantiles(max_ns),
+            ..s.clone()
+        };
+        Thread {
+            stats,
+            distribution,
+            ..self.clone()
         }
     }
 }

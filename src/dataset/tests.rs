@@ -542,3 +542,42 @@ fn systress_files_cut_short_are_refused() {
         .to_string();
     assert!(e.contains("cut short"), "{e}");
 }
+
+/// rtlab's exact ns truncated to µs, as cyclictest truncates: checked
+/// against the same samples truncated by brute force.
+#[test]
+fn a_run_truncated_to_us_matches_its_samples_truncated_by_hand() {
+    let xs = latencies(5_000, 1);
+    let (t, _) = timer(0, &xs);
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "r.json", &rtlab_doc(&[t]))).unwrap();
+    assert_eq!(run.resolution_ns, 1);
+    let us = run.truncated_to(1_000);
+    assert_eq!((us.resolution_ns, us.truncated_from_ns), (1_000, Some(1)));
+    let mut floored: Vec<u64> = xs.iter().map(|x| x / 1_000 * 1_000).collect();
+    floored.sort_unstable();
+    let s = &us.all;
+    assert_eq!(s.samples, xs.len() as u64);
+    assert_eq!(s.min_ns, floored.first().copied());
+    assert_eq!(s.max_ns, floored.last().copied());
+    for q in &s.percentiles {
+        // Rank ceil(q·n), as the recorder and cyclictest's readers use.
+        let rank = ((q.quantile * floored.len() as f64).ceil() as usize).max(1);
+        // Exact where the HDR buckets are 1 ns wide (below 2 µs), within
+        // their 0.1 % above.
+        let (got, want) = (q.value_ns.unwrap() as f64, floored[rank - 1] as f64);
+        assert!(
+            (got - want).abs() <= want * 0.001,
+            "{}: {got} vs {want}",
+            q.name
+        );
+        assert_eq!(got % 1_000.0, 0.0, "{}: whole µs", q.name);
+    }
+    let mean = floored.iter().sum::<u64>() as f64 / floored.len() as f64;
+    // The HDR buckets behind it hold values to 0.1 %.
+    let got = s.mean_ns.unwrap();
+    assert!((got - mean).abs() <= mean * 0.001, "{got} vs {mean}");
+    // A run already in µs, or truncated to a finer resolution, is unchanged.
+    assert_eq!(us.truncated_to(1_000).all, us.all);
+    assert_eq!(run.truncated_to(1).all, run.all);
+}

@@ -20,19 +20,29 @@ pub struct Column {
     pub context: Context,
     /// Its statistics.
     pub stats: Stats,
+    /// The resolution of its latencies (ns).
+    pub resolution_ns: u64,
+    /// The finer resolution it had before it was truncated to the others'.
+    pub truncated_from_ns: Option<u64>,
 }
 
 /// The columns for `runs`: one per run (all its threads together), or one
-/// per thread.
+/// per thread. Runs are compared at the coarsest resolution among them: next
+/// to cyclictest's whole µs, rtlab's exact ns are truncated the way
+/// cyclictest truncates, so that no difference shown is an artefact of it.
 pub fn columns(runs: &[Run], per_thread: bool) -> Vec<Column> {
+    let coarsest = runs.iter().map(|r| r.resolution_ns).max().unwrap_or(1);
     let mut out = Vec::new();
     for run in runs {
+        let run = &run.truncated_to(coarsest);
         let column = |label: String, stats: &Stats| Column {
             label,
             path: run.path.clone(),
             format: run.format,
             context: run.context.clone(),
             stats: stats.clone(),
+            resolution_ns: run.resolution_ns,
+            truncated_from_ns: run.truncated_from_ns,
         };
         if per_thread && run.threads.len() > 1 {
             for t in &run.threads {
@@ -354,14 +364,33 @@ fn diff_text(metric: Metric, v: f64, b: f64) -> String {
     }
 }
 
+/// `1 ns`, `1 µs`, `10 µs`.
+fn resolution_name(ns: u64) -> String {
+    if ns >= 1_000 && ns.is_multiple_of(1_000) {
+        format!("{} µs", ns / 1_000)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
 /// A context row: its name and how to read it from a column.
 type ContextRow = (&'static str, fn(&Column) -> Option<String>);
 
 /// The rows of the table: (name, one cell per column).
 pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
     let mut rows = Vec::new();
-    let context: [ContextRow; 9] = [
+    let context: [ContextRow; 10] = [
         ("format", |c| Some(c.format.name().to_string())),
+        ("resolution", |c| {
+            Some(match c.truncated_from_ns {
+                Some(from) => format!(
+                    "{} (truncated from {})",
+                    resolution_name(c.resolution_ns),
+                    resolution_name(from)
+                ),
+                None => resolution_name(c.resolution_ns),
+            })
+        }),
         ("host", |c| c.context.host.clone()),
         ("kernel", |c| c.context.kernel.clone()),
         ("preemption", |c| c.context.preemption.clone()),
@@ -483,6 +512,8 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
                 "label": c.label,
                 "path": c.path,
                 "format": c.format,
+                "resolution_ns": c.resolution_ns,
+                "truncated_from_ns": c.truncated_from_ns,
                 "context": c.context,
                 "metrics": metrics,
                 "diff_vs_first": diff,

@@ -35,6 +35,8 @@ fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
             overruns,
             beyond_histogram: Some(0),
         },
+        resolution_ns: 1,
+        truncated_from_ns: None,
     }
 }
 
