@@ -8,21 +8,41 @@
 #![deny(missing_docs)]
 
 /// `print!` to stdout that never panics: a closed pipe (`rtlab ... | head`)
-/// loses the rest of the output, not the command's cleanup.
+/// loses the rest of the output, not the command's cleanup. Control
+/// characters are shown escaped ([`text::terminal`]).
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = write!(std::io::stdout(), "{}", $crate::text::terminal(&text));
     }};
 }
 
 /// `println!` to stdout that never panics (see [`out!`]).
 #[macro_export]
 macro_rules! outln {
+    () => {
+        $crate::outln!("")
+    };
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout(), "{}", $crate::text::terminal(&text));
+    }};
+}
+
+/// `crate::errln!` that never panics and shows control characters escaped
+/// (see [`out!`]): the one way rtlab writes to stderr.
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::errln!("")
+    };
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", $crate::text::terminal(&text));
     }};
 }
 
@@ -40,4 +60,5 @@ pub mod result;
 pub mod run;
 pub mod stats;
 pub mod sys;
+pub mod text;
 pub mod tune;

@@ -23,6 +23,7 @@ use crate::sys::SysRoot;
 use crate::sys::info::SystemSnapshot;
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::os;
+use crate::sys::outfile;
 use crate::sys::proc_stat::{self, ProcStat};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -116,7 +117,7 @@ impl LiveView {
             if self.tty {
                 let _ = write!(out, "\x1b[2K");
             }
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", crate::text::terminal(line));
         }
         if !self.tty && self.every_refresh {
             let _ = writeln!(out);
@@ -147,9 +148,11 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     // system changes: put them back before measuring anything.
     let recovered = journal::restore_all(root, &opts.journal_dir, Some(Owner::Run));
     if !recovered.journals.is_empty() {
-        eprintln!("rtlab: a run that ended without cleaning up left a journal; restored first:");
+        crate::errln!(
+            "rtlab: a run that ended without cleaning up left a journal; restored first:"
+        );
         for line in recovered.lines() {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
         warnings.push(format!(
             "restored the changes left by a run that died ({})",
@@ -474,22 +477,30 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
 }
 
 /// Writes every output of a result: the timer threads' result files (into
-/// `plan.outdir`, which the caller created before the run), the JSON
-/// document if asked, and the closing lines on stdout.
+/// directories made before the run), the JSON document if asked, and the
+/// closing lines on stdout. A file that cannot be written does not stop the
+/// others: every one that can be is written, then the failures are returned.
 pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
-    use anyhow::Context;
     let plan = &result.plan;
+    let mut failures = Vec::new();
     for t in &result.timers {
         let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
             continue;
         };
-        std::fs::write(&tp.path, report::files::render(t, plan.main.stats_format))
-            .with_context(|| format!("cannot write {}", tp.path.display()))?;
+        let text = report::files::render(t, plan.main.stats_format);
+        if let Err(e) = outfile::write_whole(&tp.path, text.as_bytes()) {
+            failures.push(format!("cannot write {}", e.with_hint()));
+        }
     }
-    if let Some(path) = json {
-        report::write_json(result, path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some(path) = json
+        && let Err(e) = outfile::write_whole(path, report::json(result).as_bytes())
+    {
+        failures.push(format!("cannot write {}", e.with_hint()));
     }
     crate::out!("{}", report::live::closing_lines(result));
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(failures.join("\n")))
+    }
 }

@@ -29,18 +29,18 @@ fn need_root(what: &str) -> Result<(), i32> {
     if os::geteuid() == 0 {
         return Ok(());
     }
-    eprintln!(
+    crate::errln!(
         "rtlab: {what} needs root: it writes cgroup, /proc and /sys files (uid {})",
         os::geteuid()
     );
-    eprintln!("  hint: run it with sudo");
+    crate::errln!("  hint: run it with sudo");
     Err(EXIT_REFUSED)
 }
 
 fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(s) => crate::outln!("{s}"),
-        Err(e) => eprintln!("rtlab: cannot render JSON: {e}"),
+        Err(e) => crate::errln!("rtlab: cannot render JSON: {e}"),
     }
 }
 
@@ -143,9 +143,9 @@ pub struct RunArgs {
 
 fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
     for d in diags {
-        eprintln!("{}", d.render(file));
+        crate::errln!("{}", d.render(file));
     }
-    eprintln!(
+    crate::errln!(
         "rtlab: {} problem{} in {file}; nothing was started",
         diags.len(),
         if diags.len() == 1 { "" } else { "s" }
@@ -160,7 +160,7 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
         Some(path) => match std::fs::read_to_string(path) {
             Ok(t) => (t, path.display().to_string()),
             Err(e) => {
-                eprintln!("rtlab: cannot read {}: {e}", path.display());
+                crate::errln!("rtlab: cannot read {}: {e}", path.display());
                 return Err(EXIT_REFUSED);
             }
         },
@@ -194,15 +194,11 @@ fn partitions(root: &SysRoot) -> Vec<(String, Vec<usize>)> {
 }
 
 fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
-    if let Some(json) = &args.json {
-        let parent = json.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) {
-            eprintln!(
-                "rtlab: --json {}: its directory does not exist",
-                json.display()
-            );
-            return EXIT_REFUSED;
-        }
+    if let Some(json) = &args.json
+        && let Err(e) = crate::sys::outfile::check(json, false)
+    {
+        crate::errln!("rtlab: --json {}", e.with_hint());
+        return EXIT_REFUSED;
     }
     let opts = PlanOptions {
         outdir: args.outdir.clone(),
@@ -213,11 +209,14 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         Err(code) => return code,
     };
     // Made now, not at the end, so that a run never measures for nothing.
-    if !plan.timers.is_empty()
-        && let Err(e) = std::fs::create_dir_all(&plan.outdir)
-    {
-        eprintln!("rtlab: --outdir {}: {e}", plan.outdir.display());
-        return EXIT_REFUSED;
+    for dir in plan.timers.iter().filter_map(|t| t.path.parent()) {
+        if dir.as_os_str().is_empty() {
+            continue;
+        }
+        if let Err(e) = crate::sys::outfile::create_dirs(dir) {
+            crate::errln!("rtlab: result directory {}", e.with_hint());
+            return EXIT_REFUSED;
+        }
     }
     messages::set_level(plan.main.dbg_level);
     let run_opts = RunOptions {
@@ -229,7 +228,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     let result = match run::execute(&plan, &run_opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rtlab: {e:#}");
+            crate::errln!("rtlab: {e:#}");
             return EXIT_FAILED;
         }
     };
@@ -237,20 +236,22 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         messages::warn(w);
     }
     if let Err(e) = run::write_outputs(&result, args.json.as_deref()) {
-        eprintln!("rtlab: {e:#}");
+        crate::errln!("rtlab: {e:#}");
         return EXIT_FAILED;
     }
     match &result.end {
         EndReason::Completed => {}
         EndReason::Interrupted { signal } => {
-            eprintln!("rtlab: run interrupted by {signal}; results written")
+            crate::errln!("rtlab: run interrupted by {signal}; results written")
         }
         EndReason::Aborted {
             program,
             command,
             status,
-        } => eprintln!("rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"),
-        EndReason::Failed { error } => eprintln!("rtlab: run failed: {error}"),
+        } => crate::errln!(
+            "rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"
+        ),
+        EndReason::Failed { error } => crate::errln!("rtlab: run failed: {error}"),
     }
     result.end.exit_code()
 }

@@ -45,14 +45,14 @@ pub enum PartitionCommand {
 }
 
 fn print_error(e: &IsolateError) -> i32 {
-    eprintln!("rtlab: {e}");
+    crate::errln!("rtlab: {e}");
     if let Some(h) = e.hint() {
-        eprintln!("  hint: {h}");
+        crate::errln!("  hint: {h}");
     }
     if let IsolateError::Kernel { rollback, .. } | IsolateError::Interrupted { rollback, .. } = e {
-        eprintln!("rolled back:");
+        crate::errln!("rolled back:");
         for l in rollback.lines() {
-            eprintln!("{l}");
+            crate::errln!("{l}");
         }
     }
     e.exit_code()
@@ -193,14 +193,14 @@ fn run_in(root: &SysRoot, partition: &str, command: &[String]) -> i32 {
         Err(e) => return print_error(&e),
     };
     if let Err(e) = root.write(&procs, &os::getpid().to_string()) {
-        eprintln!("rtlab: cannot enter partition {partition}: {e}");
+        crate::errln!("rtlab: cannot enter partition {partition}: {e}");
         return EXIT_FAILED;
     }
     let Some((program, args)) = command.split_first() else {
         return EXIT_REFUSED;
     };
     let err = std::process::Command::new(program).args(args).exec();
-    eprintln!("rtlab: cannot run `{program}`: {err}");
+    crate::errln!("rtlab: cannot run `{program}`: {err}");
     if err.kind() == std::io::ErrorKind::NotFound {
         127
     } else {

@@ -7,6 +7,7 @@ use crate::dataset::{self, Run};
 use crate::report::compare::{self, Condition};
 use crate::report::plot::{self, Panel, PlotOptions};
 use crate::report::{gnuplot, html};
+use crate::sys::outfile;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -114,7 +115,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 /// Loads the inputs, or prints why not (exit status 2).
 fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
     if inputs.labels.len() > inputs.results.len() {
-        eprintln!(
+        crate::errln!(
             "rtlab: {} --label for {} result files\n  hint: give one --label per file, in order",
             inputs.labels.len(),
             inputs.results.len()
@@ -122,16 +123,29 @@ fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
         return Err(EXIT_REFUSED);
     }
     dataset::load_all(&inputs.results, &inputs.labels).map_err(|e| {
-        eprintln!("{e}");
+        crate::errln!("{e}");
         EXIT_REFUSED
     })
 }
 
-fn write(path: &Path, text: &str) -> Result<(), i32> {
-    std::fs::write(path, text).map_err(|e| {
-        eprintln!("rtlab: cannot write {}: {e}", path.display());
+/// Writes an output file whole, never through a link (see
+/// [`crate::sys::outfile`]).
+fn write(path: &Path, bytes: &[u8]) -> Result<(), i32> {
+    outfile::write_whole(path, bytes).map_err(|e| {
+        crate::errln!("rtlab: cannot write {}", e.with_hint());
         EXIT_FAILED
     })
+}
+
+/// Refuses, before any work, output files that cannot be written safely.
+fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), i32> {
+    for path in paths {
+        if let Err(e) = outfile::check(path, false) {
+            crate::errln!("rtlab: {}", e.with_hint());
+            return Err(EXIT_REFUSED);
+        }
+    }
+    Ok(())
 }
 
 /// `rtlab plot`.
@@ -144,11 +158,14 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     if let Some(kind) = &kind
         && !matches!(kind.as_deref(), Some("svg" | "png"))
     {
-        eprintln!(
+        crate::errln!(
             "rtlab: cannot tell the picture's format from {:?}\n  hint: name it FILE.svg or FILE.png",
             args.output.as_deref().unwrap_or(Path::new(""))
         );
         return EXIT_REFUSED;
+    }
+    if let Err(code) = check_outputs(args.output.iter().chain(&args.gnuplot).map(|p| p.as_path())) {
+        return code;
     }
     let runs = match load(&args.inputs) {
         Ok(r) => r,
@@ -173,19 +190,25 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     };
     if let (Some(out), Some(kind)) = (&args.output, kind.flatten()) {
         let drawn = if kind == "png" {
-            plot::png(&runs, &opts, out)
+            plot::png(&runs, &opts)
         } else {
-            plot::svg(&runs, &opts)
-                .and_then(|s| std::fs::write(out, s).map_err(|e| format!("cannot write: {e}")))
+            plot::svg(&runs, &opts).map(String::into_bytes)
         };
-        if let Err(e) = drawn {
-            eprintln!("rtlab: {}: {e}", out.display());
-            return EXIT_FAILED;
+        match drawn {
+            Ok(bytes) => {
+                if let Err(code) = write(out, &bytes) {
+                    return code;
+                }
+            }
+            Err(e) => {
+                crate::errln!("rtlab: {}: {e}", out.display());
+                return EXIT_FAILED;
+            }
         }
         crate::outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
-        if let Err(code) = write(script, &gnuplot::script(&runs, &args.title)) {
+        if let Err(code) = write(script, gnuplot::script(&runs, &args.title).as_bytes()) {
             return code;
         }
         crate::outln!(
@@ -199,6 +222,9 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
 
 /// `rtlab report`.
 pub fn report_main(args: &ReportArgs) -> i32 {
+    if let Err(code) = check_outputs([args.output.as_path()]) {
+        return code;
+    }
     let runs = match load(&args.inputs) {
         Ok(r) => r,
         Err(code) => return code,
@@ -211,11 +237,11 @@ pub fn report_main(args: &ReportArgs) -> i32 {
     let page = match html::render(&runs, &args.title, args.per_thread, &plot_opts) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("rtlab: {e}");
+            crate::errln!("rtlab: {e}");
             return EXIT_FAILED;
         }
     };
-    if let Err(code) = write(&args.output, &page) {
+    if let Err(code) = write(&args.output, page.as_bytes()) {
         return code;
     }
     crate::outln!(
@@ -260,7 +286,7 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         .any(|c| !matches!(c.bound, compare::Bound::Absolute(_)))
         && columns.len() < 2
     {
-        eprintln!(
+        crate::errln!(
             "rtlab: only one run: a relative --fail-if condition has no baseline, so the gate fails"
         );
     }

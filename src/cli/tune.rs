@@ -209,8 +209,8 @@ pub struct HogArgs {
 fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
     text.map(|t| {
         cpulist::parse(t).map_err(|e| {
-            eprintln!("rtlab: bad CPU list `{t}`: {}", e.message);
-            eprintln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
+            crate::errln!("rtlab: bad CPU list `{t}`: {}", e.message);
+            crate::errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
             EXIT_REFUSED
         })
     })
@@ -236,7 +236,7 @@ fn change_with_journal(
     ) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("rtlab: {e}");
+            crate::errln!("rtlab: {e}");
             return EXIT_FAILED;
         }
     };
@@ -248,11 +248,11 @@ fn report(what: &str, result: Result<Vec<Outcome>, TuneError>, json: bool) -> i3
     let outcomes = match result {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("rtlab: {what}: {e}");
+            crate::errln!("rtlab: {what}: {e}");
             return match e {
                 TuneError::Unavailable(_) => EXIT_UNAVAILABLE,
                 TuneError::Invalid { hint, .. } => {
-                    eprintln!("  hint: {hint}");
+                    crate::errln!("  hint: {hint}");
                     EXIT_REFUSED
                 }
                 TuneError::Journal(_) => EXIT_FAILED,
@@ -295,7 +295,7 @@ pub fn irq_main(args: &IrqArgs) -> i32 {
             let selection = match IrqSelection::parse(irqs) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("rtlab: irq move: {e}");
+                    crate::errln!("rtlab: irq move: {e}");
                     return EXIT_REFUSED;
                 }
             };
@@ -367,7 +367,7 @@ fn irq_watch(root: &SysRoot, interval: Duration, count: Option<u64>, json: bool)
                 rates_per_s: &r,
             }) {
                 Ok(line) => crate::outln!("{line}"),
-                Err(e) => eprintln!("rtlab: {e}"),
+                Err(e) => crate::errln!("rtlab: {e}"),
             }
         } else {
             crate::outln!(
@@ -446,11 +446,11 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
             -20..=19
         };
         if !range.contains(priority) {
-            eprintln!(
+            crate::errln!(
                 "rtlab: threads set: priority {priority} is out of range for {}",
                 policy.name()
             );
-            eprintln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
+            crate::errln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
             return EXIT_REFUSED;
         }
         return change_with_journal("threads set", *json, |root, j| {
@@ -571,7 +571,7 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
                 }
             }
             if policies.is_empty() {
-                eprintln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(&root));
+                crate::errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(&root));
                 return EXIT_UNAVAILABLE;
             }
             0
@@ -582,20 +582,30 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
 fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
     let online = crate::sys::online_cpus(root).unwrap_or_default();
     if !online.contains(&args.cpu) {
-        eprintln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
+        crate::errln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
         return EXIT_REFUSED;
     }
     if !(1..=99).contains(&args.priority) || args.loops == 0 || args.loop_us == 0 {
-        eprintln!("rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1");
+        crate::errln!(
+            "rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1"
+        );
+        return EXIT_REFUSED;
+    }
+    if let Some(e) = args
+        .csv
+        .as_deref()
+        .and_then(|p| crate::sys::outfile::check(p, false).err())
+    {
+        crate::errln!("rtlab: --csv {}", e.with_hint());
         return EXIT_REFUSED;
     }
     let has_cpufreq = !power::freq_policies(root).is_empty();
     let mut governors = args.governors.clone();
     let mut unavailable = false;
     if !has_cpufreq {
-        eprintln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
+        crate::errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
         if !governors.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "  the governors asked for cannot be set; the loops run once, at whatever \
                  speed the machine gives (exit status {EXIT_UNAVAILABLE})"
             );
@@ -625,7 +635,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
         ) {
             Ok(j) => journal = Some(j),
             Err(e) => {
-                eprintln!("rtlab: {e}");
+                crate::errln!("rtlab: {e}");
                 return EXIT_FAILED;
             }
         }
@@ -647,13 +657,13 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
     if let Some(j) = journal {
         let restored = j.replay_and_close();
         for f in restored.failures() {
-            eprintln!("rtlab: could not restore {}: {}", f.what, f.detail);
+            crate::errln!("rtlab: could not restore {}: {}", f.what, f.detail);
         }
     }
     let (iterations, runs) = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rtlab: cpufreq ramp: {e}");
+            crate::errln!("rtlab: cpufreq ramp: {e}");
             return EXIT_FAILED;
         }
     };
@@ -667,8 +677,8 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
                 );
             }
         }
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!("rtlab: cannot write {}: {e}", path.display());
+        if let Err(e) = crate::sys::outfile::write_whole(path, text.as_bytes()) {
+            crate::errln!("rtlab: cannot write {}", e.with_hint());
             return EXIT_FAILED;
         }
     }
@@ -786,7 +796,7 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
         }
     }
     if states.is_empty() {
-        eprintln!(
+        crate::errln!(
             "rtlab: no cpuidle states on CPUs {}",
             cpulist::format(&cpus)
         );

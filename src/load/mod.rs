@@ -18,11 +18,13 @@ use crate::sys::SysRoot;
 use crate::sys::cgroup::TrackingCgroup;
 use crate::sys::journal::{Change, Journal};
 use crate::sys::os::{self, ChildSetup};
+use crate::sys::outfile::Staged;
 use crate::tune::bandwidth::{GroupResult, GroupSpec, Groups};
 use serde::Serialize;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -111,8 +113,6 @@ struct Program {
     started_at: Instant,
     backoff: Duration,
     respawn_at: Option<Instant>,
-    out_opened: bool,
-    err_opened: bool,
     /// `cgroup.procs` of its cpuset, open for the child to write itself in.
     cpuset_procs: Option<File>,
     result: ProgramResult,
@@ -142,6 +142,10 @@ pub struct Supervisor {
     run_start: Instant,
     all_cpus: Vec<usize>,
     root: SysRoot,
+    /// Program output files, written under temporary names and put in
+    /// place when the programs are stopped (one per path: `output.out`
+    /// and `output.err` may name the same file, as `>f 2>&1` does).
+    outputs: Vec<(PathBuf, Staged)>,
     /// Problems worth reporting that did not stop the run.
     pub warnings: Vec<String>,
 }
@@ -217,8 +221,6 @@ impl Supervisor {
                     started_at: run_start,
                     backoff: Duration::ZERO,
                     respawn_at: None,
-                    out_opened: false,
-                    err_opened: false,
                     cpuset_procs: p.cpuset.as_ref().and_then(|cs| {
                         root.open_write(&cs.process_file())
                             .map_err(|e| {
@@ -251,6 +253,7 @@ impl Supervisor {
             run_start,
             all_cpus,
             root: root.clone(),
+            outputs: Vec::new(),
             warnings,
         }
     }
@@ -275,19 +278,27 @@ impl Supervisor {
         Ok(())
     }
 
-    fn open_target(path: &std::path::Path, opened: &mut bool) -> std::io::Result<Stdio> {
-        if path == std::path::Path::new("/dev/null") {
+    /// The child's end of an output target. Every instance of every
+    /// program naming `path` writes through one open file (a respawned
+    /// instance goes on after the last one's output).
+    fn open_target(outputs: &mut Vec<(PathBuf, Staged)>, path: &Path) -> Result<Stdio, String> {
+        if path == Path::new("/dev/null") {
             return Ok(Stdio::null());
         }
-        // Truncate at the first start; a respawned instance appends.
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(*opened)
-            .truncate(!*opened)
-            .open(path)?;
-        *opened = true;
-        Ok(Stdio::from(file))
+        let at = match outputs.iter().position(|(p, _)| p == path) {
+            Some(at) => at,
+            None => {
+                let staged = Staged::create(path).map_err(|e| e.to_string())?;
+                outputs.push((path.to_path_buf(), staged));
+                outputs.len() - 1
+            }
+        };
+        outputs[at]
+            .1
+            .file()
+            .try_clone()
+            .map(Stdio::from)
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 
     fn spawn(&mut self, i: usize) -> Result<(), String> {
@@ -321,10 +332,10 @@ impl Supervisor {
             .args(&p.plan.argv[1..])
             .stdin(Stdio::null())
             .process_group(0);
-        let out = Self::open_target(&p.plan.out, &mut p.out_opened)
-            .map_err(|e| format!("{who}: cannot open {}: {e}", p.plan.out.display()))?;
-        let err = Self::open_target(&p.plan.err, &mut p.err_opened)
-            .map_err(|e| format!("{who}: cannot open {}: {e}", p.plan.err.display()))?;
+        let out = Self::open_target(&mut self.outputs, &p.plan.out)
+            .map_err(|e| format!("{who}: cannot open its output: {e}"))?;
+        let err = Self::open_target(&mut self.outputs, &p.plan.err)
+            .map_err(|e| format!("{who}: cannot open its output: {e}"))?;
         cmd.stdout(out).stderr(err);
         // Always set affinity and policy: the child must not inherit the
         // conductor's (which may be pinned or real-time).
@@ -522,6 +533,11 @@ impl Supervisor {
         }
         if let Some(g) = self.guard.take() {
             g.finish();
+        }
+        for (_, staged) in self.outputs.drain(..) {
+            if let Err(e) = staged.commit() {
+                self.warnings.push(e.with_hint());
+            }
         }
     }
 

@@ -367,12 +367,13 @@ impl Planner<'_> {
             return PathBuf::from("/dev/null");
         };
         let path = PathBuf::from(&t.value);
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) {
-            self.diags.push(
-                Diagnostic::new(t.pos, format!("directory of `{}` does not exist", t.value))
-                    .with_hint(Some("create it first, or choose another path".into())),
-            );
+        // The one device a program's output may go to; anything else must
+        // be a file rtlab can write safely.
+        if path != Path::new("/dev/null")
+            && let Err(e) = crate::sys::outfile::check(&path, false)
+        {
+            self.diags
+                .push(Diagnostic::new(t.pos, e.to_string()).with_hint(Some(e.hint)));
         }
         path
     }
@@ -443,6 +444,13 @@ pub fn build(
             |f| f.value.clone(),
         );
         let path = outdir_join(&outdir, &filename);
+        // The run makes missing directories of result files before it starts.
+        if let Err(e) = crate::sys::outfile::check(&path, true) {
+            p.diags.push(
+                Diagnostic::new(t.filename.as_ref().map_or(t.pos, |f| f.pos), e.to_string())
+                    .with_hint(Some(e.hint)),
+            );
+        }
         if let Some(first) = timers.iter().find(|o: &&TimerPlan| o.path == path) {
             p.diags.push(
                 Diagnostic::new(

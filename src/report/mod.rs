@@ -12,10 +12,8 @@ pub mod live;
 pub mod plot;
 
 use crate::result::RunResult;
-use std::path::Path;
 
-/// Writes the JSON result document.
-pub fn write_json(result: &RunResult, path: &Path) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
-    std::fs::write(path, text + "\n")
+/// The JSON result document.
+pub fn json(result: &RunResult) -> String {
+    serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
 }

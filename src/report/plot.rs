@@ -563,10 +563,20 @@ pub fn svg(runs: &[Run], opts: &PlotOptions) -> Result<String, String> {
     Ok(out)
 }
 
-/// The picture as a PNG file.
-pub fn png(runs: &[Run], opts: &PlotOptions, path: &std::path::Path) -> Result<(), String> {
-    let root = BitMapBackend::new(path, opts.size).into_drawing_area();
-    draw(root, runs, opts)
+/// The picture as a PNG file's bytes.
+pub fn png(runs: &[Run], opts: &PlotOptions) -> Result<Vec<u8>, String> {
+    use image::ImageEncoder as _;
+    let (w, h) = opts.size;
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, opts.size).into_drawing_area();
+        draw(root, runs, opts)?;
+    }
+    let mut bytes = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut bytes)
+        .write_image(&rgb, w, h, image::ColorType::Rgb8)
+        .map_err(|e| format!("cannot encode the PNG: {e}"))?;
+    Ok(bytes)
 }
 
 /// One panel alone, as SVG (for the HTML report), with the latency range

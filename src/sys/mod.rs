@@ -8,6 +8,7 @@ pub mod info;
 pub mod irq;
 pub mod journal;
 pub mod os;
+pub mod outfile;
 pub mod power;
 pub mod proc_stat;
 pub mod root;

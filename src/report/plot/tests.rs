@@ -78,7 +78,7 @@ fn png_is_drawn_with_every_curve_colour() {
     let dir = tempfile::tempdir().unwrap();
     let runs = sample_runs(&dir);
     let out = dir.path().join("fig.png");
-    png(&runs, &PlotOptions::default(), &out).unwrap();
+    std::fs::write(&out, png(&runs, &PlotOptions::default()).unwrap()).unwrap();
     let img = image::open(&out).unwrap().to_rgb8();
     assert_eq!(img.dimensions(), (1200, 1500));
     for n in 0..5 {

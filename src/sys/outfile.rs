@@ -1,0 +1,456 @@
+//! Writing the files rtlab creates (result files, `--json`, plots, reports,
+//! scripts, program output) safely in directories it may not own, as root.
+//!
+//! - The directory is reached component by component from a held
+//!   directory descriptor. A symbolic link on the way is followed only when
+//!   it belongs to root or to the caller: one that anybody else planted
+//!   (in `/tmp`, in a user's directory) is refused, whatever
+//!   `fs.protected_symlinks` says.
+//! - The target itself is never opened. A file is written to a fresh
+//!   temporary name (`O_CREAT|O_EXCL|O_NOFOLLOW`) in the same directory,
+//!   synced and renamed into place: a reader sees the old file or the new
+//!   one, never half of one, and a link planted at the target's name is
+//!   replaced, not followed.
+//! - A target that exists and is not a regular file of the caller's user
+//!   (a symbolic link, a directory, a device, someone else's file) is
+//!   refused, by [`check`] before a run starts and again when writing.
+
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Links followed while reaching one directory (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// Why a file cannot be written where asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct OutputError {
+    /// The file (or directory) concerned, as given.
+    pub path: String,
+    /// What is wrong.
+    pub problem: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
+impl OutputError {
+    fn new(path: &Path, problem: impl Into<String>, hint: &str) -> Self {
+        OutputError {
+            path: path.display().to_string(),
+            problem: problem.into(),
+            hint: hint.into(),
+        }
+    }
+
+    fn io(path: &Path, what: &str, e: Errno) -> Self {
+        Self::new(
+            path,
+            format!("{what}: {}", std::io::Error::from(e)),
+            "check the directory's permissions and free space",
+        )
+    }
+
+    /// The message with its hint, on two lines.
+    pub fn with_hint(&self) -> String {
+        format!("{self}\n  hint: {}", self.hint)
+    }
+}
+
+const LINK_HINT: &str =
+    "rtlab runs as root and never follows a link that someone else can change; give the real path";
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Whether a link owned by `uid` may be followed.
+fn trusted_owner(uid: u32) -> bool {
+    uid == 0 || uid == euid()
+}
+
+/// Opens directory `dir` component by component (see the module comment).
+/// With `create`, missing directories are made (mode 0755 less the umask);
+/// without it a missing directory is an error, or `Ok(None)` when
+/// `missing_ok` (the directory will be made later).
+fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd>, OutputError> {
+    let start = if dir.is_absolute() { "/" } else { "." };
+    let open = |at: &dyn AsFd, name: &OsStr| {
+        rustix::fs::openat(
+            at,
+            name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let mut fd =
+        open(&CWD, OsStr::new(start)).map_err(|e| OutputError::io(dir, "cannot open", e))?;
+    let mut todo: VecDeque<OsString> = dir
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect();
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        let st = match rustix::fs::statat(&fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&fd, &name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(OutputError::io(dir, "cannot make the directory", e)),
+                }
+                todo.push_front(name);
+                continue;
+            }
+            Err(Errno::NOENT) if missing_ok => return Ok(None),
+            Err(Errno::NOENT) => {
+                return Err(OutputError::new(
+                    dir,
+                    format!("directory `{}` does not exist", name.to_string_lossy()),
+                    "create it first, or choose another path",
+                ));
+            }
+            Err(e) => return Err(OutputError::io(dir, "cannot reach the directory", e)),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                fd = open(&fd, &name).map_err(|e| match e {
+                    Errno::NOTDIR | Errno::LOOP => OutputError::new(
+                        dir,
+                        format!(
+                            "`{}` changed while rtlab was reaching it",
+                            name.to_string_lossy()
+                        ),
+                        LINK_HINT,
+                    ),
+                    e => OutputError::io(dir, "cannot open the directory", e),
+                })?;
+            }
+            FileType::Symlink => {
+                if !trusted_owner(st.st_uid) {
+                    return Err(OutputError::new(
+                        dir,
+                        format!(
+                            "`{}` is a symbolic link owned by uid {}, neither root nor you",
+                            name.to_string_lossy(),
+                            st.st_uid
+                        ),
+                        LINK_HINT,
+                    ));
+                }
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(OutputError::new(
+                        dir,
+                        "too many levels of symbolic links",
+                        LINK_HINT,
+                    ));
+                }
+                let target = rustix::fs::readlinkat(&fd, &name, Vec::new())
+                    .map_err(|e| OutputError::io(dir, "cannot read a link", e))?;
+                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                if target.is_absolute() {
+                    fd = open(&CWD, OsStr::new("/"))
+                        .map_err(|e| OutputError::io(dir, "cannot open /", e))?;
+                }
+                for c in target.components().rev() {
+                    match c {
+                        Component::Normal(n) => todo.push_front(n.to_os_string()),
+                        Component::ParentDir => todo.push_front(OsString::from("..")),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {
+                return Err(OutputError::new(
+                    dir,
+                    format!("`{}` is not a directory", name.to_string_lossy()),
+                    "choose another path",
+                ));
+            }
+        }
+    }
+    Ok(Some(fd))
+}
+
+/// The directory part and the file name of `path`.
+fn split(path: &Path) -> Result<(&Path, &OsStr), OutputError> {
+    let name = path
+        .file_name()
+        .filter(|_| !path.as_os_str().as_bytes().ends_with(b"/"))
+        .ok_or_else(|| {
+            OutputError::new(path, "is not a file name", "name a file, not a directory")
+        })?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    Ok((dir.unwrap_or(Path::new(".")), name))
+}
+
+/// Refuses an existing target that is not a regular file of the caller.
+fn check_target(dir: &OwnedFd, name: &OsStr, path: &Path) -> Result<(), OutputError> {
+    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(OutputError::io(path, "cannot look at it", e)),
+    };
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile if st.st_uid == euid() => Ok(()),
+        FileType::RegularFile => Err(OutputError::new(
+            path,
+            format!("belongs to uid {}, not to you (uid {})", st.st_uid, euid()),
+            "rtlab replaces only its own user's files; remove it or choose another name",
+        )),
+        FileType::Symlink => Err(OutputError::new(
+            path,
+            "is a symbolic link; rtlab never writes through a link",
+            "remove the link, or choose another name",
+        )),
+        other => Err(OutputError::new(
+            path,
+            format!("is not a regular file ({})", type_name(other)),
+            "choose another name",
+        )),
+    }
+}
+
+fn type_name(t: FileType) -> &'static str {
+    match t {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Socket => "a socket",
+        _ => "not a plain file",
+    }
+}
+
+/// Checks, without writing anything, that `path` can be written safely: its
+/// directory is reachable without a foreign link and the target is absent
+/// or a regular file of the caller. With `dirs_made_later`, a missing
+/// directory is fine (the run makes it).
+pub fn check(path: &Path, dirs_made_later: bool) -> Result<(), OutputError> {
+    let (dir, name) = split(path)?;
+    match open_dir(dir, false, dirs_made_later)? {
+        Some(fd) => check_target(&fd, name, path),
+        None => Ok(()),
+    }
+}
+
+/// Makes directory `dir` and its missing parents, safely (see [`check`]).
+pub fn create_dirs(dir: &Path) -> Result<(), OutputError> {
+    open_dir(dir, true, false).map(|_| ())
+}
+
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
+/// A file being written under a temporary name in its final directory,
+/// renamed into place by [`Staged::commit`] (or when dropped).
+#[derive(Debug)]
+pub struct Staged {
+    dir: OwnedFd,
+    tmp: OsString,
+    name: OsString,
+    path: PathBuf,
+    file: File,
+    done: bool,
+}
+
+impl Staged {
+    /// Starts the file that will become `path`.
+    pub fn create(path: &Path) -> Result<Staged, OutputError> {
+        let (dir, name) = split(path)?;
+        let Some(dir_fd) = open_dir(dir, false, false)? else {
+            return Err(OutputError::new(
+                path,
+                "its directory does not exist",
+                "create it first",
+            ));
+        };
+        check_target(&dir_fd, name, path)?;
+        let tmp = OsString::from(format!(
+            ".rtlab-{}-{}.tmp",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let fd = rustix::fs::openat(
+            &dir_fd,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| OutputError::io(path, "cannot create a temporary file beside it", e))?;
+        Ok(Staged {
+            dir: dir_fd,
+            tmp,
+            name: name.to_os_string(),
+            path: path.to_path_buf(),
+            file: File::from(fd),
+            done: false,
+        })
+    }
+
+    /// The open temporary file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Syncs the file and renames it into place.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), OutputError> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(());
+        }
+        let done = self
+            .file
+            .sync_all()
+            .map_err(|e| {
+                OutputError::new(
+                    &self.path,
+                    format!("cannot write: {e}"),
+                    "check the free space",
+                )
+            })
+            .and_then(|()| {
+                // The target is checked again: it may have changed since.
+                check_target(&self.dir, &self.name, &self.path)
+            })
+            .and_then(|()| {
+                rustix::fs::renameat(&self.dir, &self.tmp, &self.dir, &self.name)
+                    .map_err(|e| OutputError::io(&self.path, "cannot put the file in place", e))
+            });
+        if done.is_err() {
+            let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+        }
+        done
+    }
+}
+
+impl Staged {
+    /// Removes the temporary file: nothing half-written is put in place.
+    pub fn abandon(mut self) {
+        self.done = true;
+        let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // What was written is kept, as on a normal end.
+        let _ = self.finish();
+    }
+}
+
+/// Writes `bytes` as the whole of `path` (see the module comment).
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let staged = Staged::create(path)?;
+    if let Err(e) = staged.file().write_all(bytes) {
+        let err = OutputError::new(path, format!("cannot write: {e}"), "check the free space");
+        staged.abandon();
+        return Err(err);
+    }
+    staged.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn writes_whole_files_and_replaces_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.txt");
+        write_whole(&p, b"one").unwrap();
+        write_whole(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_at_the_target_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("out.txt");
+        symlink(&victim, &p).unwrap();
+        let e = check(&p, false).unwrap_err();
+        assert!(e.problem.contains("symbolic link"), "{e}");
+        assert!(write_whole(&p, b"x").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(
+            std::fs::symlink_metadata(&p)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[test]
+    fn directories_and_fifos_are_not_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check(dir.path(), false).unwrap_err();
+        assert!(e.problem.contains("directory"), "{e}");
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = write_whole(&fifo, b"x").unwrap_err();
+        assert!(e.problem.contains("FIFO"), "{e}");
+        assert!(check(&dir.path().join("x/"), false).is_err());
+    }
+
+    #[test]
+    fn own_links_are_followed_and_missing_directories_made_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        symlink("real", dir.path().join("mine")).unwrap();
+        write_whole(&dir.path().join("mine/r.txt"), b"ok").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("real/r.txt")).unwrap(),
+            "ok"
+        );
+        let deep = dir.path().join("a/b/c.txt");
+        assert!(
+            check(&deep, false)
+                .unwrap_err()
+                .problem
+                .contains("does not exist")
+        );
+        check(&deep, true).unwrap();
+        create_dirs(&dir.path().join("a/b")).unwrap();
+        write_whole(&deep, b"deep").unwrap();
+        // `..` and relative paths work as the shell's.
+        let up = dir.path().join("a/b/../b/c.txt");
+        write_whole(&up, b"again").unwrap();
+        assert_eq!(std::fs::read_to_string(&deep).unwrap(), "again");
+    }
+
+    #[test]
+    fn staged_files_appear_only_when_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("prog.out");
+        std::fs::write(&p, "previous").unwrap();
+        let s = Staged::create(&p).unwrap();
+        s.file().write_all(b"new output").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "previous");
+        s.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new output");
+    }
+}
