@@ -147,6 +147,10 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     // A run that died (SIGKILL, power cut of its process) may have left
     // system changes: put them back before measuring anything.
     let recovered = journal::restore_all(root, &opts.journal_dir, Some(Owner::Run));
+    for refusal in &recovered.refused {
+        crate::errln!("rtlab: warning: {refusal}");
+        warnings.push(refusal.clone());
+    }
     if !recovered.journals.is_empty() {
         crate::errln!(
             "rtlab: a run that ended without cleaning up left a journal; restored first:"

@@ -246,7 +246,9 @@ impl IsolationState {
 /// The knobs the partition changed and that still differ, from its journal
 /// (a write the kernel refused changed nothing).
 fn changed_knobs(root: &SysRoot, journal_dir: &Path) -> Vec<ChangedKnob> {
-    let (_, changes) = journal::read(&journal_dir.join(journal::PARTITION_FILE));
+    let changes = journal::read(root, &journal_dir.join(journal::PARTITION_FILE))
+        .map(|j| j.1)
+        .unwrap_or_default();
     changes
         .into_iter()
         .filter_map(|c| match c {

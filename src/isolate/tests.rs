@@ -30,7 +30,7 @@ fn status_of<'a>(r: &'a CreateReport, path: &str) -> &'a KnobStatus {
 #[test]
 fn v1_create_then_undo_leaves_every_file_as_before() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, kernel) = fake::v1_machine(
         tree.path(),
         Kernel {
@@ -158,7 +158,7 @@ fn v1_create_then_undo_leaves_every_file_as_before() {
 #[test]
 fn v1_irq_refusals_missing_and_read_only_knobs_are_reported_not_fatal() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, _) = fake::v1_machine(
         tree.path(),
         Kernel {
@@ -201,7 +201,7 @@ fn v1_irq_refusals_missing_and_read_only_knobs_are_reported_not_fatal() {
 #[test]
 fn v2_isolated_partition_and_undo() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, _) = fake::v2_machine(
         tree.path(),
         Kernel {
@@ -235,7 +235,7 @@ fn v2_isolated_partition_and_undo() {
 #[test]
 fn v2_without_isolated_falls_back_to_root() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, _) = fake::v2_machine(tree.path(), Kernel::default());
     fake::write_tree(
         tree.path(),
@@ -256,7 +256,7 @@ fn v2_without_isolated_falls_back_to_root() {
 #[test]
 fn a_refused_step_rolls_everything_back() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, _) = fake::v1_machine(
         tree.path(),
         Kernel {
@@ -280,7 +280,7 @@ fn a_refused_step_rolls_everything_back() {
 fn a_signal_during_create_rolls_everything_back() {
     for after_checks in [0, 1, 2, 5] {
         let tree = tempfile::tempdir().unwrap();
-        let jdir = tempfile::tempdir().unwrap();
+        let jdir = crate::sys::fake::journal_dir();
         let (root, _) = fake::v1_machine(tree.path(), Kernel::default());
         let before = snapshot(tree.path());
         let calls = std::cell::Cell::new(0);
@@ -302,7 +302,7 @@ fn a_signal_during_create_rolls_everything_back() {
 #[test]
 fn a_journal_left_by_a_killed_create_is_restored() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     let (root, _) = fake::v1_machine(tree.path(), Kernel::default());
     let before = snapshot(tree.path());
     create(&root, jdir.path(), &[3], &never).unwrap();
@@ -335,7 +335,7 @@ fn bad_cpu_sets_are_refused_with_reasons() {
 #[test]
 fn no_cpuset_controller_is_refused() {
     let tree = tempfile::tempdir().unwrap();
-    let jdir = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
     fake::base_machine(tree.path());
     fake::write_tree(tree.path(), &[("proc/self/mounts", "")]);
     let root = SysRoot::at(tree.path());

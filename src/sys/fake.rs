@@ -468,3 +468,12 @@ pub fn snapshot(tree: &Path) -> BTreeMap<String, String> {
     }
     out
 }
+
+/// A journal directory as rtlab requires it (mode 0700; a temporary
+/// directory is made 0755 less the umask).
+pub fn journal_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}

@@ -21,7 +21,7 @@ use super::tasks::{self, TaskRecord};
 use super::{SysError, SysRoot};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -157,12 +157,15 @@ pub struct RestoreReport {
     pub undone: Vec<Undo>,
     /// Journals left alone, and why (owned by a live rtlab).
     pub skipped: Vec<String>,
+    /// Journals (or directories) refused as untrustworthy, and why: nothing
+    /// of them was replayed, and they are left in place.
+    pub refused: Vec<String>,
 }
 
 impl RestoreReport {
     /// Whether every change was undone.
     pub fn ok(&self) -> bool {
-        self.undone.iter().all(|u| u.ok)
+        self.undone.iter().all(|u| u.ok) && self.refused.is_empty()
     }
 
     /// The changes that could not be undone.
@@ -175,6 +178,7 @@ impl RestoreReport {
         self.journals.extend(other.journals);
         self.undone.extend(other.undone);
         self.skipped.extend(other.skipped);
+        self.refused.extend(other.refused);
     }
 
     /// Human-readable lines (one per restored or failed change).
@@ -201,6 +205,7 @@ impl RestoreReport {
             out.push(format!("  ok   {unchanged} other values already as before"));
         }
         out.extend(self.skipped.iter().map(|s| format!("  skip {s}")));
+        out.extend(self.refused.iter().map(|s| format!("  REFUSED {s}")));
         out
     }
 }
@@ -233,6 +238,9 @@ pub enum JournalError {
     /// Another live rtlab holds it.
     #[error("journal {0} is held by another rtlab that is still running; wait for it, or stop it")]
     Busy(PathBuf),
+    /// The directory is not one rtlab can trust with its journals.
+    #[error("{0}")]
+    Untrusted(String),
 }
 
 fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
@@ -264,15 +272,14 @@ impl Journal {
             .mode(0o700)
             .create(dir)
             .map_err(io_err(dir))?;
+        check_dir(dir).map_err(JournalError::Untrusted)?;
         let path = dir.join(name);
-        if path.exists() {
-            // Carry on an existing journal (its owner is gone if we get the lock).
-            let file = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .open(&path)
-                .map_err(io_err(&path))?;
+        if fs::symlink_metadata(&path).is_ok() {
+            // Carry on an existing journal (its owner is gone if we get the
+            // lock), if it deserves trust.
+            let file = open_file(&path).map_err(JournalError::Untrusted)?;
             lock(&file, &path)?;
+            read(root, &path).map_err(JournalError::Untrusted)?;
             return Ok(Journal {
                 file,
                 path,
@@ -289,6 +296,7 @@ impl Journal {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .map_err(io_err(&tmp))?;
         lock(&file, &tmp)?;
@@ -298,7 +306,7 @@ impl Journal {
             root: root.clone(),
         };
         let header = Header {
-            journal: "rtlab-journal/1".into(),
+            journal: FORMAT.into(),
             owner,
             pid: std::process::id() as i32,
             boot_id: boot_id(root),
@@ -386,8 +394,100 @@ pub struct Found {
     pub header: Option<Header>,
 }
 
-/// The journals in `dir`, newest first.
-pub fn find(dir: &Path) -> Vec<Found> {
+/// Largest journal accepted (a partition of a big machine journals a few
+/// thousand tasks: well below this).
+pub const MAX_JOURNAL_BYTES: u64 = 16 << 20;
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Whether `dir` may hold journals: a real directory (not a link) of the
+/// caller's user (root, for every real use) with no access for group or
+/// others, in parent directories that nobody else can rename it out of
+/// (each owned by root or the caller, and writable by others only when
+/// sticky, as `/tmp`). `RTLAB_JOURNAL_DIR` gets no exemption.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = euid();
+    let refuse = |why: String| {
+        Err(format!(
+            "journal directory {}: {why}\n  hint: journals change the kernel as root; keep them in a directory only root can change (default {DEFAULT_DIR}, mode 0700)",
+            dir.display()
+        ))
+    };
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return refuse(e.to_string()),
+    };
+    if meta.file_type().is_symlink() {
+        return refuse("is a symbolic link".into());
+    }
+    if !meta.is_dir() {
+        return refuse("is not a directory".into());
+    }
+    if meta.uid() != me {
+        return refuse(format!("belongs to uid {}, not to uid {me}", meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return refuse(format!(
+            "has mode {:04o}: group or others may reach it (it must be 0700)",
+            meta.mode() & 0o7777
+        ));
+    }
+    let absolute = fs::canonicalize(dir).map_err(|e| e.to_string())?;
+    for parent in absolute.ancestors().skip(1) {
+        let Ok(m) = fs::metadata(parent) else {
+            return refuse(format!("cannot look at {}", parent.display()));
+        };
+        let open_to_others = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
+        if (m.uid() != 0 && m.uid() != me) || open_to_others {
+            return refuse(format!(
+                "its parent {} can be changed by others (uid {}, mode {:04o})",
+                parent.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens a journal file for reading and locking, without following a link
+/// or blocking on a FIFO, and checks it is a regular file of the caller's
+/// user that nobody else can write, of a sane size.
+fn open_file(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::MetadataExt;
+    let bad = |why: String| format!("journal {}: {why}", path.display());
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| bad(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file".into()));
+    }
+    if meta.uid() != euid() || meta.mode() & 0o022 != 0 {
+        return Err(bad(format!(
+            "belongs to uid {} with mode {:04o}: only rtlab's own user may write a journal",
+            meta.uid(),
+            meta.mode() & 0o7777
+        )));
+    }
+    if meta.len() > MAX_JOURNAL_BYTES {
+        return Err(bad(format!(
+            "is {} bytes, more than any journal rtlab writes ({MAX_JOURNAL_BYTES})",
+            meta.len()
+        )));
+    }
+    Ok(file)
+}
+
+/// The journals in `dir`, newest first: every `*.journal` entry, whatever
+/// it is (replay refuses what does not deserve trust, and says so).
+pub fn find(root: &SysRoot, dir: &Path) -> Vec<Found> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -395,18 +495,12 @@ pub fn find(dir: &Path) -> Vec<Found> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "journal"))
-        .filter_map(|path| {
-            let file = File::open(&path).ok()?;
-            let header = io::BufReader::new(&file)
-                .lines()
-                .next()
-                .and_then(|l| l.ok())
-                .and_then(|l| serde_json::from_str(&l).ok());
-            let mtime = file
-                .metadata()
+        .map(|path| {
+            let mtime = fs::symlink_metadata(&path)
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::UNIX_EPOCH);
-            Some((mtime, Found { path, header }))
+            let header = read(root, &path).ok().map(|j| j.0);
+            (mtime, Found { path, header })
         })
         .collect();
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
@@ -416,11 +510,16 @@ pub fn find(dir: &Path) -> Vec<Found> {
 /// Replays the journal at `path` if no live rtlab holds it, then deletes it
 /// when every change was undone (else keeps it, so that a later restore can
 /// try again). A journal from an earlier boot is deleted unreplayed: the
-/// kernel forgot those changes when it rebooted.
+/// kernel forgot those changes when it rebooted. A journal that does not
+/// deserve trust is refused whole and left in place.
 pub fn replay_path(root: &SysRoot, path: &Path) -> RestoreReport {
     let mut report = RestoreReport::default();
-    let Ok(file) = OpenOptions::new().read(true).append(true).open(path) else {
-        return report;
+    let file = match open_file(path) {
+        Ok(f) => f,
+        Err(e) => {
+            report.refused.push(e);
+            return report;
+        }
     };
     if file.try_lock().is_err() {
         report.skipped.push(format!(
@@ -434,31 +533,248 @@ pub fn replay_path(root: &SysRoot, path: &Path) -> RestoreReport {
     sub
 }
 
-/// The header and changes of the journal at `path`. A line cut short by a
-/// crash is skipped: it cannot be a change that was made, since a change is
-/// made only after its line is complete and synced.
-pub fn read(path: &Path) -> (Option<Header>, Vec<Change>) {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let mut lines = text.lines();
-    let header = lines.next().and_then(|l| serde_json::from_str(l).ok());
-    let changes = lines.filter_map(|l| serde_json::from_str(l).ok()).collect();
-    (header, changes)
+/// The header and changes of the journal at `path`, if the whole journal is
+/// well-formed and every change stays within what rtlab changes (see
+/// [`check_change`]); else why not. Only a last line cut short (no line
+/// feed: a crash while it was written) is skipped: it cannot be a change
+/// that was made, since a change is made only after its line is complete
+/// and synced.
+pub fn read(root: &SysRoot, path: &Path) -> Result<(Header, Vec<Change>), String> {
+    use std::io::Read;
+    let file = open_file(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_JOURNAL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("journal {}: {e}", path.display()))?;
+    parse(&bytes, &cgroup_mounts(root)).map_err(|e| {
+        format!(
+            "journal {}: {e}; left in place, nothing replayed",
+            path.display()
+        )
+    })
+}
+
+/// Parses and checks a journal's bytes (see [`read`]).
+pub fn parse(bytes: &[u8], mounts: &[String]) -> Result<(Header, Vec<Change>), String> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 (byte {})", e.valid_up_to()))?;
+    let complete = text.ends_with('\n');
+    let mut lines = text.lines().enumerate().peekable();
+    let header: Header = match lines.next() {
+        Some((_, l)) => {
+            serde_json::from_str(l).map_err(|e| format!("line 1: not a journal header ({e})"))?
+        }
+        None => return Err("empty".into()),
+    };
+    if header.journal != FORMAT {
+        return Err(format!(
+            "line 1: format `{}` is not `{FORMAT}`",
+            header.journal.escape_debug()
+        ));
+    }
+    let mut changes = Vec::new();
+    while let Some((n, line)) = lines.next() {
+        let last = lines.peek().is_none();
+        match serde_json::from_str::<Change>(line) {
+            Ok(c) => {
+                check_change(&c, mounts).map_err(|e| format!("line {}: {e}", n + 1))?;
+                changes.push(c);
+            }
+            Err(_) if last && !complete => {}
+            Err(e) => return Err(format!("line {}: not a change ({e})", n + 1)),
+        }
+    }
+    Ok((header, changes))
+}
+
+/// The format tag of the journal header.
+pub const FORMAT: &str = "rtlab-journal/1";
+
+/// Cgroups rtlab makes, by their first component below a mount point:
+/// the partition's `rt` and `nrt`, and a run's `rtlab-PID` (with its CPU
+/// bandwidth groups inside).
+fn is_rtlab_cgroup_name(name: &str) -> bool {
+    name == "rt"
+        || name == "nrt"
+        || name.strip_prefix("rtlab-").is_some_and(|pid| {
+            !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// A path of a journal, relative to the system root (rtlab's system layer
+/// reads `/x` and `x` alike, and some changes are journalled with the `/`).
+fn rel(p: &str) -> &str {
+    p.strip_prefix('/').unwrap_or(p)
+}
+
+/// A clean relative path: no `/` at either end, no empty, `.` or `..`
+/// component, no NUL, of a sane length.
+fn clean_path(p: &str) -> Result<(), String> {
+    if p.is_empty() || p.len() > 4096 || p.contains('\0') || p.starts_with('/') {
+        return Err(format!(
+            "path `{}` is not a relative kernel path",
+            p.escape_debug()
+        ));
+    }
+    if p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(format!(
+            "path `{}` has an empty, `.` or `..` component",
+            p.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// The components of cgroup path `p` below the cgroup mount point it lies
+/// in (empty for the mount point itself), or None outside every mount.
+fn cgroup_parts<'a>(p: &'a str, mounts: &[String]) -> Option<Vec<&'a str>> {
+    mounts.iter().find_map(|m| {
+        let rest = p.strip_prefix(m.as_str())?;
+        if rest.is_empty() {
+            Some(Vec::new())
+        } else {
+            Some(rest.strip_prefix('/')?.split('/').collect())
+        }
+    })
+}
+
+/// A cgroup rtlab made: its first component below a mount point is one of
+/// rtlab's names.
+fn is_rtlab_cgroup(p: &str, mounts: &[String]) -> bool {
+    cgroup_parts(p, mounts)
+        .is_some_and(|parts| parts.first().is_some_and(|c| is_rtlab_cgroup_name(c)))
+}
+
+/// The cgroup mount points of this machine, relative to the system root:
+/// what a journal's cgroup paths are checked against.
+pub fn cgroup_mounts(root: &SysRoot) -> Vec<String> {
+    super::cgroup::mounts(root)
+        .into_iter()
+        .map(|m| m.path.trim_matches('/').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// Whether `change` stays within the kernel interfaces rtlab changes:
+/// sysctl (`proc/sys`), IRQ (`proc/irq`) and `sys` knobs, rtlab's own
+/// cgroups; tasks and processes only within cgroups rtlab made.
+pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
+    let tasks_file = |f: &str| {
+        if f == "tasks" || f == "cgroup.procs" {
+            Ok(())
+        } else {
+            Err(format!("`{}` is not a cgroup tasks file", f.escape_debug()))
+        }
+    };
+    let rtlab_cgroup = |p: &str| {
+        let p = rel(p);
+        clean_path(p)?;
+        if is_rtlab_cgroup(p, mounts) {
+            Ok(())
+        } else {
+            Err(format!("`{p}` is not a cgroup rtlab makes"))
+        }
+    };
+    match change {
+        Change::Write { path, .. } => {
+            let path = rel(path);
+            clean_path(path)?;
+            if ["proc/sys/", "proc/irq/", "sys/"]
+                .iter()
+                .any(|k| path.starts_with(k))
+            {
+                Ok(())
+            } else {
+                Err(format!("`{path}` is not a kernel knob rtlab changes"))
+            }
+        }
+        Change::Mkdir {
+            path,
+            tasks_file: f,
+        } => {
+            rtlab_cgroup(path)?;
+            tasks_file(f)
+        }
+        Change::MoveTasks {
+            from,
+            to,
+            tasks_file: f,
+            tasks,
+        } => {
+            let from = rel(from);
+            clean_path(from)?;
+            if cgroup_parts(from, mounts).is_none() {
+                return Err(format!("`{from}` is not a cgroup"));
+            }
+            rtlab_cgroup(to)?;
+            tasks_file(f)?;
+            if let Some(t) = tasks
+                .iter()
+                .find(|t| t.tid <= 0 || crate::cpulist::parse(&t.cpus).is_err())
+            {
+                return Err(format!(
+                    "task {} with CPUs `{}` is not a task",
+                    t.tid,
+                    t.cpus.escape_debug()
+                ));
+            }
+            Ok(())
+        }
+        Change::EnableController { path, controller } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let dir = path
+                .strip_suffix("/cgroup.subtree_control")
+                .ok_or_else(|| format!("`{path}` is not a cgroup.subtree_control"))?;
+            if cgroup_parts(dir, mounts).is_none() {
+                return Err(format!("`{path}` is not in the cgroup tree"));
+            }
+            if controller == "cpuset" || controller == "cpu" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "controller `{}` is not one rtlab enables",
+                    controller.escape_debug()
+                ))
+            }
+        }
+        Change::TrackingCgroup { path } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let last = path.rsplit('/').next().unwrap_or_default();
+            if cgroup_parts(path, mounts).is_some_and(|p| p.len() == 1)
+                && last.starts_with("rtlab-")
+                && is_rtlab_cgroup_name(last)
+            {
+                Ok(())
+            } else {
+                Err(format!("`{path}` is not a run's tracking cgroup"))
+            }
+        }
+        Change::Sched { tid, .. } => {
+            if *tid > 0 {
+                Ok(())
+            } else {
+                Err(format!("thread {tid} is not a thread"))
+            }
+        }
+    }
 }
 
 fn replay_file(root: &SysRoot, path: &Path) -> RestoreReport {
-    let mut report = RestoreReport {
-        journals: vec![path.display().to_string()],
-        ..Default::default()
+    let mut report = RestoreReport::default();
+    let (header, changes) = match read(root, path) {
+        Ok(j) => j,
+        Err(e) => {
+            report.refused.push(e);
+            return report;
+        }
     };
-    let (header, changes) = read(path);
+    report.journals.push(path.display().to_string());
     let here = boot_id(root);
-    if let Some(h) = &header
-        && !h.boot_id.is_empty()
-        && !here.is_empty()
-        && h.boot_id != here
-    {
+    if !header.boot_id.is_empty() && !here.is_empty() && header.boot_id != here {
         report.undone.push(Undo {
-            what: format!("journal of {} (pid {})", h.created, h.pid),
+            what: format!("journal of {} (pid {})", header.created, header.pid),
             ok: true,
             detail:
                 "made before the last reboot: the kernel has forgotten those changes; discarded"
@@ -734,7 +1050,14 @@ fn undo_move(root: &SysRoot, from: &str, to: &str, tasks_file: &str, tasks: &[Ta
 /// (`rtlab restore`). With `owner`, only journals of that owner.
 pub fn restore_all(root: &SysRoot, dir: &Path, owner: Option<Owner>) -> RestoreReport {
     let mut report = RestoreReport::default();
-    for found in find(dir) {
+    if fs::symlink_metadata(dir).is_err() {
+        return report; // no journal was ever written here
+    }
+    if let Err(e) = check_dir(dir) {
+        report.refused.push(e);
+        return report;
+    }
+    for found in find(root, dir) {
         if let (Some(want), Some(h)) = (owner, &found.header)
             && h.owner != want
         {
@@ -760,7 +1083,7 @@ mod tests {
     #[test]
     fn a_live_journal_is_left_alone_and_a_dead_one_replayed() {
         let (tree, root) = machine();
-        let jdir = tempfile::tempdir().unwrap();
+        let jdir = crate::sys::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), "run-1.journal", Owner::Run).unwrap();
         assert_eq!(
             j.set("proc/sys/vm/stat_interval", "10").unwrap().as_deref(),
@@ -783,13 +1106,13 @@ mod tests {
         assert_eq!(r.undone[0].detail, "10 -> 1");
         let now = std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval")).unwrap();
         assert_eq!(now, "1");
-        assert!(find(jdir.path()).is_empty());
+        assert!(find(&root, jdir.path()).is_empty());
     }
 
     #[test]
     fn owners_are_restored_separately_and_other_boots_are_discarded() {
         let (tree, root) = machine();
-        let jdir = tempfile::tempdir().unwrap();
+        let jdir = crate::sys::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), PARTITION_FILE, Owner::Partition).unwrap();
         j.set("proc/sys/kernel/timer_migration", "0").unwrap();
         drop(j);
@@ -799,7 +1122,7 @@ mod tests {
                 .undone
                 .is_empty()
         );
-        assert_eq!(find(jdir.path()).len(), 1);
+        assert_eq!(find(&root, jdir.path()).len(), 1);
         // After a reboot the journal is stale: discarded, nothing written.
         std::fs::write(
             tree.path().join("proc/sys/kernel/random/boot_id"),
@@ -811,13 +1134,13 @@ mod tests {
         let now =
             std::fs::read_to_string(tree.path().join("proc/sys/kernel/timer_migration")).unwrap();
         assert_eq!(now, "0");
-        assert!(find(jdir.path()).is_empty());
+        assert!(find(&root, jdir.path()).is_empty());
     }
 
     #[test]
     fn a_value_that_cannot_be_written_back_keeps_the_journal() {
         let (tree, root) = machine();
-        let jdir = tempfile::tempdir().unwrap();
+        let jdir = crate::sys::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), "run-2.journal", Owner::Run).unwrap();
         j.set("proc/sys/vm/stat_interval", "10").unwrap();
         drop(j);
@@ -828,6 +1151,160 @@ mod tests {
         let r = restore_all(&root, jdir.path(), None);
         assert!(!r.ok());
         assert_eq!(r.failures().count(), 1);
-        assert_eq!(find(jdir.path()).len(), 1, "kept for a later retry");
+        assert_eq!(find(&root, jdir.path()).len(), 1, "kept for a later retry");
+    }
+
+    fn header_line() -> String {
+        serde_json::to_string(&Header {
+            journal: FORMAT.into(),
+            owner: Owner::Run,
+            pid: 999_999,
+            boot_id: String::new(),
+            created: "2026-11-22T00:00:00Z".into(),
+            command: "rtlab run".into(),
+        })
+        .unwrap()
+    }
+
+    fn write_journal(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("run-999999.journal");
+        std::fs::write(&path, format!("{}\n{body}", header_line())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        path
+    }
+
+    const MOUNTS: &str = "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n\
+                          cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n";
+
+    #[test]
+    fn hostile_journals_are_refused_whole_and_left_in_place() {
+        let (tree, root) = machine();
+        std::fs::create_dir_all(tree.path().join("proc/self")).unwrap();
+        std::fs::write(tree.path().join("proc/self/mounts"), MOUNTS).unwrap();
+        std::fs::write(tree.path().join("proc/sys/vm/stat_interval"), "10").unwrap();
+        let good = r#"{"change":"write","path":"proc/sys/vm/stat_interval","old":"1","new":"10"}"#;
+        let hostile = [
+            r#"{"change":"write","path":"etc/passwd","old":"root::0:0::/:/bin/sh","new":"x"}"#,
+            r#"{"change":"write","path":"proc/sys/../../etc/shadow","old":"x","new":"y"}"#,
+            r#"{"change":"write","path":"sys//kernel","old":"x","new":"y"}"#,
+            r#"{"change":"write","path":"proc/1/oom_score_adj","old":"x","new":"y"}"#,
+            r#"{"change":"tracking_cgroup","path":"sys/fs/cgroup/unified/user.slice"}"#,
+            r#"{"change":"tracking_cgroup","path":"sys/fs/cgroup/unified/rtlab-12/x"}"#,
+            r#"{"change":"tracking_cgroup","path":"tmp/rtlab-12"}"#,
+            r#"{"change":"mkdir","path":"sys/fs/cgroup/cpuset/system.slice","tasks_file":"tasks"}"#,
+            r#"{"change":"mkdir","path":"sys/fs/cgroup/cpuset/rt","tasks_file":"../../x"}"#,
+            r#"{"change":"move_tasks","from":"sys/fs/cgroup/cpuset","to":"sys/fs/cgroup/cpuset/other","tasks_file":"tasks","tasks":[]}"#,
+            r#"{"change":"enable_controller","path":"sys/fs/cgroup/unified/cgroup.subtree_control","controller":"memory"}"#,
+            r#"{"change":"sched","tid":-1,"start":0,"name":"x","old":{"policy":"other","priority":0},"new":{"policy":"fifo","priority":1}}"#,
+            "this is not json",
+        ];
+        for bad in hostile {
+            let jdir = crate::sys::fake::journal_dir();
+            // A good change first: it must not be replayed either.
+            let path = write_journal(jdir.path(), &format!("{good}\n{bad}\n"));
+            let r = restore_all(&root, jdir.path(), None);
+            assert!(r.undone.is_empty(), "{bad}: {:?}", r.undone);
+            assert_eq!(r.refused.len(), 1, "{bad}: {:?}", r.refused);
+            assert!(r.refused[0].contains("line 3"), "{}", r.refused[0]);
+            assert!(!r.ok());
+            assert!(path.exists(), "left in place");
+            let now = std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval"));
+            assert_eq!(now.unwrap(), "10", "{bad}: nothing replayed");
+        }
+        // The same journal without the hostile line is replayed, and a last
+        // line cut short by a crash is skipped.
+        let jdir = crate::sys::fake::journal_dir();
+        write_journal(jdir.path(), &format!("{good}\n{{\"change\":\"wri"));
+        let r = restore_all(&root, jdir.path(), None);
+        assert!(r.ok(), "{:?}", r.refused);
+        assert_eq!(r.undone[0].detail, "10 -> 1");
+    }
+
+    #[test]
+    fn a_journal_must_be_a_plain_file_of_ours_with_a_header() {
+        use std::os::unix::fs::PermissionsExt;
+        let (tree, root) = machine();
+        std::fs::write(tree.path().join("proc/sys/vm/stat_interval"), "10").unwrap();
+        let good = r#"{"change":"write","path":"proc/sys/vm/stat_interval","old":"1","new":"10"}"#;
+        let jdir = crate::sys::fake::journal_dir();
+        // A FIFO: refused at once, never waited on.
+        let fifo = jdir.path().join("fifo.journal");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // A link to a journal elsewhere.
+        let elsewhere = crate::sys::fake::journal_dir();
+        let real = write_journal(elsewhere.path(), &format!("{good}\n"));
+        std::os::unix::fs::symlink(&real, jdir.path().join("link.journal")).unwrap();
+        // Writable by others.
+        let open = jdir.path().join("open.journal");
+        std::fs::write(&open, format!("{}\n{good}\n", header_line())).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+        // No header, a header of another version.
+        let p = jdir.path().join("noheader.journal");
+        std::fs::write(&p, format!("{good}\n")).unwrap();
+        let p = jdir.path().join("v2.journal");
+        std::fs::write(
+            &p,
+            format!(
+                "{}\n{good}\n",
+                header_line().replace(FORMAT, "rtlab-journal/2")
+            ),
+        )
+        .unwrap();
+        let r = restore_all(&root, jdir.path(), None);
+        assert!(r.undone.is_empty(), "{:?}", r.undone);
+        assert_eq!(r.refused.len(), 5, "{:#?}", r.refused);
+        let all = r.refused.join("\n");
+        for why in [
+            "not a regular file",
+            "mode 0666",
+            "not a journal header",
+            "rtlab-journal/2",
+        ] {
+            assert!(all.contains(why), "{why}: {all}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval")).unwrap(),
+            "10"
+        );
+    }
+
+    #[test]
+    fn a_journal_directory_others_can_reach_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let (tree, root) = machine();
+        std::fs::write(tree.path().join("proc/sys/vm/stat_interval"), "10").unwrap();
+        let jdir = crate::sys::fake::journal_dir();
+        write_journal(
+            jdir.path(),
+            "{\"change\":\"write\",\"path\":\"proc/sys/vm/stat_interval\",\"old\":\"1\",\"new\":\"10\"}\n",
+        );
+        for mode in [0o755, 0o770, 0o1777] {
+            std::fs::set_permissions(jdir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+            let r = restore_all(&root, jdir.path(), None);
+            assert!(r.undone.is_empty());
+            assert!(r.refused[0].contains("group or others"), "{:?}", r.refused);
+            assert!(matches!(
+                Journal::open(&root, jdir.path(), "run-1.journal", Owner::Run),
+                Err(JournalError::Untrusted(_))
+            ));
+        }
+        // A link to a good directory is refused too.
+        std::fs::set_permissions(jdir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let holder = tempfile::tempdir().unwrap();
+        let link = holder.path().join("j");
+        std::os::unix::fs::symlink(jdir.path(), &link).unwrap();
+        let r = restore_all(&root, &link, None);
+        assert!(r.refused[0].contains("symbolic link"), "{:?}", r.refused);
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval")).unwrap(),
+            "10"
+        );
     }
 }

@@ -50,7 +50,7 @@ fn irq_moves_report_refusals_and_undo_restores_every_mask() {
         "1"
     );
     let report = j.replay_and_close();
-    assert!(report.ok(), "{:?}", report.undone);
+    assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
     assert_eq!(snapshot(&tree), before);
 
     // EPERM everywhere, as on this project's VM: each IRQ says so.
@@ -115,7 +115,7 @@ fn thread_priorities_are_set_by_pattern_or_tid_and_put_back() {
         Err(TuneError::Invalid { .. })
     ));
     let report = j.replay_and_close();
-    assert!(report.ok(), "{:?}", report.undone);
+    assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
     assert_eq!(snapshot(&tree), before);
 }
 
@@ -281,7 +281,7 @@ mod bandwidth_groups {
         assert_eq!(r[0].throttled_ms, 2500.0);
         drop(groups);
         let report = j.replay_and_close();
-        assert!(report.ok(), "{:?}", report.undone);
+        assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
         assert_eq!(snapshot(&tree), before);
     }
 
@@ -312,7 +312,7 @@ mod bandwidth_groups {
             .kill_and_remove(std::time::Duration::from_secs(1))
             .unwrap();
         let report = j.replay_and_close();
-        assert!(report.ok(), "{:?}", report.undone);
+        assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
         assert_eq!(snapshot(&tree), before);
     }
 
