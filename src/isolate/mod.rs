@@ -61,7 +61,7 @@ pub enum IsolateError {
         /// The kernel's error.
         error: String,
         /// The rollback.
-        rollback: RestoreReport,
+        rollback: Box<RestoreReport>,
     },
     /// A signal stopped the command; what was done has been undone.
     #[error("interrupted by {signal}; everything done so far was undone")]
@@ -69,7 +69,7 @@ pub enum IsolateError {
         /// Signal number.
         signal: i32,
         /// The rollback.
-        rollback: RestoreReport,
+        rollback: Box<RestoreReport>,
     },
 }
 
@@ -250,11 +250,11 @@ pub fn create(
         Err(Failure::Kernel { step, error }) => Err(IsolateError::Kernel {
             step,
             error,
-            rollback: j.replay_and_close(),
+            rollback: Box::new(j.replay_and_close()),
         }),
         Err(Failure::Signal(signal)) => Err(IsolateError::Interrupted {
             signal,
-            rollback: j.replay_and_close(),
+            rollback: Box::new(j.replay_and_close()),
         }),
     }
 }
