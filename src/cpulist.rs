@@ -15,9 +15,40 @@ pub struct CpuListError {
 /// Largest CPU number accepted (the kernel's cpu_set_t holds 1024).
 pub const MAX_CPU: usize = 1023;
 
+/// A set of CPUs 0..=[`MAX_CPU`] as a bit set: a list that names the same
+/// range a million times costs a million bit operations, never a million
+/// ranges expanded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuSet([u64; (MAX_CPU + 1) / 64]);
+
+impl CpuSet {
+    /// Adds CPUs `lo..=hi` (both at most [`MAX_CPU`]).
+    pub fn insert_range(&mut self, lo: usize, hi: usize) {
+        let mut cpu = lo;
+        while cpu <= hi.min(MAX_CPU) {
+            let (word, bit) = (cpu / 64, cpu % 64);
+            // Whole words at once where the range covers them.
+            if bit == 0 && hi - cpu >= 63 {
+                self.0[word] = u64::MAX;
+                cpu += 64;
+            } else {
+                self.0[word] |= 1 << bit;
+                cpu += 1;
+            }
+        }
+    }
+
+    /// The CPUs, in increasing order.
+    pub fn to_vec(&self) -> Vec<usize> {
+        (0..=MAX_CPU)
+            .filter(|&c| self.0[c / 64] & (1 << (c % 64)) != 0)
+            .collect()
+    }
+}
+
 /// Parses a cpulist into a sorted, de-duplicated list of CPU numbers.
 pub fn parse(text: &str) -> Result<Vec<usize>, CpuListError> {
-    let mut cpus = Vec::new();
+    let mut cpus = CpuSet::default();
     let mut offset = 0;
     if text.trim().is_empty() {
         return Err(CpuListError {
@@ -52,15 +83,16 @@ pub fn parse(text: &str) -> Result<Vec<usize>, CpuListError> {
                         message: format!("range `{item}` runs backwards"),
                     });
                 }
-                cpus.extend(lo_n..=hi_n);
+                cpus.insert_range(lo_n, hi_n);
             }
-            None => cpus.push(number(item, at)?),
+            None => {
+                let n = number(item, at)?;
+                cpus.insert_range(n, n);
+            }
         }
         offset += part.len() + 1;
     }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+    Ok(cpus.to_vec())
 }
 
 /// Formats CPUs as a compact cpulist (`0-2,5`).
@@ -207,6 +239,17 @@ mod tests {
         assert!(parse("3-1").unwrap_err().message.contains("backwards"));
         assert!(parse("5000").unwrap_err().message.contains("beyond"));
         assert_eq!(parse("0-z").unwrap_err().offset, 2);
+    }
+
+    #[test]
+    fn a_list_repeating_the_whole_range_costs_no_more_than_the_range() {
+        let text = vec!["0-1023"; 200_000].join(",");
+        assert_eq!(parse(&text).unwrap(), (0..=MAX_CPU).collect::<Vec<_>>());
+        let mut set = CpuSet::default();
+        set.insert_range(3, 130);
+        set.insert_range(1023, 1023);
+        let v = set.to_vec();
+        assert_eq!((v.len(), v[0], v[127], v[128]), (129, 3, 130, 1023));
     }
 
     #[test]

@@ -384,7 +384,7 @@ fn an_outdir_that_cannot_be_made_is_refused_before_start() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("plain-file/results/timer_thread00.txt: `plain-file` is not a directory"),
+        err.contains("o.cfg:1:1: error: plain-file/results: `plain-file` is not a directory"),
         "{err}"
     );
     assert!(o.stdout.is_empty(), "nothing may run: {}", text(&o));

@@ -497,8 +497,8 @@ fn bad_inputs_are_refused_before_anything_is_written() {
         ),
         (
             &["report", "h.hist", "-o", "no/such/dir/r.html"],
-            1,
-            "cannot write",
+            2,
+            "directory `no` does not exist",
         ),
     ];
     for (args, code, message) in cases {

@@ -152,18 +152,39 @@ fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
     );
 }
 
+/// Reads at most `limit + 1` bytes of `path` (a pipe or a device as well
+/// as a file): enough to tell that it is too big, never more.
+fn read_bounded(path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Reads and plans an experiment (or the built-in one). Err = exit status.
 fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
     let root = SysRoot::real();
     let machine = RealMachine { root: root.clone() };
     let (text, name) = match file {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(t) => (t, path.display().to_string()),
-            Err(e) => {
-                crate::errln!("rtlab: cannot read {}: {e}", path.display());
-                return Err(EXIT_REFUSED);
+        Some(path) => {
+            let name = path.display().to_string();
+            let bytes = match read_bounded(path, crate::config::MAX_FILE_BYTES) {
+                Ok(b) => b,
+                Err(e) => {
+                    crate::errln!("rtlab: cannot read {name}: {e}");
+                    return Err(EXIT_REFUSED);
+                }
+            };
+            match crate::config::decode(&bytes) {
+                Ok(text) => (text.to_string(), name),
+                Err(d) => {
+                    print_diagnostics(&name, &[d]);
+                    return Err(EXIT_REFUSED);
+                }
             }
-        },
+        }
         None => {
             use plan::Machine;
             (

@@ -4,7 +4,7 @@
 //! manual (`docs/config-format.md`) documents every key listed here.
 
 /// The kinds of stanza.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StanzaKind {
     /// `main`: the conductor.
     Main,
@@ -153,9 +153,11 @@ pub fn unknown_key_hint(kind: StanzaKind, name: &str) -> String {
             kind.display()
         );
     }
+    // No key is longer than 64 bytes: a longer word is no typo of one (and
+    // the edit distance would cost its length times each key's).
     let best = KEYS
         .iter()
-        .filter(|k| k.stanza == kind)
+        .filter(|k| k.stanza == kind && name.len() <= 64)
         .map(|k| (strsim::levenshtein(k.name, name), k.name))
         .min();
     match best {

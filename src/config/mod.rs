@@ -13,6 +13,49 @@ use crate::sys::os::Sched;
 pub use parse::{parse, parse_all};
 pub use values::Action;
 
+/// Largest experiment file read (a real one is a few kB): bigger files are
+/// refused before they are parsed.
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+/// Most `timer_thread[N]` stanzas (one per CPU of the largest machine the
+/// kernel's `cpu_set_t` describes).
+pub const MAX_TIMERS: usize = 1024;
+/// Most `program[N]` stanzas.
+pub const MAX_PROGRAMS: usize = 256;
+/// Most properties in one stanza (repeatable keys included).
+pub const MAX_PROPERTIES: usize = 512;
+/// Longest thread-name pattern (`threads.sched`): thread names have at
+/// most 15 characters.
+pub const MAX_PATTERN: usize = 256;
+
+/// The text of an experiment file's bytes, or a diagnostic: too big, or
+/// not UTF-8 (at the line and column of the first bad byte).
+pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(Diagnostic::new(
+            Pos { line: 1, col: 1 },
+            format!(
+                "the file has more than {MAX_FILE_BYTES} bytes; an experiment file has a few thousand"
+            ),
+        )
+        .with_hint(Some("is this the experiment file? result files go to `plot`, `compare` and `report`".into())));
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        let good = &bytes[..e.valid_up_to()];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // The valid prefix decodes; its characters count the column.
+        let col = std::str::from_utf8(&good[start..]).map_or(1, |s| s.chars().count() + 1);
+        Diagnostic::new(
+            Pos { line, col },
+            format!(
+                "invalid UTF-8 (byte 0x{:02x})",
+                bytes.get(e.valid_up_to()).copied().unwrap_or(0)
+            ),
+        )
+        .with_hint(Some("save the file as UTF-8 (plain ASCII is UTF-8)".into()))
+    })
+}
+
 /// A position in the file, 1-based (columns count characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
 pub struct Pos {

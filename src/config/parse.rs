@@ -40,6 +40,8 @@ struct Stanza {
     index: usize,
     pos: Pos,
     props: Vec<Prop>,
+    /// Properties past [`MAX_PROPERTIES`] were dropped (and said so).
+    truncated: bool,
 }
 
 /// Byte index where a `#` comment starts, outside quotes; or the line length.
@@ -109,12 +111,36 @@ pub fn parse(text: &str) -> Result<Experiment, Vec<Diagnostic>> {
 /// the valid part against the machine, so that one run of `check` reports
 /// every problem of the file at once.
 pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
-    let mut diags = Vec::new();
+    let mut diags = Diags::default();
+    if let Err(d) = decode(text.as_bytes()) {
+        return (Experiment::default(), vec![d]);
+    }
     let stanzas = split_stanzas(text, &mut diags);
     let mut exp = Experiment::default();
     let mut main_seen: Option<Pos> = None;
-    let mut seen: Vec<(StanzaKind, usize, Pos)> = Vec::new();
+    let mut seen: std::collections::HashMap<(StanzaKind, usize), Pos> = Default::default();
+    let (mut timers, mut programs) = (0, 0);
     for st in stanzas {
+        let (count, max) = match st.kind {
+            StanzaKind::Main => (&mut 0, 1),
+            StanzaKind::Timer => (&mut timers, MAX_TIMERS),
+            StanzaKind::Program => (&mut programs, MAX_PROGRAMS),
+        };
+        *count += 1;
+        if *count == max + 1 {
+            diags.push(
+                Diagnostic::new(
+                    st.pos,
+                    format!("more than {max} {} stanzas", st.kind.display()),
+                )
+                .with_hint(Some(format!(
+                    "rtlab takes at most {max}; this one and the rest are ignored"
+                ))),
+            );
+        }
+        if *count > max && st.kind != StanzaKind::Main {
+            continue;
+        }
         if st.kind == StanzaKind::Main {
             if let Some(first) = main_seen {
                 diags.push(
@@ -126,10 +152,7 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
                 continue;
             }
             main_seen = Some(st.pos);
-        } else if let Some((_, _, first)) = seen
-            .iter()
-            .find(|(k, i, _)| *k == st.kind && *i == st.index)
-        {
+        } else if let Some(first) = seen.get(&(st.kind, st.index)) {
             diags.push(
                 Diagnostic::new(st.pos, format!("index {} is used twice", st.index)).with_hint(
                     Some(format!(
@@ -140,7 +163,7 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
             );
             continue;
         }
-        seen.push((st.kind, st.index, st.pos));
+        seen.insert((st.kind, st.index), st.pos);
         let mut b = Builder {
             diags: &mut diags,
             kind: st.kind,
@@ -157,12 +180,48 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
     }
     exp.timers.sort_by_key(|t| t.index);
     exp.programs.sort_by_key(|p| p.index);
-    diags.sort_by_key(|d| d.pos);
-    (exp, diags)
+    (exp, diags.into_sorted())
+}
+
+/// Most stanzas of a file: one `main`, the timers and the programs.
+const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS;
+
+/// The problems found, in a bounded list: past [`MAX_DIAGNOSTICS`] they are
+/// counted, not kept (a megabyte of garbage would otherwise make a million).
+#[derive(Default)]
+struct Diags {
+    list: Vec<Diagnostic>,
+    dropped: usize,
+}
+
+/// Most problems reported for one file.
+const MAX_DIAGNOSTICS: usize = 100;
+
+impl Diags {
+    fn push(&mut self, d: Diagnostic) {
+        if self.list.len() < MAX_DIAGNOSTICS {
+            self.list.push(d);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The problems in file order, and a last line for those not kept.
+    fn into_sorted(mut self) -> Vec<Diagnostic> {
+        self.list.sort_by_key(|d| d.pos);
+        if self.dropped > 0 {
+            let end = self.list.last().map_or_else(Pos::default, |d| d.pos);
+            self.list.push(Diagnostic::new(
+                end,
+                format!("and {} more problems, not shown", self.dropped),
+            ));
+        }
+        self.list
+    }
 }
 
 /// Splits text into stanzas of properties; syntax errors go to `diags`.
-fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
+fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
     let mut stanzas = Vec::new();
     let mut state = State::Outside;
     for (n, raw_line) in text.lines().enumerate() {
@@ -188,6 +247,7 @@ fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
                         index,
                         pos: start,
                         props: Vec::new(),
+                        truncated: false,
                     }),
                     start,
                 ),
@@ -203,6 +263,14 @@ fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
             State::Outside => header(content, pos, diags),
             State::Inside(stanza, _) if content == "}" => {
                 stanzas.extend(stanza);
+                if stanzas.len() > MAX_STANZAS {
+                    diags.push(
+                        Diagnostic::new(pos, format!("more than {MAX_STANZAS} stanzas"))
+                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads and {MAX_PROGRAMS} programs; the rest of the file is not read"))),
+                    );
+                    stanzas.pop();
+                    return stanzas;
+                }
                 State::Outside
             }
             State::Inside(mut stanza, start) => {
@@ -215,6 +283,22 @@ fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
                             )),
                         ),
                     );
+                } else if let Some(st) = stanza
+                    .as_mut()
+                    .filter(|st| st.props.len() >= MAX_PROPERTIES)
+                {
+                    if !st.truncated {
+                        st.truncated = true;
+                        diags.push(
+                            Diagnostic::new(
+                                pos,
+                                format!("more than {MAX_PROPERTIES} properties in one stanza"),
+                            )
+                            .with_hint(Some(
+                                "this one and the rest of the stanza are ignored".into(),
+                            )),
+                        );
+                    }
                 } else if let Some(st) = stanza.as_mut() {
                     let key_len = content.find(char::is_whitespace).unwrap_or(content.len());
                     let key = &content[..key_len];
@@ -249,7 +333,7 @@ fn split_stanzas(text: &str, diags: &mut Vec<Diagnostic>) -> Vec<Stanza> {
 }
 
 /// Parses a stanza header line (`name` or `name {`).
-fn header(content: &str, pos: Pos, diags: &mut Vec<Diagnostic>) -> State {
+fn header(content: &str, pos: Pos, diags: &mut Diags) -> State {
     let (name, opens) = match content.strip_suffix('{') {
         Some(n) => (n.trim(), true),
         None => (content, false),
@@ -273,6 +357,7 @@ fn header(content: &str, pos: Pos, diags: &mut Vec<Diagnostic>) -> State {
                 index,
                 pos,
                 props: Vec::new(),
+                truncated: false,
             }),
             pos,
         )
@@ -283,7 +368,7 @@ fn header(content: &str, pos: Pos, diags: &mut Vec<Diagnostic>) -> State {
 
 /// Turns a stanza's properties into typed configuration.
 struct Builder<'a> {
-    diags: &'a mut Vec<Diagnostic>,
+    diags: &'a mut Diags,
     kind: StanzaKind,
 }
 
@@ -313,6 +398,7 @@ impl Builder<'_> {
     /// worth interpreting.
     fn props<'p>(&mut self, st: &'p Stanza) -> Vec<&'p Prop> {
         let mut out: Vec<&Prop> = Vec::new();
+        let mut first_at: std::collections::HashMap<&str, Pos> = Default::default();
         for prop in &st.props {
             let Some(spec) = keys::find(self.kind, &prop.key) else {
                 self.diags.push(
@@ -324,13 +410,12 @@ impl Builder<'_> {
                 );
                 continue;
             };
-            if let Some(first) = out.iter().find(|p| p.key == prop.key && !spec.repeatable) {
+            if !spec.repeatable
+                && let Some(first) = first_at.get(prop.key.as_str())
+            {
                 self.diags.push(
                     Diagnostic::new(prop.key_pos, format!("`{}` is set twice", prop.key))
-                        .with_hint(Some(format!(
-                            "it was first set at line {}",
-                            first.key_pos.line
-                        ))),
+                        .with_hint(Some(format!("it was first set at line {}", first.line))),
                 );
                 continue;
             }
@@ -349,6 +434,7 @@ impl Builder<'_> {
                 );
                 continue;
             }
+            first_at.entry(prop.key.as_str()).or_insert(prop.key_pos);
             out.push(prop);
         }
         out
@@ -568,6 +654,16 @@ impl Builder<'_> {
             );
             return None;
         };
+        if pattern.chars().count() > MAX_PATTERN {
+            self.value_error(
+                prop,
+                ValueError::new(format!(
+                    "the pattern is longer than {MAX_PATTERN} characters"
+                ))
+                .hint("thread names have at most 15 characters; use `*` and `?`"),
+            );
+            return None;
+        }
         let at = |w: &str| prop.value.rfind(w).unwrap_or(0);
         let policy = self.get(prop, values::policy(policy).map_err(|e| e.at(at(policy))))?;
         let range = if policy.is_realtime() {
@@ -1129,6 +1225,52 @@ mod tests {
     fn columns_count_characters_not_bytes() {
         let d = one_error("main # é\n{\n  # é\n  stats.period 1 é\n}\n");
         assert_eq!(d.pos, Pos { line: 4, col: 18 });
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_at_its_line_and_column() {
+        let bytes = b"main\n{\n  dbg_level 1 \xc3\xa9 \xff x\n}\n";
+        let d = crate::config::decode(bytes).unwrap_err();
+        assert_eq!((d.pos.line, d.pos.col), (3, 17), "{d:?}");
+        assert!(d.message.contains("0xff"));
+        let d = crate::config::decode(&vec![b'#'; MAX_FILE_BYTES + 1]).unwrap_err();
+        assert!(d.message.contains("bytes"), "{d:?}");
+    }
+
+    #[test]
+    fn counts_are_bounded_and_refused_where_they_are_exceeded() {
+        let mut text = String::new();
+        for i in 0..=MAX_TIMERS {
+            text.push_str(&format!("timer_thread[{i}]\n{{\n}}\n"));
+        }
+        let d = errors(&text);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].pos.line, 3 * MAX_TIMERS + 1);
+        assert!(d[0].message.contains("more than 1024"), "{d:?}");
+        // Properties of one stanza.
+        let mut text = String::from("main\n{\n");
+        for _ in 0..MAX_PROPERTIES + 10 {
+            text.push_str("  irq.affinity 0\n");
+        }
+        text.push_str("}\n");
+        let d = errors(&text);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].pos.line, MAX_PROPERTIES + 3);
+        // A flood of problems is reported in part, and counted.
+        let d = errors(&"nonsense\n".repeat(10_000));
+        assert_eq!(d.len(), 101);
+        assert!(d[100].message.contains("more problems"), "{:?}", d[100]);
+        // Stanzas past the limit are not read at all.
+        let d = errors(&"main\n{\n}\n".repeat(5000));
+        assert!(
+            d.iter()
+                .any(|d| d.message.contains("more than 1281 stanzas")),
+            "{d:?}"
+        );
+        // Patterns are bounded.
+        let long = "*a".repeat(200);
+        let d = errors(&format!("main\n{{\n threads.sched {long} FIFO 2\n}}\n"));
+        assert!(d[0].message.contains("longer than 256"), "{d:?}");
     }
 
     #[test]

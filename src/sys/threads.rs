@@ -166,19 +166,38 @@ pub fn by_tid(root: &SysRoot, tid: i32) -> Option<ThreadInfo> {
 
 /// Whether `name` matches `pattern`: a glob with `*` and `?` (as tuna's
 /// thread lists), matched against the whole name.
+///
+/// Iterative, with one backtrack point (the last `*`): at most
+/// `len(pattern) × len(name)` steps and no recursion, whatever the pattern
+/// (`*a*a*a*…b` against `aaaa…` included).
 pub fn name_matches(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match (p.first(), n.first()) {
-            (None, None) => true,
-            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
-            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
-            _ => false,
-        }
-    }
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
+    let (mut pi, mut ni) = (0, 0);
+    // Where the last `*` was, and the name position it currently covers to.
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                // Let the last `*` take one more character and retry.
+                Some((sp, sn)) => {
+                    star = Some((sp, sn + 1));
+                    pi = sp + 1;
+                    ni = sn + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]
@@ -212,6 +231,11 @@ mod tests {
         assert!(!name_matches("ksoftirqd", "ksoftirqd/1"));
         assert!(name_matches("*", ""));
         assert!(!name_matches("a?", "a"));
+        assert!(name_matches("*a*b", "xxaxxb"));
+        assert!(!name_matches("*a*b", "xxaxxbx"));
+        assert!(name_matches("a*", "a"));
+        assert!(name_matches("**?", "x"));
+        assert!(!name_matches("", "x"));
     }
 
     #[test]
