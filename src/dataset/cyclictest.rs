@@ -114,7 +114,18 @@ fn t_line(line: &str) -> Option<(usize, Reported)> {
 
 /// Parses cyclictest's histogram text (a `--histfile`, or its stdout).
 pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError> {
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    // The rows, read straight into one bucket list per thread (no copy of
+    // the table): memory in proportion to the non-empty buckets.
+    let mut per_thread: Vec<Vec<(u64, u64)>> = Vec::new();
+    let mut any_row = false;
+    let too_many = |lineno: usize| {
+        ParseError::new(
+            lineno,
+            1,
+            format!("more than {} threads", super::MAX_THREADS),
+            "cyclictest runs one thread per CPU; this is not one of its files",
+        )
+    };
     let mut summary: [Option<Vec<u64>>; 5] = [None, None, None, None, None];
     let mut t_lines: Vec<(usize, Reported)> = Vec::new();
     const KEYS: [&str; 5] = [
@@ -129,9 +140,16 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
         let line = raw.trim_end();
         let lineno = n + 1;
         if let Some(k) = KEYS.iter().position(|k| line.starts_with(k)) {
-            summary[k] = Some(numbers(&line[KEYS[k].len()..], lineno, KEYS[k].len() + 1)?);
+            let values = numbers(&line[KEYS[k].len()..], lineno, KEYS[k].len() + 1)?;
+            if values.len() > super::MAX_THREADS {
+                return Err(too_many(lineno));
+            }
+            summary[k] = Some(values);
         } else if line.contains("T:") && !line.starts_with('#') {
             if let Some(t) = t_line(line) {
+                if t.0 >= super::MAX_THREADS {
+                    return Err(too_many(lineno));
+                }
                 t_lines.retain(|(i, _)| *i != t.0);
                 t_lines.push(t);
             }
@@ -151,7 +169,18 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
                 lineno,
                 8,
             )?;
-            rows.push((bucket, counts));
+            if counts.len() > super::MAX_THREADS {
+                return Err(too_many(lineno));
+            }
+            if per_thread.len() < counts.len() {
+                per_thread.resize_with(counts.len(), Vec::new);
+            }
+            for (i, &count) in counts.iter().enumerate() {
+                if count > 0 {
+                    per_thread[i].push((bucket, count));
+                }
+            }
+            any_row = true;
         }
         // Anything else (`# Histogram`, `# Total:`, overflow cycle numbers,
         // `policy:` lines, PM QoS notes) carries nothing rtlab needs.
@@ -159,8 +188,7 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
     let threads_seen = summary[0]
         .as_ref()
         .map(Vec::len)
-        .or_else(|| rows.iter().map(|r| r.1.len()).max())
-        .unwrap_or(0);
+        .unwrap_or(per_thread.len());
     if threads_seen == 0 {
         return Err(ParseError::new(
             1,
@@ -171,9 +199,7 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
     }
     // A histogram is only whole with its summary: without it the samples
     // beyond the histogram, the min and the max are unknown.
-    if !rows.is_empty()
-        && let Some(k) = [0, 2, 3].into_iter().find(|&k| summary[k].is_none())
-    {
+    if any_row && let Some(k) = [0, 2, 3].into_iter().find(|&k| summary[k].is_none()) {
         {
             return Err(ParseError::new(
                 lines_in_file,
@@ -190,10 +216,10 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
     for i in 0..threads_seen {
         let pick = |k: usize| summary[k].as_ref().and_then(|v| v.get(i)).copied();
         let from_t = t_lines.iter().find(|t| t.0 == i).map(|t| &t.1);
-        let buckets: Vec<(u64, u64)> = rows
-            .iter()
-            .filter_map(|(b, counts)| Some((*b, *counts.get(i)?)))
-            .collect();
+        let buckets = per_thread
+            .get_mut(i)
+            .map(std::mem::take)
+            .unwrap_or_default();
         if let Some(total) = pick(4) {
             let placed = sum_counts(buckets.iter().map(|b| b.1));
             if placed != total {
@@ -212,7 +238,7 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
             overflows: pick(3),
             // With a histogram, its totals count the samples: the last `T:`
             // line can be printed before the last samples.
-            cycles: if rows.is_empty() && summary[3].is_none() {
+            cycles: if !any_row && summary[3].is_none() {
                 from_t.and_then(|t| t.cycles)
             } else {
                 None
@@ -247,6 +273,14 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
             "give cyclictest's --json file, rtlab's --json result, cyclictest's -h output or a timer_threadNN.txt",
         ));
     };
+    if by_index.len() > super::MAX_THREADS {
+        return Err(ParseError::new(
+            1,
+            1,
+            format!("more than {} threads", super::MAX_THREADS),
+            "cyclictest runs one thread per CPU; this is not one of its files",
+        ));
+    }
     let unit_ns = if doc["resolution_in_ns"].as_u64() == Some(1) {
         1
     } else {

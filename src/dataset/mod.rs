@@ -523,14 +523,7 @@ pub fn load(path: &Path) -> Result<Run, LoadError> {
         message: e.message,
         hint: e.hint,
     };
-    let bytes = std::fs::read(path).map_err(|e| {
-        fail(ParseError::new(
-            0,
-            0,
-            format!("cannot read: {e}"),
-            "give the path of a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
-        ))
-    })?;
+    let bytes = read_bounded(path).map_err(fail)?;
     let text = String::from_utf8_lossy(&bytes);
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
@@ -544,6 +537,110 @@ pub fn load(path: &Path) -> Result<Run, LoadError> {
     } else {
         cyclictest::parse_histogram(&text, path).map_err(fail)
     }
+    .and_then(|run| implausible(&run).map_or(Ok(run), |e| Err(fail(e))))
+}
+
+/// Largest result file read: far more than any real run writes (a
+/// cyclictest histogram of 100000 µs rows for 64 threads is about 45 MB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Most timer threads in one result (as in an experiment file).
+pub const MAX_THREADS: usize = crate::config::MAX_TIMERS;
+
+/// Reads at most [`MAX_FILE_BYTES`] of a result file (or a pipe): a bigger
+/// one, or a device that never ends, is refused without reading on.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, ParseError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        ParseError::new(
+            0,
+            0,
+            format!("cannot read: {e}"),
+            "give the path of a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
+        )
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(cannot(std::io::Error::from(
+            std::io::ErrorKind::IsADirectory,
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ParseError::new(
+            0,
+            0,
+            format!(
+                "larger than {} MiB: no result file is this big",
+                MAX_FILE_BYTES >> 20
+            ),
+            "give a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Figures that cannot be (a count near 2^64, min above max, a mean outside
+/// [min, max], a percentile outside them, a negative or non-finite value):
+/// the file was altered or is not what it claims. None when all is well.
+fn implausible(run: &Run) -> Option<ParseError> {
+    const HUGE: u64 = 1 << 62;
+    let bad = |what: String| {
+        Some(ParseError::new(
+            0,
+            0,
+            format!("implausible figures: {what}"),
+            "the file was altered or damaged; rtlab will not draw or compare numbers that cannot be",
+        ))
+    };
+    for t in &run.threads {
+        let s = &t.stats;
+        let name = &t.name;
+        if s.samples >= HUGE || s.beyond_histogram.is_some_and(|b| b >= HUGE) {
+            return bad(format!("{name}: {} samples", s.samples));
+        }
+        if s.overruns.is_some_and(|o| o > s.samples) {
+            return bad(format!("{name}: more overruns than samples"));
+        }
+        if let (Some(min), Some(max)) = (s.min_ns, s.max_ns)
+            && min > max
+        {
+            return bad(format!("{name}: min {min} ns above max {max} ns"));
+        }
+        if let Some(mean) = s.mean_ns {
+            let (lo, hi) = (
+                s.min_ns.unwrap_or(0) as f64,
+                s.max_ns.map_or(f64::MAX, |m| m as f64),
+            );
+            // The mean of truncated µs values may sit up to 1 µs below min.
+            if !mean.is_finite() || mean < lo - 1000.0 || mean > hi + 1000.0 {
+                return bad(format!("{name}: mean {mean} ns outside [min, max]"));
+            }
+        }
+        if s.stddev_ns.is_some_and(|d| !d.is_finite() || d < 0.0) {
+            return bad(format!("{name}: standard deviation {:?}", s.stddev_ns));
+        }
+        if let (Some(min), Some(max)) = (s.min_ns, s.max_ns)
+            && let Some(q) = s.percentiles.iter().find(|q| {
+                q.value_ns.is_some_and(|v| {
+                    v.saturating_add(1000) < min || v > max.saturating_add(max / 100 + 1000)
+                })
+            })
+        {
+            return bad(format!("{name}: {} outside [min, max]", q.name));
+        }
+        if s.samples > 0 && t.distribution.total() > s.samples {
+            return bad(format!(
+                "{name}: the histogram holds {} samples, more than the {} taken",
+                t.distribution.total(),
+                s.samples
+            ));
+        }
+    }
+    None
 }
 
 /// Reads several runs; labels default to file stems, made unique, or are

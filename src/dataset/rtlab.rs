@@ -82,6 +82,14 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "read it with the rtlab version that wrote it (rtlab_version in the file)",
         ));
     }
+    if doc.timers.len() > super::MAX_THREADS {
+        return Err(ParseError::new(
+            1,
+            1,
+            format!("more than {} timer threads", super::MAX_THREADS),
+            "no rtlab run has this many; the file was altered",
+        ));
+    }
     let threads = doc.timers.iter().map(thread).collect();
     let context = context(&doc);
     let details = details(&doc);

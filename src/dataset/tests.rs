@@ -409,7 +409,7 @@ fn no_panic_on_mangled_inputs() {
 }
 
 #[test]
-fn no_panic_on_huge_numbers() {
+fn huge_numbers_are_refused_as_implausible_without_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let max = u64::MAX;
     let huge = [
@@ -424,25 +424,39 @@ fn no_panic_on_huge_numbers() {
         ),
     ];
     for (i, text) in huge.iter().enumerate() {
-        let run = load(&write(&dir, &format!("huge{i}"), text)).unwrap();
-        let _ = (run.all.mean_ns, run.threads[0].percentile_curve());
+        let e = load(&write(&dir, &format!("huge{i}"), text)).unwrap_err();
+        assert!(e.message.contains("implausible"), "{i}: {e:?}");
     }
     let mut doc: serde_json::Value =
         serde_json::from_str(&rtlab_doc(&[timer(0, &latencies(10, 1)).0])).unwrap();
     doc["timers"][0]["hdr_histogram"] = serde_json::json!([{"low_ns": max, "high_ns": max, "count": max}, {"low_ns": 1, "high_ns": 1, "count": max}]);
     doc["timers"][0]["series"] = serde_json::json!({"interval_ns": max, "intervals": [{"start_ns": max, "count": max, "min_ns": 0, "max_ns": max, "mean_ns": 1e300}]});
-    let runs = load_all(
-        &[
-            write(&dir, "a.json", &doc.to_string()),
-            write(&dir, "b.json", &doc.to_string()),
-        ],
-        &[],
-    )
-    .unwrap();
-    let _ = crate::report::plot::svg(&runs, &crate::report::plot::PlotOptions::default()).unwrap();
-    let _ = crate::report::html::render(&runs, "t", true, &Default::default()).unwrap();
-    let cols = crate::report::compare::columns(&runs, false);
-    let _ = crate::report::compare::text(&cols);
+    let e = load(&write(&dir, "a.json", &doc.to_string())).unwrap_err();
+    assert!(e.message.contains("implausible"), "{e:?}");
+}
+
+#[test]
+fn impossible_figures_are_refused_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        // min above max
+        (
+            "# Histogram\n000005 3\n# Total: 000000003\n# Min Latencies: 00009\n# Avg Latencies: 00005\n# Max Latencies: 00005\n# Histogram Overflows: 00000\n",
+            "min",
+        ),
+        // a mean outside [min, max] (cyclictest's own Avg, histogram overflowed)
+        (
+            "# Histogram\n000005 3\n# Total: 000000003\n# Min Latencies: 00005\n# Avg Latencies: 00900\n# Max Latencies: 00200\n# Histogram Overflows: 00001\n",
+            "mean",
+        ),
+    ];
+    for (i, (text, what)) in cases.iter().enumerate() {
+        let e = load(&write(&dir, &format!("bad{i}"), text)).unwrap_err();
+        assert!(
+            e.message.contains("implausible") && e.message.contains(what),
+            "{i}: {e:?}"
+        );
+    }
 }
 
 #[test]

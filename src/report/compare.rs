@@ -112,11 +112,25 @@ impl std::str::FromStr for Condition {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let fail = |why: String| format!("{why}\n  hint: {CONDITION_HINT}");
-        let at = text
-            .find(['<', '>'])
-            .ok_or_else(|| fail(format!("{text:?} has no comparison (> >= < <=)")))?;
+        // Every refusal names the column (in characters) where it went wrong.
+        let column_of = |part: &str| {
+            let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+            text.get(..offset).map_or(1, |s| s.chars().count() + 1)
+        };
+        let fail_at = |part: &str, why: String| {
+            format!(
+                "column {}: {why}\n  hint: {CONDITION_HINT}",
+                column_of(part)
+            )
+        };
+        let at = text.find(['<', '>']).ok_or_else(|| {
+            fail_at(
+                &text[text.len()..],
+                format!("{text:?} has no comparison (> >= < <=)"),
+            )
+        })?;
         let name = text[..at].trim();
+        let fail = |why: String| fail_at(name, why);
         let metric = Metric::parse(name).ok_or_else(|| {
             let near = Metric::ALL
                 .iter()
@@ -135,9 +149,10 @@ impl std::str::FromStr for Condition {
         } else if let Some(v) = rest.strip_prefix('<') {
             (Op::Less, v)
         } else {
-            return Err(fail(format!("{text:?}: bad comparison")));
+            return Err(fail_at(rest, format!("{text:?}: bad comparison")));
         };
         let value = value.trim();
+        let fail = |why: String| fail_at(value, why);
         let signed = value.starts_with(['+', '-']);
         let (number, unit) = value
             .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))

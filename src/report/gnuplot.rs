@@ -8,13 +8,23 @@ use super::plot::caption_line;
 use crate::dataset::Run;
 use std::fmt::Write as _;
 
-/// gnuplot quotes: double quotes with `\"` and `\\` escaped, on one line.
+/// A gnuplot string that is only text: single quotes (gnuplot runs
+/// `` `command` `` inside double quotes, never inside single ones), a quote
+/// doubled, control characters shown escaped, on one line. Used with
+/// `noenhanced`, so that `^ _ @ { }` are shown, not formatting.
 fn quoted(s: &str) -> String {
-    let one_line = s.replace(['\n', '\r'], " ");
-    format!(
-        "\"{}\"",
-        one_line.replace('\\', "\\\\").replace('"', "\\\"")
-    )
+    format!("'{}'", crate::text::one_line(s).replace('\'', "''"))
+}
+
+/// A comment line's text: on one line, and never ending in a backslash
+/// (gnuplot would carry the comment on to the next line and swallow it).
+fn comment(s: &str) -> String {
+    let mut text = crate::text::one_line(s).into_owned();
+    if text.ends_with('\\') {
+        text.pop();
+        text.push_str("\\x5c");
+    }
+    text
 }
 
 /// The sparse 1-µs buckets with a zero row at each edge of every gap, so
@@ -52,7 +62,7 @@ pub fn script(runs: &[Run], title: &str) -> String {
     );
     for run in runs {
         let line = format!("# {}  ({})", caption_line(run), run.path);
-        let _ = writeln!(out, "{}", line.replace(['\n', '\r'], " "));
+        let _ = writeln!(out, "{}", comment(&line));
     }
     let mut blocks = Vec::new();
     for (r, run) in runs.iter().enumerate() {
@@ -81,7 +91,7 @@ pub fn script(runs: &[Run], title: &str) -> String {
              if (strstrt(out, \".svg\") > 0) {{ set terminal svg size 1200,700 dynamic background rgb \"white\" }} \
              else {{ set terminal pngcairo size 1200,700 }}\n    \
              set output out\n}}\n\
-         set title {}\n\
+         set title {} noenhanced\n\
          set xlabel \"latency (us)\"\n\
          set ylabel \"samples\"\n\
          set logscale y\n\
@@ -104,7 +114,7 @@ pub fn script(runs: &[Run], title: &str) -> String {
         // samples keeps a lone sample visible between empty buckets.
         let _ = write!(
             out,
-            "{name} using 1:2 with steps linewidth 2 linecolor {n} title {}, \\\n     \
+            "{name} using 1:2 with steps linewidth 2 linecolor {n} title {} noenhanced, \\\n     \
              {name} using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor {n} notitle",
             quoted(label),
             n = i + 1

@@ -247,7 +247,7 @@ if (exists("out")) {
     if (strstrt(out, ".svg") > 0) { set terminal svg size 1200,700 dynamic background rgb "white" } else { set terminal pngcairo size 1200,700 }
     set output out
 }
-set title "Idle vs \"loaded\""
+set title 'Idle vs "loaded"' noenhanced
 set xlabel "latency (us)"
 set ylabel "samples"
 set logscale y
@@ -255,13 +255,13 @@ set yrange [0.8:*]
 set xrange [0:*]
 set grid
 set key top right
-plot $run0_t0 using 1:2 with steps linewidth 2 linecolor 1 title "idle: max 2646.4 us", \
+plot $run0_t0 using 1:2 with steps linewidth 2 linecolor 1 title 'idle: max 2646.4 us' noenhanced, \
      $run0_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 1 notitle, \
-     $run1_t0 using 1:2 with steps linewidth 2 linecolor 2 title "loaded T0: max 5938.5 us", \
+     $run1_t0 using 1:2 with steps linewidth 2 linecolor 2 title 'loaded T0: max 5938.5 us' noenhanced, \
      $run1_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 2 notitle, \
-     $run1_t1 using 1:2 with steps linewidth 2 linecolor 3 title "loaded T1: max 8300.4 us", \
+     $run1_t1 using 1:2 with steps linewidth 2 linecolor 3 title 'loaded T1: max 8300.4 us' noenhanced, \
      $run1_t1 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 3 notitle, \
-     $run2_t0 using 1:2 with steps linewidth 2 linecolor 4 title "old T0: max 2.0 us", \
+     $run2_t0 using 1:2 with steps linewidth 2 linecolor 4 title 'old T0: max 2.0 us' noenhanced, \
      $run2_t0 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 4 notitle, \
-     $run2_t1 using 1:2 with steps linewidth 2 linecolor 5 title "old T1: max 12.0 us", \
+     $run2_t1 using 1:2 with steps linewidth 2 linecolor 5 title 'old T1: max 12.0 us' noenhanced, \
      $run2_t1 using 1:($2 > 0 ? $2 : 1/0) with points pointtype 7 pointsize 0.6 linecolor 5 notitle
