@@ -516,15 +516,29 @@ fn default_label(path: &Path) -> String {
 
 /// Reads one run, guessing its format from its content.
 pub fn load(path: &Path) -> Result<Run, LoadError> {
-    let fail = |e: ParseError| LoadError {
-        path: path.display().to_string(),
-        line: e.line,
-        column: e.column,
-        message: e.message,
-        hint: e.hint,
-    };
-    let bytes = read_bounded(path).map_err(fail)?;
-    let text = String::from_utf8_lossy(&bytes);
+    match read_bounded(path) {
+        Ok(bytes) => parse_bytes(&bytes, path),
+        Err(e) => Err(e.located(path)),
+    }
+}
+
+impl ParseError {
+    fn located(self, path: &Path) -> LoadError {
+        LoadError {
+            path: path.display().to_string(),
+            line: self.line,
+            column: self.column,
+            message: self.message,
+            hint: self.hint,
+        }
+    }
+}
+
+/// Reads one run from the bytes of the file at `path` (named in errors and
+/// labels), guessing its format from its content.
+pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Run, LoadError> {
+    let fail = |e: ParseError| e.located(path);
+    let text = String::from_utf8_lossy(bytes);
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         if trimmed.contains("\"rtlab_version\"") {

@@ -14,10 +14,11 @@ use crate::dataset::{Metric, Run};
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// Escapes text for HTML.
+/// Escapes text for HTML: markup shown as text, control characters shown
+/// escaped (XML forbids most of them; a browser would drop or mangle them).
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in crate::text::terminal(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

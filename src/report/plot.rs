@@ -107,11 +107,12 @@ fn curves(runs: &[Run]) -> Vec<Curve<'_>> {
     let mut out = Vec::new();
     for run in runs {
         for t in &run.threads {
-            let label = if run.threads.len() == 1 {
+            let label = crate::text::one_line(&if run.threads.len() == 1 {
                 run.label.clone()
             } else {
                 format!("{} {}", run.label, t.name)
-            };
+            })
+            .into_owned();
             out.push(Curve {
                 label,
                 thread: t,
@@ -147,7 +148,8 @@ pub fn caption_line(run: &Run) -> String {
     parts.extend(c.duration_s.map(|d| format!("{d:.0} s")));
     parts.push(format!("{} samples", run.all.samples));
     parts.extend(c.load.as_ref().map(|l| format!("load: {l}")));
-    format!("{}: {}", run.label, parts.join(", "))
+    // Shown in pictures, scripts and pages: on one line, nothing active.
+    crate::text::one_line(&format!("{}: {}", run.label, parts.join(", "))).into_owned()
 }
 
 fn draw<DB: DrawingBackend>(
@@ -160,7 +162,7 @@ fn draw<DB: DrawingBackend>(
     let header = 44 + 20 * runs.len() as u32;
     let (top, body) = root.split_vertically(header);
     top.draw(&Text::new(
-        opts.title.clone(),
+        crate::text::one_line(&opts.title).into_owned(),
         (16, 10),
         (FAMILY, 26).into_font().color(&BLACK),
     ))

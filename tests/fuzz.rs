@@ -1,0 +1,463 @@
+//! The fuzz harness, run by `cargo test`: every parser of outside input
+//! (experiment file and planner, CPU lists, thread-name patterns, the
+//! `--fail-if` grammar, every result-file reader) fed generated and mutated
+//! inputs with proptest, each input checked for
+//!
+//! - no panic,
+//! - no hang: a watchdog aborts the test binary, naming the input, if one
+//!   input takes more than [`HANG_LIMIT`] (a hang detector, far above the
+//!   microseconds an input takes: not a speed test),
+//! - bounded memory: while an input is handled the test binary's allocator
+//!   (the `cap` crate) refuses to hold more than [`MEMORY_LIMIT`] above what
+//!   was held before it, and a refused allocation aborts the binary,
+//! - a position for every refusal.
+//!
+//! `RTLAB_FUZZ_CASES=N` sets the inputs per target (default 2000; the long
+//! run of docs/hardening.md uses 2 000 000 per target, 10^7 in all).
+
+use cap::Cap;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The longest one input may take before the watchdog calls it a hang.
+const HANG_LIMIT: Duration = Duration::from_secs(5);
+/// The most memory one input may hold at once (the inputs are < 64 kB):
+/// an allocation past it fails, which aborts the test binary.
+const MEMORY_LIMIT: usize = 32 << 20;
+
+/// The system allocator, counting what the process holds and refusing
+/// more than the limit set for the input at hand.
+#[global_allocator]
+static ALLOCATOR: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+
+/// The input being handled now, with its start time.
+static RUNNING: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+
+fn start_watchdog() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        std::thread::spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_millis(200));
+                let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((since, input)) =
+                    running.as_ref().filter(|r| r.0.elapsed() > HANG_LIMIT)
+                {
+                    eprintln!(
+                        "fuzz: an input took more than {HANG_LIMIT:?} ({:?}): {input}",
+                        since.elapsed()
+                    );
+                    std::process::abort();
+                }
+            }
+        });
+    });
+}
+
+/// Runs `f` on one input under the watchdog and the memory limit.
+fn guarded<T>(input: &dyn std::fmt::Debug, f: impl FnOnce() -> T) -> Result<T, TestCaseError> {
+    start_watchdog();
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((Instant::now(), format!("{input:.2000?}")));
+    let _ = ALLOCATOR.set_limit(ALLOCATOR.allocated() + MEMORY_LIMIT);
+    let out = f();
+    let _ = ALLOCATOR.set_limit(usize::MAX);
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    Ok(out)
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("RTLAB_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn runner(default: u32) -> TestRunner {
+    TestRunner::new(Config {
+        cases: cases(default),
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+/// Text made of the format's own pieces (more likely to go deep than
+/// random characters), or any string at all.
+fn soup(pieces: &'static [&'static str], max: usize) -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => prop::collection::vec(prop::sample::select(pieces), 0..max).prop_map(|v| v.concat()),
+        1 => any::<String>(),
+    ]
+    .boxed()
+}
+
+const EXPERIMENT_PIECES: &[&str] = &[
+    "main",
+    "{",
+    "}",
+    "timer_thread[",
+    "]",
+    "program[",
+    "0",
+    "1",
+    "7",
+    " ",
+    "\n",
+    "\n",
+    "#",
+    "\"",
+    "'",
+    "\\",
+    "cmdline ",
+    "sleep 1",
+    "sched.policy ",
+    "sched.priority ",
+    "FIFO",
+    "RR",
+    "OTHER",
+    "99",
+    "1.5",
+    "ms",
+    "us",
+    "é",
+    "-",
+    ",",
+    "\t",
+    "memlock",
+    "cpu_affinity ",
+    "0-1",
+    "stats.period ",
+    "lifetime.loops ",
+    "lifetime.duration ",
+    "stats.filename ",
+    "output.out ",
+    "output.err ",
+    "/dev/null",
+    "x.txt",
+    "irq.affinity ",
+    "threads.sched ",
+    "ksoftirqd/*",
+    "*a*a*a*b",
+    "all",
+    "cpuset ",
+    "on_ok ",
+    "on_ko ",
+    "restart",
+    "stop",
+    "cpu.bandwidth ",
+    "50%",
+    "dbg_level ",
+    "\u{1b}[31m",
+    "18446744073709551616",
+    "-1",
+    "0x",
+    "stats.format ",
+    "csv",
+];
+
+fn check_positions(text: &str, diags: &[rtlab::config::Diagnostic]) -> Result<(), TestCaseError> {
+    let lines = text.lines().count().max(1);
+    for d in diags {
+        prop_assert!(
+            d.pos.line >= 1 && d.pos.line <= lines + 1 && d.pos.col >= 1,
+            "refusal without a place in the file: {d:?}"
+        );
+    }
+    Ok(())
+}
+
+fn experiment_parser_and_planner() {
+    let machine = rtlab::plan::RealMachine {
+        root: rtlab::sys::SysRoot::real(),
+    };
+    let opts = rtlab::plan::PlanOptions::default();
+    runner(2000)
+        .run(&soup(EXPERIMENT_PIECES, 80), |text| {
+            let (parsed, planned) = guarded(&text, || {
+                (
+                    rtlab::config::parse_all(&text),
+                    rtlab::plan::plan_text(&text, "fuzz.cfg", &machine, &opts),
+                )
+            })?;
+            check_positions(&text, &parsed.1)?;
+            if let Err(diags) = planned {
+                prop_assert!(!diags.is_empty());
+                check_positions(&text, &diags)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The cpulist rule written the plainest way, for comparison.
+fn cpulist_by_hand(text: &str) -> Option<Vec<usize>> {
+    let mut set = std::collections::BTreeSet::new();
+    if text.trim().is_empty() {
+        return None;
+    }
+    for part in text.split(',') {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n <= rtlab::cpulist::MAX_CPU)
+        };
+        match part.trim().split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (num(lo)?, num(hi)?);
+                if hi < lo {
+                    return None;
+                }
+                set.extend(lo..=hi);
+            }
+            None => {
+                set.insert(num(part)?);
+            }
+        }
+    }
+    Some(set.into_iter().collect())
+}
+
+fn cpu_lists_agree_with_a_plain_reading() {
+    let pieces: &'static [&'static str] = &[
+        "0",
+        "1",
+        "2",
+        "3",
+        "9",
+        "1023",
+        "1024",
+        "-",
+        ",",
+        " ",
+        "x",
+        "0x",
+        "f",
+        "99999999999999999999",
+    ];
+    runner(5000)
+        .run(&soup(pieces, 20), |text| {
+            let (list, mask) = guarded(&text, || {
+                (
+                    rtlab::cpulist::parse(&text),
+                    rtlab::cpulist::parse_list_or_mask(&text),
+                )
+            })?;
+            match (&list, cpulist_by_hand(&text)) {
+                (Ok(got), Some(want)) => prop_assert_eq!(got, &want),
+                (Err(e), None) => prop_assert!(e.offset <= text.len(), "{e:?}"),
+                (got, want) => prop_assert!(false, "{text:?}: {got:?} but by hand {want:?}"),
+            }
+            if let Ok(cpus) = mask {
+                prop_assert!(cpus.windows(2).all(|w| w[0] < w[1]));
+                prop_assert!(cpus.iter().all(|&c| c <= rtlab::cpulist::MAX_CPU));
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Glob matching written as its definition (exponential: small inputs only).
+fn glob_by_definition(p: &[char], n: &[char]) -> bool {
+    match (p.first(), n.first()) {
+        (None, None) => true,
+        (Some('*'), _) => {
+            glob_by_definition(&p[1..], n) || (!n.is_empty() && glob_by_definition(p, &n[1..]))
+        }
+        (Some('?'), Some(_)) => glob_by_definition(&p[1..], &n[1..]),
+        (Some(a), Some(b)) if a == b => glob_by_definition(&p[1..], &n[1..]),
+        _ => false,
+    }
+}
+
+fn thread_patterns_agree_with_the_definition() {
+    let pattern = prop::collection::vec(prop::sample::select(vec!['a', 'b', '*', '?']), 0..12);
+    let name = prop::collection::vec(prop::sample::select(vec!['a', 'b', '/']), 0..14);
+    runner(20_000)
+        .run(&(pattern, name), |(p, n)| {
+            let (ps, ns): (String, String) = (p.iter().collect(), n.iter().collect());
+            let got = guarded(&(&ps, &ns), || rtlab::sys::threads::name_matches(&ps, &ns))?;
+            prop_assert_eq!(got, glob_by_definition(&p, &n), "{:?} vs {:?}", ps, ns);
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn fail_if_conditions() {
+    let pieces: &'static [&'static str] = &[
+        "p99", "p99.9", "max", "samples", "mean", ">", ">=", "<", "<=", "+", "-", "10", "1.5", "%",
+        "us", "µs", "ms", "ns", " ", "e308", ".", "x",
+    ];
+    runner(5000)
+        .run(&soup(pieces, 12), |text| {
+            let parsed = guarded(&text, || text.parse::<rtlab::report::compare::Condition>())?;
+            if let Err(e) = parsed {
+                prop_assert!(e.starts_with("column "), "{e}");
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A byte-level change to a seed file.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip(usize, u8),
+    Insert(usize, &'static str),
+    Delete(usize, usize),
+    Cut(usize),
+}
+
+const TOKENS: &[&str] = &[
+    "18446744073709551615",
+    "18446744073709551616",
+    "-1",
+    "1e308",
+    "nan",
+    "0",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ",",
+    "\n",
+    "\t",
+    "#",
+    "# Total: 5\n",
+    "# Min Latencies: 9 9 9\n",
+    "T: 5000 ( 1) P:80 I:1000 C: 9 Min: 1 Act: 2 Avg: 3 Max: 4\n",
+    "\u{1b}]0;x\u{7}",
+    "\"samples\": 18446744073709551615,",
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+];
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Flip(at, b)),
+        (any::<usize>(), prop::sample::select(TOKENS)).prop_map(|(at, t)| Mutation::Insert(at, t)),
+        (any::<usize>(), 0..64usize).prop_map(|(at, n)| Mutation::Delete(at, n)),
+        any::<usize>().prop_map(Mutation::Cut),
+    ]
+}
+
+fn mutate(seed: &[u8], mutations: &[Mutation]) -> Vec<u8> {
+    let mut b = seed.to_vec();
+    for m in mutations {
+        let len = b.len().max(1);
+        match *m {
+            Mutation::Flip(at, x) => {
+                if let Some(byte) = b.get_mut(at % len) {
+                    *byte ^= x;
+                }
+            }
+            Mutation::Insert(at, t) => {
+                let at = at % (b.len() + 1);
+                b.splice(at..at, t.bytes());
+            }
+            Mutation::Delete(at, n) => {
+                let at = at % len;
+                let end = (at + n).min(b.len());
+                if at < end {
+                    b.drain(at..end);
+                }
+            }
+            Mutation::Cut(at) => b.truncate(at % len),
+        }
+    }
+    b
+}
+
+const CYCLICTEST_JSON: &str = r#"{"file_version": 1, "cmdline:": "cyclictest -h 100 --json=x",
+ "sysinfo": {"nodename": "board", "release": "6.1.0-rt", "realtime": 1}, "return_code": 0,
+ "resolution_in_ns": 0, "thread": {"0": {"histogram": {"3": 5, "4": 10, "7": 1},
+ "cycles": 16, "min": 3, "max": 7, "avg": 3.9, "cpu": 1},
+ "1": {"histogram": {"2": 4}, "cycles": 5, "min": 2, "max": 150, "avg": -nan, "cpu": 0}}}"#;
+
+/// Real files: an rtlab run and a cyclictest run of this machine
+/// (`tests/seeds`), cyclictest's stdout, systress txt and csv.
+fn reader_seeds() -> Vec<(&'static str, String)> {
+    let file = |dir: &str, name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .join(dir)
+                .join(name),
+        )
+        .unwrap_or_default()
+    };
+    vec![
+        ("rtlab.json", file("seeds", "rtlab-result.json")),
+        ("cyclictest.json", file("seeds", "cyclictest.json")),
+        ("cyclictest-nan.json", CYCLICTEST_JSON.to_string()),
+        ("cyclictest.hist", file("golden", "cyclictest-stdout.txt")),
+        ("timer_thread00.txt", file("seeds", "timer_thread00.txt")),
+        ("timer_thread00.csv", file("golden", "timer_thread00.csv")),
+    ]
+}
+
+fn result_file_readers() {
+    let seeds = reader_seeds();
+    for (name, seed) in &seeds {
+        assert!(
+            rtlab::dataset::parse_bytes(seed.as_bytes(), Path::new(name)).is_ok(),
+            "the seed {name} must read"
+        );
+    }
+    let strategy = (0..seeds.len(), prop::collection::vec(mutation(), 1..6));
+    runner(2000)
+        .run(&strategy, |(k, mutations)| {
+            let (name, seed) = &seeds[k];
+            let bytes = mutate(seed.as_bytes(), &mutations);
+            let lines = bytes.split(|&b| b == b'\n').count();
+            guarded(&(name, &mutations), || {
+                match rtlab::dataset::parse_bytes(&bytes, Path::new(name)) {
+                    Ok(run) => {
+                        // What was read must render.
+                        let runs = [run];
+                        let columns = rtlab::report::compare::columns(&runs, true);
+                        let _ = rtlab::report::compare::text(&columns);
+                        let _ = rtlab::report::gnuplot::script(&runs, "t");
+                        Ok(())
+                    }
+                    Err(e) => {
+                        if e.line > lines + 1 {
+                            return Err(TestCaseError::fail(format!(
+                                "line {} of {lines}: {e:?}",
+                                e.line
+                            )));
+                        }
+                        Ok(())
+                    }
+                }
+            })?
+        })
+        .unwrap();
+}
+
+/// One test, the targets in turn: the memory limit is the process's, so
+/// nothing else may run beside them.
+#[test]
+fn fuzz_every_parser_of_outside_input() {
+    let t = Instant::now();
+    // The limit is in force while an input is handled, and lifted after.
+    let refused = guarded(&"limit check", || {
+        Vec::<u8>::new().try_reserve(MEMORY_LIMIT + 1).is_err()
+    });
+    assert!(refused.unwrap(), "the memory limit does not hold");
+    assert!(Vec::<u8>::new().try_reserve(MEMORY_LIMIT + 1).is_ok());
+    experiment_parser_and_planner();
+    cpu_lists_agree_with_a_plain_reading();
+    thread_patterns_agree_with_the_definition();
+    fail_if_conditions();
+    result_file_readers();
+    eprintln!(
+        "fuzz: {} inputs per target ({} for patterns) in {:.1?}",
+        cases(2000),
+        cases(20_000),
+        t.elapsed()
+    );
+}
