@@ -235,6 +235,11 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         Owner::Run,
     ) {
         Ok(j) => Some(j),
+        // A journal directory others could tamper with is not used at all:
+        // the run does not start (its changes could not be trusted back).
+        Err(e @ journal::JournalError::Untrusted(_)) => {
+            anyhow::bail!("{e}");
+        }
         Err(e) => {
             if os::geteuid() == 0 {
                 warnings.push(format!("changes of this run are not journalled: {e}"));

@@ -153,14 +153,19 @@ fn render_create(r: &isolate::CreateReport) -> String {
 fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
     if json {
         print_json(report);
-    } else if report.journals.is_empty() && report.skipped.is_empty() {
+    } else if report.journals.is_empty() && report.skipped.is_empty() && report.refused.is_empty() {
         crate::outln!("rtlab: {nothing}");
     } else {
         for l in report.lines() {
             crate::outln!("{l}");
         }
         let failed = report.failures().count();
-        if report.journals.is_empty() {
+        if !report.refused.is_empty() {
+            crate::outln!(
+                "rtlab: {} journal(s) refused and left in place, nothing of them replayed; see why above",
+                report.refused.len()
+            );
+        } else if report.journals.is_empty() {
             crate::outln!(
                 "rtlab: nothing restored: the journals are held by an rtlab that is still running"
             );

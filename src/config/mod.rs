@@ -102,15 +102,32 @@ impl Diagnostic {
     }
 
     /// Renders it for `file` (`FILE:LINE:COL: error: message` + hint line).
+    /// A message or hint quoting a huge part of the file is cut short.
     pub fn render(&self, file: &str) -> String {
         let mut out = format!(
             "{file}:{}:{}: error: {}",
-            self.pos.line, self.pos.col, self.message
+            self.pos.line,
+            self.pos.col,
+            shortened(&self.message)
         );
         if let Some(hint) = &self.hint {
-            out.push_str(&format!("\n  hint: {hint}"));
+            out.push_str(&format!("\n  hint: {}", shortened(hint)));
         }
         out
+    }
+}
+
+/// `text` cut to its first 400 characters, saying how many were left out.
+fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 400;
+    match text.char_indices().nth(MAX) {
+        None => text.into(),
+        Some((cut, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..cut],
+            text[cut..].chars().count()
+        )
+        .into(),
     }
 }
 

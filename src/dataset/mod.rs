@@ -573,18 +573,20 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, ParseError> {
             "give the path of a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
         )
     };
+    use std::os::unix::fs::FileTypeExt;
     let file = std::fs::File::open(path).map_err(cannot)?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(cannot(std::io::Error::from(
-            std::io::ErrorKind::IsADirectory,
-        )));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    let meta = file.metadata().map_err(cannot)?;
+    // A file, or a pipe (`<(cyclictest ...)`); never a device or directory.
+    if !(meta.is_file() || meta.file_type().is_fifo()) {
         return Err(ParseError::new(
+            0,
+            0,
+            "not a regular file or a pipe",
+            "give a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
+        ));
+    }
+    let too_big = || {
+        ParseError::new(
             0,
             0,
             format!(
@@ -592,7 +594,17 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, ParseError> {
                 MAX_FILE_BYTES >> 20
             ),
             "give a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
-        ));
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
     }
     Ok(bytes)
 }

@@ -118,15 +118,22 @@ impl Planner<'_> {
                 value: cpus.clone(),
                 pos: entry.pos,
             }));
-            let missing: Vec<String> = irqs
+            let mut missing: Vec<u32> = irqs
                 .iter()
                 .filter(|n| !present.contains(n))
-                .map(u32::to_string)
+                .copied()
                 .collect();
+            missing.sort_unstable();
+            missing.dedup();
             if !missing.is_empty() {
+                let shown: Vec<String> = missing.iter().take(10).map(u32::to_string).collect();
+                let more = match missing.len() {
+                    n if n > 10 => format!(" and {} more", n - 10),
+                    _ => String::new(),
+                };
                 self.refuse(
                     entry.pos,
-                    format!("no IRQ {} on this machine", missing.join(", ")),
+                    format!("no IRQ {}{more} on this machine", shown.join(", ")),
                     "`rtlab irq` lists the IRQs",
                 );
             }

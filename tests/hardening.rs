@@ -1,0 +1,553 @@
+//! rtlab tried as an attacker would on a shared machine: links planted at
+//! every output path by another user, hostile journals in hostile
+//! directories, labels that would be code in a gnuplot script or markup in a
+//! page, and small pathological files, each handled in bounded time and
+//! memory by the real binary.
+
+mod common;
+use common::{is_root, path_taken, text};
+use std::os::unix::fs::{PermissionsExt, lchown, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The attacker: `nobody`.
+const NOBODY: u32 = 65534;
+
+fn rtlab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .output()
+        .unwrap()
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A file outside the attacker's reach that the attacker would like rtlab
+/// to overwrite.
+struct Victim {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Victim {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("precious");
+        std::fs::write(&path, "precious\n").unwrap();
+        Victim { _dir: dir, path }
+    }
+
+    fn untouched(&self) -> bool {
+        std::fs::read_to_string(&self.path).unwrap() == "precious\n"
+    }
+}
+
+/// `name` in `dir` made a link to `target`, owned by the attacker.
+fn plant(dir: &Path, name: &str, target: &Path) -> PathBuf {
+    let link = dir.join(name);
+    symlink(target, &link).unwrap();
+    lchown(&link, Some(NOBODY), Some(NOBODY)).unwrap();
+    link
+}
+
+const EXPERIMENT: &str = "timer_thread[0]\n{\n  lifetime.loops 50\n}\n\
+                          program[0]\n{\n  cmdline echo hello\n  output.out prog.out\n  output.err prog.err\n}\n";
+
+/// Every output path rtlab writes, for one planted link each.
+fn outputs() -> Vec<(&'static str, Vec<&'static str>)> {
+    vec![
+        ("timer_thread00.txt", vec!["run", "exp.cfg"]),
+        ("prog.out", vec!["run", "exp.cfg"]),
+        ("prog.err", vec!["run", "exp.cfg"]),
+        ("out.json", vec!["run", "exp.cfg", "--json", "out.json"]),
+        ("pic.svg", vec!["plot", "seed.json", "-o", "pic.svg"]),
+        ("pic.png", vec!["plot", "seed.json", "-o", "pic.png"]),
+        ("plot.gp", vec!["plot", "seed.json", "--gnuplot", "plot.gp"]),
+        ("r.html", vec!["report", "seed.json", "-o", "r.html"]),
+    ]
+}
+
+fn seed_result(dir: &Path) {
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seeds/rtlab-result.json"),
+        dir.join("seed.json"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
+    const TEST: &str = "every_output_survives_a_link_planted_in_a_sticky_world_writable_directory";
+    if !is_root() {
+        path_taken(
+            TEST,
+            "not root: another user's link cannot be planted; skipped",
+        );
+        return;
+    }
+    path_taken(
+        TEST,
+        "root: links owned by uid 65534 planted at each output path",
+    );
+    for (name, args) in outputs() {
+        // /tmp as it is: sticky and world-writable.
+        let shared = tempfile::tempdir().unwrap();
+        chmod(shared.path(), 0o1777);
+        std::fs::write(shared.path().join("exp.cfg"), EXPERIMENT).unwrap();
+        seed_result(shared.path());
+        let victim = Victim::new();
+        let link = plant(shared.path(), name, &victim.path);
+        let o = rtlab(shared.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("symbolic link"), "{name}: {err}");
+        assert!(victim.untouched(), "{name}: the link's target was written");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // Refused before anything started: nothing else appeared.
+        let mut left: Vec<String> = std::fs::read_dir(shared.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec!["exp.cfg".to_string(), "seed.json".into(), name.into()];
+        want.sort();
+        assert_eq!(left, want, "{name}");
+    }
+}
+
+#[test]
+fn a_link_in_a_directory_of_another_user_is_not_followed() {
+    const TEST: &str = "a_link_in_a_directory_of_another_user_is_not_followed";
+    if !is_root() {
+        path_taken(TEST, "not root; skipped");
+        return;
+    }
+    path_taken(
+        TEST,
+        "root: a directory of uid 65534 (mode 0755, where fs.protected_symlinks does not apply) links to the victim's directory",
+    );
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("exp.cfg"), EXPERIMENT).unwrap();
+    seed_result(work.path());
+    let theirs = work.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let victim = Victim::new();
+    let victim_dir = victim.path.parent().unwrap().to_path_buf();
+    plant(&theirs, "results", &victim_dir);
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    for args in [
+        vec!["run", "exp.cfg", "--outdir", "theirs/results"],
+        vec!["run", "exp.cfg", "--json", "theirs/results/precious"],
+        vec!["plot", "seed.json", "-o", "theirs/results/precious.svg"],
+    ] {
+        let o = rtlab(work.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("owned by uid 65534"), "{args:?}: {err}");
+        assert!(victim.untouched());
+        assert_eq!(
+            std::fs::read_dir(&victim_dir).unwrap().count(),
+            1,
+            "{args:?} wrote there"
+        );
+    }
+}
+
+#[test]
+fn outputs_are_written_whole_and_replace_the_callers_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.cfg"), EXPERIMENT).unwrap();
+    std::fs::write(dir.path().join("out.json"), "an older result").unwrap();
+    std::fs::write(dir.path().join("prog.out"), "older output").unwrap();
+    let o = rtlab(dir.path(), &["run", "exp.cfg", "--json", "out.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["timers"][0]["summary"]["samples"], 50);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("prog.out")).unwrap(),
+        "hello\n"
+    );
+    // No temporary file is left beside them.
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".rtlab-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A journal as an attacker would write it.
+fn hostile_journal(dir: &Path, changes: &[String]) {
+    let header = serde_json::json!({
+        "journal": "rtlab-journal/1", "owner": "run", "pid": 999_999,
+        "boot_id": "", "created": "2026-11-22T00:00:00Z", "command": "rtlab run"
+    });
+    let mut text = format!("{header}\n");
+    for c in changes {
+        text.push_str(c);
+        text.push('\n');
+    }
+    let path = dir.join("run-999999.journal");
+    std::fs::write(&path, text).unwrap();
+    chmod(&path, 0o600);
+}
+
+#[test]
+fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
+    const TEST: &str = "a_hostile_journal_is_refused_and_nothing_is_replayed";
+    if !is_root() {
+        path_taken(TEST, "not root: `rtlab restore` is refused first; skipped");
+        return;
+    }
+    path_taken(
+        TEST,
+        "root: journals replayed by `rtlab restore` and at the start of `rtlab run`",
+    );
+    let victim = Victim::new();
+    let outside = victim
+        .path
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .to_string();
+    let write = |path: &str| {
+        serde_json::json!({"change": "write", "path": path, "old": "pwned", "new": "precious"})
+            .to_string()
+    };
+    let cases: Vec<(u32, Vec<String>, &str)> = vec![
+        // A directory others can write: refused, whatever it holds.
+        (0o777, vec![], "group or others"),
+        // A path outside the kernel's knobs.
+        (0o700, vec![write(&outside)], "not a kernel knob"),
+        // Into them, and out with `..`.
+        (
+            0o700,
+            vec![write(&format!("proc/sys/../../{outside}"))],
+            "`..`",
+        ),
+        // A valid change, then garbage: refused whole.
+        (
+            0o700,
+            vec![
+                write(&outside).replace(&outside, "proc/sys/kernel/hostname"),
+                "garbage".into(),
+            ],
+            "not a change",
+        ),
+    ];
+    for (mode, changes, why) in cases {
+        let work = tempfile::tempdir().unwrap();
+        let jdir = work.path().join("journal");
+        std::fs::create_dir(&jdir).unwrap();
+        chmod(&jdir, mode);
+        hostile_journal(&jdir, &changes);
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let o = rtlab(work.path(), &["restore"]);
+        assert!(!o.status.success(), "{why}: {}", text(&o));
+        let out = text(&o);
+        assert!(out.contains("REFUSED") && out.contains(why), "{why}: {out}");
+        assert!(victim.untouched(), "{why}: replayed");
+        assert_eq!(
+            std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+            hostname
+        );
+        assert!(
+            jdir.join("run-999999.journal").exists(),
+            "{why}: not left in place"
+        );
+        // A run meets it too, says so, and goes on without replaying it.
+        std::fs::write(
+            work.path().join("t.cfg"),
+            "timer_thread[0]\n{\n lifetime.loops 5\n}\n",
+        )
+        .unwrap();
+        let o = rtlab(work.path(), &["run", "t.cfg"]);
+        assert!(victim.untouched());
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(why),
+            "{}",
+            text(&o)
+        );
+        // One that changes the system cannot keep its own journal in a
+        // directory others can write: it refuses to start.
+        std::fs::write(
+            work.path().join("tuned.cfg"),
+            "main\n{\n threads.sched ksoftirqd/* FIFO 1\n}\ntimer_thread[0]\n{\n lifetime.loops 5\n}\n",
+        )
+        .unwrap();
+        let o = rtlab(work.path(), &["run", "tuned.cfg"]);
+        if mode == 0o777 {
+            assert!(!o.status.success(), "{}", text(&o));
+            assert!(
+                String::from_utf8_lossy(&o.stderr).contains("journal directory"),
+                "{}",
+                text(&o)
+            );
+        }
+        assert!(victim.untouched());
+    }
+}
+
+#[test]
+fn hostile_labels_run_nothing_and_show_as_text() {
+    const TEST: &str = "hostile_labels_run_nothing_and_show_as_text";
+    let dir = tempfile::tempdir().unwrap();
+    // Relative: every command runs in `dir`.
+    let marker = dir.path().join("pwned");
+    let m = "pwned";
+    // A file whose name is the payload: its stem is the default label.
+    let evil_name = format!("a`touch {m}`$(touch {m})\\");
+    seed_result(dir.path());
+    std::fs::copy(dir.path().join("seed.json"), dir.path().join(&evil_name)).unwrap();
+    let title = format!("t`touch {m}` ' \" \x1b]0;owned\x07 <b>x</b>");
+    let label = format!("<script>alert(1)</script>`touch {m}`\x1b[2J");
+    let o = rtlab(
+        dir.path(),
+        &[
+            "plot",
+            &evil_name,
+            "seed.json",
+            "--label",
+            &label,
+            "--label",
+            "ok",
+            "--title",
+            &title,
+            "--gnuplot",
+            "s.gp",
+            "-o",
+            "p.svg",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let script = std::fs::read_to_string(dir.path().join("s.gp")).unwrap();
+    assert!(
+        !script.contains('\x1b'),
+        "control characters must be escaped"
+    );
+    if common::has_command("gnuplot") {
+        path_taken(TEST, "gnuplot installed: the script is run");
+        let g = Command::new("gnuplot")
+            .arg("-e")
+            .arg("out='drawn.svg'")
+            .arg("s.gp")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(g.status.success(), "{}", text(&g));
+        assert!(dir.path().join("drawn.svg").exists());
+    } else {
+        path_taken(TEST, "no gnuplot: the script is checked as text only");
+    }
+    assert!(!marker.exists(), "a label ran a command");
+    let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
+    assert!(!svg.contains("<script>") && svg.contains("&lt;script&gt;"));
+    assert!(!svg.contains('\x1b'));
+    let o = rtlab(
+        dir.path(),
+        &[
+            "report", &evil_name, "--label", &label, "--title", &title, "-o", "r.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(!html.contains("<script>alert") && !html.contains("<b>x</b>"));
+    assert!(!html.contains('\x1b') && !html.contains('\x07'));
+    // On the terminal: escape sequences shown, not sent.
+    let o = rtlab(
+        dir.path(),
+        &["compare", &evil_name, "seed.json", "--label", &label],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !o.stdout.contains(&0x1b),
+        "an escape sequence reached the terminal"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\\x1b[2J"));
+    assert!(!marker.exists());
+}
+
+/// The most address space the binary may map while it reads a hostile
+/// file (`ulimit -v`): "a few tens of MB". The debug binary with its
+/// threads runs in 32 MiB.
+const ADDRESS_SPACE_KIB: u32 = 64 * 1024;
+
+/// Runs the binary under the address-space limit and a hang detector (far
+/// above what any input takes: not a speed test); returns its output and
+/// how long it took.
+fn bounded(dir: &Path, args: &[&str]) -> (Output, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let drain = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let output = Output {
+        status,
+        stdout: Vec::new(),
+        stderr: drain.join().unwrap(),
+    };
+    (output, elapsed)
+}
+
+#[test]
+fn pathological_files_are_answered_in_bounded_time_and_memory() {
+    const TEST: &str = "pathological_files_are_answered_in_bounded_time_and_memory";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mb = 1 << 20;
+    let fill = |unit: &str, bytes: usize| unit.repeat(bytes / unit.len());
+    let files: Vec<(&str, String)> = vec![
+        ("garbage.cfg", fill("nonsense line\n", mb - 100)),
+        ("stanzas.cfg", fill("timer_thread[0]\n{\n}\n", mb - 100)),
+        ("mains.cfg", fill("main\n{\n}\n", mb - 100)),
+        (
+            "props.cfg",
+            format!(
+                "main\n{{\n{}}}\n",
+                fill(
+                    "  threads.sched *a*a*a*a*a*a*a*a*a*a*a*b FIFO 2\n",
+                    mb - 200
+                )
+            ),
+        ),
+        (
+            "cpulist.cfg",
+            format!(
+                "main\n{{\n  cpu_affinity {}0\n}}\n",
+                fill("0-1023,", mb - 100)
+            ),
+        ),
+        (
+            "irqs.cfg",
+            format!(
+                "main\n{{\n  irq.affinity 0 {}\n}}\n",
+                fill("4294967295 ", mb - 100)
+            ),
+        ),
+        (
+            "longkey.cfg",
+            format!("main\n{{\n  {} 1\n}}\n", fill("k", mb - 100)),
+        ),
+        ("toobig.cfg", fill("# comment\n", 3 * mb)),
+    ];
+    let results: Vec<(&str, String)> = vec![
+        (
+            "nested.json",
+            format!("{}{}", "[".repeat(mb), "]".repeat(mb)),
+        ),
+        (
+            "deep-rtlab.json",
+            format!("{{\"rtlab_version\": {}", "{\"a\":".repeat(mb / 6)),
+        ),
+        (
+            "columns.hist",
+            format!("# Histogram\n0 {}\n", fill("1 ", 3 * mb)),
+        ),
+        (
+            "rows.hist",
+            format!(
+                "# Histogram\n{}",
+                (0..300_000).map(|i| format!("{i} 1\n")).collect::<String>()
+            ),
+        ),
+        (
+            "tlines.hist",
+            (0..100_000)
+                .map(|i| format!("T:{i} ( 1) P:80 I:1000 C: 9 Min: 1 Act: 2 Avg: 3 Max: 4\n"))
+                .collect(),
+        ),
+        (
+            "threads.json",
+            format!(
+                "{{\"thread\": {{{}\"x\": 0}}}}",
+                (0..200_000)
+                    .map(|i| format!("\"{i}\": {{}},"))
+                    .collect::<String>()
+            ),
+        ),
+        ("huge.hist", fill("9", 3 * mb)),
+    ];
+    let mut slowest = (Duration::ZERO, "");
+    for (name, body) in &files {
+        std::fs::write(d.join(name), body).unwrap();
+        let (o, took) = bounded(d, &["check", name]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("{name}:")) && err.contains("error:"),
+            "{name}: {err:.2000}"
+        );
+        assert!(
+            err.len() < 64 * 1024,
+            "{name}: {} bytes of diagnostics",
+            err.len()
+        );
+        slowest = slowest.max((took, name));
+    }
+    for (name, body) in &results {
+        std::fs::write(d.join(name), body).unwrap();
+        let (o, took) = bounded(d, &["compare", name]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(name),
+            "{name}: {}",
+            text(&o)
+        );
+        slowest = slowest.max((took, name));
+    }
+    // A device that never ends is refused unread; a file past the size
+    // limit is refused before it is read (a sparse file: no disk used).
+    let (o, took) = bounded(d, &["compare", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
+    slowest = slowest.max((took, "/dev/zero"));
+    let sparse = std::fs::File::create(d.join("sparse.json")).unwrap();
+    sparse.set_len(1 << 30).unwrap();
+    let (o, _) = bounded(d, &["compare", "sparse.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("larger than 64 MiB"));
+    path_taken(
+        TEST,
+        &format!(
+            "{} files, each refused within {ADDRESS_SPACE_KIB} KiB of address space; slowest {} in {:.2?} (debug build)",
+            files.len() + results.len() + 1,
+            slowest.1,
+            slowest.0
+        ),
+    );
+}
