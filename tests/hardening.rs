@@ -122,6 +122,20 @@ fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
         let mut want = vec!["exp.cfg".to_string(), "seed.json".into(), name.into()];
         want.sort();
         assert_eq!(left, want, "{name}");
+        // `check` says the same, at the key's place in the file.
+        if let Some(line) = EXPERIMENT
+            .lines()
+            .position(|l| l.starts_with("  output.") && l.ends_with(name))
+        {
+            let o = rtlab(shared.path(), &["check", "exp.cfg"]);
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            let want = format!("exp.cfg:{}:14: error: {name}: is a symbolic link", line + 1);
+            assert!(
+                String::from_utf8_lossy(&o.stderr).contains(&want),
+                "{want}: {}",
+                text(&o)
+            );
+        }
     }
 }
 

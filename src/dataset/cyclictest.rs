@@ -259,13 +259,104 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
     ))
 }
 
+/// cyclictest's `--json` document: only what rtlab reads is typed, so the
+/// memory held is the histogram's (a JSON tree costs many times its text).
+#[derive(serde::Deserialize)]
+struct JsonDoc {
+    thread: Option<JsonThreads>,
+    resolution_in_ns: Option<u64>,
+    #[serde(default)]
+    sysinfo: super::Kept,
+    #[serde(rename = "cmdline:")]
+    cmdline: Option<String>,
+    start_time: Option<String>,
+    return_code: Option<i64>,
+}
+
+#[derive(serde::Deserialize)]
+struct JsonThread {
+    #[serde(default)]
+    histogram: JsonBuckets,
+    cycles: Option<u64>,
+    min: Option<u64>,
+    avg: Option<f64>,
+    max: Option<u64>,
+    cpu: Option<i64>,
+}
+
+/// `"thread": {"0": {...}, "1": {...}}`, at most [`super::MAX_THREADS`].
+struct JsonThreads(Vec<(usize, JsonThread)>);
+
+/// `"histogram": {"3": 5, "4": 10}` as (bucket, count).
+#[derive(Default)]
+struct JsonBuckets(Vec<(u64, u64)>);
+
+impl<'de> serde::Deserialize<'de> for JsonThreads {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonThreads;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of threads by index")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<JsonThreads, A::Error> {
+                use serde::de::Error;
+                let mut threads = Vec::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let thread: JsonThread = map.next_value()?;
+                    if let Ok(index) = key.parse::<usize>() {
+                        if threads.len() == super::MAX_THREADS {
+                            return Err(A::Error::custom(format!(
+                                "more than {} threads",
+                                super::MAX_THREADS
+                            )));
+                        }
+                        threads.push((index, thread));
+                    }
+                }
+                Ok(JsonThreads(threads))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JsonBuckets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonBuckets;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of counts by bucket")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<JsonBuckets, A::Error> {
+                let mut buckets = Vec::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let count: u64 = map.next_value()?;
+                    if let Ok(bucket) = key.parse::<u64>() {
+                        buckets.push((bucket, count));
+                    }
+                }
+                Ok(JsonBuckets(buckets))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// Parses cyclictest's `--json` file. cyclictest writes `nan` for the mean
 /// of a thread without cycles (invalid JSON): read as null.
 pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
     let fixed = text.replace(": -nan", ": null").replace(": nan", ": null");
-    let doc: Value = serde_json::from_str(&fixed)
+    let doc: JsonDoc = serde_json::from_str(&fixed)
         .map_err(|e| ParseError::from_json(&e, "cyclictest JSON file"))?;
-    let Some(by_index) = doc["thread"].as_object() else {
+    let Some(JsonThreads(mut indexed)) = doc.thread else {
         return Err(ParseError::new(
             1,
             1,
@@ -273,34 +364,17 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
             "give cyclictest's --json file, rtlab's --json result, cyclictest's -h output or a timer_threadNN.txt",
         ));
     };
-    if by_index.len() > super::MAX_THREADS {
-        return Err(ParseError::new(
-            1,
-            1,
-            format!("more than {} threads", super::MAX_THREADS),
-            "cyclictest runs one thread per CPU; this is not one of its files",
-        ));
-    }
-    let unit_ns = if doc["resolution_in_ns"].as_u64() == Some(1) {
+    let unit_ns = if doc.resolution_in_ns == Some(1) {
         1
     } else {
         1_000
     };
-    let mut indexed: Vec<(usize, &Value)> = by_index
-        .iter()
-        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
-        .collect();
     indexed.sort_by_key(|t| t.0);
     let threads = indexed
         .into_iter()
         .map(|(i, t)| {
-            let buckets: Vec<(u64, u64)> = t["histogram"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter_map(|(b, c)| Some((b.parse().ok()?, c.as_u64()?)))
-                .collect();
-            let cycles = t["cycles"].as_u64();
+            let buckets = t.histogram.0;
+            let cycles = t.cycles;
             let placed = sum_counts(buckets.iter().map(|b| b.1));
             let r = Reported {
                 // Samples >= the histogram size are only in the text's
@@ -310,15 +384,15 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
                     .flatten(),
                 buckets,
                 cycles,
-                min: t["min"].as_u64(),
-                avg: t["avg"].as_f64(),
-                max: t["max"].as_u64(),
-                cpu: t["cpu"].as_i64().and_then(|c| usize::try_from(c).ok()),
+                min: t.min,
+                avg: t.avg,
+                max: t.max,
+                cpu: t.cpu.and_then(|c| usize::try_from(c).ok()),
             };
             thread(i, r, unit_ns)
         })
         .collect();
-    let sys = &doc["sysinfo"];
+    let sys: &Value = &doc.sysinfo;
     let str_of = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
     let preemption = if sys["realtime"].as_i64() == Some(1) {
         Some("PREEMPT_RT".to_string())
@@ -331,15 +405,14 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
         host: str_of(&sys["nodename"]),
         kernel: str_of(&sys["release"]),
         preemption,
-        started: str_of(&doc["start_time"]),
+        started: doc.start_time.clone().filter(|s| !s.is_empty()),
         ..Context::default()
     };
     let details = Details {
         system: Some(sys.clone()).filter(|v| !v.is_null()),
-        command: str_of(&doc["cmdline:"]),
-        end: doc["return_code"]
-            .as_i64()
-            .map(|c| format!("return code {c}")),
+        command: doc.cmdline.clone().filter(|s| !s.is_empty()),
+        end: doc.return_code.map(|c| format!("return code {c}")),
+        warnings: doc.sysinfo.note("sysinfo").into_iter().collect(),
         ..Details::default()
     };
     let mut run = Run::new(path, Format::CyclictestJson, context, threads, details);

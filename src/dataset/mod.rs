@@ -554,6 +554,57 @@ pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Run, LoadError> {
     .and_then(|run| implausible(&run).map_or(Ok(run), |e| Err(fail(e))))
 }
 
+/// Largest part of a result file kept as free-form JSON for the report
+/// (rtlab's `system`, `plan`, `tuning`..., cyclictest's `sysinfo`): a real
+/// one is a few kB; a bigger one is left unread (a JSON tree costs many
+/// times its text) and the run says so.
+pub const MAX_KEPT_JSON: usize = 256 << 10;
+
+/// A free-form JSON part of a result file, read only when it is small.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// The part, or null when it was left unread.
+    value: serde_json::Value,
+    /// Its size when it was left unread.
+    dropped: Option<usize>,
+}
+
+impl std::ops::Deref for Kept {
+    type Target = serde_json::Value;
+    fn deref(&self) -> &serde_json::Value {
+        &self.value
+    }
+}
+
+impl Kept {
+    /// Says what was left unread, if anything.
+    pub(crate) fn note(&self, name: &str) -> Option<String> {
+        self.dropped.map(|n| {
+            format!("`{name}` ({n} bytes) was not read: larger than {MAX_KEPT_JSON} bytes")
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kept {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let text = raw.get();
+        if text.len() > MAX_KEPT_JSON {
+            return Ok(Kept {
+                value: serde_json::Value::Null,
+                dropped: Some(text.len()),
+            });
+        }
+        serde_json::from_str(text)
+            .map(|value| Kept {
+                value,
+                dropped: None,
+            })
+            .map_err(D::Error::custom)
+    }
+}
+
 /// Largest result file read: far more than any real run writes (a
 /// cyclictest histogram of 100000 µs rows for 64 threads is about 45 MB).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;

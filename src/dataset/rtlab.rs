@@ -2,7 +2,9 @@
 //! fields the renderers use are typed; the rest is kept as JSON for the
 //! report, so older and newer results of the same schema still load.
 
-use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
+use super::{
+    Context, Details, Distribution, Format, Kept, ParseError, Quantile, Run, Stats, Thread,
+};
 use crate::stats::HdrBucket;
 use crate::stats::series::LatencySeries;
 use serde::Deserialize;
@@ -13,22 +15,22 @@ use std::path::Path;
 struct Doc {
     schema: String,
     #[serde(default)]
-    system: Value,
+    system: Kept,
     #[serde(default)]
-    plan: Value,
+    plan: Kept,
     start_time: Option<String>,
     elapsed_ns: Option<u64>,
     #[serde(default)]
-    end: Value,
+    end: Kept,
     #[serde(default)]
-    pm_qos: Value,
+    pm_qos: Kept,
     timers: Vec<TimerDoc>,
     #[serde(default)]
-    isolation: Value,
+    isolation: Kept,
     #[serde(default)]
-    programs: Vec<Value>,
+    programs: Kept,
     #[serde(default)]
-    tuning: Value,
+    tuning: Kept,
     #[serde(default)]
     warnings: Vec<String>,
 }
@@ -157,10 +159,9 @@ fn context(doc: &Doc) -> Context {
         kernel: text(&sys["kernel_release"]),
         preemption,
         isolation: Some(isolation(doc)),
-        load: Some(if doc.programs.is_empty() {
-            "none".to_string()
-        } else {
-            doc.programs.iter().map(argv).collect::<Vec<_>>().join("; ")
+        load: Some(match doc.programs.as_array() {
+            Some(list) if !list.is_empty() => list.iter().map(argv).collect::<Vec<_>>().join("; "),
+            _ => "none".to_string(),
         }),
         governor: Some(governor(doc)),
         started: doc.start_time.clone(),
@@ -264,7 +265,9 @@ fn details(doc: &Doc) -> Details {
     }
     let programs = doc
         .programs
-        .iter()
+        .as_array()
+        .into_iter()
+        .flatten()
         .map(|p| {
             format!(
                 "{}: started {} times, ended {} times{}",
@@ -295,12 +298,29 @@ fn details(doc: &Doc) -> Details {
         None => None,
     };
     Details {
-        system: Some(doc.system.clone()).filter(|v| !v.is_null()),
-        configuration: Some(doc.plan.clone()).filter(|v| !v.is_null()),
+        system: Some(doc.system.value.clone()).filter(|v| !v.is_null()),
+        configuration: Some(doc.plan.value.clone()).filter(|v| !v.is_null()),
         command: None,
         changes,
         programs,
         end,
-        warnings: doc.warnings.clone(),
+        warnings: doc
+            .warnings
+            .iter()
+            .cloned()
+            .chain(
+                [
+                    (&doc.system, "system"),
+                    (&doc.plan, "plan"),
+                    (&doc.end, "end"),
+                    (&doc.pm_qos, "pm_qos"),
+                    (&doc.isolation, "isolation"),
+                    (&doc.programs, "programs"),
+                    (&doc.tuning, "tuning"),
+                ]
+                .iter()
+                .filter_map(|(k, name)| k.note(name)),
+            )
+            .collect(),
     }
 }
