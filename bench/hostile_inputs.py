@@ -9,15 +9,21 @@ wait4's rusage), then the same for a real experiment and a real result as a
 baseline.
 
     cargo build --release && python3 bench/hostile_inputs.py [target/release/rtlab]
+
+Give another binary (an older rtlab) to compare; a process still running
+after 30 s is killed (exit -9), and the address space is limited to 4 GiB
+so that a memory bomb fails instead of swapping the machine.
 """
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 
 MB = 1 << 20
+TIMEOUT_S = 30
 
 
 def fill(unit, size):
@@ -59,9 +65,19 @@ def run(binary, args, cwd):
     start = time.monotonic()
     proc = subprocess.Popen(
         [binary] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)),
         env=dict(os.environ, RTLAB_JOURNAL_DIR=os.path.join(cwd, "journal")),
     )
-    _, status, usage = os.wait4(proc.pid, 0)
+    # A hang detector: the process is killed after TIMEOUT_S (exit -9).
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - start > TIMEOUT_S:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.001)
     wall = time.monotonic() - start
     return os.waitstatus_to_exitcode(status), wall, usage.ru_maxrss
 
