@@ -100,11 +100,20 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
             _ => None,
         })
         .collect();
-    let mut links = 0;
+    let (mut links, mut just_made) = (0, false);
     while let Some(name) = todo.pop_front() {
         let st = match rustix::fs::statat(&fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
+            Ok(st) => {
+                just_made = false;
+                st
+            }
             Err(Errno::NOENT) if create => {
+                // Made, then looked at again: once, should someone remove
+                // it in between.
+                if just_made {
+                    return Err(OutputError::io(dir, "cannot make the directory", Errno::AGAIN));
+                }
+                just_made = true;
                 match rustix::fs::mkdirat(&fd, &name, Mode::from_raw_mode(0o755)) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(OutputError::io(dir, "cannot make the directory", e)),
