@@ -152,8 +152,13 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
     let stdout_totals = histogram_totals(&String::from_utf8_lossy(&o.stdout));
     let j = compare_json(&["ct.out"], dir.path());
     for (i, col) in j["columns"].as_array().unwrap().iter().enumerate() {
+        // Under load cyclictest may stop a thread short of -l: the count
+        // is its histogram's (# Total + overflows), whatever -l said.
         assert!(stdout_totals[&i][0] <= 2000);
-        assert_eq!(col["metrics"]["samples"], 2000.0, "ct.out T{i}: {col}");
+        assert_eq!(
+            col["metrics"]["samples"], stdout_totals[&i][0] as f64,
+            "ct.out T{i}: {col}"
+        );
         assert_eq!(
             col["metrics"]["max_ns"],
             (stdout_totals[&i][3] * 1000) as f64

@@ -111,7 +111,11 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                 // Made, then looked at again: once, should someone remove
                 // it in between.
                 if just_made {
-                    return Err(OutputError::io(dir, "cannot make the directory", Errno::AGAIN));
+                    return Err(OutputError::io(
+                        dir,
+                        "cannot make the directory",
+                        Errno::AGAIN,
+                    ));
                 }
                 just_made = true;
                 match rustix::fs::mkdirat(&fd, &name, Mode::from_raw_mode(0o755)) {
