@@ -250,11 +250,24 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
             vec![write(&format!("proc/sys/../../{outside}"))],
             "`..`",
         ),
+        // A sysctl rtlab never changes, which would make root run a
+        // program on the next crash.
+        (
+            0o700,
+            vec![
+                serde_json::json!({"change": "write", "path": "proc/sys/kernel/core_pattern",
+                "old": format!("|/bin/touch {}", victim.path.display()), "new": "core"})
+                .to_string(),
+            ],
+            "not a kernel knob",
+        ),
         // A valid change, then garbage: refused whole.
         (
             0o700,
             vec![
-                write(&outside).replace(&outside, "proc/sys/kernel/hostname"),
+                serde_json::json!({"change": "write", "path": "proc/sys/vm/stat_interval",
+                    "old": "37", "new": "1"})
+                .to_string(),
                 "garbage".into(),
             ],
             "not a change",
@@ -266,16 +279,17 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
         std::fs::create_dir(&jdir).unwrap();
         chmod(&jdir, mode);
         hostile_journal(&jdir, &changes);
-        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let knobs = || {
+            ["kernel/core_pattern", "vm/stat_interval"]
+                .map(|k| std::fs::read_to_string(format!("/proc/sys/{k}")).unwrap())
+        };
+        let before = knobs();
         let o = rtlab(work.path(), &["restore"]);
         assert!(!o.status.success(), "{why}: {}", text(&o));
         let out = text(&o);
         assert!(out.contains("REFUSED") && out.contains(why), "{why}: {out}");
         assert!(victim.untouched(), "{why}: replayed");
-        assert_eq!(
-            std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
-            hostname
-        );
+        assert_eq!(knobs(), before, "{why}: a kernel knob changed");
         assert!(
             jdir.join("run-999999.journal").exists(),
             "{why}: not left in place"

@@ -655,6 +655,52 @@ pub fn cgroup_mounts(root: &SysRoot) -> Vec<String> {
         .collect()
 }
 
+/// The sysctls rtlab changes (a journal naming another, say
+/// `kernel/core_pattern`, could make root run a program).
+const SYSCTLS: &[&str] = &[
+    "kernel/watchdog_cpumask",
+    "kernel/timer_migration",
+    "vm/stat_interval",
+];
+
+/// Whether `path` is one of the kernel knobs rtlab writes: the sysctls
+/// above, IRQ affinities, cpufreq and cpuidle settings, machine-check
+/// polling, workqueue CPU masks.
+fn is_rtlab_knob(path: &str) -> bool {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(sysctl) = path.strip_prefix("proc/sys/") {
+        return SYSCTLS.contains(&sysctl);
+    }
+    if let Some(irq) = path.strip_prefix("proc/irq/") {
+        return irq == "default_smp_affinity"
+            || irq.split_once('/').is_some_and(|(n, file)| {
+                number(n) && (file == "smp_affinity_list" || file == "smp_affinity")
+            });
+    }
+    // cpuN/cpufreq/... and cpuN/cpuidle/stateK/disable
+    let per_cpu = path
+        .strip_prefix("sys/devices/system/cpu/cpu")
+        .and_then(|cpu| cpu.split_once('/'))
+        .is_some_and(|(n, rest)| {
+            number(n) && (rest.starts_with("cpufreq/") || rest.starts_with("cpuidle/"))
+        });
+    per_cpu
+        || [
+            "sys/devices/system/cpu/cpufreq/",
+            "sys/devices/system/machinecheck/",
+            "sys/devices/virtual/workqueue/",
+            "sys/bus/workqueue/devices/",
+        ]
+        .iter()
+        .any(|k| path.starts_with(k))
+}
+
+/// A file at the top of a cgroup hierarchy (the root cpuset's
+/// `cpuset.sched_load_balance`), not one of another cgroup.
+fn at_cgroup_top(path: &str, mounts: &[String]) -> bool {
+    cgroup_parts(path, mounts).is_some_and(|parts| parts.len() == 1)
+}
+
 /// Whether `change` stays within the kernel interfaces rtlab changes:
 /// sysctl (`proc/sys`), IRQ (`proc/irq`) and `sys` knobs, rtlab's own
 /// cgroups; tasks and processes only within cgroups rtlab made.
@@ -679,10 +725,7 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
         Change::Write { path, .. } => {
             let path = rel(path);
             clean_path(path)?;
-            if ["proc/sys/", "proc/irq/", "sys/"]
-                .iter()
-                .any(|k| path.starts_with(k))
-            {
+            if is_rtlab_knob(path) || is_rtlab_cgroup(path, mounts) || at_cgroup_top(path, mounts) {
                 Ok(())
             } else {
                 Err(format!("`{path}` is not a kernel knob rtlab changes"))
@@ -1189,6 +1232,10 @@ mod tests {
             r#"{"change":"write","path":"proc/sys/../../etc/shadow","old":"x","new":"y"}"#,
             r#"{"change":"write","path":"sys//kernel","old":"x","new":"y"}"#,
             r#"{"change":"write","path":"proc/1/oom_score_adj","old":"x","new":"y"}"#,
+            r#"{"change":"write","path":"proc/sys/kernel/core_pattern","old":"|/tmp/x","new":"core"}"#,
+            r#"{"change":"write","path":"sys/devices/system/cpu/cpu1/online","old":"0","new":"1"}"#,
+            r#"{"change":"write","path":"sys/power/state","old":"mem","new":"x"}"#,
+            r#"{"change":"write","path":"sys/fs/cgroup/unified/user.slice/cgroup.kill","old":"1","new":"0"}"#,
             r#"{"change":"tracking_cgroup","path":"sys/fs/cgroup/unified/user.slice"}"#,
             r#"{"change":"tracking_cgroup","path":"sys/fs/cgroup/unified/rtlab-12/x"}"#,
             r#"{"change":"tracking_cgroup","path":"tmp/rtlab-12"}"#,
