@@ -1241,6 +1241,8 @@ mod tests {
             r#"{"change":"tracking_cgroup","path":"tmp/rtlab-12"}"#,
             r#"{"change":"mkdir","path":"sys/fs/cgroup/cpuset/system.slice","tasks_file":"tasks"}"#,
             r#"{"change":"mkdir","path":"sys/fs/cgroup/cpuset/rt","tasks_file":"../../x"}"#,
+            r#"{"change":"mkdir","path":"sys/fs/cgroup/cpuset/rt/../user.slice","tasks_file":"tasks"}"#,
+            r#"{"change":"write","path":"sys/fs/cgroup/cpuset/rt/../../../../proc/sys/kernel/core_pattern","old":"|x","new":"core"}"#,
             r#"{"change":"move_tasks","from":"sys/fs/cgroup/cpuset","to":"sys/fs/cgroup/cpuset/other","tasks_file":"tasks","tasks":[]}"#,
             r#"{"change":"enable_controller","path":"sys/fs/cgroup/unified/cgroup.subtree_control","controller":"memory"}"#,
             r#"{"change":"sched","tid":-1,"start":0,"name":"x","old":{"policy":"other","priority":0},"new":{"policy":"fifo","priority":1}}"#,
