@@ -229,6 +229,16 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    // A journal directory others could tamper with is refused before
+    // anything starts (the run would journal its changes there).
+    let journal_dir = crate::sys::journal::default_dir();
+    if os::geteuid() == 0
+        && std::fs::symlink_metadata(&journal_dir).is_ok()
+        && let Err(e) = crate::sys::journal::check_dir(&journal_dir)
+    {
+        crate::errln!("rtlab: {e}");
+        return EXIT_REFUSED;
+    }
     // Made now, not at the end, so that a run never measures for nothing.
     for dir in plan.timers.iter().filter_map(|t| t.path.parent()) {
         if dir.as_os_str().is_empty() {
@@ -244,7 +254,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         json: args.json.clone(),
         every_refresh: args.every_refresh,
         root: SysRoot::real(),
-        journal_dir: crate::sys::journal::default_dir(),
+        journal_dir,
     };
     let result = match run::execute(&plan, &run_opts) {
         Ok(r) => r,
