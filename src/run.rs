@@ -1,11 +1,18 @@
 //! The conductor: runs a validated [`RunPlan`] and returns its [`RunResult`].
 //!
-//! Phases: set up the main thread (affinity, policy, mlockall, PM QoS) →
-//! start the programs → release the timer threads → watch (live table, CPU
-//! load, program ends, signals) → stop the timers, then the programs →
-//! release what was held → build the result. Writing outputs is the caller's
-//! job ([`write_outputs`]), so that an interrupted run writes the same way as
-//! a completed one.
+//! Phases, each a function or a type below:
+//!
+//! 1. recover ([`recover_dead_runs`]): undo what a run that died left;
+//! 2. arm ([`MainThread::arm`], [`SignalThread::start`], [`Armed::arm`]):
+//!    main thread (cpuset, affinity, policy, mlockall, PM QoS), signals,
+//!    journal, tuning, programs, timers, each held by a guard;
+//! 3. watch ([`Watch::run`]): live table, CPU load, program supervision,
+//!    signals, until the run ends;
+//! 4. stop ([`Armed::stop`]): timers, then programs, then the system changes;
+//! 5. collect ([`collect`]): the result.
+//!
+//! Writing outputs is the caller's job ([`write_outputs`]), so that an
+//! interrupted run writes the same way as a completed one.
 
 use crate::config::CpuLoadDisplay;
 use crate::isolate::state::IsolationState;
@@ -138,15 +145,43 @@ fn rows(timers: &[TimerHandle]) -> Vec<LiveRow> {
         .collect()
 }
 
-/// Runs the plan. Errors are failures before anything started; once the run
-/// has started, failures end it with [`EndReason::Failed`] and still give a
-/// result.
+/// Runs the plan in its phases: recover what a dead run left, arm (main
+/// thread, signals, journal, tuning, programs, timers), watch, stop, and
+/// collect the result. Everything armed is held by a guard that releases it
+/// when dropped, in reverse order, however the run ends (completion, a
+/// signal, a failure, an early return or a panic); the stop phase releases
+/// the same things explicitly, in the order that keeps measurements clean
+/// (timers, then programs, then the system changes).
+///
+/// Errors are failures before anything started; once the run has started,
+/// failures end it with [`EndReason::Failed`] and still give a result.
 pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let root = &opts.root;
+    let mut warnings = recover_dead_runs(root, &opts.journal_dir);
+    let before = Before {
+        system: SystemSnapshot::read(root),
+        isolation: IsolationState::read(root, &opts.journal_dir),
+        online: crate::sys::online_cpus(root).unwrap_or_default(),
+    };
+    let mut main = MainThread::arm(root, plan, &mut warnings)?;
+    let (tx, rx) = mpsc::channel::<Event>();
+    let signals = SignalThread::start(tx.clone())?;
+    let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
+    let mut watch = Watch::new(plan, opts, armed.run_start);
+    let end = watch.run(&mut armed, &rx, root);
+    let stopped = armed.stop(&mut warnings);
+    watch.finish(&stopped.final_rows, root);
+    drop(signals);
+    main.release();
+    Ok(collect(plan, before, main, stopped, watch, end, warnings))
+}
+
+/// A run that died (SIGKILL, power cut of its process) may have left system
+/// changes: they are put back before anything is measured. Returns the
+/// warnings for the result.
+fn recover_dead_runs(root: &SysRoot, journal_dir: &std::path::Path) -> Vec<String> {
     let mut warnings = Vec::new();
-    // A run that died (SIGKILL, power cut of its process) may have left
-    // system changes: put them back before measuring anything.
-    let recovered = journal::restore_all(root, &opts.journal_dir, Some(Owner::Run));
+    let recovered = journal::restore_all(root, journal_dir, Some(Owner::Run));
     for refusal in &recovered.refused {
         crate::errln!("rtlab: warning: {refusal}");
         warnings.push(refusal.clone());
@@ -163,247 +198,491 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             recovered.journals.join(", ")
         ));
     }
-    let system = SystemSnapshot::read(root);
-    let isolation_state = IsolationState::read(root, &opts.journal_dir);
-    let online = crate::sys::online_cpus(root).unwrap_or_default();
+    warnings
+}
 
-    // The main thread first: threads and programs started later inherit its
-    // cpuset and affinity unless they set their own.
-    if let Some(cs) = &plan.main.cpuset {
-        // v1 places one thread; v2 only whole processes.
-        let id = if cs.v2 { os::getpid() } else { os::gettid() };
-        root.write(&cs.thread_file(), &id.to_string())
-            .map_err(|e| {
-                anyhow::anyhow!("cannot put the main thread in cpuset {}: {e}", cs.display())
+/// What the machine was before the run touched it.
+struct Before {
+    system: SystemSnapshot,
+    isolation: IsolationState,
+    online: Vec<usize>,
+}
+
+/// The main thread's setup, held until the run ends: the PM QoS request
+/// (the kernel drops it when the file is closed) and locked memory.
+struct MainThread {
+    pm_qos: PmQos,
+    pm_qos_file: Option<std::fs::File>,
+    memlock: bool,
+    /// The cpuset it ended up in (`/proc/thread-self/cpuset`).
+    cpuset: Option<String>,
+}
+
+impl MainThread {
+    /// Places the main thread first: threads and programs started later
+    /// inherit its cpuset and affinity unless they set their own.
+    fn arm(root: &SysRoot, plan: &RunPlan, warnings: &mut Vec<String>) -> anyhow::Result<Self> {
+        let main = &plan.main;
+        if let Some(cs) = &main.cpuset {
+            // v1 places one thread; v2 only whole processes.
+            let id = if cs.v2 { os::getpid() } else { os::gettid() };
+            root.write(&cs.thread_file(), &id.to_string())
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot put the main thread in cpuset {}: {e}", cs.display())
+                })?;
+        }
+        let cpuset = root.read_opt("proc/thread-self/cpuset");
+        if let Some(cpus) = &main.cpus {
+            os::set_affinity(0, cpus)
+                .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;
+        }
+        os::set_sched(0, main.sched).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot give the main thread {} {}: {e}",
+                main.sched.policy.name(),
+                main.sched.priority
+            )
+        })?;
+        if main.memlock {
+            os::lock_all_memory().map_err(|e| {
+                anyhow::anyhow!("memlock: mlockall failed: {e} (raise `ulimit -l` or run as root)")
             })?;
-    }
-    let main_cpuset = root.read_opt("proc/thread-self/cpuset");
-    if let Some(cpus) = &plan.main.cpus {
-        os::set_affinity(0, cpus)
-            .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;
-    }
-    os::set_sched(0, plan.main.sched).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot give the main thread {} {}: {e}",
-            plan.main.sched.policy.name(),
-            plan.main.sched.priority
-        )
-    })?;
-    if plan.main.memlock {
-        os::lock_all_memory().map_err(|e| {
-            anyhow::anyhow!("memlock: mlockall failed: {e} (raise `ulimit -l` or run as root)")
-        })?;
-    }
-    let (pm_qos, pm_qos_file) = hold_pm_qos(root, plan.main.dma_latency_us);
-    if let Some(e) = &pm_qos.error {
-        warnings.push(format!("PM QoS not held: {e}"));
+        }
+        let (pm_qos, pm_qos_file) = hold_pm_qos(root, main.dma_latency_us);
+        if let Some(e) = &pm_qos.error {
+            warnings.push(format!("PM QoS not held: {e}"));
+        }
+        Ok(MainThread {
+            pm_qos,
+            pm_qos_file,
+            memlock: main.memlock,
+            cpuset,
+        })
     }
 
-    let (tx, rx) = mpsc::channel::<Event>();
-    let mut signals = signal_hook::iterator::Signals::new([
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGCHLD,
-        libc::SIGUSR1,
-    ])?;
-    let signal_handle = signals.handle();
-    let signal_tx = tx.clone();
-    let signal_thread = std::thread::Builder::new()
-        .name("rtlab-signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                let event = match sig {
-                    libc::SIGCHLD => Event::Child,
-                    libc::SIGUSR1 => Event::Snapshot,
-                    _ => Event::Signal(sig),
-                };
-                if signal_tx.send(event).is_err() {
-                    break;
+    /// Drops the PM QoS request and unlocks memory; what the result needs
+    /// of the main thread stays.
+    fn release(&mut self) {
+        self.pm_qos_file = None;
+        if std::mem::take(&mut self.memlock) {
+            os::unlock_all_memory();
+        }
+    }
+}
+
+impl Drop for MainThread {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The thread that turns signals into events, stopped when dropped.
+struct SignalThread {
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SignalThread {
+    fn start(tx: mpsc::Sender<Event>) -> std::io::Result<Self> {
+        let mut signals = signal_hook::iterator::Signals::new([
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGCHLD,
+            libc::SIGUSR1,
+        ])?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("rtlab-signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    let event = match sig {
+                        libc::SIGCHLD => Event::Child,
+                        libc::SIGUSR1 => Event::Snapshot,
+                        _ => Event::Signal(sig),
+                    };
+                    if tx.send(event).is_err() {
+                        break;
+                    }
                 }
-            }
-        })?;
-
-    let start_wall = SystemTime::now();
-    let run_start = Instant::now();
-    // Every system change from here on is journalled, and undone at the end
-    // however the run ends (a SIGKILL leaves it to the next rtlab).
-    let mut run_journal = match Journal::open(
-        root,
-        &opts.journal_dir,
-        &format!("run-{}.journal", os::getpid()),
-        Owner::Run,
-    ) {
-        Ok(j) => Some(j),
-        // A journal directory others could tamper with is not used at all:
-        // the run does not start (its changes could not be trusted back).
-        Err(e @ journal::JournalError::Untrusted(_)) => {
-            anyhow::bail!("{e}");
-        }
-        Err(e) => {
-            if os::geteuid() == 0 {
-                warnings.push(format!("changes of this run are not journalled: {e}"));
-            }
-            None
-        }
-    };
-    let (tuning_changes, tuning_problems) = match run_journal.as_mut() {
-        Some(j) if !plan.main.tuning.is_empty() => crate::tune::apply(root, j, &plan.main.tuning),
-        None if !plan.main.tuning.is_empty() => (
-            Vec::new(),
-            vec!["the tuning keys were not applied: no journal to restore them from".into()],
-        ),
-        _ => (Vec::new(), Vec::new()),
-    };
-    for o in tuning_changes.iter().filter(|o| o.refused()) {
-        warnings.push(format!("kernel refused: {}", o.line().trim_end()));
+            })?;
+        Ok(SignalThread {
+            handle,
+            thread: Some(thread),
+        })
     }
-    warnings.extend(tuning_problems);
-    let mut supervisor = Supervisor::new(
-        &plan.programs,
-        &plan.cpu_groups,
-        root,
-        online.clone(),
-        run_start,
-        run_journal.as_mut(),
-    );
-    let mut end = match supervisor.start_all() {
-        Ok(()) => None,
-        Err(e) => Some(EndReason::Failed { error: e }),
-    };
+}
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
-    let done_tx = tx.clone();
-    let notify = move || {
-        let _ = done_tx.send(Event::TimerDone);
-    };
-    let timers = if end.is_none() {
-        match measure::start(specs, root, stop.clone(), notify) {
-            Ok(t) => t,
+impl Drop for SignalThread {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The run's journal: every system change from its opening on is recorded
+/// there, and undone when the run ends, however it ends (a SIGKILL leaves it
+/// to the next rtlab).
+struct RunJournal(Option<Journal>);
+
+impl RunJournal {
+    fn open(opts: &RunOptions, warnings: &mut Vec<String>) -> anyhow::Result<Self> {
+        match Journal::open(
+            &opts.root,
+            &opts.journal_dir,
+            &format!("run-{}.journal", os::getpid()),
+            Owner::Run,
+        ) {
+            Ok(j) => Ok(RunJournal(Some(j))),
+            // A journal directory others could tamper with is not used at
+            // all: the run does not start (its changes could not be trusted
+            // back).
+            Err(e @ journal::JournalError::Untrusted(_)) => anyhow::bail!("{e}"),
             Err(e) => {
-                end = Some(EndReason::Failed { error: e });
-                Vec::new()
+                if os::geteuid() == 0 {
+                    warnings.push(format!("changes of this run are not journalled: {e}"));
+                }
+                Ok(RunJournal(None))
             }
         }
-    } else {
-        Vec::new()
-    };
-    let timers_start = Instant::now();
-    messages::debug(1, &format!("{} timer threads released", timers.len()));
+    }
 
-    let mut view = LiveView {
-        tty: std::io::stdout().is_terminal(),
-        every_refresh: opts.every_refresh,
-        lines_shown: 0,
-        display: plan.main.cpu_load,
-    };
-    let period = Duration::from_nanos(plan.main.stats_period_ns);
-    let mut cpu_series: Vec<CpuLoad> = Vec::new();
-    let mut prev_stat: Option<(ProcStat, Instant)> =
-        proc_stat::read(root).ok().map(|s| (s, Instant::now()));
-    let mut sample_load = |series: &mut Vec<CpuLoad>| -> Option<CpuLoad> {
-        let now = Instant::now();
-        let stat = proc_stat::read(root).ok()?;
-        let (before, t0) = prev_stat.replace((stat.clone(), now))?;
-        let load = cpu_load::between(
-            &before,
-            &stat,
-            now.duration_since(run_start).as_secs_f64(),
-            now.duration_since(t0).as_secs_f64(),
+    /// Undoes the run's changes; what could not be undone, as warnings.
+    fn close(&mut self) -> Vec<String> {
+        self.0
+            .take()
+            .map(|j| {
+                j.replay_and_close()
+                    .failures()
+                    .map(|f| format!("could not restore {}: {}", f.what, f.detail))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for RunJournal {
+    fn drop(&mut self) {
+        for w in self.close() {
+            crate::errln!("rtlab: warning: {w}");
+        }
+    }
+}
+
+/// A timer thread after its end: its spec, its counters, what it measured.
+type Joined = (
+    measure::TimerSpec,
+    Arc<measure::live::LiveCounters>,
+    measure::TimerOutcome,
+);
+
+/// The timer threads, stopped and joined when dropped.
+struct Timers {
+    handles: Vec<TimerHandle>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Timers {
+    /// Asks them to stop and wakes them.
+    fn stop(&self) {
+        measure::stop_all(&self.handles, &self.stop);
+    }
+
+    /// Stops them and collects what each measured.
+    fn join(&mut self) -> Vec<Joined> {
+        self.stop();
+        self.handles.drain(..).map(TimerHandle::join).collect()
+    }
+}
+
+impl Drop for Timers {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// Everything a run holds once armed. The fields are dropped in reverse
+/// order of arming: timers, then programs, then the journal (which undoes
+/// the tuning).
+struct Armed {
+    start_wall: SystemTime,
+    run_start: Instant,
+    journal: RunJournal,
+    tuning_changes: Vec<crate::tune::Outcome>,
+    supervisor: Supervisor,
+    timers: Timers,
+    timers_start: Instant,
+    /// Why the run ended while it was being armed (a program or a timer
+    /// that could not start).
+    failed: Option<EndReason>,
+}
+
+impl Armed {
+    fn arm(
+        plan: &RunPlan,
+        opts: &RunOptions,
+        online: &[usize],
+        tx: mpsc::Sender<Event>,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let root = &opts.root;
+        let start_wall = SystemTime::now();
+        let run_start = Instant::now();
+        let mut journal = RunJournal::open(opts, warnings)?;
+        let (tuning_changes, tuning_problems) = match journal.0.as_mut() {
+            Some(j) if !plan.main.tuning.is_empty() => {
+                crate::tune::apply(root, j, &plan.main.tuning)
+            }
+            None if !plan.main.tuning.is_empty() => (
+                Vec::new(),
+                vec!["the tuning keys were not applied: no journal to restore them from".into()],
+            ),
+            _ => (Vec::new(), Vec::new()),
+        };
+        for o in tuning_changes.iter().filter(|o| o.refused()) {
+            warnings.push(format!("kernel refused: {}", o.line().trim_end()));
+        }
+        warnings.extend(tuning_problems);
+        let mut supervisor = Supervisor::new(
+            &plan.programs,
+            &plan.cpu_groups,
+            root,
+            online.to_vec(),
+            run_start,
+            journal.0.as_mut(),
         );
-        cpu_load::push_bounded(series, load.clone());
-        Some(load)
-    };
-    let mut last_load: Option<CpuLoad> = None;
-    let mut next_refresh = Instant::now() + period;
-
-    while end.is_none() {
-        let wake_at = supervisor
-            .next_respawn()
-            .map_or(next_refresh, |r| r.min(next_refresh));
-        match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
-            Ok(Event::Signal(sig)) => {
-                end = Some(EndReason::Interrupted {
-                    signal: load::signal_name(sig).to_string(),
-                });
-                break;
+        let mut failed = supervisor
+            .start_all()
+            .err()
+            .map(|error| EndReason::Failed { error });
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut timers = Timers {
+            handles: Vec::new(),
+            stop: stop.clone(),
+        };
+        if failed.is_none() {
+            let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
+            let notify = move || {
+                let _ = tx.send(Event::TimerDone);
+            };
+            match measure::start(specs, root, stop, notify) {
+                Ok(handles) => timers.handles = handles,
+                Err(error) => failed = Some(EndReason::Failed { error }),
             }
-            Ok(Event::Snapshot) => {
-                let table = report::live::table(&rows(&timers), last_load.as_ref(), view.display);
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(
-                    err,
-                    "rtlab: snapshot at {:.1} s (SIGUSR1)\n{table}",
-                    run_start.elapsed().as_secs_f64()
-                );
-            }
-            Ok(Event::Child | Event::TimerDone) | Err(_) => {}
         }
-        if let Some(abort) = supervisor.poll() {
-            end = Some(EndReason::Aborted {
+        messages::debug(
+            1,
+            &format!("{} timer threads released", timers.handles.len()),
+        );
+        Ok(Armed {
+            start_wall,
+            run_start,
+            journal,
+            tuning_changes,
+            supervisor,
+            timers,
+            timers_start: Instant::now(),
+            failed,
+        })
+    }
+
+    /// Why the run should end now, if it should (a program's end that
+    /// aborts it, a timer that failed, every timer done).
+    fn ending(&mut self) -> Option<EndReason> {
+        if let Some(abort) = self.supervisor.poll() {
+            return Some(EndReason::Aborted {
                 program: abort.index,
                 command: abort.command,
                 status: abort.status,
             });
-            break;
         }
+        let timers = &self.timers.handles;
         if timers.iter().any(|t| t.live.failed.load(Ordering::Relaxed)) {
-            end = Some(EndReason::Failed {
+            return Some(EndReason::Failed {
                 error: "a timer thread could not start".into(),
             });
-            break;
         }
         if !timers.is_empty()
             && timers
                 .iter()
                 .all(|t| t.live.finished.load(Ordering::Acquire))
         {
-            end = Some(EndReason::Completed);
-            break;
+            return Some(EndReason::Completed);
         }
-        if Instant::now() >= next_refresh {
-            last_load = sample_load(&mut cpu_series).or(last_load);
-            view.show(&rows(&timers), last_load.as_ref(), false);
-            next_refresh += period;
-            if next_refresh < Instant::now() {
-                next_refresh = Instant::now() + period;
+        None
+    }
+
+    /// Stops the run: timers first (they measure), then the programs, then
+    /// the system changes are undone.
+    fn stop(mut self, warnings: &mut Vec<String>) -> Stopped {
+        self.timers.stop();
+        let final_rows = rows(&self.timers.handles);
+        let joined = self.timers.join();
+        let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
+        self.supervisor.stop_all();
+        // Read before the journal removes the bandwidth groups.
+        let cpu_bandwidth = self.supervisor.bandwidth_results();
+        warnings.append(&mut self.supervisor.warnings);
+        warnings.extend(self.journal.close());
+        Stopped {
+            start_wall: self.start_wall,
+            elapsed_ns,
+            final_rows,
+            joined,
+            cpu_bandwidth,
+            programs: self.supervisor.results(),
+            tuning_changes: std::mem::take(&mut self.tuning_changes),
+        }
+    }
+}
+
+/// What a stopped run leaves for its result.
+struct Stopped {
+    start_wall: SystemTime,
+    elapsed_ns: u64,
+    final_rows: Vec<LiveRow>,
+    joined: Vec<Joined>,
+    cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
+    programs: Vec<load::ProgramResult>,
+    tuning_changes: Vec<crate::tune::Outcome>,
+}
+
+/// CPU load between samples of `/proc/stat`, kept in a bounded series.
+struct LoadSampler {
+    prev: Option<(ProcStat, Instant)>,
+    series: Vec<CpuLoad>,
+    last: Option<CpuLoad>,
+    run_start: Instant,
+}
+
+impl LoadSampler {
+    fn new(root: &SysRoot, run_start: Instant) -> Self {
+        LoadSampler {
+            prev: proc_stat::read(root).ok().map(|s| (s, Instant::now())),
+            series: Vec::new(),
+            last: None,
+            run_start,
+        }
+    }
+
+    /// Samples the load since the last sample (the last one stays if
+    /// `/proc/stat` cannot be read).
+    fn sample(&mut self, root: &SysRoot) {
+        let now = Instant::now();
+        let Ok(stat) = proc_stat::read(root) else {
+            return;
+        };
+        let Some((before, t0)) = self.prev.replace((stat.clone(), now)) else {
+            return;
+        };
+        let load = cpu_load::between(
+            &before,
+            &stat,
+            now.duration_since(self.run_start).as_secs_f64(),
+            now.duration_since(t0).as_secs_f64(),
+        );
+        cpu_load::push_bounded(&mut self.series, load.clone());
+        self.last = Some(load);
+    }
+}
+
+/// The watch phase: the live table, CPU load, program supervision and
+/// signals, until the run ends.
+struct Watch {
+    view: LiveView,
+    load: LoadSampler,
+    period: Duration,
+    run_start: Instant,
+}
+
+impl Watch {
+    fn new(plan: &RunPlan, opts: &RunOptions, run_start: Instant) -> Self {
+        Watch {
+            view: LiveView {
+                tty: std::io::stdout().is_terminal(),
+                every_refresh: opts.every_refresh,
+                lines_shown: 0,
+                display: plan.main.cpu_load,
+            },
+            load: LoadSampler::new(&opts.root, run_start),
+            period: Duration::from_nanos(plan.main.stats_period_ns),
+            run_start,
+        }
+    }
+
+    /// Watches until the run ends; returns why it ended.
+    fn run(&mut self, armed: &mut Armed, rx: &mpsc::Receiver<Event>, root: &SysRoot) -> EndReason {
+        if let Some(failed) = armed.failed.take() {
+            return failed;
+        }
+        let mut next_refresh = Instant::now() + self.period;
+        loop {
+            let wake_at = armed
+                .supervisor
+                .next_respawn()
+                .map_or(next_refresh, |r| r.min(next_refresh));
+            match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
+                Ok(Event::Signal(sig)) => {
+                    return EndReason::Interrupted {
+                        signal: load::signal_name(sig).to_string(),
+                    };
+                }
+                Ok(Event::Snapshot) => self.snapshot(&armed.timers.handles),
+                Ok(Event::Child | Event::TimerDone) | Err(_) => {}
+            }
+            if let Some(end) = armed.ending() {
+                return end;
+            }
+            if Instant::now() >= next_refresh {
+                self.load.sample(root);
+                self.view
+                    .show(&rows(&armed.timers.handles), self.load.last.as_ref(), false);
+                next_refresh += self.period;
+                if next_refresh < Instant::now() {
+                    next_refresh = Instant::now() + self.period;
+                }
             }
         }
     }
-    let end = end.unwrap_or(EndReason::Completed);
 
-    // Stop: timers first (they measure), then the load.
-    measure::stop_all(&timers, &stop);
-    let final_rows = rows(&timers);
-    let joined: Vec<_> = timers.into_iter().map(TimerHandle::join).collect();
-    let elapsed_ns = timers_start.elapsed().as_nanos() as u64;
-    supervisor.stop_all();
-    let cpu_bandwidth = supervisor.bandwidth_results();
-    warnings.append(&mut supervisor.warnings);
-    if let Some(j) = run_journal.take() {
-        for f in j.replay_and_close().failures() {
-            warnings.push(format!("could not restore {}: {}", f.what, f.detail));
-        }
+    /// SIGUSR1: the live table on stderr, and the run goes on.
+    fn snapshot(&self, timers: &[TimerHandle]) {
+        let table = report::live::table(&rows(timers), self.load.last.as_ref(), self.view.display);
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "rtlab: snapshot at {:.1} s (SIGUSR1)\n{table}",
+            self.run_start.elapsed().as_secs_f64()
+        );
     }
-    last_load = sample_load(&mut cpu_series).or(last_load);
-    view.show(&final_rows, last_load.as_ref(), true);
-    drop(pm_qos_file);
-    if plan.main.memlock {
-        os::unlock_all_memory();
-    }
-    signal_handle.close();
-    let _ = signal_thread.join();
 
-    let mut end = end;
+    /// The last load sample and the final table.
+    fn finish(&mut self, final_rows: &[LiveRow], root: &SysRoot) {
+        self.load.sample(root);
+        self.view.show(final_rows, self.load.last.as_ref(), true);
+    }
+}
+
+/// Assembles the result of a stopped run.
+fn collect(
+    plan: &RunPlan,
+    before: Before,
+    main: MainThread,
+    stopped: Stopped,
+    watch: Watch,
+    mut end: EndReason,
+    mut warnings: Vec<String>,
+) -> RunResult {
     let mut placement = vec![Placement {
         who: "main".into(),
         id: os::getpid(),
-        cpuset: main_cpuset,
+        cpuset: main.cpuset.clone(),
         cpus: plan.main.cpus.clone(),
     }];
     let mut timer_results = Vec::new();
-    for (tp, (spec, live, outcome)) in plan.timers.iter().zip(joined) {
+    for (tp, (spec, live, outcome)) in plan.timers.iter().zip(stopped.joined) {
         if let Some(e) = &outcome.error {
             let msg = format!("timer_thread[{}]: {e}", spec.index);
             if matches!(end, EndReason::Completed | EndReason::Failed { .. }) {
@@ -417,71 +696,75 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
             cpuset: outcome.cpuset_seen.clone(),
             cpus: Some(spec.cpus.clone()),
         });
-        let Some(rec) = outcome.recorder else {
-            continue;
-        };
-        timer_results.push(TimerResult {
-            index: spec.index,
-            tid: live.tid.load(Ordering::Relaxed),
-            cpus: spec.cpus.clone(),
-            cpu_first: outcome.cpus_seen.0,
-            cpu_last: outcome.cpus_seen.1,
-            sched: outcome.sched_seen.unwrap_or(spec.sched),
-            period_ns: spec.period_ns,
-            // Where the file really is (under --outdir), as systress names it
-            // when there is none.
-            result_file: tp
-                .path
-                .strip_prefix(".")
-                .unwrap_or(&tp.path)
-                .display()
-                .to_string(),
-            summary: summarize(&rec),
-            histo_size_us: rec.histo_size_us(),
-            histogram_us: nonzero_buckets(&rec),
-            hdr_histogram: hdr_buckets(&rec),
-            series: rec.series.intervals(),
-            error: outcome.error,
-        });
+        timer_results.extend(timer_result(tp, &spec, &live, outcome));
     }
-
-    Ok(RunResult {
+    placement.extend(stopped.programs.iter().map(|p| {
+        Placement {
+            who: format!("program[{}]", p.index),
+            id: p.first_pid.unwrap_or(0),
+            cpuset: p.cpuset.clone(),
+            cpus: p
+                .cpus_allowed
+                .as_deref()
+                .and_then(|c| crate::cpulist::parse(c).ok()),
+        }
+    }));
+    RunResult {
         schema: SCHEMA,
         rtlab_version: env!("CARGO_PKG_VERSION"),
         plan: plan.clone(),
-        system,
-        start_time: humantime::format_rfc3339_seconds(start_wall).to_string(),
+        system: before.system,
+        start_time: humantime::format_rfc3339_seconds(stopped.start_wall).to_string(),
         end_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        elapsed_ns,
+        elapsed_ns: stopped.elapsed_ns,
         interrupted: matches!(end, EndReason::Interrupted { .. }),
         end,
-        pm_qos,
+        pm_qos: main.pm_qos.clone(),
         timers: timer_results,
         isolation: RunIsolation {
-            state: isolation_state,
-            placement: {
-                let programs = supervisor.results();
-                placement.extend(programs.iter().map(|p| {
-                    Placement {
-                        who: format!("program[{}]", p.index),
-                        id: p.first_pid.unwrap_or(0),
-                        cpuset: p.cpuset.clone(),
-                        cpus: p
-                            .cpus_allowed
-                            .as_deref()
-                            .and_then(|c| crate::cpulist::parse(c).ok()),
-                    }
-                }));
-                placement
-            },
+            state: before.isolation,
+            placement,
         },
-        programs: supervisor.results(),
+        programs: stopped.programs,
         tuning: RunTuning {
-            changes: tuning_changes,
-            cpu_bandwidth,
+            changes: stopped.tuning_changes,
+            cpu_bandwidth: stopped.cpu_bandwidth,
         },
-        cpu_load: cpu_series,
+        cpu_load: watch.load.series,
         warnings,
+    }
+}
+
+/// One timer thread's result, if it recorded anything.
+fn timer_result(
+    tp: &crate::plan::TimerPlan,
+    spec: &measure::TimerSpec,
+    live: &measure::live::LiveCounters,
+    outcome: measure::TimerOutcome,
+) -> Option<TimerResult> {
+    let rec = outcome.recorder?;
+    Some(TimerResult {
+        index: spec.index,
+        tid: live.tid.load(Ordering::Relaxed),
+        cpus: spec.cpus.clone(),
+        cpu_first: outcome.cpus_seen.0,
+        cpu_last: outcome.cpus_seen.1,
+        sched: outcome.sched_seen.unwrap_or(spec.sched),
+        period_ns: spec.period_ns,
+        // Where the file really is (under --outdir), as systress names it
+        // when there is none.
+        result_file: tp
+            .path
+            .strip_prefix(".")
+            .unwrap_or(&tp.path)
+            .display()
+            .to_string(),
+        summary: summarize(&rec),
+        histo_size_us: rec.histo_size_us(),
+        histogram_us: nonzero_buckets(&rec),
+        hdr_histogram: hdr_buckets(&rec),
+        series: rec.series.intervals(),
+        error: outcome.error,
     })
 }
 

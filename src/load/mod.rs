@@ -546,3 +546,11 @@ impl Supervisor {
         self.programs.iter().map(|p| p.result.clone()).collect()
     }
 }
+
+impl Drop for Supervisor {
+    /// However the run ends, no program outlives its supervisor (a second
+    /// stop after [`Supervisor::stop_all`] finds nothing left to do).
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
