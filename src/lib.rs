@@ -6,6 +6,10 @@
 //! [`sys`] is the only door to the kernel, and [`sys::os`] the only `unsafe`.
 
 #![deny(missing_docs)]
+// The compiler keeps the wall: `unsafe` is refused everywhere but in the
+// syscall layer (`sys::os`, allowed in `sys/mod.rs`); a test checks that no
+// other module allows it.
+#![deny(unsafe_code)]
 
 /// `print!` to stdout that never panics: a closed pipe (`rtlab ... | head`)
 /// loses the rest of the output, not the command's cleanup. Control
@@ -50,6 +54,7 @@ pub mod cli;
 pub mod config;
 pub mod cpulist;
 pub mod dataset;
+pub mod exit;
 pub mod isolate;
 pub mod load;
 pub mod measure;

@@ -46,15 +46,16 @@ pub enum EndReason {
 impl EndReason {
     /// The process exit status for this end (see `docs/manual.md`).
     pub fn exit_code(&self) -> i32 {
+        use crate::exit;
         match self {
-            EndReason::Completed => 0,
-            EndReason::Failed { .. } => 1,
-            EndReason::Aborted { .. } => 3,
-            EndReason::Interrupted { signal } => match signal.as_str() {
-                "SIGINT" => 130,
-                "SIGHUP" => 129,
-                _ => 143,
-            },
+            EndReason::Completed => exit::OK,
+            EndReason::Failed { .. } => exit::FAILED,
+            EndReason::Aborted { .. } => exit::ABORTED,
+            EndReason::Interrupted { signal } => exit::signal(match signal.as_str() {
+                "SIGINT" => libc::SIGINT,
+                "SIGHUP" => libc::SIGHUP,
+                _ => libc::SIGTERM,
+            }),
         }
     }
 }

@@ -19,10 +19,7 @@ mod partition;
 mod show;
 mod tune;
 
-/// Exit status: refused before anything started.
-pub const EXIT_REFUSED: i32 = 2;
-/// Exit status: failed after the start.
-pub const EXIT_FAILED: i32 = 1;
+pub use crate::exit::{FAILED as EXIT_FAILED, REFUSED as EXIT_REFUSED};
 
 /// Refuses (exit status 2, with a hint) unless running as root.
 fn need_root(what: &str) -> Result<(), i32> {

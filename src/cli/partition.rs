@@ -207,7 +207,7 @@ fn run_in(root: &SysRoot, partition: &str, command: &[String]) -> i32 {
     let err = std::process::Command::new(program).args(args).exec();
     crate::errln!("rtlab: cannot run `{program}`: {err}");
     if err.kind() == std::io::ErrorKind::NotFound {
-        127
+        crate::exit::COMMAND_NOT_FOUND
     } else {
         126
     }

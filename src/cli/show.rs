@@ -11,8 +11,7 @@ use crate::sys::outfile;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
-/// Exit status: a `--fail-if` condition held.
-pub const EXIT_REGRESSION: i32 = 6;
+use crate::exit::REGRESSION as EXIT_REGRESSION;
 
 /// The inputs every one of these commands takes.
 #[derive(Debug, Args)]

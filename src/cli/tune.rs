@@ -12,10 +12,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Exit status: the machine lacks the facility (no cpufreq, no cpuidle).
-pub const EXIT_UNAVAILABLE: i32 = 4;
-/// Exit status: the kernel refused some of the changes (the rest were made).
-pub const EXIT_PARTIAL: i32 = 5;
+use crate::exit::{PARTIAL as EXIT_PARTIAL, UNAVAILABLE as EXIT_UNAVAILABLE};
 
 fn duration(text: &str) -> Result<Duration, String> {
     crate::config::values::duration_ns(text)

@@ -77,9 +77,9 @@ impl IsolateError {
     /// The exit status (documented in docs/manual.md).
     pub fn exit_code(&self) -> i32 {
         match self {
-            IsolateError::Kernel { .. } => 1,
-            IsolateError::Interrupted { signal, .. } => 128 + signal,
-            _ => 2,
+            IsolateError::Kernel { .. } => crate::exit::FAILED,
+            IsolateError::Interrupted { signal, .. } => crate::exit::signal(*signal),
+            _ => crate::exit::REFUSED,
         }
     }
 

@@ -84,7 +84,7 @@ pub fn guard_main() -> i32 {
             .kill_and_remove(std::time::Duration::from_secs(5))
             .is_err()
         {
-            return 1;
+            return crate::exit::FAILED;
         }
     }
     0

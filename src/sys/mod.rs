@@ -7,6 +7,8 @@ pub mod fake;
 pub mod info;
 pub mod irq;
 pub mod journal;
+// The syscall layer: the only module where `unsafe` is allowed.
+#[allow(unsafe_code)]
 pub mod os;
 pub mod outfile;
 pub mod power;
