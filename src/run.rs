@@ -31,6 +31,7 @@ use crate::sys::info::SystemSnapshot;
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::os;
 use crate::sys::outfile;
+use crate::sys::paths;
 use crate::sys::proc_stat::{self, ProcStat};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -75,11 +76,11 @@ fn hold_pm_qos(root: &SysRoot, requested: Option<u32>) -> (PmQos, Option<std::fs
         );
     };
     let attempt = root
-        .open_rw("dev/cpu_dma_latency")
+        .open_rw(paths::DMA_LATENCY)
         .map_err(|e| e.to_string())
         .and_then(|f| {
             os::write_pm_qos(&f, us as i32)
-                .map_err(|e| format!("{}: {e}", root.path("dev/cpu_dma_latency").display()))?;
+                .map_err(|e| format!("{}: {e}", root.path(paths::DMA_LATENCY).display()))?;
             Ok(f)
         });
     match attempt {
@@ -231,7 +232,7 @@ impl MainThread {
                     anyhow::anyhow!("cannot put the main thread in cpuset {}: {e}", cs.display())
                 })?;
         }
-        let cpuset = root.read_opt("proc/thread-self/cpuset");
+        let cpuset = root.read_opt(paths::THREAD_SELF_CPUSET);
         if let Some(cpus) = &main.cpus {
             os::set_affinity(0, cpus)
                 .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;

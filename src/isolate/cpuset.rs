@@ -225,7 +225,7 @@ impl CpusetTarget {
         let name = match name {
             Some(n) => n.to_string(),
             None => root
-                .read_opt("proc/self/cpuset")
+                .read_opt(crate::sys::paths::SELF_CPUSET)
                 .unwrap_or_default()
                 .trim_matches('/')
                 .to_string(),

@@ -6,7 +6,7 @@
 
 use crate::cpulist;
 use crate::sys::journal::{Journal, SetError};
-use crate::sys::{SysError, SysRoot};
+use crate::sys::{SysError, SysRoot, paths};
 use serde::Serialize;
 
 /// What happened to one knob.
@@ -112,7 +112,7 @@ fn outcome(
 /// The IRQ numbers of `/proc/irq`.
 pub fn irq_numbers(root: &SysRoot) -> Vec<u32> {
     let mut irqs: Vec<u32> = root
-        .list("proc/irq")
+        .list(paths::IRQ_DIR)
         .unwrap_or_default()
         .iter()
         .filter_map(|n| n.parse().ok())
@@ -135,32 +135,32 @@ pub fn apply(
     let mut out = Vec::new();
     let fixed: Vec<(&str, &'static str, String)> = vec![
         (
-            "proc/irq/default_smp_affinity",
+            paths::DEFAULT_SMP_AFFINITY,
             "IRQs registered from now on go to nrt",
             mask.clone(),
         ),
         (
-            "sys/devices/virtual/workqueue/cpumask",
+            paths::WORKQUEUE_CPUMASK,
             "unbound workqueue workers (kworker/u*) run on nrt",
             mask.clone(),
         ),
         (
-            "sys/bus/workqueue/devices/writeback/numa",
+            paths::WRITEBACK_NUMA,
             "writeback workers not spread by NUMA node (older kernels)",
             "0".into(),
         ),
         (
-            "proc/sys/kernel/watchdog_cpumask",
+            paths::WATCHDOG_CPUMASK,
             "soft/hard lockup watchdog timers only on nrt",
             list.clone(),
         ),
         (
-            "proc/sys/kernel/timer_migration",
+            paths::TIMER_MIGRATION,
             "each CPU expires its own timers: rt does not pull timers of idle CPUs",
             "0".into(),
         ),
         (
-            "proc/sys/vm/stat_interval",
+            paths::STAT_INTERVAL,
             "vmstat per-CPU folding every 1000 s instead of every second (partrt)",
             "1000".into(),
         ),
@@ -175,13 +175,13 @@ pub fn apply(
     // unbound workqueues such as writeback), machine-check polling per bank.
     let per_entry: [(&str, &str, &'static str, String); 2] = [
         (
-            "sys/devices/virtual/workqueue",
+            paths::WORKQUEUE_DIR,
             "cpumask",
             "this unbound workqueue's workers run on nrt",
             mask.clone(),
         ),
         (
-            "sys/devices/system/machinecheck",
+            paths::MACHINECHECK_DIR,
             "check_interval",
             "no periodic machine-check polling on any CPU (partrt)",
             "0".into(),
@@ -200,7 +200,7 @@ pub fn apply(
         if stop() {
             return Ok(out);
         }
-        let path = format!("proc/irq/{irq}/smp_affinity_list");
+        let path = paths::irq_affinity_list(irq);
         let Some(now) = root.read_opt(&path) else {
             continue;
         };
@@ -230,10 +230,7 @@ pub fn summary_lines(knobs: &[KnobOutcome]) -> Vec<String> {
     let mut irqs_set = 0;
     let mut irqs_already = 0;
     for k in knobs {
-        let irq = k
-            .path
-            .strip_prefix("proc/irq/")
-            .and_then(|r| r.strip_suffix("/smp_affinity_list"));
+        let irq = paths::irq_of_affinity_list(&k.path);
         if let Some(n) = irq {
             match &k.status {
                 KnobStatus::Refused { reason } => {

@@ -116,8 +116,10 @@ fn partition(root: &SysRoot, h: &Hierarchy, name: &str) -> Option<Partition> {
 impl IsolationState {
     /// Reads the state; `journal_dir` gives the knobs the partition changed.
     pub fn read(root: &SysRoot, journal_dir: &Path) -> Self {
-        let cmdline = root.read_opt("proc/cmdline").unwrap_or_default();
-        let cpu = "sys/devices/system/cpu";
+        let cmdline = root
+            .read_opt(crate::sys::paths::CMDLINE)
+            .unwrap_or_default();
+        let cpu = crate::sys::paths::CPU_DIR;
         let isolated = cpus_file(root, &format!("{cpu}/isolated"));
         let nohz_full = cpus_file(root, &format!("{cpu}/nohz_full"));
         let h = Hierarchy::find(root);

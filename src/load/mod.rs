@@ -358,7 +358,7 @@ impl Supervisor {
                 if p.result.starts == 0 {
                     let pid = child.id() as i32;
                     p.result.first_pid = Some(pid);
-                    p.result.cpuset = self.root.read_opt(&format!("proc/{pid}/cpuset"));
+                    p.result.cpuset = self.root.read_opt(&crate::sys::paths::task_cpuset(pid));
                     p.result.cpus_allowed =
                         crate::sys::tasks::status_field(&self.root, pid, "Cpus_allowed_list");
                 }

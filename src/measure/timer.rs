@@ -58,7 +58,7 @@ pub(super) fn run(
 ) -> TimerOutcome {
     live.tid.store(os::gettid(), Ordering::Relaxed);
     let setup_result = setup(&spec, &root);
-    let cpuset_seen = root.read_opt("proc/thread-self/cpuset");
+    let cpuset_seen = root.read_opt(crate::sys::paths::THREAD_SELF_CPUSET);
     os::prefault_stack();
     let sched_seen = os::get_sched(0).ok();
     let first_cpu = os::current_cpu();

@@ -18,7 +18,7 @@
 
 use super::cgroup::TrackingCgroup;
 use super::tasks::{self, TaskRecord};
-use super::{SysError, SysRoot};
+use super::{SysError, SysRoot, paths};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -655,44 +655,45 @@ pub fn cgroup_mounts(root: &SysRoot) -> Vec<String> {
         .collect()
 }
 
-/// The sysctls rtlab changes (a journal naming another, say
-/// `kernel/core_pattern`, could make root run a program).
-const SYSCTLS: &[&str] = &[
-    "kernel/watchdog_cpumask",
-    "kernel/timer_migration",
-    "vm/stat_interval",
-];
-
 /// Whether `path` is one of the kernel knobs rtlab writes: the sysctls
 /// above, IRQ affinities, cpufreq and cpuidle settings, machine-check
 /// polling, workqueue CPU masks.
 fn is_rtlab_knob(path: &str) -> bool {
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if let Some(sysctl) = path.strip_prefix("proc/sys/") {
-        return SYSCTLS.contains(&sysctl);
+    // Never another sysctl: one such as `kernel/core_pattern` could make
+    // root run a program.
+    if path.starts_with(paths::SYSCTL_DIR) {
+        return paths::SYSCTLS.contains(&path);
     }
-    if let Some(irq) = path.strip_prefix("proc/irq/") {
-        return irq == "default_smp_affinity"
+    if let Some(irq) = path
+        .strip_prefix(paths::IRQ_DIR)
+        .and_then(|p| p.strip_prefix('/'))
+    {
+        return path == paths::DEFAULT_SMP_AFFINITY
             || irq.split_once('/').is_some_and(|(n, file)| {
                 number(n) && (file == "smp_affinity_list" || file == "smp_affinity")
             });
     }
     // cpuN/cpufreq/... and cpuN/cpuidle/stateK/disable
     let per_cpu = path
-        .strip_prefix("sys/devices/system/cpu/cpu")
+        .strip_prefix(paths::CPU_DIR)
+        .and_then(|p| p.strip_prefix("/cpu"))
         .and_then(|cpu| cpu.split_once('/'))
         .is_some_and(|(n, rest)| {
             number(n) && (rest.starts_with("cpufreq/") || rest.starts_with("cpuidle/"))
         });
     per_cpu
         || [
-            "sys/devices/system/cpu/cpufreq/",
-            "sys/devices/system/machinecheck/",
-            "sys/devices/virtual/workqueue/",
-            "sys/bus/workqueue/devices/",
+            paths::CPUFREQ_DIR,
+            paths::MACHINECHECK_DIR,
+            paths::WORKQUEUE_DIR,
+            paths::WORKQUEUE_DEVICES,
         ]
         .iter()
-        .any(|k| path.starts_with(k))
+        .any(|dir| {
+            path.strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
 }
 
 /// A file at the top of a cgroup hierarchy (the root cpuset's

@@ -11,6 +11,7 @@ pub mod journal;
 #[allow(unsafe_code)]
 pub mod os;
 pub mod outfile;
+pub mod paths;
 pub mod power;
 pub mod proc_stat;
 pub mod root;

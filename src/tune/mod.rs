@@ -18,7 +18,7 @@ use crate::cpulist;
 use crate::isolate::knobs::{KnobStatus, set_status};
 use crate::sys::journal::{Change, Journal, JournalError};
 use crate::sys::os::Sched;
-use crate::sys::{SysRoot, power, threads};
+use crate::sys::{SysRoot, paths, power, threads};
 use serde::Serialize;
 
 /// What happened to one setting of one object.
@@ -136,10 +136,10 @@ impl IrqSelection {
 /// as the kernel names the handlers there).
 fn irq_label(root: &SysRoot, n: u32) -> String {
     let names: Vec<String> = root
-        .list(&format!("proc/irq/{n}"))
+        .list(&paths::irq_dir(n))
         .unwrap_or_default()
         .into_iter()
-        .filter(|e| root.is_dir(&format!("proc/irq/{n}/{e}")))
+        .filter(|e| root.is_dir(&format!("{}/{e}", paths::irq_dir(n))))
         .collect();
     if names.is_empty() {
         format!("IRQ {n}")
@@ -159,10 +159,10 @@ pub fn move_irqs(
     let list = cpulist::format(cpus);
     let mut out = Vec::new();
     for &n in irqs {
-        let path = format!("proc/irq/{n}/smp_affinity_list");
+        let path = paths::irq_affinity_list(n);
         let status = set_status(journal, &path, &list, true)?;
         let after = root
-            .read_opt(&format!("proc/irq/{n}/effective_affinity_list"))
+            .read_opt(&paths::irq_effective_affinity_list(n))
             .map(|e| format!("effective {e}"));
         out.push(Outcome {
             target: irq_label(root, n),

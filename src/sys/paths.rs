@@ -1,0 +1,69 @@
+//! Every kernel file rtlab reads or writes outside this layer, named once,
+//! relative to the system root. A test fails if a kernel path is written
+//! anywhere else in the crate (relative or absolute), so a new knob comes
+//! here first.
+
+/// PM QoS request for CPU wake-up latency (held open during a run).
+pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
+/// The kernel command line.
+pub const CMDLINE: &str = "proc/cmdline";
+/// The cpuset of the calling thread.
+pub const THREAD_SELF_CPUSET: &str = "proc/thread-self/cpuset";
+/// The cpuset of the calling process.
+pub const SELF_CPUSET: &str = "proc/self/cpuset";
+/// The CPUs' directory (`isolated`, `nohz_full`, `cpuN/...`).
+pub const CPU_DIR: &str = "sys/devices/system/cpu";
+/// The IRQs' directory (`N/`, `default_smp_affinity`).
+pub const IRQ_DIR: &str = "proc/irq";
+/// Where new IRQs go.
+pub const DEFAULT_SMP_AFFINITY: &str = "proc/irq/default_smp_affinity";
+/// Unbound workqueue workers' CPUs.
+pub const WORKQUEUE_CPUMASK: &str = "sys/devices/virtual/workqueue/cpumask";
+/// The per-workqueue directories (`NAME/cpumask`).
+pub const WORKQUEUE_DIR: &str = "sys/devices/virtual/workqueue";
+/// Writeback workers spread by NUMA node (older kernels).
+pub const WRITEBACK_NUMA: &str = "sys/bus/workqueue/devices/writeback/numa";
+/// The workqueue devices (as the journal's rule names them).
+pub const WORKQUEUE_DEVICES: &str = "sys/bus/workqueue/devices";
+/// Machine-check banks (`machinecheckN/check_interval`).
+pub const MACHINECHECK_DIR: &str = "sys/devices/system/machinecheck";
+/// cpufreq policies.
+pub const CPUFREQ_DIR: &str = "sys/devices/system/cpu/cpufreq";
+/// The sysctl tree.
+pub const SYSCTL_DIR: &str = "proc/sys";
+/// Lockup watchdog CPUs.
+pub const WATCHDOG_CPUMASK: &str = "proc/sys/kernel/watchdog_cpumask";
+/// Timer migration to non-idle CPUs.
+pub const TIMER_MIGRATION: &str = "proc/sys/kernel/timer_migration";
+/// vmstat folding interval.
+pub const STAT_INTERVAL: &str = "proc/sys/vm/stat_interval";
+
+/// The sysctls rtlab changes.
+pub const SYSCTLS: [&str; 3] = [WATCHDOG_CPUMASK, TIMER_MIGRATION, STAT_INTERVAL];
+
+/// IRQ `n`'s directory (its handlers' names are subdirectories).
+pub fn irq_dir(n: u32) -> String {
+    format!("{IRQ_DIR}/{n}")
+}
+
+/// IRQ `n`'s affinity, as a CPU list.
+pub fn irq_affinity_list(n: u32) -> String {
+    format!("{IRQ_DIR}/{n}/smp_affinity_list")
+}
+
+/// The CPUs IRQ `n` is really delivered to.
+pub fn irq_effective_affinity_list(n: u32) -> String {
+    format!("{IRQ_DIR}/{n}/effective_affinity_list")
+}
+
+/// The IRQ number of an affinity file of [`irq_affinity_list`], if it is one.
+pub fn irq_of_affinity_list(path: &str) -> Option<&str> {
+    path.strip_prefix(IRQ_DIR)?
+        .strip_prefix('/')?
+        .strip_suffix("/smp_affinity_list")
+}
+
+/// The cpuset of process `pid`.
+pub fn task_cpuset(pid: i32) -> String {
+    format!("proc/{pid}/cpuset")
+}
