@@ -63,6 +63,7 @@ pub mod plan;
 pub mod report;
 pub mod result;
 pub mod run;
+pub mod sched;
 pub mod stats;
 pub mod sys;
 pub mod text;

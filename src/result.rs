@@ -6,11 +6,11 @@
 use crate::isolate::state::IsolationState;
 use crate::load::ProgramResult;
 use crate::plan::RunPlan;
+use crate::sched::Sched;
 use crate::stats::cpu_load::CpuLoad;
 use crate::stats::series::LatencySeries;
 use crate::stats::{HdrBucket, Summary};
 use crate::sys::info::SystemSnapshot;
-use crate::sys::os::Sched;
 use serde::Serialize;
 
 /// Version tag of the JSON result document.

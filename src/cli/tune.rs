@@ -4,8 +4,8 @@
 
 use super::{EXIT_FAILED, EXIT_REFUSED, need_root, print_json};
 use crate::cpulist;
+use crate::sched::{Policy, Sched};
 use crate::sys::journal::{self, Journal, Owner};
-use crate::sys::os::{Policy, Sched};
 use crate::sys::{SysRoot, info::SystemSnapshot, irq, power, threads};
 use crate::tune::{self, IrqSelection, Outcome, ThreadSelector, TuneError, ramp};
 use clap::{Args, Subcommand};

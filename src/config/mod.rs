@@ -9,7 +9,7 @@ pub mod keys;
 mod parse;
 pub mod values;
 
-use crate::sys::os::Sched;
+use crate::sched::Sched;
 pub use parse::{parse, parse_all};
 pub use values::Action;
 

@@ -4,7 +4,7 @@
 use super::keys::{self, StanzaKind};
 use super::values::{self, ValueError};
 use super::*;
-use crate::sys::os::{Policy, Sched};
+use crate::sched::{Policy, Sched};
 
 /// One `key value` line.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! lines. Each parser returns the value or a [`ValueError`] with the byte
 //! offset of the problem inside the value and a hint.
 
-use crate::sys::os::Policy;
+use crate::sched::Policy;
 
 /// A value that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

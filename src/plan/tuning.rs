@@ -4,7 +4,7 @@
 
 use super::Planner;
 use crate::config::{Diagnostic, Experiment, Pos, Spanned, TuningConfig};
-use crate::sys::os::Sched;
+use crate::sched::Sched;
 use crate::tune::bandwidth::{self, Bandwidth, GroupSpec};
 use serde::Serialize;
 
@@ -281,7 +281,7 @@ mod tests {
     use super::super::tests::fake;
     use super::super::{PlanOptions, plan_text};
     use crate::config::Pos;
-    use crate::sys::os::Policy;
+    use crate::sched::Policy;
 
     fn errors(text: &str) -> Vec<(Pos, String)> {
         plan_text(text, "f", &fake(), &PlanOptions::default())

@@ -123,8 +123,8 @@ pub fn render(t: &TimerResult, format: StatsFormat) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::sched::{Policy, Sched};
     use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
-    use crate::sys::os::{Policy, Sched};
 
     /// A result built from known samples through the real recorder.
     pub fn sample_result() -> TimerResult {

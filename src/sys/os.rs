@@ -13,77 +13,27 @@ use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-/// A Linux scheduling policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Policy {
-    /// SCHED_OTHER (CFS), priority is the nice value.
-    Other,
-    /// SCHED_FIFO, priority 1..99.
-    Fifo,
-    /// SCHED_RR, priority 1..99.
-    Rr,
-    /// SCHED_BATCH, priority is the nice value.
-    Batch,
-    /// SCHED_IDLE.
-    Idle,
-}
+pub use crate::sched::{Policy, Sched};
 
-impl Policy {
-    /// Whether the policy is a real-time one (priority 1..99).
-    pub fn is_realtime(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
-    }
-
-    /// The upper-case name used in files and output.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Other => "OTHER",
-            Policy::Fifo => "FIFO",
-            Policy::Rr => "RR",
-            Policy::Batch => "BATCH",
-            Policy::Idle => "IDLE",
-        }
-    }
-
-    fn to_libc(self) -> libc::c_int {
-        match self {
-            Policy::Other => libc::SCHED_OTHER,
-            Policy::Fifo => libc::SCHED_FIFO,
-            Policy::Rr => libc::SCHED_RR,
-            Policy::Batch => libc::SCHED_BATCH,
-            Policy::Idle => libc::SCHED_IDLE,
-        }
-    }
-
-    fn from_libc(raw: libc::c_int) -> Option<Policy> {
-        // SCHED_RESET_ON_FORK may be or-ed into the value.
-        match raw & !libc::SCHED_RESET_ON_FORK {
-            libc::SCHED_OTHER => Some(Policy::Other),
-            libc::SCHED_FIFO => Some(Policy::Fifo),
-            libc::SCHED_RR => Some(Policy::Rr),
-            libc::SCHED_BATCH => Some(Policy::Batch),
-            libc::SCHED_IDLE => Some(Policy::Idle),
-            _ => None,
-        }
+fn policy_to_libc(policy: Policy) -> libc::c_int {
+    match policy {
+        Policy::Other => libc::SCHED_OTHER,
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::Rr => libc::SCHED_RR,
+        Policy::Batch => libc::SCHED_BATCH,
+        Policy::Idle => libc::SCHED_IDLE,
     }
 }
 
-/// A policy with its priority (1..99 for FIFO/RR) or nice value (others).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Sched {
-    /// The policy.
-    pub policy: Policy,
-    /// Real-time priority for FIFO/RR, nice value otherwise.
-    pub priority: i32,
-}
-
-impl Default for Sched {
-    fn default() -> Self {
-        Sched {
-            policy: Policy::Other,
-            priority: 0,
-        }
+fn policy_from_libc(raw: libc::c_int) -> Option<Policy> {
+    // SCHED_RESET_ON_FORK may be or-ed into the value.
+    match raw & !libc::SCHED_RESET_ON_FORK {
+        libc::SCHED_OTHER => Some(Policy::Other),
+        libc::SCHED_FIFO => Some(Policy::Fifo),
+        libc::SCHED_RR => Some(Policy::Rr),
+        libc::SCHED_BATCH => Some(Policy::Batch),
+        libc::SCHED_IDLE => Some(Policy::Idle),
+        _ => None,
     }
 }
 
@@ -195,7 +145,7 @@ pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
     let param = sched_param(prio);
     // SAFETY: `param` is a valid sched_param; on Linux sched_setscheduler acts
     // on the thread whose id is given (0 = the calling thread).
-    check(unsafe { libc::sched_setscheduler(tid, sched.policy.to_libc(), &param) })?;
+    check(unsafe { libc::sched_setscheduler(tid, policy_to_libc(sched.policy), &param) })?;
     if !sched.policy.is_realtime() {
         // PRIO_PROCESS with a thread id sets that thread's nice value on Linux.
         rustix::process::setpriority_process(pid_of(tid), sched.priority)?;
@@ -210,7 +160,7 @@ pub fn get_sched(tid: i32) -> io::Result<Sched> {
     if raw == -1 {
         return Err(last_error());
     }
-    let policy = Policy::from_libc(raw).unwrap_or(Policy::Other);
+    let policy = policy_from_libc(raw).unwrap_or(Policy::Other);
     let mut param = sched_param(0);
     // SAFETY: `param` is writable.
     check(unsafe { libc::sched_getparam(tid, &mut param) })?;
@@ -386,7 +336,11 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
                 } else {
                     0
                 });
-                check(libc::sched_setscheduler(0, s.policy.to_libc(), &param))?;
+                check(libc::sched_setscheduler(
+                    0,
+                    policy_to_libc(s.policy),
+                    &param,
+                ))?;
                 if !s.policy.is_realtime() {
                     check(libc::setpriority(libc::PRIO_PROCESS, 0, s.priority))?;
                 }

@@ -16,8 +16,8 @@ mod tests;
 
 use crate::cpulist;
 use crate::isolate::knobs::{KnobStatus, set_status};
+use crate::sched::Sched;
 use crate::sys::journal::{Change, Journal, JournalError};
-use crate::sys::os::Sched;
 use crate::sys::{SysRoot, paths, power, threads};
 use serde::Serialize;
 

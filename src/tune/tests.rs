@@ -4,9 +4,9 @@
 //! putting every file back.
 
 use super::*;
+use crate::sched::Policy;
 use crate::sys::fake::{self, Kernel, snapshot};
 use crate::sys::journal::Owner;
-use crate::sys::os::Policy;
 use std::path::Path;
 
 fn journal(root: &SysRoot, dir: &Path) -> Journal {
