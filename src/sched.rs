@@ -54,6 +54,78 @@ impl Default for Sched {
     }
 }
 
+/// A thread's policy as the kernel reports it (`stat` field 41): one rtlab
+/// sets, SCHED_DEADLINE (listed, never changed), or a number it does not
+/// know. The one mapping from the kernel's numbers, used by the thread
+/// listing, the tuning and the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelPolicy {
+    /// A policy rtlab can set.
+    Settable(Policy),
+    /// SCHED_DEADLINE.
+    Deadline,
+    /// A number this rtlab does not know.
+    Unknown(u32),
+}
+
+impl KernelPolicy {
+    /// The policy of kernel number `n` (`SCHED_OTHER` = 0 ... `SCHED_DEADLINE` = 6).
+    pub fn from_number(n: u32) -> Self {
+        match n {
+            0 => KernelPolicy::Settable(Policy::Other),
+            1 => KernelPolicy::Settable(Policy::Fifo),
+            2 => KernelPolicy::Settable(Policy::Rr),
+            3 => KernelPolicy::Settable(Policy::Batch),
+            5 => KernelPolicy::Settable(Policy::Idle),
+            6 => KernelPolicy::Deadline,
+            n => KernelPolicy::Unknown(n),
+        }
+    }
+
+    /// `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`, `DEADLINE`, or `?N`.
+    pub fn name(self) -> String {
+        match self {
+            KernelPolicy::Settable(p) => p.name().to_string(),
+            KernelPolicy::Deadline => "DEADLINE".into(),
+            KernelPolicy::Unknown(n) => format!("?{n}"),
+        }
+    }
+
+    /// A real-time class (FIFO, RR or DEADLINE), as `ps` shows FF, RR, DLN.
+    pub fn is_realtime(self) -> bool {
+        match self {
+            KernelPolicy::Settable(p) => p.is_realtime(),
+            KernelPolicy::Deadline => true,
+            KernelPolicy::Unknown(_) => false,
+        }
+    }
+
+    /// The `ps` class abbreviation (`TS`, `FF`, `RR`, `B`, `IDL`, `DLN`).
+    pub fn ps_class(self) -> String {
+        match self {
+            KernelPolicy::Settable(Policy::Other) => "TS".into(),
+            KernelPolicy::Settable(Policy::Fifo) => "FF".into(),
+            KernelPolicy::Settable(Policy::Rr) => "RR".into(),
+            KernelPolicy::Settable(Policy::Batch) => "B".into(),
+            KernelPolicy::Settable(Policy::Idle) => "IDL".into(),
+            KernelPolicy::Deadline => "DLN".into(),
+            KernelPolicy::Unknown(n) => format!("?{n}"),
+        }
+    }
+}
+
+impl std::fmt::Display for KernelPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl serde::Serialize for KernelPolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The pure layer (the experiment file, CPU lists, the scheduling
@@ -70,6 +142,7 @@ mod tests {
             files.push(entry.unwrap().path());
         }
         let needle = ["crate::", "sys"].concat();
+        // (the kernel's policy numbers are part of its ABI, written here.)
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();
             assert!(
@@ -78,5 +151,35 @@ mod tests {
                 f.display()
             );
         }
+    }
+
+    #[test]
+    fn kernel_policy_numbers_names_and_classes() {
+        use super::{KernelPolicy, Policy};
+        let all: Vec<(String, String, bool)> = (0..8)
+            .map(KernelPolicy::from_number)
+            .map(|p| (p.name(), p.ps_class(), p.is_realtime()))
+            .collect();
+        let want = [
+            ("OTHER", "TS", false),
+            ("FIFO", "FF", true),
+            ("RR", "RR", true),
+            ("BATCH", "B", false),
+            ("?4", "?4", false),
+            ("IDLE", "IDL", false),
+            ("DEADLINE", "DLN", true),
+            ("?7", "?7", false),
+        ];
+        for (got, want) in all.iter().zip(want) {
+            assert_eq!((got.0.as_str(), got.1.as_str(), got.2), want);
+        }
+        assert_eq!(
+            KernelPolicy::from_number(1),
+            KernelPolicy::Settable(Policy::Fifo)
+        );
+        assert_eq!(
+            serde_json::to_string(&KernelPolicy::Deadline).unwrap(),
+            "\"DEADLINE\""
+        );
     }
 }

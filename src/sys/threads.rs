@@ -2,6 +2,7 @@
 //! read from `/proc/<pid>/task/<tid>/stat` and `status`.
 
 use super::SysRoot;
+use crate::sched::{KernelPolicy, Policy, Sched};
 use serde::Serialize;
 
 /// `PF_KTHREAD` in the `flags` field of `stat`: a kernel thread.
@@ -18,8 +19,8 @@ pub struct ThreadInfo {
     pub name: String,
     /// A kernel thread.
     pub kernel: bool,
-    /// `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`, `DEADLINE` (or `?N`).
-    pub policy: String,
+    /// Its policy (shown `OTHER`, `FIFO`, ..., `DEADLINE`, or `?N`).
+    pub policy: KernelPolicy,
     /// Real-time priority (0 for non-RT policies).
     pub rt_priority: u32,
     /// Nice value.
@@ -36,20 +37,19 @@ impl ThreadInfo {
     /// Whether it has a real-time class (FIFO, RR or DEADLINE), as `ps`
     /// shows with `cls` FF, RR or DLN.
     pub fn is_realtime(&self) -> bool {
-        matches!(self.policy.as_str(), "FIFO" | "RR" | "DEADLINE")
+        self.policy.is_realtime()
     }
 
     /// Its scheduling as rtlab sets it (None for DEADLINE and unknown
     /// policies, which rtlab does not change).
-    pub fn sched(&self) -> Option<super::os::Sched> {
-        use super::os::{Policy, Sched};
-        let (policy, priority) = match self.policy.as_str() {
-            "OTHER" => (Policy::Other, self.nice),
-            "FIFO" => (Policy::Fifo, self.rt_priority as i32),
-            "RR" => (Policy::Rr, self.rt_priority as i32),
-            "BATCH" => (Policy::Batch, self.nice),
-            "IDLE" => (Policy::Idle, 0),
-            _ => return None,
+    pub fn sched(&self) -> Option<Sched> {
+        let KernelPolicy::Settable(policy) = self.policy else {
+            return None;
+        };
+        let priority = match policy {
+            Policy::Fifo | Policy::Rr => self.rt_priority as i32,
+            Policy::Idle => 0,
+            Policy::Other | Policy::Batch => self.nice,
         };
         Some(Sched { policy, priority })
     }
@@ -64,29 +64,8 @@ impl ThreadInfo {
     }
 
     /// The `ps` class abbreviation (`TS`, `FF`, `RR`, `B`, `IDL`, `DLN`).
-    pub fn ps_class(&self) -> &str {
-        match self.policy.as_str() {
-            "OTHER" => "TS",
-            "FIFO" => "FF",
-            "RR" => "RR",
-            "BATCH" => "B",
-            "IDLE" => "IDL",
-            "DEADLINE" => "DLN",
-            other => other,
-        }
-    }
-}
-
-/// The name of kernel policy number `n`.
-pub fn policy_name(n: u32) -> String {
-    match n {
-        0 => "OTHER".into(),
-        1 => "FIFO".into(),
-        2 => "RR".into(),
-        3 => "BATCH".into(),
-        5 => "IDLE".into(),
-        6 => "DEADLINE".into(),
-        n => format!("?{n}"),
+    pub fn ps_class(&self) -> String {
+        self.policy.ps_class()
     }
 }
 
@@ -112,7 +91,7 @@ pub fn parse_stat(stat: &str, cpus_allowed: String) -> Option<ThreadInfo> {
         start: field(22)?.parse().ok()?,
         last_cpu: field(39)?.parse().ok()?,
         rt_priority: field(40)?.parse().ok()?,
-        policy: policy_name(field(41)?.parse().ok()?),
+        policy: KernelPolicy::from_number(field(41)?.parse().ok()?),
         cpus_allowed,
     })
 }
@@ -217,7 +196,7 @@ mod tests {
         assert_eq!(t.start, 319399);
         assert_eq!(t.last_cpu, 1);
         assert_eq!(t.rt_priority, 42);
-        assert_eq!(t.policy, "RR");
+        assert_eq!(t.policy.name(), "RR");
         assert_eq!(t.ps_class(), "RR");
         assert!(t.is_realtime());
         assert!(parse_stat("garbage", String::new()).is_none());
@@ -249,7 +228,7 @@ mod tests {
             vec![1, 2, 3, 100, 101]
         );
         let m = all.iter().find(|t| t.tid == 3).unwrap();
-        assert_eq!((m.policy.as_str(), m.rt_priority), ("FIFO", 99));
+        assert_eq!((m.policy.name().as_str(), m.rt_priority), ("FIFO", 99));
         assert!(m.kernel);
         assert!(!all.iter().find(|t| t.tid == 100).unwrap().kernel);
         assert_eq!(by_tid(&root, 101).unwrap().name, "pinned app");

@@ -106,7 +106,7 @@ fn thread_priorities_are_set_by_pattern_or_tid_and_put_back() {
     );
     assert!(out[1].refused());
     let t = threads::by_tid(&root, 40).unwrap();
-    assert_eq!((t.policy.as_str(), t.rt_priority), ("FIFO", 2));
+    assert_eq!((t.policy.name().as_str(), t.rt_priority), ("FIFO", 2));
     // By TID; the same value again is "already".
     let again = set_thread_sched(&root, &mut j, &ThreadSelector::parse("40"), fifo).unwrap();
     assert_eq!(again[0].status, KnobStatus::AlreadySet);
