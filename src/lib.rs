@@ -68,3 +68,6 @@ pub mod stats;
 pub mod sys;
 pub mod text;
 pub mod tune;
+#[cfg(test)]
+mod walls;
+pub mod workload;

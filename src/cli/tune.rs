@@ -7,7 +7,8 @@ use crate::cpulist;
 use crate::sched::{Policy, Sched};
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::{SysRoot, info::SystemSnapshot, irq, power, threads};
-use crate::tune::{self, IrqSelection, Outcome, ThreadSelector, TuneError, ramp};
+use crate::tune::{self, IrqSelection, Outcome, ThreadSelector, TuneError};
+use crate::workload::ramp;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -815,7 +816,7 @@ pub fn sysinfo_main(json: bool) -> i32 {
 
 /// `rtlab hog`.
 pub fn hog_main(args: &HogArgs) -> i32 {
-    crate::load::hog::run(
+    crate::workload::hog::run(
         args.interval,
         args.duration,
         args.json,

@@ -10,10 +10,10 @@
 //! and its delay is reset.
 
 pub mod guard;
-pub mod hog;
 
 use crate::config::Action;
-use crate::plan::ProgramPlan;
+use crate::isolate::cpuset::CpusetTarget;
+use crate::sched::Sched;
 use crate::sys::SysRoot;
 use crate::sys::cgroup::TrackingCgroup;
 use crate::sys::journal::{Change, Journal};
@@ -108,7 +108,7 @@ pub struct ProgramResult {
 }
 
 struct Program {
-    plan: ProgramPlan,
+    plan: ProgramSpec,
     child: Option<Child>,
     started_at: Instant,
     backoff: Duration,
@@ -116,6 +116,35 @@ struct Program {
     /// `cgroup.procs` of its cpuset, open for the child to write itself in.
     cpuset_procs: Option<File>,
     result: ProgramResult,
+}
+
+/// A program to start and supervise, as the plan checked it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramSpec {
+    /// Index N.
+    pub index: usize,
+    /// argv as written.
+    pub argv: Vec<String>,
+    /// argv[0] resolved on PATH.
+    pub executable: PathBuf,
+    /// CPUs (None: inherited).
+    pub cpus: Option<Vec<usize>>,
+    /// Scheduling.
+    pub sched: Sched,
+    /// stdout target.
+    pub out: PathBuf,
+    /// stderr target.
+    pub err: PathBuf,
+    /// On exit 0.
+    pub on_ok: Action,
+    /// On failure.
+    pub on_ko: Action,
+    /// TERM → KILL grace period (ns).
+    pub grace_ns: u64,
+    /// Cpuset the process enters before exec.
+    pub cpuset: Option<CpusetTarget>,
+    /// CPU bandwidth group it enters before exec.
+    pub cpu_group: Option<String>,
 }
 
 /// Why the supervisor asks the run to stop.
@@ -154,7 +183,7 @@ impl Supervisor {
     /// Prepares supervision: guard process, tracking cgroup and CPU
     /// bandwidth groups (only when there are programs).
     pub fn new(
-        plans: &[ProgramPlan],
+        plans: &[ProgramSpec],
         cpu_groups: &[GroupSpec],
         root: &SysRoot,
         all_cpus: Vec<usize>,

@@ -4,10 +4,9 @@
 //! for and then exits, so that a refusal is known before anything starts.
 
 use crate::config::keys::StanzaKind;
-use crate::config::{
-    self, Action, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat,
-};
+use crate::config::{self, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat};
 use crate::isolate::cpuset::CpusetTarget;
+use crate::load::ProgramSpec;
 use crate::measure::TimerSpec;
 use crate::sys::os::{self, Policy, Sched};
 use crate::sys::{Privileges, SysRoot};
@@ -15,7 +14,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 mod tuning;
-pub use tuning::TuningPlan;
+pub use crate::tune::TuningSpec;
 
 /// What the planner needs to know about the machine. The real one reads the
 /// kernel; tests use a fake.
@@ -145,7 +144,7 @@ pub struct MainPlan {
     /// Cpuset the main thread enters (v2: the whole process).
     pub cpuset: Option<CpusetTarget>,
     /// System settings held for the duration of the run.
-    pub tuning: TuningPlan,
+    pub tuning: TuningSpec,
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -161,35 +160,6 @@ pub struct TimerPlan {
     pub path: PathBuf,
 }
 
-/// A program's part of the plan.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProgramPlan {
-    /// Index N.
-    pub index: usize,
-    /// argv as written.
-    pub argv: Vec<String>,
-    /// argv[0] resolved on PATH.
-    pub executable: PathBuf,
-    /// CPUs (None: inherited).
-    pub cpus: Option<Vec<usize>>,
-    /// Scheduling.
-    pub sched: Sched,
-    /// stdout target.
-    pub out: PathBuf,
-    /// stderr target.
-    pub err: PathBuf,
-    /// On exit 0.
-    pub on_ok: Action,
-    /// On failure.
-    pub on_ko: Action,
-    /// TERM → KILL grace period (ns).
-    pub grace_ns: u64,
-    /// Cpuset the process enters before exec.
-    pub cpuset: Option<CpusetTarget>,
-    /// CPU bandwidth group it enters before exec.
-    pub cpu_group: Option<String>,
-}
-
 /// A run, validated against the machine: everything needed to start it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunPlan {
@@ -202,7 +172,7 @@ pub struct RunPlan {
     /// Timer threads by index.
     pub timers: Vec<TimerPlan>,
     /// Programs by index.
-    pub programs: Vec<ProgramPlan>,
+    pub programs: Vec<ProgramSpec>,
     /// CPU bandwidth groups of the programs.
     pub cpu_groups: Vec<crate::tune::bandwidth::GroupSpec>,
 }
@@ -509,7 +479,7 @@ pub fn build(
             &prog.cpu_affinity,
             inherited.as_ref(),
         );
-        programs.push(ProgramPlan {
+        programs.push(ProgramSpec {
             cpuset,
             cpu_group: group_of.next().flatten(),
             index: prog.index,

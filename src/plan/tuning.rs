@@ -4,29 +4,8 @@
 
 use super::Planner;
 use crate::config::{Diagnostic, Experiment, Pos, Spanned, TuningConfig};
-use crate::sched::Sched;
+use crate::tune::TuningSpec;
 use crate::tune::bandwidth::{self, Bandwidth, GroupSpec};
-use serde::Serialize;
-
-/// The settings a run holds while it lasts, restored at its end.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TuningPlan {
-    /// cpufreq governor, and the CPUs whose policies get it (None = all).
-    pub governor: Option<(String, Option<Vec<usize>>)>,
-    /// Deepest idle-state exit latency allowed (µs), and on which CPUs.
-    pub cstate_max_latency_us: Option<(u64, Option<Vec<usize>>)>,
-    /// IRQ affinities, in file order: CPUs and IRQs (empty = all).
-    pub irq_affinity: Vec<(Vec<usize>, Vec<u32>)>,
-    /// Thread priorities, in file order: name pattern and scheduling.
-    pub thread_sched: Vec<(String, Sched)>,
-}
-
-impl TuningPlan {
-    /// Whether the run changes nothing.
-    pub fn is_empty(&self) -> bool {
-        *self == TuningPlan::default()
-    }
-}
 
 impl Planner<'_> {
     fn refuse(&mut self, pos: Pos, message: String, hint: impl Into<String>) {
@@ -42,8 +21,8 @@ impl Planner<'_> {
     }
 
     /// Checks the tuning keys of `main` against the machine.
-    pub(super) fn tuning(&mut self, t: &TuningConfig) -> TuningPlan {
-        let mut plan = TuningPlan::default();
+    pub(super) fn tuning(&mut self, t: &TuningConfig) -> TuningSpec {
+        let mut plan = TuningSpec::default();
         if !self.machine.privileges().root {
             let first = t
                 .governor

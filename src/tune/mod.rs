@@ -10,7 +10,6 @@
 //! replayed when the run ends).
 
 pub mod bandwidth;
-pub mod ramp;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +19,26 @@ use crate::sched::Sched;
 use crate::sys::journal::{Change, Journal, JournalError};
 use crate::sys::{SysRoot, paths, power, threads};
 use serde::Serialize;
+
+/// The settings a run holds while it lasts, restored at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TuningSpec {
+    /// cpufreq governor, and the CPUs whose policies get it (None = all).
+    pub governor: Option<(String, Option<Vec<usize>>)>,
+    /// Deepest idle-state exit latency allowed (µs), and on which CPUs.
+    pub cstate_max_latency_us: Option<(u64, Option<Vec<usize>>)>,
+    /// IRQ affinities, in file order: CPUs and IRQs (empty = all).
+    pub irq_affinity: Vec<(Vec<usize>, Vec<u32>)>,
+    /// Thread priorities, in file order: name pattern and scheduling.
+    pub thread_sched: Vec<(String, Sched)>,
+}
+
+impl TuningSpec {
+    /// Whether the run changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == TuningSpec::default()
+    }
+}
 
 /// What happened to one setting of one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -366,7 +385,7 @@ pub fn limit_cstates(
 pub fn apply(
     root: &SysRoot,
     journal: &mut Journal,
-    plan: &crate::plan::TuningPlan,
+    plan: &TuningSpec,
 ) -> (Vec<Outcome>, Vec<String>) {
     let mut outcomes = Vec::new();
     let mut problems = Vec::new();

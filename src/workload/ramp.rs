@@ -5,7 +5,7 @@
 //! slow until the governor's next sampling raises the frequency: the time
 //! until the loops reach full speed is the *ramp latency*.
 
-use crate::load::hog::spin;
+use super::hog::spin;
 use crate::sys::os::{self, Policy, Sched};
 use serde::Serialize;
 use std::time::Duration;
