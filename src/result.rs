@@ -26,6 +26,8 @@ pub enum EndReason {
     Interrupted {
         /// The signal's name.
         signal: String,
+        /// Its number (the exit status is 128 + it).
+        number: i32,
     },
     /// A program with an ABORT action ended.
     Aborted {
@@ -51,11 +53,7 @@ impl EndReason {
             EndReason::Completed => exit::OK,
             EndReason::Failed { .. } => exit::FAILED,
             EndReason::Aborted { .. } => exit::ABORTED,
-            EndReason::Interrupted { signal } => exit::signal(match signal.as_str() {
-                "SIGINT" => libc::SIGINT,
-                "SIGHUP" => libc::SIGHUP,
-                _ => libc::SIGTERM,
-            }),
+            EndReason::Interrupted { number, .. } => exit::signal(*number),
         }
     }
 }

@@ -628,6 +628,7 @@ impl Watch {
                 Ok(Event::Signal(sig)) => {
                     return EndReason::Interrupted {
                         signal: load::signal_name(sig).to_string(),
+                        number: sig,
                     };
                 }
                 Ok(Event::Snapshot) => self.snapshot(&armed.timers.handles),

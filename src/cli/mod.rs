@@ -269,7 +269,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     }
     match &result.end {
         EndReason::Completed => {}
-        EndReason::Interrupted { signal } => {
+        EndReason::Interrupted { signal, .. } => {
             crate::errln!("rtlab: run interrupted by {signal}; results written")
         }
         EndReason::Aborted {
