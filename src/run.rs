@@ -52,6 +52,8 @@ pub struct RunOptions {
     pub root: SysRoot,
     /// Directory of the journal of system changes.
     pub journal_dir: PathBuf,
+    /// Where the timer threads' wake-ups come from (simulated only in tests).
+    pub wake: measure::Wake,
 }
 
 enum Event {
@@ -468,7 +470,12 @@ impl Armed {
             let notify = move || {
                 let _ = tx.send(Event::TimerDone);
             };
-            match measure::start(specs, root, stop, notify) {
+            if let measure::Wake::Simulated(seed) = opts.wake {
+                warnings.push(format!(
+                    "SIMULATED wake-ups (RTLAB_SIMULATED_WAKE={seed}, for tests): these latencies were not measured"
+                ));
+            }
+            match measure::start(specs, root, stop, notify, opts.wake) {
                 Ok(handles) => timers.handles = handles,
                 Err(error) => failed = Some(EndReason::Failed { error }),
             }

@@ -252,6 +252,15 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         every_refresh: args.every_refresh,
         root: SysRoot::real(),
         journal_dir,
+        // For tests only: a pipeline run on any machine, as any user, with
+        // figures a test can predict. The result says so in its warnings.
+        wake: std::env::var("RTLAB_SIMULATED_WAKE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(
+                crate::measure::Wake::Kernel,
+                crate::measure::Wake::Simulated,
+            ),
     };
     let result = match run::execute(&plan, &run_opts) {
         Ok(r) => r,

@@ -83,6 +83,28 @@ impl TimerHandle {
     }
 }
 
+/// Where the timer threads' wake-ups come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The kernel's clock and sleeps: a real measurement.
+    Kernel,
+    /// Simulated from a seed, for tests only (`RTLAB_SIMULATED_WAKE`).
+    Simulated(u64),
+}
+
+/// The latencies (ns) a simulated thread `index` of `seed` draws, in order
+/// (for tests that predict a simulated run's figures).
+pub fn simulated_latencies(seed: u64, index: usize, n: usize) -> Vec<u64> {
+    let mut state = simulated_state(seed, index);
+    (0..n)
+        .map(|_| timer::SimulatedWake::latency(&mut state))
+        .collect()
+}
+
+fn simulated_state(seed: u64, index: usize) -> u64 {
+    (seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1
+}
+
 /// Starts every timer thread, waits until all have pinned themselves and
 /// taken their policy, then releases them together. `stop` ends them all.
 /// `notify` is called by each thread after it left its hot loop.
@@ -91,6 +113,7 @@ pub fn start(
     root: &crate::sys::SysRoot,
     stop: Arc<AtomicBool>,
     notify: impl Fn() + Send + Clone + 'static,
+    wake: Wake,
 ) -> Result<Vec<TimerHandle>, String> {
     os::install_wake_handler().map_err(|e| format!("cannot install the wake-up handler: {e}"))?;
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
@@ -106,7 +129,13 @@ pub fn start(
             .name(format!("rtlab-timer{}", spec.index))
             .stack_size(256 * 1024)
             .spawn(move || {
-                let outcome = timer::run(sp, recorder, l, s, b, r);
+                let outcome = match wake {
+                    Wake::Kernel => timer::run(sp, recorder, l, s, b, r, timer::KernelWake),
+                    Wake::Simulated(seed) => {
+                        let source = timer::SimulatedWake::new(simulated_state(seed, sp.index));
+                        timer::run(sp, recorder, l, s, b, r, source)
+                    }
+                };
                 n();
                 outcome
             })

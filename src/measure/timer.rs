@@ -47,14 +47,83 @@ fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
     Ok(())
 }
 
+/// Where a timer thread's clock and wake-ups come from. The hot loop is
+/// generic over it, so the kernel's version compiles to the direct calls.
+pub(super) trait WakeSource {
+    /// Now, on CLOCK_MONOTONIC (ns).
+    fn now_ns(&mut self) -> u64;
+    /// Sleeps until the absolute `deadline_ns`: 0, or the error number.
+    fn sleep_until_ns(&mut self, deadline_ns: u64) -> i32;
+}
+
+/// The kernel: the vDSO clock and an absolute `clock_nanosleep`.
+pub(super) struct KernelWake;
+
+impl WakeSource for KernelWake {
+    #[inline(always)]
+    fn now_ns(&mut self) -> u64 {
+        os::monotonic_ns()
+    }
+
+    #[inline(always)]
+    fn sleep_until_ns(&mut self, deadline_ns: u64) -> i32 {
+        os::sleep_until_ns(deadline_ns)
+    }
+}
+
+/// Simulated wake-ups, for tests only (`RTLAB_SIMULATED_WAKE=SEED`): no
+/// sleep; virtual time jumps to each deadline plus a latency drawn from a
+/// fixed generator (2 to 21 µs, and one wake-up in 500 between 200 µs and
+/// 3.2 ms), so that the whole pipeline runs on any machine, as any user,
+/// with figures a test can predict.
+pub(super) struct SimulatedWake {
+    now: u64,
+    state: u64,
+}
+
+impl SimulatedWake {
+    /// A source starting now, its generator in `state` (not zero).
+    pub(super) fn new(state: u64) -> Self {
+        SimulatedWake {
+            now: os::monotonic_ns(),
+            state: state | 1,
+        }
+    }
+
+    /// The next latency of the generator in `state` (ns).
+    pub(super) fn latency(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let x = *state;
+        if x.is_multiple_of(500) {
+            200_000 + x % 3_000_000
+        } else {
+            2_000 + x % 20_000
+        }
+    }
+}
+
+impl WakeSource for SimulatedWake {
+    fn now_ns(&mut self) -> u64 {
+        self.now
+    }
+
+    fn sleep_until_ns(&mut self, deadline_ns: u64) -> i32 {
+        self.now = self.now.max(deadline_ns) + Self::latency(&mut self.state);
+        0
+    }
+}
+
 /// The body of a timer thread.
-pub(super) fn run(
+pub(super) fn run<W: WakeSource>(
     spec: TimerSpec,
     mut rec: Recorder,
     live: Arc<LiveCounters>,
     stop: Arc<AtomicBool>,
     barrier: Arc<Barrier>,
     root: SysRoot,
+    mut wake: W,
 ) -> TimerOutcome {
     live.tid.store(os::gettid(), Ordering::Relaxed);
     let setup_result = setup(&spec, &root);
@@ -83,7 +152,7 @@ pub(super) fn run(
         min_ns: u64::MAX,
         ..LiveSnapshot::default()
     };
-    let start = os::monotonic_ns();
+    let start = wake.now_ns();
     let end = spec
         .duration_ns
         .map_or(u64::MAX, |d| start.saturating_add(d));
@@ -94,7 +163,7 @@ pub(super) fn run(
             if stop.load(Ordering::Relaxed) {
                 break 'measure;
             }
-            match os::sleep_until_ns(next) {
+            match wake.sleep_until_ns(next) {
                 0 => break,
                 libc::EINTR => continue,
                 err => {
@@ -103,7 +172,7 @@ pub(super) fn run(
                 }
             }
         }
-        let now = os::monotonic_ns();
+        let now = wake.now_ns();
         let latency = if now >= next {
             now - next
         } else {
