@@ -315,7 +315,11 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
         )
         .unwrap();
         let o = rtlab(work.path(), &["run", "tuned.cfg"]);
+        let checked = rtlab(work.path(), &["check", "tuned.cfg"]);
         if mode == 0o777 {
+            // `check` refuses what `run` would.
+            assert_eq!(checked.status.code(), Some(2), "{}", text(&checked));
+            assert!(String::from_utf8_lossy(&checked.stderr).contains("journal directory"));
             assert_eq!(o.status.code(), Some(2), "{}", text(&o));
             assert!(
                 String::from_utf8_lossy(&o.stderr).contains("journal directory"),

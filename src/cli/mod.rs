@@ -211,6 +211,19 @@ fn partitions(root: &SysRoot) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// A journal directory others could tamper with is refused before anything
+/// starts (a run as root journals its changes there); `check` says so too.
+fn journal_dir_trusted(dir: &Path) -> Result<(), i32> {
+    if os::geteuid() == 0
+        && std::fs::symlink_metadata(dir).is_ok()
+        && let Err(e) = crate::sys::journal::check_dir(dir)
+    {
+        crate::errln!("rtlab: {e}");
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
 fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     if let Some(json) = &args.json
         && let Err(e) = crate::sys::outfile::check(json, false)
@@ -226,15 +239,9 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    // A journal directory others could tamper with is refused before
-    // anything starts (the run would journal its changes there).
     let journal_dir = crate::sys::journal::default_dir();
-    if os::geteuid() == 0
-        && std::fs::symlink_metadata(&journal_dir).is_ok()
-        && let Err(e) = crate::sys::journal::check_dir(&journal_dir)
-    {
-        crate::errln!("rtlab: {e}");
-        return EXIT_REFUSED;
+    if let Err(code) = journal_dir_trusted(&journal_dir) {
+        return code;
     }
     // Made now, not at the end, so that a run never measures for nothing.
     for dir in plan.timers.iter().filter_map(|t| t.path.parent()) {
@@ -342,6 +349,9 @@ pub fn main() -> i32 {
                     dbg_level: cli.dbg_level,
                 },
             ) {
+                Ok(_) if journal_dir_trusted(&crate::sys::journal::default_dir()).is_err() => {
+                    EXIT_REFUSED
+                }
                 Ok(plan) => {
                     crate::outln!(
                         "{}: OK ({} timer thread{}, {} program{})",
