@@ -284,69 +284,58 @@ struct JsonThread {
     cpu: Option<i64>,
 }
 
-/// `"thread": {"0": {...}, "1": {...}}`, at most [`super::MAX_THREADS`].
-struct JsonThreads(Vec<(usize, JsonThread)>);
+/// A JSON object keyed by numbers (`{"0": ..., "1": ...}`) read straight
+/// into (number, value) pairs, at most `MAX` of them; keys that are not
+/// numbers are skipped.
+struct ByNumber<K, V, const MAX: usize>(Vec<(K, V)>);
 
-/// `"histogram": {"3": 5, "4": 10}` as (bucket, count).
-#[derive(Default)]
-struct JsonBuckets(Vec<(u64, u64)>);
-
-impl<'de> serde::Deserialize<'de> for JsonThreads {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = JsonThreads;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of threads by index")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<JsonThreads, A::Error> {
-                use serde::de::Error;
-                let mut threads = Vec::new();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    let thread: JsonThread = map.next_value()?;
-                    if let Ok(index) = key.parse::<usize>() {
-                        if threads.len() == super::MAX_THREADS {
-                            return Err(A::Error::custom(format!(
-                                "more than {} threads",
-                                super::MAX_THREADS
-                            )));
-                        }
-                        threads.push((index, thread));
-                    }
-                }
-                Ok(JsonThreads(threads))
-            }
-        }
-        d.deserialize_map(V)
+impl<K, V, const MAX: usize> Default for ByNumber<K, V, MAX> {
+    fn default() -> Self {
+        ByNumber(Vec::new())
     }
 }
 
-impl<'de> serde::Deserialize<'de> for JsonBuckets {
+/// `"thread": {"0": {...}, "1": {...}}`, at most [`super::MAX_THREADS`].
+type JsonThreads = ByNumber<usize, JsonThread, { super::MAX_THREADS }>;
+
+/// `"histogram": {"3": 5, "4": 10}` as (bucket, count).
+type JsonBuckets = ByNumber<u64, u64, { usize::MAX }>;
+
+impl<'de, K, V, const MAX: usize> serde::Deserialize<'de> for ByNumber<K, V, MAX>
+where
+    K: std::str::FromStr,
+    V: serde::Deserialize<'de>,
+{
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = JsonBuckets;
+        struct Visit<K, V, const MAX: usize>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K, V, const MAX: usize> serde::de::Visitor<'de> for Visit<K, V, MAX>
+        where
+            K: std::str::FromStr,
+            V: serde::Deserialize<'de>,
+        {
+            type Value = ByNumber<K, V, MAX>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of counts by bucket")
+                f.write_str("an object keyed by numbers")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<JsonBuckets, A::Error> {
-                let mut buckets = Vec::new();
+            ) -> Result<Self::Value, A::Error> {
+                use serde::de::Error;
+                let mut pairs = Vec::new();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    let count: u64 = map.next_value()?;
-                    if let Ok(bucket) = key.parse::<u64>() {
-                        buckets.push((bucket, count));
+                    let value: V = map.next_value()?;
+                    if let Ok(number) = key.parse::<K>() {
+                        if pairs.len() == MAX {
+                            return Err(A::Error::custom(format!("more than {MAX} entries")));
+                        }
+                        pairs.push((number, value));
                     }
                 }
-                Ok(JsonBuckets(buckets))
+                Ok(ByNumber(pairs))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(Visit::<K, V, MAX>(std::marker::PhantomData))
     }
 }
 
@@ -356,7 +345,7 @@ pub(super) fn parse_json(text: &str, path: &Path) -> Result<Run, ParseError> {
     let fixed = text.replace(": -nan", ": null").replace(": nan", ": null");
     let doc: JsonDoc = serde_json::from_str(&fixed)
         .map_err(|e| ParseError::from_json(&e, "cyclictest JSON file"))?;
-    let Some(JsonThreads(mut indexed)) = doc.thread else {
+    let Some(ByNumber(mut indexed)) = doc.thread else {
         return Err(ParseError::new(
             1,
             1,
