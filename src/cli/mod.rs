@@ -149,17 +149,6 @@ fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
     );
 }
 
-/// Reads at most `limit + 1` bytes of `path` (a pipe or a device as well
-/// as a file): enough to tell that it is too big, never more.
-fn read_bounded(path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(limit as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
 /// Reads and plans an experiment (or the built-in one). Err = exit status.
 fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
     let root = SysRoot::real();
@@ -167,8 +156,13 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
     let (text, name) = match file {
         Some(path) => {
             let name = path.display().to_string();
-            let bytes = match read_bounded(path, crate::config::MAX_FILE_BYTES) {
+            use crate::sys::infile::{self, InputError};
+            let bytes = match infile::read_bounded(path, crate::config::MAX_FILE_BYTES as u64) {
                 Ok(b) => b,
+                Err(InputError::TooBig(_)) => {
+                    print_diagnostics(&name, &[crate::config::too_big()]);
+                    return Err(EXIT_REFUSED);
+                }
                 Err(e) => {
                     crate::errln!("rtlab: cannot read {name}: {e}");
                     return Err(EXIT_REFUSED);

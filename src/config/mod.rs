@@ -27,17 +27,24 @@ pub const MAX_PROPERTIES: usize = 512;
 /// most 15 characters.
 pub const MAX_PATTERN: usize = 256;
 
+/// The refusal of a file larger than [`MAX_FILE_BYTES`].
+pub fn too_big() -> Diagnostic {
+    Diagnostic::new(
+        Pos { line: 1, col: 1 },
+        format!(
+            "the file has more than {MAX_FILE_BYTES} bytes; an experiment file has a few thousand"
+        ),
+    )
+    .with_hint(Some(
+        "is this the experiment file? result files go to `plot`, `compare` and `report`".into(),
+    ))
+}
+
 /// The text of an experiment file's bytes, or a diagnostic: too big, or
 /// not UTF-8 (at the line and column of the first bad byte).
 pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(Diagnostic::new(
-            Pos { line: 1, col: 1 },
-            format!(
-                "the file has more than {MAX_FILE_BYTES} bytes; an experiment file has a few thousand"
-            ),
-        )
-        .with_hint(Some("is this the experiment file? result files go to `plot`, `compare` and `report`".into())));
+        return Err(too_big());
     }
     std::str::from_utf8(bytes).map_err(|e| {
         let good = &bytes[..e.valid_up_to()];

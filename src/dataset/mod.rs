@@ -613,51 +613,24 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 pub const MAX_THREADS: usize = crate::config::MAX_TIMERS;
 
 /// Reads at most [`MAX_FILE_BYTES`] of a result file (or a pipe): a bigger
-/// one, or a device that never ends, is refused without reading on.
+/// one, a device or a directory is refused without reading on.
 fn read_bounded(path: &Path) -> Result<Vec<u8>, ParseError> {
-    use std::io::Read;
-    let cannot = |e: std::io::Error| {
-        ParseError::new(
-            0,
-            0,
-            format!("cannot read: {e}"),
-            "give the path of a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
-        )
-    };
-    use std::os::unix::fs::FileTypeExt;
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
-    // A file, or a pipe (`<(cyclictest ...)`); never a device or directory.
-    if !(meta.is_file() || meta.file_type().is_fifo()) {
-        return Err(ParseError::new(
-            0,
-            0,
-            "not a regular file or a pipe",
-            "give a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
-        ));
-    }
-    let too_big = || {
-        ParseError::new(
-            0,
-            0,
-            format!(
+    use crate::sys::infile::{self, InputError};
+    infile::read_bounded(path, MAX_FILE_BYTES).map_err(|e| {
+        let message = match e {
+            InputError::TooBig(_) => format!(
                 "larger than {} MiB: no result file is this big",
                 MAX_FILE_BYTES >> 20
             ),
+            e => e.to_string(),
+        };
+        ParseError::new(
+            0,
+            0,
+            message,
             "give a result file: rtlab's --json, cyclictest's --json or -h output, or a timer_threadNN.txt",
         )
-    };
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_big());
-    }
-    Ok(bytes)
+    })
 }
 
 /// Figures that cannot be (a count near 2^64, min above max, a mean outside

@@ -4,6 +4,7 @@
 pub mod cgroup;
 #[cfg(test)]
 pub mod fake;
+pub mod infile;
 pub mod info;
 pub mod irq;
 pub mod journal;
