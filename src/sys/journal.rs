@@ -1292,13 +1292,7 @@ mod tests {
         let jdir = crate::sys::fake::journal_dir();
         // A FIFO: refused at once, never waited on.
         let fifo = jdir.path().join("fifo.journal");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        crate::sys::fake::mkfifo(&fifo);
         // A link to a journal elsewhere.
         let elsewhere = crate::sys::fake::journal_dir();
         let real = write_journal(elsewhere.path(), &format!("{good}\n"));
