@@ -16,11 +16,9 @@
 /// characters are shown escaped ([`text::terminal`]).
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = write!(std::io::stdout(), "{}", $crate::text::terminal(&text));
-    }};
+    ($($arg:tt)*) => {
+        $crate::text::emit(std::io::stdout(), format_args!($($arg)*), false)
+    };
 }
 
 /// `println!` to stdout that never panics (see [`out!`]).
@@ -29,25 +27,21 @@ macro_rules! outln {
     () => {
         $crate::outln!("")
     };
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stdout(), "{}", $crate::text::terminal(&text));
-    }};
+    ($($arg:tt)*) => {
+        $crate::text::emit(std::io::stdout(), format_args!($($arg)*), true)
+    };
 }
 
-/// `crate::errln!` that never panics and shows control characters escaped
+/// `eprintln!` that never panics and shows control characters escaped
 /// (see [`out!`]): the one way rtlab writes to stderr.
 #[macro_export]
 macro_rules! errln {
     () => {
         $crate::errln!("")
     };
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stderr(), "{}", $crate::text::terminal(&text));
-    }};
+    ($($arg:tt)*) => {
+        $crate::text::emit(std::io::stderr(), format_args!($($arg)*), true)
+    };
 }
 
 pub mod cli;
