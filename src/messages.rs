@@ -13,11 +13,11 @@ pub fn set_level(level: u8) {
 /// Prints `message` on stderr if the debug level is at least `level`.
 pub fn debug(level: u8, message: &str) {
     if LEVEL.load(Ordering::Relaxed) >= level {
-        crate::errln!("rtlab: {message}");
+        errln!("rtlab: {message}");
     }
 }
 
 /// Prints a warning on stderr (always).
 pub fn warn(message: &str) {
-    crate::errln!("rtlab: warning: {message}");
+    errln!("rtlab: warning: {message}");
 }

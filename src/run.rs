@@ -186,15 +186,13 @@ fn recover_dead_runs(root: &SysRoot, journal_dir: &std::path::Path) -> Vec<Strin
     let mut warnings = Vec::new();
     let recovered = journal::restore_all(root, journal_dir, Some(Owner::Run));
     for refusal in &recovered.refused {
-        crate::errln!("rtlab: warning: {refusal}");
+        errln!("rtlab: warning: {refusal}");
         warnings.push(refusal.clone());
     }
     if !recovered.journals.is_empty() {
-        crate::errln!(
-            "rtlab: a run that ended without cleaning up left a journal; restored first:"
-        );
+        errln!("rtlab: a run that ended without cleaning up left a journal; restored first:");
         for line in recovered.lines() {
-            crate::errln!("{line}");
+            errln!("{line}");
         }
         warnings.push(format!(
             "restored the changes left by a run that died ({})",
@@ -288,11 +286,11 @@ struct SignalThread {
 impl SignalThread {
     fn start(tx: mpsc::Sender<Event>) -> std::io::Result<Self> {
         let mut signals = signal_hook::iterator::Signals::new([
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGCHLD,
-            libc::SIGUSR1,
+            crate::sys::consts::SIGINT,
+            crate::sys::consts::SIGTERM,
+            crate::sys::consts::SIGHUP,
+            crate::sys::consts::SIGCHLD,
+            crate::sys::consts::SIGUSR1,
         ])?;
         let handle = signals.handle();
         let thread = std::thread::Builder::new()
@@ -300,8 +298,8 @@ impl SignalThread {
             .spawn(move || {
                 for sig in signals.forever() {
                     let event = match sig {
-                        libc::SIGCHLD => Event::Child,
-                        libc::SIGUSR1 => Event::Snapshot,
+                        crate::sys::consts::SIGCHLD => Event::Child,
+                        crate::sys::consts::SIGUSR1 => Event::Snapshot,
                         _ => Event::Signal(sig),
                     };
                     if tx.send(event).is_err() {
@@ -369,7 +367,7 @@ impl RunJournal {
 impl Drop for RunJournal {
     fn drop(&mut self) {
         for w in self.close() {
-            crate::errln!("rtlab: warning: {w}");
+            errln!("rtlab: warning: {w}");
         }
     }
 }
@@ -798,7 +796,7 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
     {
         failures.push(format!("cannot write {}", e.with_hint()));
     }
-    crate::out!("{}", report::live::closing_lines(result));
+    out!("{}", report::live::closing_lines(result));
     if failures.is_empty() {
         Ok(())
     } else {

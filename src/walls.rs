@@ -6,57 +6,110 @@
 //! where they would match this file itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The top-level module of a source file (`src/tune/mod.rs` → `tune`).
-fn top_module(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).unwrap_or(file);
-    let first = rel
-        .components()
-        .next()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned());
-    first
-        .unwrap_or_default()
-        .trim_end_matches(".rs")
-        .to_string()
+/// The three crates of the workspace, bottom up: the pure layer, the
+/// system layer, the binary.
+const CRATES: [(&str, &str); 3] = [
+    ("core", "crates/rtlab-core/src"),
+    ("sys", "crates/rtlab-sys/src"),
+    ("bin", "src"),
+];
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// A source file: its crate (`core`, `sys`, `bin`), path and text.
+struct Source {
+    krate: &'static str,
+    path: PathBuf,
+    text: String,
 }
 
-/// Every source file of the crate with its text.
-fn source_files() -> Vec<(PathBuf, String)> {
+impl Source {
+    /// The module the file belongs to in the layer graph: the system crate
+    /// is one module, `sys`; elsewhere the top-level module
+    /// (`src/tune/mod.rs` → `tune`).
+    fn module(&self) -> String {
+        if self.krate == "sys" {
+            return "sys".into();
+        }
+        let src = CRATES.iter().find(|(k, _)| *k == self.krate).unwrap().1;
+        let rel = self
+            .path
+            .strip_prefix(workspace().join(src))
+            .unwrap_or(&self.path);
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        first
+            .unwrap_or_default()
+            .trim_end_matches(".rs")
+            .to_string()
+    }
+
+    /// The file's path inside the workspace (`crates/rtlab-sys/src/os.rs`).
+    fn rel(&self) -> String {
+        let rel = self.path.strip_prefix(workspace()).unwrap_or(&self.path);
+        rel.to_string_lossy().into_owned()
+    }
+}
+
+/// Every source file of the three crates with its text.
+fn source_files() -> Vec<Source> {
     let mut out = Vec::new();
-    let mut stack = vec![src_dir()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                out.push((path, text));
+    for (krate, src) in CRATES {
+        let mut stack = vec![workspace().join(src)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    out.push(Source { krate, path, text });
+                }
             }
         }
     }
+    assert!(out.len() > 50, "the sources were not found");
     out
 }
 
-/// The code of a file: without its inline test module (`#[cfg(test)]` then
-/// `mod tests {`, public or not) and without its comment lines.
+/// The code of a file: without its inline test modules (`#[cfg(test)]`
+/// then `mod tests {`, public or not, up to the brace that closes it) and
+/// without its comment lines. Code after a test module is kept.
 fn code_of(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let end = lines
-        .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_end().ends_with("mod tests {"))
-        .unwrap_or(lines.len());
-    lines[..end]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .copied()
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let opens_tests = line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_end().ends_with("mod tests {"));
+        if opens_tests {
+            let mut depth = 0i64;
+            for inner in lines.by_ref() {
+                depth += inner.matches('{').count() as i64;
+                depth -= inner.matches('}').count() as i64;
+                if depth <= 0 {
+                    break;
+                }
+            }
+        } else if !line.trim_start().starts_with("//") {
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn code_after_a_test_module_is_read() {
+    let text =
+        "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() { x(\"proc/\") }\n}\n// c\nfn b() {}\n";
+    assert_eq!(code_of(text), "fn a() {}\nfn b() {}");
 }
 
 /// The top-level modules named after `crate::` in `code`, including those
@@ -88,6 +141,12 @@ fn crate_refs(code: &str) -> BTreeSet<String> {
             out.insert(ident(rest));
         }
     }
+    for (at, _) in code.match_indices("rtlab_core::") {
+        out.insert(ident(&code[at + "rtlab_core::".len()..]));
+    }
+    if code.contains("rtlab_sys") {
+        out.insert("sys".into());
+    }
     out.retain(|m| !m.is_empty());
     out
 }
@@ -101,17 +160,19 @@ fn ident(s: &str) -> String {
 /// Every top-level module and the top-level modules its code (not its
 /// tests, not its comments) uses.
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = src_dir();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    // Macros exported at the crate root, not modules.
+    // Macros exported at a crate root, not modules.
     let macros = ["out", "outln", "errln"];
-    for (file, text) in source_files() {
-        if file.ends_with("tests.rs") {
+    for file in source_files() {
+        if file.path.ends_with("tests.rs") {
             continue;
         }
-        let top = top_module(&src, &file);
+        let top = file.module();
         let uses = graph.entry(top.clone()).or_default();
-        for m in crate_refs(&code_of(&text)) {
+        let refs = crate_refs(&code_of(&file.text));
+        for m in refs {
+            // In the system crate `crate::` names the system layer itself.
+            let m = if file.krate == "sys" { "sys".into() } else { m };
             if m != top && !macros.contains(&m.as_str()) {
                 uses.insert(m);
             }
@@ -182,13 +243,14 @@ fn only_the_cli_the_run_and_the_result_know_the_plan() {
 
 #[test]
 fn every_print_goes_through_the_escaping_macros() {
-    // stdout and stderr are written by out!/outln!/errln! (lib.rs) only.
+    // stdout and stderr are written by out!/outln!/errln! (the pure layer's
+    // lib.rs) only.
     let needles = ["ln!", "!("].map(|end| format!("print{end}"));
     let mut offenders = Vec::new();
-    for (path, text) in source_files() {
-        for n in needles.iter().filter(|n| text.contains(n.as_str())) {
-            if !path.ends_with("src/lib.rs") {
-                offenders.push(format!("{} has {n}", path.display()));
+    for file in source_files() {
+        for n in needles.iter().filter(|n| file.text.contains(n.as_str())) {
+            if file.rel() != "crates/rtlab-core/src/lib.rs" {
+                offenders.push(format!("{} has {n}", file.rel()));
             }
         }
     }
@@ -197,59 +259,102 @@ fn every_print_goes_through_the_escaping_macros() {
 
 #[test]
 fn unsafe_is_allowed_in_the_syscall_layer_alone() {
-    // The crate denies unsafe_code; only `sys/mod.rs` lifts it, for `mod os`.
+    // The pure layer and the binary forbid unsafe_code (which no attribute
+    // can lift); the system crate denies it and lifts it for `mod os` only.
     let allow = ["allow(", "unsafe_code)"].concat();
-    let found: Vec<PathBuf> = source_files()
+    let found: Vec<String> = source_files()
         .into_iter()
-        .filter(|(_, text)| text.contains(&allow))
-        .map(|(path, _)| path)
+        .filter(|f| f.text.contains(&allow))
+        .map(|f| f.rel())
         .collect();
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].ends_with("src/sys/mod.rs"), "{found:?}");
-    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
-    assert!(lib.contains(&["#![deny(", "unsafe_code)]"].concat()));
+    assert_eq!(found, ["crates/rtlab-sys/src/lib.rs"]);
+    let root_of = |path: &str| std::fs::read_to_string(workspace().join(path)).unwrap();
+    let forbid = ["#![forbid(", "unsafe_code)]"].concat();
+    assert!(root_of("src/lib.rs").contains(&forbid));
+    assert!(root_of("src/main.rs").contains(&forbid));
+    assert!(root_of("crates/rtlab-core/src/lib.rs").contains(&forbid));
+    let sys = root_of("crates/rtlab-sys/src/lib.rs");
+    assert!(sys.contains(&["#![deny(", "unsafe_code)]"].concat()));
+    let lifted = sys.find(&allow).unwrap();
+    assert!(sys[lifted..].lines().nth(1) == Some("pub mod os;"));
+}
+
+/// The `[dependencies]` names of a crate's manifest.
+fn dependencies(manifest: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(workspace().join(manifest)).unwrap();
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+        } else if in_deps && let Some((name, _)) = line.split_once('=') {
+            out.push(name.trim().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_system_layer_can_make_system_calls() {
+    // `libc` and `rustix` are the doors to system calls: only the system
+    // crate has them (the binary names errno and signal numbers through
+    // `sys::consts`); the pure layer does not depend on the system layer.
+    for manifest in ["Cargo.toml", "crates/rtlab-core/Cargo.toml"] {
+        let deps = dependencies(manifest);
+        assert!(deps.len() > 3, "{manifest}: {deps:?}");
+        for door in ["libc", "rustix", "nix"] {
+            assert!(!deps.iter().any(|d| d == door), "{manifest} has {door}");
+        }
+        if manifest.contains("core") {
+            assert!(!deps.iter().any(|d| d.starts_with("rtlab")), "{deps:?}");
+        }
+    }
+    let sys = dependencies("crates/rtlab-sys/Cargo.toml");
+    assert!(sys.iter().any(|d| d == "libc") && sys.iter().any(|d| d == "rustix"));
 }
 
 #[test]
 fn no_kernel_path_outside_the_system_layer() {
-    // Kernel files are named in `sys` (`sys::paths` for the rest of the
-    // crate) and reached through SysRoot: no absolute path anywhere but the
-    // root layer, and no relative one outside `sys` (test code, which
-    // builds fake trees, aside).
+    // Kernel files are named in the system crate (`sys::paths` for the
+    // rest) and reached through SysRoot: no absolute path anywhere but the
+    // root layer, and no relative one outside the system crate (test code,
+    // which builds fake trees, aside).
     let absolute = ["/proc", "/sys", "/dev/cpu"].map(|p| format!("\"{p}"));
     let relative = ["proc/", "sys/", "dev/"].map(|p| format!("\"{p}"));
     let mut offenders = Vec::new();
-    for (path, text) in source_files() {
-        if path.ends_with("src/walls.rs") {
+    for file in source_files() {
+        if file.path.ends_with("src/walls.rs") {
             continue;
         }
-        if !path.ends_with("sys/root.rs") {
-            for n in absolute.iter().filter(|n| text.contains(n.as_str())) {
-                offenders.push(format!("{} has {n}", path.display()));
+        if file.rel() != "crates/rtlab-sys/src/root.rs" {
+            for n in absolute.iter().filter(|n| file.text.contains(n.as_str())) {
+                offenders.push(format!("{} has {n}", file.rel()));
             }
         }
-        let in_sys = path.components().any(|c| c.as_os_str() == "sys");
-        if in_sys || path.ends_with("tests.rs") {
+        if file.krate == "sys" || file.path.ends_with("tests.rs") {
             continue;
         }
-        let code = code_of(&text);
+        let code = code_of(&file.text);
         for n in relative.iter().filter(|n| code.contains(n.as_str())) {
-            offenders.push(format!("{} has {n}", path.display()));
+            offenders.push(format!("{} has {n}", file.rel()));
         }
     }
     assert!(offenders.is_empty(), "{offenders:?}");
 }
 
 #[test]
-fn the_pure_layer_does_not_reach_the_system() {
+fn the_pure_layer_reads_and_runs_nothing() {
     // The experiment file, CPU lists, the scheduling vocabulary, text
     // escaping and exit statuses: usable and testable without a kernel.
-    let graph = module_graph();
-    for pure in ["config", "cpulist", "sched", "text", "exit"] {
-        let uses = graph.get(pure).cloned().unwrap_or_default();
-        assert!(
-            !uses.contains("sys"),
-            "{pure} uses the system layer: {uses:?}"
-        );
+    // Its crate cannot name the system layer (no dependency); this keeps it
+    // off files, processes and sockets too (its tests aside).
+    let doors = ["std::fs", "std::process", "std::net", "std::os", "File::"];
+    let mut offenders = Vec::new();
+    for file in source_files().into_iter().filter(|f| f.krate == "core") {
+        let code = code_of(&file.text);
+        for door in doors.iter().filter(|d| code.contains(*d)) {
+            offenders.push(format!("{} has {door}", file.rel()));
+        }
     }
+    assert!(offenders.is_empty(), "{offenders:?}");
 }

@@ -26,18 +26,18 @@ fn need_root(what: &str) -> Result<(), i32> {
     if os::geteuid() == 0 {
         return Ok(());
     }
-    crate::errln!(
+    errln!(
         "rtlab: {what} needs root: it writes cgroup, /proc and /sys files (uid {})",
         os::geteuid()
     );
-    crate::errln!("  hint: run it with sudo");
+    errln!("  hint: run it with sudo");
     Err(EXIT_REFUSED)
 }
 
 fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(s) => crate::outln!("{s}"),
-        Err(e) => crate::errln!("rtlab: cannot render JSON: {e}"),
+        Ok(s) => outln!("{s}"),
+        Err(e) => errln!("rtlab: cannot render JSON: {e}"),
     }
 }
 
@@ -45,7 +45,11 @@ fn print_json(value: &impl serde::Serialize) {
 /// came, so that a command can undo what it did before it exits.
 fn catch_signals() -> Arc<AtomicUsize> {
     let caught = Arc::new(AtomicUsize::new(0));
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [
+        crate::sys::consts::SIGINT,
+        crate::sys::consts::SIGTERM,
+        crate::sys::consts::SIGHUP,
+    ] {
         let _ = signal_hook::flag::register_usize(sig, caught.clone(), sig as usize);
     }
     caught
@@ -140,9 +144,9 @@ pub struct RunArgs {
 
 fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
     for d in diags {
-        crate::errln!("{}", d.render(file));
+        errln!("{}", d.render(file));
     }
-    crate::errln!(
+    errln!(
         "rtlab: {} problem{} in {file}; nothing was started",
         diags.len(),
         if diags.len() == 1 { "" } else { "s" }
@@ -164,7 +168,7 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
                     return Err(EXIT_REFUSED);
                 }
                 Err(e) => {
-                    crate::errln!("rtlab: cannot read {name}: {e}");
+                    errln!("rtlab: cannot read {name}: {e}");
                     return Err(EXIT_REFUSED);
                 }
             };
@@ -212,7 +216,7 @@ fn journal_dir_trusted(dir: &Path) -> Result<(), i32> {
         && std::fs::symlink_metadata(dir).is_ok()
         && let Err(e) = crate::sys::journal::check_dir(dir)
     {
-        crate::errln!("rtlab: {e}");
+        errln!("rtlab: {e}");
         return Err(EXIT_REFUSED);
     }
     Ok(())
@@ -222,7 +226,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     if let Some(json) = &args.json
         && let Err(e) = crate::sys::outfile::check(json, false)
     {
-        crate::errln!("rtlab: --json {}", e.with_hint());
+        errln!("rtlab: --json {}", e.with_hint());
         return EXIT_REFUSED;
     }
     let opts = PlanOptions {
@@ -243,7 +247,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
             continue;
         }
         if let Err(e) = crate::sys::outfile::create_dirs(dir) {
-            crate::errln!("rtlab: result directory {}", e.with_hint());
+            errln!("rtlab: result directory {}", e.with_hint());
             return EXIT_REFUSED;
         }
     }
@@ -266,7 +270,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     let result = match run::execute(&plan, &run_opts) {
         Ok(r) => r,
         Err(e) => {
-            crate::errln!("rtlab: {e:#}");
+            errln!("rtlab: {e:#}");
             return EXIT_FAILED;
         }
     };
@@ -274,22 +278,20 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         messages::warn(w);
     }
     if let Err(e) = run::write_outputs(&result, args.json.as_deref()) {
-        crate::errln!("rtlab: {e:#}");
+        errln!("rtlab: {e:#}");
         return EXIT_FAILED;
     }
     match &result.end {
         EndReason::Completed => {}
         EndReason::Interrupted { signal, .. } => {
-            crate::errln!("rtlab: run interrupted by {signal}; results written")
+            errln!("rtlab: run interrupted by {signal}; results written")
         }
         EndReason::Aborted {
             program,
             command,
             status,
-        } => crate::errln!(
-            "rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"
-        ),
-        EndReason::Failed { error } => crate::errln!("rtlab: run failed: {error}"),
+        } => errln!("rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"),
+        EndReason::Failed { error } => errln!("rtlab: run failed: {error}"),
     }
     result.end.exit_code()
 }
@@ -347,7 +349,7 @@ pub fn main() -> i32 {
                     EXIT_REFUSED
                 }
                 Ok(plan) => {
-                    crate::outln!(
+                    outln!(
                         "{}: OK ({} timer thread{}, {} program{})",
                         file.display(),
                         plan.timers.len(),

@@ -45,14 +45,14 @@ pub enum PartitionCommand {
 }
 
 fn print_error(e: &IsolateError) -> i32 {
-    crate::errln!("rtlab: {e}");
+    errln!("rtlab: {e}");
     if let Some(h) = e.hint() {
-        crate::errln!("  hint: {h}");
+        errln!("  hint: {h}");
     }
     if let IsolateError::Kernel { rollback, .. } | IsolateError::Interrupted { rollback, .. } = e {
-        crate::errln!("rolled back:");
+        errln!("rolled back:");
         for l in rollback.lines() {
-            crate::errln!("{l}");
+            errln!("{l}");
         }
     }
     e.exit_code()
@@ -67,7 +67,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
             if *json {
                 print_json(&state);
             } else {
-                crate::out!("{}", state.render());
+                out!("{}", state.render());
             }
             0
         }
@@ -91,7 +91,7 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
                     0
                 }
                 Ok(report) => {
-                    crate::out!("{}", render_create(&report));
+                    out!("{}", render_create(&report));
                     0
                 }
                 Err(e) => print_error(&e),
@@ -154,25 +154,25 @@ fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
     if json {
         print_json(report);
     } else if report.journals.is_empty() && report.skipped.is_empty() && report.refused.is_empty() {
-        crate::outln!("rtlab: {nothing}");
+        outln!("rtlab: {nothing}");
     } else {
         for l in report.lines() {
-            crate::outln!("{l}");
+            outln!("{l}");
         }
         let failed = report.failures().count();
         if !report.refused.is_empty() {
-            crate::outln!(
+            outln!(
                 "rtlab: {} journal(s) refused and left in place, nothing of them replayed; see why above",
                 report.refused.len()
             );
         } else if report.journals.is_empty() {
-            crate::outln!(
+            outln!(
                 "rtlab: nothing restored: the journals are held by an rtlab that is still running"
             );
         } else if failed == 0 {
-            crate::outln!("rtlab: restored");
+            outln!("rtlab: restored");
         } else {
-            crate::outln!(
+            outln!(
                 "rtlab: {failed} change(s) could not be undone; the journal is kept, run `rtlab restore` to try again"
             );
         }
@@ -198,14 +198,14 @@ fn run_in(root: &SysRoot, partition: &str, command: &[String]) -> i32 {
         Err(e) => return print_error(&e),
     };
     if let Err(e) = root.write(&procs, &os::getpid().to_string()) {
-        crate::errln!("rtlab: cannot enter partition {partition}: {e}");
+        errln!("rtlab: cannot enter partition {partition}: {e}");
         return EXIT_FAILED;
     }
     let Some((program, args)) = command.split_first() else {
         return EXIT_REFUSED;
     };
     let err = std::process::Command::new(program).args(args).exec();
-    crate::errln!("rtlab: cannot run `{program}`: {err}");
+    errln!("rtlab: cannot run `{program}`: {err}");
     if err.kind() == std::io::ErrorKind::NotFound {
         crate::exit::COMMAND_NOT_FOUND
     } else {

@@ -114,7 +114,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 /// Loads the inputs, or prints why not (exit status 2).
 fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
     if inputs.labels.len() > inputs.results.len() {
-        crate::errln!(
+        errln!(
             "rtlab: {} --label for {} result files\n  hint: give one --label per file, in order",
             inputs.labels.len(),
             inputs.results.len()
@@ -122,7 +122,7 @@ fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
         return Err(EXIT_REFUSED);
     }
     dataset::load_all(&inputs.results, &inputs.labels).map_err(|e| {
-        crate::errln!("{e}");
+        errln!("{e}");
         EXIT_REFUSED
     })
 }
@@ -131,7 +131,7 @@ fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
 /// [`crate::sys::outfile`]).
 fn write(path: &Path, bytes: &[u8]) -> Result<(), i32> {
     outfile::write_whole(path, bytes).map_err(|e| {
-        crate::errln!("rtlab: cannot write {}", e.with_hint());
+        errln!("rtlab: cannot write {}", e.with_hint());
         EXIT_FAILED
     })
 }
@@ -140,7 +140,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), i32> {
 fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), i32> {
     for path in paths {
         if let Err(e) = outfile::check(path, false) {
-            crate::errln!("rtlab: {}", e.with_hint());
+            errln!("rtlab: {}", e.with_hint());
             return Err(EXIT_REFUSED);
         }
     }
@@ -157,7 +157,7 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     if let Some(kind) = &kind
         && !matches!(kind.as_deref(), Some("svg" | "png"))
     {
-        crate::errln!(
+        errln!(
             "rtlab: cannot tell the picture's format from {:?}\n  hint: name it FILE.svg or FILE.png",
             args.output.as_deref().unwrap_or(Path::new(""))
         );
@@ -200,17 +200,17 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
                 }
             }
             Err(e) => {
-                crate::errln!("rtlab: {}: {e}", out.display());
+                errln!("rtlab: {}: {e}", out.display());
                 return EXIT_FAILED;
             }
         }
-        crate::outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
+        outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
         if let Err(code) = write(script, gnuplot::script(&runs, &args.title).as_bytes()) {
             return code;
         }
-        crate::outln!(
+        outln!(
             "rtlab: wrote {} (gnuplot -p {})",
             script.display(),
             script.display()
@@ -236,14 +236,14 @@ pub fn report_main(args: &ReportArgs) -> i32 {
     let page = match html::render(&runs, &args.title, args.per_thread, &plot_opts) {
         Ok(p) => p,
         Err(e) => {
-            crate::errln!("rtlab: {e}");
+            errln!("rtlab: {e}");
             return EXIT_FAILED;
         }
     };
     if let Err(code) = write(&args.output, page.as_bytes()) {
         return code;
     }
-    crate::outln!(
+    outln!(
         "rtlab: wrote {} ({} runs); open it in a browser",
         args.output.display(),
         runs.len()
@@ -263,15 +263,15 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         super::print_json(&compare::json(&columns, &verdicts));
     } else {
         if args.markdown {
-            crate::out!("{}", compare::markdown(&columns));
+            out!("{}", compare::markdown(&columns));
         } else {
-            crate::out!("{}", compare::text(&columns));
+            out!("{}", compare::text(&columns));
         }
         if !verdicts.is_empty() {
-            crate::outln!();
+            outln!();
         }
         for v in &verdicts {
-            crate::outln!(
+            outln!(
                 "{} {}: {}",
                 if v.failed { "FAIL" } else { "pass" },
                 v.condition,
@@ -285,7 +285,7 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         .any(|c| !matches!(c.bound, compare::Bound::Absolute(_)))
         && columns.len() < 2
     {
-        crate::errln!(
+        errln!(
             "rtlab: only one run: a relative --fail-if condition has no baseline, so the gate fails"
         );
     }

@@ -207,8 +207,8 @@ pub struct HogArgs {
 fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
     text.map(|t| {
         cpulist::parse(t).map_err(|e| {
-            crate::errln!("rtlab: bad CPU list `{t}`: {}", e.message);
-            crate::errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
+            errln!("rtlab: bad CPU list `{t}`: {}", e.message);
+            errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
             EXIT_REFUSED
         })
     })
@@ -234,7 +234,7 @@ fn change_with_journal(
     ) {
         Ok(j) => j,
         Err(e) => {
-            crate::errln!("rtlab: {e}");
+            errln!("rtlab: {e}");
             return EXIT_FAILED;
         }
     };
@@ -246,11 +246,11 @@ fn report(what: &str, result: Result<Vec<Outcome>, TuneError>, json: bool) -> i3
     let outcomes = match result {
         Ok(o) => o,
         Err(e) => {
-            crate::errln!("rtlab: {what}: {e}");
+            errln!("rtlab: {what}: {e}");
             return match e {
                 TuneError::Unavailable(_) => EXIT_UNAVAILABLE,
                 TuneError::Invalid { hint, .. } => {
-                    crate::errln!("  hint: {hint}");
+                    errln!("  hint: {hint}");
                     EXIT_REFUSED
                 }
                 TuneError::Journal(_) => EXIT_FAILED,
@@ -262,20 +262,20 @@ fn report(what: &str, result: Result<Vec<Outcome>, TuneError>, json: bool) -> i3
         print_json(&outcomes);
     } else {
         if outcomes.is_empty() {
-            crate::outln!("{what}: nothing to change");
+            outln!("{what}: nothing to change");
         }
         for o in &outcomes {
-            crate::outln!("{}", o.line());
+            outln!("{}", o.line());
         }
         if refused > 0 {
-            crate::outln!(
+            outln!(
                 "{what}: the kernel refused {refused} of {} change{}; the others were made",
                 outcomes.len(),
                 if outcomes.len() == 1 { "" } else { "s" }
             );
         }
         if outcomes.iter().any(|o| !o.refused()) {
-            crate::outln!("(recorded in the journal: `rtlab restore` puts the old values back)");
+            outln!("(recorded in the journal: `rtlab restore` puts the old values back)");
         }
     }
     if refused > 0 { EXIT_PARTIAL } else { 0 }
@@ -293,7 +293,7 @@ pub fn irq_main(args: &IrqArgs) -> i32 {
             let selection = match IrqSelection::parse(irqs) {
                 Ok(s) => s,
                 Err(e) => {
-                    crate::errln!("rtlab: irq move: {e}");
+                    errln!("rtlab: irq move: {e}");
                     return EXIT_REFUSED;
                 }
             };
@@ -309,7 +309,7 @@ pub fn irq_main(args: &IrqArgs) -> i32 {
                 if args.json {
                     print_json(&table);
                 } else {
-                    crate::out!("{}", irq_table(&table, None));
+                    out!("{}", irq_table(&table, None));
                 }
                 0
             }
@@ -364,15 +364,15 @@ fn irq_watch(root: &SysRoot, interval: Duration, count: Option<u64>, json: bool)
                 table: &after,
                 rates_per_s: &r,
             }) {
-                Ok(line) => crate::outln!("{line}"),
-                Err(e) => crate::errln!("rtlab: {e}"),
+                Ok(line) => outln!("{line}"),
+                Err(e) => errln!("rtlab: {e}"),
             }
         } else {
-            crate::outln!(
+            outln!(
                 "--- IRQ rates per second over {} ---",
                 humantime::format_duration(interval)
             );
-            crate::out!("{}", irq_table(&after, Some(&r)));
+            out!("{}", irq_table(&after, Some(&r)));
         }
         before = after;
         n += 1;
@@ -444,11 +444,11 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
             -20..=19
         };
         if !range.contains(priority) {
-            crate::errln!(
+            errln!(
                 "rtlab: threads set: priority {priority} is out of range for {}",
                 policy.name()
             );
-            crate::errln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
+            errln!("  hint: FIFO and RR take 1..99; OTHER and BATCH a nice value -20..19");
             return EXIT_REFUSED;
         }
         return change_with_journal("threads set", *json, |root, j| {
@@ -473,7 +473,7 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
         print_json(&shown);
         return 0;
     }
-    crate::outln!(
+    outln!(
         "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} NAME",
         "TID",
         "PID",
@@ -485,7 +485,7 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
         "KIND"
     );
     for t in &shown {
-        crate::outln!(
+        outln!(
             "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} {}",
             t.tid,
             t.pid,
@@ -502,7 +502,7 @@ pub fn threads_main(args: &ThreadsArgs) -> i32 {
             t.name
         );
     }
-    crate::outln!(
+    outln!(
         "{} thread{}",
         shown.len(),
         if shown.len() == 1 { "" } else { "s" }
@@ -543,7 +543,7 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
             if args.json {
                 print_json(&policies);
             } else {
-                crate::outln!(
+                outln!(
                     "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  AVAILABLE",
                     "POLICY",
                     "CPUS",
@@ -555,7 +555,7 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
                 );
                 let mhz = |k: Option<u64>| k.map_or("-".into(), |k| (k / 1000).to_string());
                 for p in &policies {
-                    crate::outln!(
+                    outln!(
                         "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  {}",
                         p.policy,
                         cpulist::format(&p.cpus),
@@ -569,7 +569,7 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
                 }
             }
             if policies.is_empty() {
-                crate::errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(&root));
+                errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(&root));
                 return EXIT_UNAVAILABLE;
             }
             0
@@ -580,13 +580,11 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
 fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
     let online = crate::sys::online_cpus(root).unwrap_or_default();
     if !online.contains(&args.cpu) {
-        crate::errln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
+        errln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
         return EXIT_REFUSED;
     }
     if !(1..=99).contains(&args.priority) || args.loops == 0 || args.loop_us == 0 {
-        crate::errln!(
-            "rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1"
-        );
+        errln!("rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1");
         return EXIT_REFUSED;
     }
     if let Some(e) = args
@@ -594,16 +592,16 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
         .as_deref()
         .and_then(|p| crate::sys::outfile::check(p, false).err())
     {
-        crate::errln!("rtlab: --csv {}", e.with_hint());
+        errln!("rtlab: --csv {}", e.with_hint());
         return EXIT_REFUSED;
     }
     let has_cpufreq = !power::freq_policies(root).is_empty();
     let mut governors = args.governors.clone();
     let mut unavailable = false;
     if !has_cpufreq {
-        crate::errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
+        errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
         if !governors.is_empty() {
-            crate::errln!(
+            errln!(
                 "  the governors asked for cannot be set; the loops run once, at whatever \
                  speed the machine gives (exit status {EXIT_UNAVAILABLE})"
             );
@@ -633,7 +631,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
         ) {
             Ok(j) => journal = Some(j),
             Err(e) => {
-                crate::errln!("rtlab: {e}");
+                errln!("rtlab: {e}");
                 return EXIT_FAILED;
             }
         }
@@ -655,13 +653,13 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
     if let Some(j) = journal {
         let restored = j.replay_and_close();
         for f in restored.failures() {
-            crate::errln!("rtlab: could not restore {}: {}", f.what, f.detail);
+            errln!("rtlab: could not restore {}: {}", f.what, f.detail);
         }
     }
     let (iterations, runs) = match result {
         Ok(r) => r,
         Err(e) => {
-            crate::errln!("rtlab: cpufreq ramp: {e}");
+            errln!("rtlab: cpufreq ramp: {e}");
             return EXIT_FAILED;
         }
     };
@@ -676,7 +674,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             }
         }
         if let Err(e) = crate::sys::outfile::write_whole(path, text.as_bytes()) {
-            crate::errln!("rtlab: cannot write {}", e.with_hint());
+            errln!("rtlab: cannot write {}", e.with_hint());
             return EXIT_FAILED;
         }
     }
@@ -697,7 +695,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             runs: &runs,
         });
     } else {
-        crate::outln!(
+        outln!(
             "CPU {} FIFO {}: {} loops of {iterations} iterations (~{} us at full speed), after {} idle",
             args.cpu,
             args.priority,
@@ -705,7 +703,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             args.loop_us,
             humantime::format_duration(args.idle)
         );
-        crate::outln!(
+        outln!(
             "{:<14} {:>10} {:>10} {:>10} {:>12}",
             "GOVERNOR",
             "FIRST us",
@@ -714,7 +712,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             "RAMP us"
         );
         for r in &runs {
-            crate::outln!(
+            outln!(
                 "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>12}",
                 r.governor,
                 r.first_us,
@@ -762,12 +760,12 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
             states: &states,
         });
     } else {
-        crate::outln!(
+        outln!(
             "cpuidle driver {}, governor {}",
             driver.driver.as_deref().unwrap_or("-"),
             driver.governor.as_deref().unwrap_or("-")
         );
-        crate::outln!(
+        outln!(
             "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} DESC",
             "CPU",
             "STATE",
@@ -779,7 +777,7 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
             "STATUS"
         );
         for s in &states {
-            crate::outln!(
+            outln!(
                 "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} {}",
                 s.cpu,
                 s.index,
@@ -794,7 +792,7 @@ pub fn cstates_main(args: &CstatesArgs) -> i32 {
         }
     }
     if states.is_empty() {
-        crate::errln!(
+        errln!(
             "rtlab: no cpuidle states on CPUs {}",
             cpulist::format(&cpus)
         );
@@ -810,7 +808,7 @@ pub fn sysinfo_main(json: bool) -> i32 {
         print_json(&s);
         return 0;
     }
-    crate::out!("{}", s.render());
+    out!("{}", s.render());
     0
 }
 

@@ -46,17 +46,19 @@ pub struct KnobOutcome {
 /// Explains a refused write the way an RT engineer needs to read it.
 pub fn refusal_reason(err: &SysError, irq: bool) -> String {
     match err.errno() {
-        Some(libc::EPERM) | Some(libc::EACCES) if irq => format!(
+        Some(crate::sys::consts::EPERM) | Some(crate::sys::consts::EACCES) if irq => format!(
             "{} (the kernel does not let user space move this interrupt: a managed or \
              per-CPU IRQ, or a virtual machine whose hypervisor owns interrupt routing)",
             errno_name(err)
         ),
-        Some(libc::EIO) if irq => {
+        Some(crate::sys::consts::EIO) if irq => {
             "EIO (a managed IRQ: its affinity is set by the kernel, boot with \
              isolcpus=managed_irq,... to keep it off isolated CPUs)"
                 .into()
         }
-        Some(libc::EACCES) | Some(libc::EPERM) => format!("{} (read-only here)", errno_name(err)),
+        Some(crate::sys::consts::EACCES) | Some(crate::sys::consts::EPERM) => {
+            format!("{} (read-only here)", errno_name(err))
+        }
         _ => err.to_string(),
     }
 }
@@ -64,11 +66,11 @@ pub fn refusal_reason(err: &SysError, irq: bool) -> String {
 /// The errno of `err` by name (`EPERM`).
 pub fn errno_name(err: &SysError) -> &'static str {
     match err.errno() {
-        Some(libc::EPERM) => "EPERM",
-        Some(libc::EACCES) => "EACCES",
-        Some(libc::EIO) => "EIO",
-        Some(libc::EINVAL) => "EINVAL",
-        Some(libc::EBUSY) => "EBUSY",
+        Some(crate::sys::consts::EPERM) => "EPERM",
+        Some(crate::sys::consts::EACCES) => "EACCES",
+        Some(crate::sys::consts::EIO) => "EIO",
+        Some(crate::sys::consts::EINVAL) => "EINVAL",
+        Some(crate::sys::consts::EBUSY) => "EBUSY",
         _ => "error",
     }
 }

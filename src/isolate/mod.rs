@@ -475,11 +475,11 @@ fn move_tasks(
             }
             match root.write(&target, &r.tid.to_string()) {
                 Ok(()) => moves.moved += 1,
-                Err(e) if e.errno() == Some(libc::ESRCH) => moves.vanished += 1,
+                Err(e) if e.errno() == Some(crate::sys::consts::ESRCH) => moves.vanished += 1,
                 Err(e) => {
                     let name = tasks::status_field(root, r.tid, "Name").unwrap_or_default();
-                    let pinned =
-                        e.errno() == Some(libc::EINVAL) && tasks::is_kernel_thread(root, r.tid);
+                    let pinned = e.errno() == Some(crate::sys::consts::EINVAL)
+                        && tasks::is_kernel_thread(root, r.tid);
                     let entry = PinnedTask {
                         tid: r.tid,
                         name,

@@ -286,7 +286,7 @@ fn a_signal_during_create_rolls_everything_back() {
         let calls = std::cell::Cell::new(0);
         let stop = || {
             calls.set(calls.get() + 1);
-            (calls.get() > after_checks).then_some(libc::SIGINT)
+            (calls.get() > after_checks).then_some(crate::sys::consts::SIGINT)
         };
         let err = create(&root, jdir.path(), &[3], &stop).unwrap_err();
         assert!(matches!(err, IsolateError::Interrupted { .. }), "{err:?}");

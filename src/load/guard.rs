@@ -50,7 +50,12 @@ impl Guard {
 /// The guard's own main: returns its exit status.
 pub fn guard_main() -> i32 {
     // Ctrl-C or a `kill` meant for rtlab must not stop the cleaner.
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+    for sig in [
+        crate::sys::consts::SIGINT,
+        crate::sys::consts::SIGTERM,
+        crate::sys::consts::SIGHUP,
+        crate::sys::consts::SIGQUIT,
+    ] {
         os::ignore_signal(sig);
     }
     os::set_thread_name("rtlab-guard");
@@ -76,7 +81,7 @@ pub fn guard_main() -> i32 {
         return 0;
     }
     for &pgid in &pgids {
-        let _ = os::kill_group(pgid, libc::SIGKILL);
+        let _ = os::kill_group(pgid, crate::sys::consts::SIGKILL);
     }
     if let Some(dir) = cgroup {
         let cg = TrackingCgroup::existing(&SysRoot::real(), &dir);

@@ -68,18 +68,18 @@ impl ExitRecord {
 /// The name of a signal number.
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
+        crate::sys::consts::SIGHUP => "SIGHUP",
+        crate::sys::consts::SIGINT => "SIGINT",
+        crate::sys::consts::SIGQUIT => "SIGQUIT",
+        crate::sys::consts::SIGILL => "SIGILL",
+        crate::sys::consts::SIGABRT => "SIGABRT",
+        crate::sys::consts::SIGBUS => "SIGBUS",
+        crate::sys::consts::SIGFPE => "SIGFPE",
+        crate::sys::consts::SIGKILL => "SIGKILL",
+        crate::sys::consts::SIGSEGV => "SIGSEGV",
+        crate::sys::consts::SIGPIPE => "SIGPIPE",
+        crate::sys::consts::SIGALRM => "SIGALRM",
+        crate::sys::consts::SIGTERM => "SIGTERM",
         _ => "signal",
     }
 }
@@ -499,11 +499,11 @@ impl Supervisor {
         for p in &mut self.programs {
             p.respawn_at = None;
             if let Some(c) = &p.child {
-                let _ = os::kill_group(c.id() as i32, libc::SIGTERM);
+                let _ = os::kill_group(c.id() as i32, crate::sys::consts::SIGTERM);
             }
         }
         if let Some(cg) = &self.cgroup {
-            cg.signal_all(libc::SIGTERM);
+            cg.signal_all(crate::sys::consts::SIGTERM);
         }
         let start = Instant::now();
         let longest = self
@@ -524,10 +524,10 @@ impl Supervisor {
                         let pgid = child.id() as i32;
                         self.record_exit(i, status, true);
                         // Its children may still be in the group.
-                        let _ = os::kill_group(pgid, libc::SIGKILL);
+                        let _ = os::kill_group(pgid, crate::sys::consts::SIGKILL);
                     }
                     _ if elapsed >= grace => {
-                        let _ = os::kill_group(child.id() as i32, libc::SIGKILL);
+                        let _ = os::kill_group(child.id() as i32, crate::sys::consts::SIGKILL);
                     }
                     _ => {}
                 }
@@ -540,7 +540,7 @@ impl Supervisor {
             if elapsed >= longest
                 && let Some(cg) = self.cgroup.as_ref().filter(|_| cgroup_busy)
             {
-                cg.signal_all(libc::SIGKILL);
+                cg.signal_all(crate::sys::consts::SIGKILL);
             }
             if elapsed >= longest + Duration::from_secs(5) {
                 // A process in uninterruptible sleep can ignore SIGKILL for a

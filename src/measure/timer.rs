@@ -165,7 +165,7 @@ pub(super) fn run<W: WakeSource>(
             }
             match wake.sleep_until_ns(next) {
                 0 => break,
-                libc::EINTR => continue,
+                crate::sys::consts::EINTR => continue,
                 err => {
                     sleep_error = err;
                     break 'measure;

@@ -631,7 +631,7 @@ pub(crate) mod tests {
             if self.probe_ok {
                 Ok(())
             } else {
-                Err(std::io::Error::from_raw_os_error(libc::EPERM))
+                Err(std::io::Error::from_raw_os_error(crate::sys::consts::EPERM))
             }
         }
         fn find_command(&self, name: &str) -> Option<PathBuf> {

@@ -257,7 +257,7 @@ fn enable_cpu(root: &SysRoot, journal: Option<&mut Journal>, file: &str) -> Resu
     root.write(file, "+cpu").map_err(|e| {
         format!(
             "cannot enable the cpu controller in {file}: {e}{}",
-            if e.errno() == Some(libc::EINVAL) {
+            if e.errno() == Some(crate::sys::consts::EINVAL) {
                 " (with CONFIG_RT_GROUP_SCHED the kernel refuses it while real-time \
                  tasks are outside the root cgroup)"
             } else {

@@ -271,8 +271,8 @@ pub fn set_thread_sched(
                     },
                     Err(e) => KnobStatus::Refused {
                         reason: match e.raw_os_error() {
-                            Some(libc::ESRCH) => "it ended".into(),
-                            Some(libc::EPERM) => format!(
+                            Some(crate::sys::consts::ESRCH) => "it ended".into(),
+                            Some(crate::sys::consts::EPERM) => format!(
                                 "EPERM ({e}: not permitted, or a real-time policy in a cgroup \
                                  without RT runtime)"
                             ),

@@ -146,7 +146,7 @@ fn a_thread_that_ended_or_was_replaced_is_left_alone_on_undo() {
 fn governors_are_set_per_policy_and_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("t");
-    crate::sys::power::tests::power_machine(&tree);
+    crate::sys::fake::power_machine(&tree);
     let root = simulated(&tree, Kernel::default());
     let before = snapshot(&tree);
     let mut j = journal(&root, dir.path());
@@ -180,7 +180,7 @@ fn governors_are_set_per_policy_and_refused_clearly() {
 fn cstates_deeper_than_the_limit_are_disabled_and_restored() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("t");
-    crate::sys::power::tests::power_machine(&tree);
+    crate::sys::fake::power_machine(&tree);
     let root = simulated(&tree, Kernel::default());
     let before = snapshot(&tree);
     let mut j = journal(&root, dir.path());

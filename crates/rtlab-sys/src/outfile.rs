@@ -417,7 +417,7 @@ mod tests {
         let e = check(dir.path(), false).unwrap_err();
         assert!(e.problem.contains("directory"), "{e}");
         let fifo = dir.path().join("fifo");
-        crate::sys::fake::mkfifo(&fifo);
+        crate::fake::mkfifo(&fifo);
         let e = write_whole(&fifo, b"x").unwrap_err();
         assert!(e.problem.contains("FIFO"), "{e}");
         assert!(check(&dir.path().join("x/"), false).is_err());

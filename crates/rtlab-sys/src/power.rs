@@ -182,58 +182,9 @@ pub fn idle_states(root: &SysRoot, cpus: &[usize]) -> Vec<IdleState> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::sys::fake::write_tree;
-
-    /// A 4-CPU fake tree with cpufreq (two policies) and three idle states
-    /// per CPU (POLL, C1 at 2 µs, C6 at 133 µs).
-    pub fn power_machine(tree: &std::path::Path) {
-        crate::sys::fake::base_machine(tree);
-        for (p, cpus) in [(0, "0 1"), (2, "2 3")] {
-            let d = format!("{CPU}/cpufreq/policy{p}");
-            write_tree(
-                tree,
-                &[
-                    (&format!("{d}/scaling_governor"), "schedutil\n"),
-                    (
-                        &format!("{d}/scaling_available_governors"),
-                        "performance powersave schedutil\n",
-                    ),
-                    (&format!("{d}/affected_cpus"), &format!("{cpus}\n")),
-                    (&format!("{d}/scaling_driver"), "acpi-cpufreq\n"),
-                    (&format!("{d}/scaling_cur_freq"), "800000\n"),
-                    (&format!("{d}/scaling_min_freq"), "800000\n"),
-                    (&format!("{d}/scaling_max_freq"), "3000000\n"),
-                    (&format!("{d}/cpuinfo_max_freq"), "3000000\n"),
-                ],
-            );
-        }
-        for cpu in 0..4 {
-            for (k, name, lat) in [(0, "POLL", 0), (1, "C1", 2), (2, "C6", 133)] {
-                let d = format!("{CPU}/cpu{cpu}/cpuidle/state{k}");
-                write_tree(
-                    tree,
-                    &[
-                        (&format!("{d}/name"), &format!("{name}\n")),
-                        (&format!("{d}/desc"), "fake\n"),
-                        (&format!("{d}/latency"), &format!("{lat}\n")),
-                        (&format!("{d}/residency"), &format!("{}\n", lat * 3)),
-                        (&format!("{d}/usage"), "10\n"),
-                        (&format!("{d}/time"), "100\n"),
-                        (&format!("{d}/disable"), "0\n"),
-                    ],
-                );
-            }
-        }
-        write_tree(
-            tree,
-            &[
-                (&format!("{CPU}/cpuidle/current_driver"), "intel_idle\n"),
-                (&format!("{CPU}/cpuidle/current_governor"), "menu\n"),
-            ],
-        );
-    }
+    use crate::fake::power_machine;
 
     #[test]
     fn reads_policies_and_idle_states() {

@@ -762,7 +762,7 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
             tasks_file(f)?;
             if let Some(t) = tasks
                 .iter()
-                .find(|t| t.tid <= 0 || crate::cpulist::parse(&t.cpus).is_err())
+                .find(|t| t.tid <= 0 || rtlab_core::cpulist::parse(&t.cpus).is_err())
             {
                 return Err(format!(
                     "task {} with CPUs `{}` is not a task",
@@ -1074,7 +1074,7 @@ fn undo_move(root: &SysRoot, from: &str, to: &str, tasks_file: &str, tasks: &[Ta
         if now.as_deref() == Some(t.cpus.as_str()) {
             continue;
         }
-        let Ok(cpus) = crate::cpulist::parse(&t.cpus) else {
+        let Ok(cpus) = rtlab_core::cpulist::parse(&t.cpus) else {
             continue;
         };
         match root.set_task_affinity(t.tid, &cpus) {
@@ -1127,7 +1127,7 @@ pub fn restore_all(root: &SysRoot, dir: &Path, owner: Option<Owner>) -> RestoreR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::fake;
+    use crate::fake;
 
     fn machine() -> (tempfile::TempDir, SysRoot) {
         let tree = tempfile::tempdir().unwrap();
@@ -1139,7 +1139,7 @@ mod tests {
     #[test]
     fn a_live_journal_is_left_alone_and_a_dead_one_replayed() {
         let (tree, root) = machine();
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), "run-1.journal", Owner::Run).unwrap();
         assert_eq!(
             j.set("proc/sys/vm/stat_interval", "10").unwrap().as_deref(),
@@ -1168,7 +1168,7 @@ mod tests {
     #[test]
     fn owners_are_restored_separately_and_other_boots_are_discarded() {
         let (tree, root) = machine();
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), PARTITION_FILE, Owner::Partition).unwrap();
         j.set("proc/sys/kernel/timer_migration", "0").unwrap();
         drop(j);
@@ -1196,7 +1196,7 @@ mod tests {
     #[test]
     fn a_value_that_cannot_be_written_back_keeps_the_journal() {
         let (tree, root) = machine();
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         let mut j = Journal::open(&root, jdir.path(), "run-2.journal", Owner::Run).unwrap();
         j.set("proc/sys/vm/stat_interval", "10").unwrap();
         drop(j);
@@ -1262,7 +1262,7 @@ mod tests {
             "this is not json",
         ];
         for bad in hostile {
-            let jdir = crate::sys::fake::journal_dir();
+            let jdir = crate::fake::journal_dir();
             // A good change first: it must not be replayed either.
             let path = write_journal(jdir.path(), &format!("{good}\n{bad}\n"));
             let r = restore_all(&root, jdir.path(), None);
@@ -1276,7 +1276,7 @@ mod tests {
         }
         // The same journal without the hostile line is replayed, and a last
         // line cut short by a crash is skipped.
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         write_journal(jdir.path(), &format!("{good}\n{{\"change\":\"wri"));
         let r = restore_all(&root, jdir.path(), None);
         assert!(r.ok(), "{:?}", r.refused);
@@ -1289,12 +1289,12 @@ mod tests {
         let (tree, root) = machine();
         std::fs::write(tree.path().join("proc/sys/vm/stat_interval"), "10").unwrap();
         let good = r#"{"change":"write","path":"proc/sys/vm/stat_interval","old":"1","new":"10"}"#;
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         // A FIFO: refused at once, never waited on.
         let fifo = jdir.path().join("fifo.journal");
-        crate::sys::fake::mkfifo(&fifo);
+        crate::fake::mkfifo(&fifo);
         // A link to a journal elsewhere.
-        let elsewhere = crate::sys::fake::journal_dir();
+        let elsewhere = crate::fake::journal_dir();
         let real = write_journal(elsewhere.path(), &format!("{good}\n"));
         std::os::unix::fs::symlink(&real, jdir.path().join("link.journal")).unwrap();
         // Writable by others.
@@ -1336,7 +1336,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let (tree, root) = machine();
         std::fs::write(tree.path().join("proc/sys/vm/stat_interval"), "10").unwrap();
-        let jdir = crate::sys::fake::journal_dir();
+        let jdir = crate::fake::journal_dir();
         write_journal(
             jdir.path(),
             "{\"change\":\"write\",\"path\":\"proc/sys/vm/stat_interval\",\"old\":\"1\",\"new\":\"10\"}\n",

@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn the_manual_documents_every_key() {
         let manual = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config-format.md"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md"),
         )
         .expect("docs/config-format.md exists");
         for k in KEYS {

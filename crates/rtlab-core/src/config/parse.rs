@@ -1038,9 +1038,9 @@ mod tests {
     #[test]
     fn examples_parse() {
         for text in [
-            include_str!("../../examples/host.cfg"),
-            include_str!("../../examples/host2.cfg"),
-            include_str!("../../examples/two-cpu.cfg"),
+            include_str!("../../../../examples/host.cfg"),
+            include_str!("../../../../examples/host2.cfg"),
+            include_str!("../../../../examples/two-cpu.cfg"),
         ] {
             let e = ok(text);
             assert_eq!(e.timers.len(), 1);

@@ -1,8 +1,13 @@
-//! System access: the root-relative file layer ([`root`]), the syscall layer
-//! ([`os`], the only `unsafe` code), and readers of kernel facts built on them.
+//! rtlab's system layer: the root-relative file layer ([`root`]), the
+//! syscall layer ([`os`], the only `unsafe` code of rtlab), and readers of
+//! kernel facts built on them. The only crate of rtlab that names kernel
+//! paths (a test in the binary crate checks) or may use `unsafe`.
+
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod cgroup;
-#[cfg(test)]
+#[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod infile;
 pub mod info;
@@ -21,11 +26,21 @@ pub mod threads;
 
 pub use root::{SysError, SysRoot};
 
+/// The kernel's errno and signal numbers the layers above name. They are
+/// re-exported here so that only this crate depends on `libc` and `rustix`:
+/// the crates above cannot make a system call but through this layer.
+pub mod consts {
+    pub use libc::{
+        EACCES, EBUSY, EINTR, EINVAL, EIO, EPERM, ESRCH, SIGABRT, SIGALRM, SIGBUS, SIGCHLD, SIGFPE,
+        SIGHUP, SIGILL, SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGTERM, SIGUSR1,
+    };
+}
+
 /// The online CPUs, from `/sys/devices/system/cpu/online`.
 pub fn online_cpus(root: &SysRoot) -> Result<Vec<usize>, SysError> {
     let rel = "sys/devices/system/cpu/online";
     let text = root.read_trim(rel)?;
-    crate::cpulist::parse(&text).map_err(|e| SysError::Parse {
+    rtlab_core::cpulist::parse(&text).map_err(|e| SysError::Parse {
         path: root.path(rel),
         what: e.message,
     })

@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-pub use crate::sched::{Policy, Sched};
+pub use rtlab_core::sched::{Policy, Sched};
 
 fn policy_to_libc(policy: Policy) -> libc::c_int {
     match policy {

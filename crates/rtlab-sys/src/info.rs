@@ -224,7 +224,7 @@ impl SystemSnapshot {
             kernel_version: version,
             machine: std::env::consts::ARCH.to_string(),
             cmdline,
-            cpus_online: crate::cpulist::format(&online),
+            cpus_online: rtlab_core::cpulist::format(&online),
             cpus_isolated: root
                 .read_opt(&format!("{cpu}/isolated"))
                 .unwrap_or_default(),
@@ -287,7 +287,7 @@ impl SystemSnapshot {
                     format!(
                         "{} CPUs {} {} ({}, max {} MHz)",
                         f.policy,
-                        crate::cpulist::format(&f.cpus),
+                        rtlab_core::cpulist::format(&f.cpus),
                         f.governor,
                         f.driver.as_deref().unwrap_or("?"),
                         f.hw_max_khz.map_or("?".into(), |k| (k / 1000).to_string())

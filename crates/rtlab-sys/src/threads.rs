@@ -2,7 +2,7 @@
 //! read from `/proc/<pid>/task/<tid>/stat` and `status`.
 
 use super::SysRoot;
-use crate::sched::{KernelPolicy, Policy, Sched};
+use rtlab_core::sched::{KernelPolicy, Policy, Sched};
 use serde::Serialize;
 
 /// `PF_KTHREAD` in the `flags` field of `stat`: a kernel thread.
