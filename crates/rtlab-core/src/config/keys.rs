@@ -25,117 +25,492 @@ impl StanzaKind {
     }
 }
 
-/// One key of the format.
+/// One key of the format: everything about it in one row. The parser looks
+/// keys up here and calls their `apply`; the key tables of
+/// `docs/config-format.md` are generated from these rows (a test checks
+/// that the manual has them as [`markdown_table`] writes them), and a test
+/// checks that a key given its documented default changes nothing.
 #[derive(Debug, Clone, Copy)]
 pub struct KeySpec {
     /// Which stanza it belongs to.
     pub stanza: StanzaKind,
     /// The dotted key.
     pub name: &'static str,
-    /// What its value looks like (for the manual).
+    /// Its value in short, for hints (`DURATION`, [`FLAG`] for a key that
+    /// takes none).
+    pub syntax: &'static str,
+    /// The manual's "value" column (Markdown).
     pub value: &'static str,
-    /// Its default.
+    /// The manual's "default" column (Markdown): the value in effect when
+    /// the key is not given.
     pub default: &'static str,
+    /// The manual's "meaning" column (Markdown).
+    pub meaning: &'static str,
     /// An rtlab extension (not in systress).
     pub extension: bool,
     /// May be given several times (each adds one entry).
     pub repeatable: bool,
+    /// How the parser applies the key's value to its stanza.
+    pub(super) apply: apply::Apply,
 }
 
-const fn key(
-    stanza: StanzaKind,
-    name: &'static str,
-    value: &'static str,
-    default: &'static str,
-    extension: bool,
-) -> KeySpec {
-    KeySpec {
-        stanza,
-        name,
-        value,
-        default,
-        extension,
-        repeatable: false,
+/// The [`KeySpec::syntax`] of a key that takes no value (`memlock`).
+pub const FLAG: &str = "(flag)";
+
+impl KeySpec {
+    /// The key takes no value: writing it turns it on.
+    pub fn is_flag(&self) -> bool {
+        self.syntax == FLAG
+    }
+
+    /// The key's row of the manual's table.
+    pub fn markdown_row(&self) -> String {
+        let tag = match (self.extension, self.repeatable) {
+            (true, true) => " **(rtlab, repeatable)**",
+            (true, false) => " **(rtlab)**",
+            (false, true) => " **(repeatable)**",
+            (false, false) => "",
+        };
+        format!(
+            "| `{}`{tag} | {} | {} | {} |",
+            self.name, self.value, self.default, self.meaning
+        )
     }
 }
 
-const fn repeated(stanza: StanzaKind, name: &'static str, value: &'static str) -> KeySpec {
-    KeySpec {
-        stanza,
-        name,
-        value,
-        default: "none",
-        extension: true,
-        repeatable: true,
+/// The manual's table of the keys of `kind`, header included.
+pub fn markdown_table(kind: StanzaKind) -> String {
+    let mut out = String::from("| key | value | default | meaning |\n|---|---|---|---|\n");
+    for k in KEYS.iter().filter(|k| k.stanza == kind) {
+        out.push_str(&k.markdown_row());
+        out.push('\n');
     }
+    out
 }
 
+use super::apply;
 use StanzaKind::{Main, Program, Timer};
 
-/// All keys.
+/// All keys, in the manual's order.
 pub const KEYS: &[KeySpec] = &[
-    key(Main, "dbg_level", "N", "0", false),
-    key(Main, "cpu_affinity", "CPULIST", "all online", false),
-    key(Main, "sched.policy", "POLICY", "OTHER", false),
-    key(Main, "sched.priority", "N", "0", false),
-    key(Main, "stats.period", "DURATION", "1 s", false),
-    key(Main, "stats.format", "txt|csv", "txt", false),
-    key(Main, "stats.cpu_load", "all|global|none", "none", false),
-    key(Main, "memlock", "(flag)", "off", false),
-    key(Main, "pm_qos.cpu_dma_latency", "DURATION|off", "0 us", true),
-    key(Main, "cpuset", "NAME", "none (stays where started)", true),
-    key(Main, "cpufreq.governor", "GOVERNOR", "unchanged", true),
-    key(Main, "cpufreq.cpus", "CPULIST", "all online", true),
-    key(Main, "cstates.max_latency", "DURATION", "unchanged", true),
-    key(Main, "cstates.cpus", "CPULIST", "all online", true),
-    repeated(Main, "irq.affinity", "CPULIST [IRQ...]"),
-    repeated(Main, "threads.sched", "PATTERN POLICY PRIORITY"),
-    key(Timer, "cpu_affinity", "CPULIST", "all online", false),
-    key(Timer, "sched.policy", "POLICY", "OTHER", false),
-    key(Timer, "sched.priority", "N", "0", false),
-    key(Timer, "timer.period", "DURATION", "1 ms", false),
-    key(
-        Timer,
-        "lifetime.duration",
-        "DURATION",
-        "until the run stops",
-        false,
-    ),
-    key(Timer, "lifetime.loops", "N", "none", false),
-    key(Timer, "stats.histo_size", "DURATION", "100 us", false),
-    key(Timer, "stats.filename", "PATH", "timer_threadNN.txt", false),
-    key(Timer, "cpuset", "NAME", "none (the main thread's)", true),
-    key(Program, "cmdline", "ARGV...", "required", false),
-    key(Program, "cpu_affinity", "CPULIST", "all online", false),
-    key(Program, "sched.policy", "POLICY", "OTHER", false),
-    key(Program, "sched.priority", "N", "0", false),
-    key(Program, "output.out", "PATH", "/dev/null", false),
-    key(Program, "output.err", "PATH", "/dev/null", false),
-    key(
-        Program,
-        "termination.ok",
-        "RESPAWN|IGNORE|ABORT",
-        "IGNORE",
-        false,
-    ),
-    key(
-        Program,
-        "termination.ko",
-        "RESPAWN|IGNORE|ABORT",
-        "IGNORE",
-        false,
-    ),
-    key(Program, "termination.grace", "DURATION", "2 s", true),
-    key(Program, "cpuset", "NAME", "none (the main thread's)", true),
-    key(Program, "cpu.quota", "DURATION", "unlimited", true),
-    key(Program, "cpu.period", "DURATION", "100 ms", true),
-    key(
-        Program,
-        "cpu.group",
-        "NAME",
-        "programN when cpu.quota is set",
-        true,
-    ),
+    KeySpec {
+        stanza: Main,
+        name: "dbg_level",
+        syntax: "N",
+        value: "0..9",
+        default: "0",
+        meaning: "verbosity of diagnostics on stderr; `-d N` overrides it",
+        extension: false,
+        repeatable: false,
+        apply: apply::dbg_level,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cpu_affinity",
+        syntax: "CPULIST",
+        value: "CPULIST",
+        default: "inherited (all online)",
+        meaning: "CPUs of the main thread (and of rtlab's helper threads)",
+        extension: false,
+        repeatable: false,
+        apply: apply::cpu_affinity,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "sched.policy",
+        syntax: "POLICY",
+        value: "POLICY",
+        default: "OTHER",
+        meaning: "main-thread policy",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_policy,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "sched.priority",
+        syntax: "N",
+        value: "N",
+        default: "0",
+        meaning: "main-thread priority or nice value",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_priority,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "stats.period",
+        syntax: "DURATION",
+        value: "DURATION, ≥ 1 ms",
+        default: "1 s",
+        meaning: "refresh period of the live table and of the CPU-load series",
+        extension: false,
+        repeatable: false,
+        apply: apply::stats_period,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "stats.format",
+        syntax: "txt|csv",
+        value: "`txt` \\| `csv`",
+        default: "`txt`",
+        meaning: "format of each timer thread's result file",
+        extension: false,
+        repeatable: false,
+        apply: apply::stats_format,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "stats.cpu_load",
+        syntax: "all|global|none",
+        value: "`all` \\| `global` \\| `none`",
+        default: "`none`",
+        meaning: "CPU block of the live table: per CPU and global, global only, or nothing (the JSON result always has the series)",
+        extension: false,
+        repeatable: false,
+        apply: apply::stats_cpu_load,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "memlock",
+        syntax: "(flag)",
+        value: "flag",
+        default: "off",
+        meaning: "`mlockall(MCL_CURRENT\\|MCL_FUTURE)` before the threads start; released at the end",
+        extension: false,
+        repeatable: false,
+        apply: apply::memlock,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "pm_qos.cpu_dma_latency",
+        syntax: "DURATION|off",
+        value: "DURATION in whole µs, or `off`",
+        default: "`0 us`",
+        meaning: "value held on `/dev/cpu_dma_latency` while the run lasts, as cyclictest does by default (this keeps CPUs out of deep C-states). `off` leaves PM QoS alone. The kernel drops the request when rtlab exits, however it exits. If the file cannot be opened the run goes on and the result says so (`pm_qos.held: false`).",
+        extension: true,
+        repeatable: false,
+        apply: apply::dma_latency,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cpuset",
+        syntax: "NAME",
+        value: "NAME",
+        default: "none: stays where rtlab started",
+        meaning: "cpuset the main thread enters at the start (on cgroup v2 the whole rtlab process). Timer threads and programs without a `cpuset` of their own stay in it. See [Cpusets](#cpusets).",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpuset,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cpufreq.governor",
+        syntax: "GOVERNOR",
+        value: "GOVERNOR",
+        default: "unchanged",
+        meaning: "cpufreq governor of the policies covering `cpufreq.cpus`, for the run. Refused at check time on a machine without cpufreq, or when a policy does not offer it. See [System settings for a run](#system-settings-for-a-run).",
+        extension: true,
+        repeatable: false,
+        apply: apply::governor,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cpufreq.cpus",
+        syntax: "CPULIST",
+        value: "CPULIST",
+        default: "all online",
+        meaning: "the CPUs whose policies get `cpufreq.governor` (a policy covering any of them is set whole)",
+        extension: true,
+        repeatable: false,
+        apply: apply::governor_cpus,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cstates.max_latency",
+        syntax: "DURATION",
+        value: "DURATION, whole µs",
+        default: "unchanged",
+        meaning: "disables, on `cstates.cpus`, every cpuidle state whose exit latency is above it (`0 us` leaves only polling)",
+        extension: true,
+        repeatable: false,
+        apply: apply::cstate_max_latency,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "cstates.cpus",
+        syntax: "CPULIST",
+        value: "CPULIST",
+        default: "all online",
+        meaning: "the CPUs of `cstates.max_latency`",
+        extension: true,
+        repeatable: false,
+        apply: apply::cstate_cpus,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "irq.affinity",
+        syntax: "CPULIST [IRQ...]",
+        value: "CPULIST [IRQ...]",
+        default: "none",
+        meaning: "sets `smp_affinity_list` of the IRQs given (all when none, or `all`) to CPULIST; IRQs the kernel refuses are reported in the result and in a warning, the others still move",
+        extension: true,
+        repeatable: true,
+        apply: apply::irq_affinity,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "threads.sched",
+        syntax: "PATTERN POLICY PRIORITY",
+        value: "PATTERN POLICY PRIORITY",
+        default: "none",
+        meaning: "gives every thread whose name matches the glob PATTERN (`ksoftirqd/*`, `irq/*-eth0*`) that policy and priority; a pattern that matches no thread at check time is refused",
+        extension: true,
+        repeatable: true,
+        apply: apply::thread_sched,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "cpu_affinity",
+        syntax: "CPULIST",
+        value: "CPULIST",
+        default: "all online",
+        meaning: "CPUs of the thread (usually one)",
+        extension: false,
+        repeatable: false,
+        apply: apply::cpu_affinity,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "sched.policy",
+        syntax: "POLICY",
+        value: "POLICY",
+        default: "OTHER",
+        meaning: "its policy (real-time runs say `FIFO`)",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_policy,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "sched.priority",
+        syntax: "N",
+        value: "N",
+        default: "0",
+        meaning: "its priority (`99` for real-time runs)",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_priority,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "timer.period",
+        syntax: "DURATION",
+        value: "DURATION, 1 µs..1 h",
+        default: "1 ms",
+        meaning: "the cyclic timer's period",
+        extension: false,
+        repeatable: false,
+        apply: apply::timer_period,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "lifetime.duration",
+        syntax: "DURATION",
+        value: "DURATION",
+        default: "until the run stops",
+        meaning: "measure for this long: the thread takes the samples whose deadline falls within it (10 s at 1 ms = 10000 samples, fewer if periods were skipped)",
+        extension: false,
+        repeatable: false,
+        apply: apply::lifetime_duration,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "lifetime.loops",
+        syntax: "N",
+        value: "N ≥ 1",
+        default: "none",
+        meaning: "or take this many samples; with both keys, the first reached ends the thread",
+        extension: false,
+        repeatable: false,
+        apply: apply::lifetime_loops,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "stats.histo_size",
+        syntax: "DURATION",
+        value: "DURATION, whole µs, ≤ 1 s",
+        default: "100 us",
+        meaning: "largest latency kept in the 1-µs-bucket histogram of the result file; samples beyond it still count in L_min/L_max/L_avg and in the percentiles",
+        extension: false,
+        repeatable: false,
+        apply: apply::histo_size,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "stats.filename",
+        syntax: "PATH",
+        value: "PATH",
+        default: "`timer_threadNN.txt` (`.csv` with `stats.format csv`)",
+        meaning: "its result file, relative to `--outdir` (default: the current directory)",
+        extension: false,
+        repeatable: false,
+        apply: apply::stats_filename,
+    },
+    KeySpec {
+        stanza: Timer,
+        name: "cpuset",
+        syntax: "NAME",
+        value: "NAME",
+        default: "main's",
+        meaning: "cpuset the thread enters before pinning itself (cgroup v1 only: v2 places whole processes). Without `cpu_affinity`, the thread takes the cpuset's CPUs.",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpuset,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cmdline",
+        syntax: "ARGV...",
+        value: "ARGV",
+        default: "required",
+        meaning: "what to run; the command must exist (on `PATH` or as a path) or the file is refused",
+        extension: false,
+        repeatable: false,
+        apply: apply::cmdline,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cpu_affinity",
+        syntax: "CPULIST",
+        value: "CPULIST",
+        default: "all online",
+        meaning: "its CPUs, inherited by its children",
+        extension: false,
+        repeatable: false,
+        apply: apply::cpu_affinity,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "sched.policy",
+        syntax: "POLICY",
+        value: "POLICY",
+        default: "OTHER",
+        meaning: "its policy",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_policy,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "sched.priority",
+        syntax: "N",
+        value: "N",
+        default: "0",
+        meaning: "its priority or nice value",
+        extension: false,
+        repeatable: false,
+        apply: apply::sched_priority,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "output.out",
+        syntax: "PATH",
+        value: "PATH",
+        default: "`/dev/null`",
+        meaning: "its stdout; truncated at the first start, appended to by respawns; relative to the current directory",
+        extension: false,
+        repeatable: false,
+        apply: apply::output_out,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "output.err",
+        syntax: "PATH",
+        value: "PATH",
+        default: "`/dev/null`",
+        meaning: "its stderr, likewise",
+        extension: false,
+        repeatable: false,
+        apply: apply::output_err,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "termination.ok",
+        syntax: "RESPAWN|IGNORE|ABORT",
+        value: "ACTION",
+        default: "`IGNORE`",
+        meaning: "what to do when it exits with status 0",
+        extension: false,
+        repeatable: false,
+        apply: apply::on_ok,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "termination.ko",
+        syntax: "RESPAWN|IGNORE|ABORT",
+        value: "ACTION",
+        default: "`IGNORE`",
+        meaning: "what to do when it exits non-zero or dies of a signal",
+        extension: false,
+        repeatable: false,
+        apply: apply::on_ko,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "termination.grace",
+        syntax: "DURATION",
+        value: "DURATION",
+        default: "`2 s`",
+        meaning: "at the end of the run, time between SIGTERM and SIGKILL",
+        extension: true,
+        repeatable: false,
+        apply: apply::grace,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cpuset",
+        syntax: "NAME",
+        value: "NAME",
+        default: "main's",
+        meaning: "cpuset the process enters between fork and exec (its children inherit it). cgroup v1 only for now (on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it).",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpuset,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cpu.quota",
+        syntax: "DURATION",
+        value: "DURATION, whole µs, ≥ 1 ms",
+        default: "unlimited",
+        meaning: "CPU time the program's group may use per `cpu.period`, summed over CPUs (`150 ms` of `100 ms` is one and a half CPUs). See [CPU bandwidth](#cpu-bandwidth).",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpu_quota,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cpu.period",
+        syntax: "DURATION",
+        value: "DURATION, 1 ms..1 s",
+        default: "`100 ms`",
+        meaning: "the enforcement period",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpu_period,
+    },
+    KeySpec {
+        stanza: Program,
+        name: "cpu.group",
+        syntax: "NAME",
+        value: "NAME",
+        default: "`programN` when `cpu.quota` is set",
+        meaning: "programs naming the same group share one cgroup and one quota (give the quota once, or the same in each)",
+        extension: true,
+        repeatable: false,
+        apply: apply::cpu_group,
+    },
 ];
 
 /// The key `name` of stanza `kind`, if it exists.
@@ -192,19 +567,126 @@ mod tests {
         assert!(unknown_key_hint(Main, "zzzzzzzzzzzzzzzzzzzzzz").starts_with("keys of main are"));
     }
 
+    /// The manual's table of `kind`: from its heading to the first line
+    /// that is not a table row.
+    fn table_in(manual: &str, kind: StanzaKind) -> Option<std::ops::Range<usize>> {
+        let heading = format!("### {}", kind.display());
+        let at = manual.find(&heading)?;
+        let start = at + manual[at..].find("\n| key |")? + 1;
+        let mut end = start;
+        for line in manual[start..].split_inclusive('\n') {
+            if !line.starts_with('|') {
+                break;
+            }
+            end += line.len();
+        }
+        Some(start..end)
+    }
+
     #[test]
-    fn the_manual_documents_every_key() {
-        let manual = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md"),
-        )
-        .expect("docs/config-format.md exists");
+    fn the_manuals_key_tables_are_the_rows() {
+        // `RTLAB_BLESS=1 cargo test -p rtlab-core keys` rewrites the tables
+        // of docs/config-format.md from KEYS after a key changes.
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md");
+        let mut manual = std::fs::read_to_string(&path).expect("docs/config-format.md exists");
+        let bless = std::env::var_os("RTLAB_BLESS").is_some();
+        for kind in [Main, Timer, Program] {
+            let range = table_in(&manual, kind).expect("the manual has a key table per stanza");
+            let want = markdown_table(kind);
+            if bless {
+                manual.replace_range(range, &want);
+            } else {
+                assert_eq!(
+                    manual[range].to_string(),
+                    want,
+                    "the {} table of docs/config-format.md differs from KEYS \
+                     (RTLAB_BLESS=1 cargo test -p rtlab-core keys rewrites it)",
+                    kind.display()
+                );
+            }
+        }
+        if bless {
+            std::fs::write(&path, manual).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_key_is_applied_and_documented_once() {
+        let mut seen = std::collections::HashSet::new();
         for k in KEYS {
-            assert!(
-                manual.contains(&format!("`{}", k.name)),
-                "key {} of {} is not in docs/config-format.md",
+            assert!(seen.insert((k.stanza, k.name)), "{} twice", k.name);
+            assert!(!k.meaning.is_empty() && !k.default.is_empty(), "{}", k.name);
+        }
+    }
+
+    /// `text` with every `pos: Pos { .. }` left out.
+    fn without_positions(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("pos: Pos {") {
+            out.push_str(&rest[..at]);
+            let end = rest[at..].find('}').map_or(rest.len(), |e| at + e + 1);
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn a_key_given_its_documented_default_changes_nothing() {
+        // Defaults the manual writes in words (no value reads as them), and
+        // defaults the plan gives a key left out (`None` until then).
+        const IN_WORDS: &[&str] = &[
+            "cpu_affinity",
+            "cpuset",
+            "cpufreq.governor",
+            "cpufreq.cpus",
+            "cstates.max_latency",
+            "cstates.cpus",
+            "irq.affinity",
+            "threads.sched",
+            "lifetime.duration",
+            "lifetime.loops",
+            "stats.filename",
+            "cmdline",
+            "cpu.quota",
+            "cpu.group",
+        ];
+        const FILLED_BY_THE_PLAN: &[&str] = &["output.out", "output.err", "cpu.period"];
+        let mut checked = 0;
+        for k in KEYS.iter().filter(|k| !k.is_flag()) {
+            let (open, tail) = match k.stanza {
+                Main => ("main {\n", ""),
+                Timer => ("timer_thread[0] {\n", ""),
+                Program => ("program[0] {\n", "cmdline true\n"),
+            };
+            let value = k.default.trim_matches('`');
+            let without = format!("{open}{tail}}}\n");
+            let with = format!("{open}{tail}{} {value}\n}}\n", k.name);
+            if IN_WORDS.contains(&k.name) {
+                continue;
+            }
+            let base = format!("{:?}", crate::config::parse(&without).unwrap());
+            let exp = crate::config::parse(&with).unwrap_or_else(|d| {
+                panic!(
+                    "{}: the default `{value}` is not a value ({d:?}); list it as in words",
+                    k.name
+                )
+            });
+            if FILLED_BY_THE_PLAN.contains(&k.name) {
+                continue;
+            }
+            assert_eq!(
+                without_positions(&format!("{exp:?}")),
+                without_positions(&base),
+                "`{} {value}` in {} changes the experiment: the default of the manual \
+                 and of the parser differ",
                 k.name,
                 k.stanza.display()
             );
+            checked += 1;
         }
+        assert!(checked >= 15, "only {checked} defaults were checked");
     }
 }

@@ -5,6 +5,7 @@
 //! the machine (online CPUs, commands on PATH, privileges) belong to
 //! [`crate::plan`], which keeps the positions recorded here for its messages.
 
+mod apply;
 pub mod keys;
 mod parse;
 pub mod values;

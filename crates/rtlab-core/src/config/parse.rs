@@ -1,18 +1,19 @@
 //! The parser: lines → stanzas of properties → typed configuration, with
 //! every problem gathered (parsing goes on after an error).
 
-use super::keys::{self, StanzaKind};
+use super::apply::Draft;
+use super::keys::{self, KeySpec, StanzaKind};
 use super::values::{self, ValueError};
 use super::*;
 use crate::sched::{Policy, Sched};
 
 /// One `key value` line.
 #[derive(Debug, Clone)]
-struct Prop {
-    key: String,
-    key_pos: Pos,
-    value: String,
-    value_pos: Pos,
+pub(super) struct Prop {
+    pub key: String,
+    pub key_pos: Pos,
+    pub value: String,
+    pub value_pos: Pos,
 }
 
 impl Prop {
@@ -367,20 +368,20 @@ fn header(content: &str, pos: Pos, diags: &mut Diags) -> State {
 }
 
 /// Turns a stanza's properties into typed configuration.
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     diags: &'a mut Diags,
     kind: StanzaKind,
 }
 
 /// The scheduling keys of a stanza, checked together once all are read.
 #[derive(Default)]
-struct SchedKeys {
-    policy: Option<(Policy, Pos)>,
-    priority: Option<(i64, Pos)>,
+pub(super) struct SchedKeys {
+    pub policy: Option<(Policy, Pos)>,
+    pub priority: Option<(i64, Pos)>,
 }
 
 impl Builder<'_> {
-    fn value_error(&mut self, prop: &Prop, e: ValueError) {
+    pub(super) fn value_error(&mut self, prop: &Prop, e: ValueError) {
         self.diags.push(
             Diagnostic::new(
                 prop.pos_at(e.offset),
@@ -390,14 +391,14 @@ impl Builder<'_> {
         );
     }
 
-    fn get<T>(&mut self, prop: &Prop, r: Result<T, ValueError>) -> Option<T> {
+    pub(super) fn get<T>(&mut self, prop: &Prop, r: Result<T, ValueError>) -> Option<T> {
         r.map_err(|e| self.value_error(prop, e)).ok()
     }
 
     /// Checks key existence, duplicates and value presence; yields the props
     /// worth interpreting.
-    fn props<'p>(&mut self, st: &'p Stanza) -> Vec<&'p Prop> {
-        let mut out: Vec<&Prop> = Vec::new();
+    fn props<'p>(&mut self, st: &'p Stanza) -> Vec<(&'p Prop, &'static KeySpec)> {
+        let mut out = Vec::new();
         let mut first_at: std::collections::HashMap<&str, Pos> = Default::default();
         for prop in &st.props {
             let Some(spec) = keys::find(self.kind, &prop.key) else {
@@ -419,7 +420,7 @@ impl Builder<'_> {
                 );
                 continue;
             }
-            let is_flag = spec.value == "(flag)";
+            let is_flag = spec.is_flag();
             if is_flag && !prop.value.is_empty() {
                 self.diags.push(
                     Diagnostic::new(prop.value_pos, format!("`{}` takes no value", prop.key))
@@ -430,17 +431,26 @@ impl Builder<'_> {
             if !is_flag && prop.value.is_empty() {
                 self.diags.push(
                     Diagnostic::new(prop.key_pos, format!("`{}` needs a value", prop.key))
-                        .with_hint(Some(format!("`{} {}`", prop.key, spec.value))),
+                        .with_hint(Some(format!("`{} {}`", prop.key, spec.syntax))),
                 );
                 continue;
             }
             first_at.entry(prop.key.as_str()).or_insert(prop.key_pos);
-            out.push(prop);
+            out.push((prop, spec));
         }
         out
     }
 
-    fn cpu_list(&mut self, prop: &Prop) -> Option<Spanned<Vec<usize>>> {
+    /// The stanza's keys applied, each by its row of [`keys::KEYS`].
+    fn draft(&mut self, st: &Stanza) -> Draft {
+        let mut draft = Draft::new(st.index, st.pos);
+        for (prop, spec) in self.props(st) {
+            (spec.apply)(self, prop, &mut draft);
+        }
+        draft
+    }
+
+    pub(super) fn cpu_list(&mut self, prop: &Prop) -> Option<Spanned<Vec<usize>>> {
         match crate::cpulist::parse(&prop.value) {
             Ok(cpus) => Some(Spanned {
                 value: cpus,
@@ -456,32 +466,6 @@ impl Builder<'_> {
                 None
             }
         }
-    }
-
-    /// Common keys: affinity and scheduling. Returns true if handled.
-    fn common(
-        &mut self,
-        prop: &Prop,
-        affinity: &mut Option<Spanned<Vec<usize>>>,
-        sched: &mut SchedKeys,
-    ) -> bool {
-        match prop.key.as_str() {
-            "cpu_affinity" => *affinity = self.cpu_list(prop),
-            "sched.policy" => {
-                sched.policy = self
-                    .get(prop, values::policy(&prop.value))
-                    .map(|p| (p, prop.value_pos))
-            }
-            "sched.priority" => {
-                // The range depends on the policy (1..99 or a nice value):
-                // checked with it in `sched`, which names the right one.
-                sched.priority = self
-                    .get(prop, values::integer(&prop.value, -1_000_000, 1_000_000))
-                    .map(|p| (p, prop.value_pos))
-            }
-            _ => return false,
-        }
-        true
     }
 
     fn sched(&mut self, keys: SchedKeys, stanza_pos: Pos) -> Spanned<Sched> {
@@ -534,7 +518,7 @@ impl Builder<'_> {
         }
     }
 
-    fn duration(&mut self, prop: &Prop, min_ns: u64) -> Option<u64> {
+    pub(super) fn duration(&mut self, prop: &Prop, min_ns: u64) -> Option<u64> {
         let ns = self.get(prop, values::duration_ns(&prop.value))?;
         if ns < min_ns {
             self.value_error(
@@ -550,7 +534,7 @@ impl Builder<'_> {
     }
 
     /// A duration that is a whole number of microseconds.
-    fn whole_us(&mut self, prop: &Prop) -> Option<u64> {
+    pub(super) fn whole_us(&mut self, prop: &Prop) -> Option<u64> {
         let ns = self.duration(prop, 0)?;
         if ns % 1000 != 0 {
             self.value_error(
@@ -564,7 +548,7 @@ impl Builder<'_> {
     }
 
     /// `cpu.quota` (at least 1 ms) or `cpu.period` (1 ms .. 1 s), in µs.
-    fn bandwidth_us(&mut self, prop: &Prop, period: bool) -> Option<Spanned<u64>> {
+    pub(super) fn bandwidth_us(&mut self, prop: &Prop, period: bool) -> Option<Spanned<u64>> {
         let us = self.whole_us(prop)?;
         let ok = if period {
             (1_000..=1_000_000).contains(&us)
@@ -590,7 +574,7 @@ impl Builder<'_> {
     }
 
     /// `irq.affinity CPULIST [IRQ...]`.
-    fn irq_affinity(&mut self, prop: &Prop) -> Option<Spanned<(Vec<usize>, Vec<u32>)>> {
+    pub(super) fn irq_affinity(&mut self, prop: &Prop) -> Option<Spanned<(Vec<usize>, Vec<u32>)>> {
         let (cpus_text, rest) = prop
             .value
             .split_once(char::is_whitespace)
@@ -643,7 +627,7 @@ impl Builder<'_> {
     }
 
     /// `threads.sched PATTERN POLICY PRIORITY`.
-    fn thread_sched(&mut self, prop: &Prop) -> Option<Spanned<(String, Sched)>> {
+    pub(super) fn thread_sched(&mut self, prop: &Prop) -> Option<Spanned<(String, Sched)>> {
         let words: Vec<&str> = prop.value.split_whitespace().collect();
         let usage =
             "`threads.sched PATTERN POLICY PRIORITY`, e.g. `threads.sched ksoftirqd/* FIFO 2`";
@@ -687,7 +671,7 @@ impl Builder<'_> {
         })
     }
 
-    fn cpuset(&mut self, prop: &Prop) -> Option<Spanned<String>> {
+    pub(super) fn cpuset(&mut self, prop: &Prop) -> Option<Spanned<String>> {
         self.get(prop, values::cpuset_name(&prop.value))
             .map(|value| Spanned {
                 value,
@@ -695,7 +679,7 @@ impl Builder<'_> {
             })
     }
 
-    fn path(&mut self, prop: &Prop) -> Spanned<String> {
+    pub(super) fn path(&mut self, prop: &Prop) -> Spanned<String> {
         Spanned {
             value: prop.value.clone(),
             pos: prop.value_pos,
@@ -703,195 +687,28 @@ impl Builder<'_> {
     }
 
     fn main(&mut self, st: &Stanza) -> MainConfig {
-        let mut m = MainConfig {
-            pos: st.pos,
-            ..MainConfig::default()
-        };
-        let mut sched = SchedKeys::default();
-        for prop in self.props(st) {
-            if self.common(prop, &mut m.cpu_affinity, &mut sched) {
-                continue;
-            }
-            match prop.key.as_str() {
-                "dbg_level" => {
-                    if let Some(n) = self.get(prop, values::integer(&prop.value, 0, 9)) {
-                        m.dbg_level = n as u8;
-                    }
-                }
-                "stats.period" => {
-                    if let Some(ns) = self.duration(prop, 1_000_000) {
-                        m.stats_period_ns = ns;
-                    }
-                }
-                "stats.format" => match prop.value.to_ascii_lowercase().as_str() {
-                    "txt" => m.stats_format = StatsFormat::Txt,
-                    "csv" => m.stats_format = StatsFormat::Csv,
-                    _ => self.value_error(
-                        prop,
-                        ValueError::new(format!("unknown format `{}`", prop.value))
-                            .hint("use `txt` or `csv`"),
-                    ),
-                },
-                "stats.cpu_load" => match prop.value.to_ascii_lowercase().as_str() {
-                    "all" => m.cpu_load = CpuLoadDisplay::All,
-                    "global" => m.cpu_load = CpuLoadDisplay::Global,
-                    "none" => m.cpu_load = CpuLoadDisplay::None,
-                    _ => self.value_error(
-                        prop,
-                        ValueError::new(format!("unknown CPU load display `{}`", prop.value))
-                            .hint("use `all`, `global` or `none`"),
-                    ),
-                },
-                "memlock" => m.memlock = true,
-                "cpuset" => m.cpuset = self.cpuset(prop),
-                "cpufreq.governor" => m.tuning.governor = Some(self.path(prop)),
-                "cpufreq.cpus" => m.tuning.governor_cpus = self.cpu_list(prop),
-                "cstates.cpus" => m.tuning.cstate_cpus = self.cpu_list(prop),
-                "cstates.max_latency" => {
-                    m.tuning.cstate_max_latency_us = self.whole_us(prop).map(|us| Spanned {
-                        value: us,
-                        pos: prop.value_pos,
-                    })
-                }
-                "irq.affinity" => {
-                    if let Some(v) = self.irq_affinity(prop) {
-                        m.tuning.irq_affinity.push(v);
-                    }
-                }
-                "threads.sched" => {
-                    if let Some(v) = self.thread_sched(prop) {
-                        m.tuning.thread_sched.push(v);
-                    }
-                }
-                "pm_qos.cpu_dma_latency" => {
-                    if prop.value.eq_ignore_ascii_case("off") {
-                        m.dma_latency_us = None;
-                    } else if let Some(ns) = self.duration(prop, 0) {
-                        if ns % 1000 != 0 || ns / 1000 > i32::MAX as u64 {
-                            self.value_error(
-                                prop,
-                                ValueError::new("must be a whole number of microseconds")
-                                    .hint("e.g. `0 us`, `10 us`, or `off`"),
-                            );
-                        } else {
-                            m.dma_latency_us = Some((ns / 1000) as u32);
-                        }
-                    }
-                }
-                _ => {}
-            }
+        let d = self.draft(st);
+        MainConfig {
+            cpu_affinity: d.affinity,
+            sched: self.sched(d.sched, st.pos),
+            cpuset: d.cpuset,
+            ..d.main
         }
-        m.sched = self.sched(sched, st.pos);
-        m
     }
 
     fn timer(&mut self, st: &Stanza) -> TimerConfig {
-        let mut t = TimerConfig {
-            index: st.index,
-            pos: st.pos,
-            cpu_affinity: None,
-            sched: Spanned {
-                value: Sched::default(),
-                pos: st.pos,
-            },
-            period_ns: 1_000_000,
-            duration_ns: None,
-            loops: None,
-            histo_size_us: 100,
-            filename: None,
-            cpuset: None,
-        };
-        let mut sched = SchedKeys::default();
-        for prop in self.props(st) {
-            if self.common(prop, &mut t.cpu_affinity, &mut sched) {
-                continue;
-            }
-            match prop.key.as_str() {
-                "timer.period" => {
-                    if let Some(ns) = self.duration(prop, 1_000) {
-                        if ns > 3_600_000_000_000 {
-                            self.value_error(prop, ValueError::new("must be at most 1 h"));
-                        } else {
-                            t.period_ns = ns;
-                        }
-                    }
-                }
-                "lifetime.duration" => t.duration_ns = self.duration(prop, 1),
-                "lifetime.loops" => {
-                    t.loops = self
-                        .get(prop, values::integer(&prop.value, 1, i64::MAX))
-                        .map(|n| n as u64)
-                }
-                "stats.histo_size" => {
-                    if let Some(ns) = self.duration(prop, 1_000) {
-                        if ns % 1_000 != 0 || ns > 1_000_000_000 {
-                            self.value_error(
-                                prop,
-                                ValueError::new(
-                                    "must be a whole number of microseconds, at most 1 s",
-                                )
-                                .hint("the histogram has one bucket per µs, e.g. `20 us`, `1 ms`"),
-                            );
-                        } else {
-                            t.histo_size_us = ns / 1_000;
-                        }
-                    }
-                }
-                "stats.filename" => t.filename = Some(self.path(prop)),
-                "cpuset" => t.cpuset = self.cpuset(prop),
-                _ => {}
-            }
+        let d = self.draft(st);
+        TimerConfig {
+            cpu_affinity: d.affinity,
+            sched: self.sched(d.sched, st.pos),
+            cpuset: d.cpuset,
+            ..d.timer
         }
-        t.sched = self.sched(sched, st.pos);
-        t
     }
 
     fn program(&mut self, st: &Stanza) -> Option<ProgramConfig> {
-        let mut argv = None;
-        let mut affinity = None;
-        let mut sched = SchedKeys::default();
-        let (mut out, mut err) = (None, None);
-        let (mut on_ok, mut on_ko) = (Action::Ignore, Action::Ignore);
-        let mut grace_ns = 2_000_000_000;
-        let mut cpuset = None;
-        let mut bandwidth = crate::config::BandwidthConfig::default();
-        for prop in self.props(st) {
-            if self.common(prop, &mut affinity, &mut sched) {
-                continue;
-            }
-            match prop.key.as_str() {
-                "cmdline" => {
-                    argv = self
-                        .get(prop, values::cmdline(&prop.value))
-                        .map(|v| Spanned {
-                            value: v,
-                            pos: prop.value_pos,
-                        })
-                }
-                "output.out" => out = Some(self.path(prop)),
-                "output.err" => err = Some(self.path(prop)),
-                "termination.ok" => {
-                    on_ok = self.get(prop, values::action(&prop.value)).unwrap_or(on_ok)
-                }
-                "termination.ko" => {
-                    on_ko = self.get(prop, values::action(&prop.value)).unwrap_or(on_ko)
-                }
-                "termination.grace" => grace_ns = self.duration(prop, 0).unwrap_or(grace_ns),
-                "cpuset" => cpuset = self.cpuset(prop),
-                "cpu.quota" => bandwidth.quota_us = self.bandwidth_us(prop, false),
-                "cpu.period" => bandwidth.period_us = self.bandwidth_us(prop, true),
-                "cpu.group" => {
-                    bandwidth.group = self
-                        .get(prop, values::group_name(&prop.value))
-                        .map(|value| Spanned {
-                            value,
-                            pos: prop.value_pos,
-                        })
-                }
-                _ => {}
-            }
-        }
-        let sched = self.sched(sched, st.pos);
+        let d = self.draft(st);
+        let sched = self.sched(d.sched, st.pos);
         let has_cmdline = st.props.iter().any(|p| p.key == "cmdline");
         if !has_cmdline {
             self.diags.push(
@@ -899,19 +716,20 @@ impl Builder<'_> {
                     .with_hint(Some("add `cmdline COMMAND ARGS...`".into())),
             );
         }
+        let p = d.program;
         Some(ProgramConfig {
             index: st.index,
             pos: st.pos,
-            argv: argv?,
-            cpu_affinity: affinity,
+            argv: p.argv?,
+            cpu_affinity: d.affinity,
             sched,
-            out,
-            err,
-            on_ok,
-            on_ko,
-            grace_ns,
-            cpuset,
-            bandwidth,
+            out: p.out,
+            err: p.err,
+            on_ok: p.on_ok,
+            on_ko: p.on_ko,
+            grace_ns: p.grace_ns,
+            cpuset: d.cpuset,
+            bandwidth: p.bandwidth,
         })
     }
 }

@@ -1,0 +1,293 @@
+//! How each key's value lands in its stanza: one function per key, named
+//! by the key's row in [`super::keys::KEYS`]. The parser looks a key up in
+//! the rows and calls its function on the stanza's [`Draft`]; there is no
+//! other list of keys.
+
+use super::parse::{Builder, Prop, SchedKeys};
+use super::values::{self, ValueError};
+use super::{
+    Action, BandwidthConfig, CpuLoadDisplay, MainConfig, Pos, Spanned, StatsFormat, TimerConfig,
+};
+
+/// How a key is applied: checks the value (diagnostics go to the builder)
+/// and sets the draft's field.
+pub(super) type Apply = fn(&mut Builder<'_>, &Prop, &mut Draft);
+
+/// What the keys of one stanza set, before the stanza is assembled. Every
+/// field starts at its key's documented default.
+pub(super) struct Draft {
+    /// `cpu_affinity` (every stanza).
+    pub affinity: Option<Spanned<Vec<usize>>>,
+    /// `sched.policy`, `sched.priority` (every stanza), checked together.
+    pub sched: SchedKeys,
+    /// `cpuset` (every stanza).
+    pub cpuset: Option<Spanned<String>>,
+    /// The keys of `main` alone.
+    pub main: MainConfig,
+    /// The keys of `timer_thread[N]` alone.
+    pub timer: TimerConfig,
+    /// The keys of `program[N]` alone.
+    pub program: ProgramDraft,
+}
+
+/// The keys of `program[N]` alone.
+pub(super) struct ProgramDraft {
+    pub argv: Option<Spanned<Vec<String>>>,
+    pub out: Option<Spanned<String>>,
+    pub err: Option<Spanned<String>>,
+    pub on_ok: Action,
+    pub on_ko: Action,
+    pub grace_ns: u64,
+    pub bandwidth: BandwidthConfig,
+}
+
+/// `timer.period` when not given: 1 ms.
+pub const DEFAULT_PERIOD_NS: u64 = 1_000_000;
+/// `stats.histo_size` when not given: 100 µs.
+pub const DEFAULT_HISTO_SIZE_US: u64 = 100;
+/// `termination.grace` when not given: 2 s.
+pub const DEFAULT_GRACE_NS: u64 = 2_000_000_000;
+
+impl Draft {
+    /// The defaults of every key, for the stanza `index` at `pos`.
+    pub fn new(index: usize, pos: Pos) -> Self {
+        Draft {
+            affinity: None,
+            sched: SchedKeys::default(),
+            cpuset: None,
+            main: MainConfig {
+                pos,
+                ..MainConfig::default()
+            },
+            timer: TimerConfig {
+                index,
+                pos,
+                cpu_affinity: None,
+                sched: Spanned {
+                    value: Default::default(),
+                    pos,
+                },
+                period_ns: DEFAULT_PERIOD_NS,
+                duration_ns: None,
+                loops: None,
+                histo_size_us: DEFAULT_HISTO_SIZE_US,
+                filename: None,
+                cpuset: None,
+            },
+            program: ProgramDraft {
+                argv: None,
+                out: None,
+                err: None,
+                on_ok: Action::Ignore,
+                on_ko: Action::Ignore,
+                grace_ns: DEFAULT_GRACE_NS,
+                bandwidth: BandwidthConfig::default(),
+            },
+        }
+    }
+}
+
+fn spanned<T>(prop: &Prop, value: T) -> Spanned<T> {
+    Spanned {
+        value,
+        pos: prop.value_pos,
+    }
+}
+
+// Keys of every stanza.
+
+pub(super) fn cpu_affinity(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.affinity = b.cpu_list(prop);
+}
+
+pub(super) fn sched_policy(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.sched.policy = b
+        .get(prop, values::policy(&prop.value))
+        .map(|p| (p, prop.value_pos));
+}
+
+pub(super) fn sched_priority(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    // The range depends on the policy (1..99 or a nice value): checked with
+    // it once the stanza is read, naming the right one.
+    d.sched.priority = b
+        .get(prop, values::integer(&prop.value, -1_000_000, 1_000_000))
+        .map(|p| (p, prop.value_pos));
+}
+
+pub(super) fn cpuset(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.cpuset = b.cpuset(prop);
+}
+
+// Keys of `main`.
+
+pub(super) fn dbg_level(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(prop, values::integer(&prop.value, 0, 9)) {
+        d.main.dbg_level = n as u8;
+    }
+}
+
+pub(super) fn stats_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 1_000_000) {
+        d.main.stats_period_ns = ns;
+    }
+}
+
+pub(super) fn stats_format(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    match prop.value.to_ascii_lowercase().as_str() {
+        "txt" => d.main.stats_format = StatsFormat::Txt,
+        "csv" => d.main.stats_format = StatsFormat::Csv,
+        _ => b.value_error(
+            prop,
+            ValueError::new(format!("unknown format `{}`", prop.value)).hint("use `txt` or `csv`"),
+        ),
+    }
+}
+
+pub(super) fn stats_cpu_load(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    match prop.value.to_ascii_lowercase().as_str() {
+        "all" => d.main.cpu_load = CpuLoadDisplay::All,
+        "global" => d.main.cpu_load = CpuLoadDisplay::Global,
+        "none" => d.main.cpu_load = CpuLoadDisplay::None,
+        _ => b.value_error(
+            prop,
+            ValueError::new(format!("unknown CPU load display `{}`", prop.value))
+                .hint("use `all`, `global` or `none`"),
+        ),
+    }
+}
+
+pub(super) fn memlock(_: &mut Builder<'_>, _: &Prop, d: &mut Draft) {
+    d.main.memlock = true;
+}
+
+pub(super) fn dma_latency(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if prop.value.eq_ignore_ascii_case("off") {
+        d.main.dma_latency_us = None;
+    } else if let Some(ns) = b.duration(prop, 0) {
+        if ns % 1000 != 0 || ns / 1000 > i32::MAX as u64 {
+            b.value_error(
+                prop,
+                ValueError::new("must be a whole number of microseconds")
+                    .hint("e.g. `0 us`, `10 us`, or `off`"),
+            );
+        } else {
+            d.main.dma_latency_us = Some((ns / 1000) as u32);
+        }
+    }
+}
+
+pub(super) fn governor(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.tuning.governor = Some(b.path(prop));
+}
+
+pub(super) fn governor_cpus(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.tuning.governor_cpus = b.cpu_list(prop);
+}
+
+pub(super) fn cstate_max_latency(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.tuning.cstate_max_latency_us = b.whole_us(prop).map(|us| spanned(prop, us));
+}
+
+pub(super) fn cstate_cpus(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.tuning.cstate_cpus = b.cpu_list(prop);
+}
+
+pub(super) fn irq_affinity(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(v) = b.irq_affinity(prop) {
+        d.main.tuning.irq_affinity.push(v);
+    }
+}
+
+pub(super) fn thread_sched(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(v) = b.thread_sched(prop) {
+        d.main.tuning.thread_sched.push(v);
+    }
+}
+
+// Keys of `timer_thread[N]`.
+
+pub(super) fn timer_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 1_000) {
+        if ns > 3_600_000_000_000 {
+            b.value_error(prop, ValueError::new("must be at most 1 h"));
+        } else {
+            d.timer.period_ns = ns;
+        }
+    }
+}
+
+pub(super) fn lifetime_duration(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.timer.duration_ns = b.duration(prop, 1);
+}
+
+pub(super) fn lifetime_loops(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.timer.loops = b
+        .get(prop, values::integer(&prop.value, 1, i64::MAX))
+        .map(|n| n as u64);
+}
+
+pub(super) fn histo_size(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 1_000) {
+        if ns % 1_000 != 0 || ns > 1_000_000_000 {
+            b.value_error(
+                prop,
+                ValueError::new("must be a whole number of microseconds, at most 1 s")
+                    .hint("the histogram has one bucket per µs, e.g. `20 us`, `1 ms`"),
+            );
+        } else {
+            d.timer.histo_size_us = ns / 1_000;
+        }
+    }
+}
+
+pub(super) fn stats_filename(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.timer.filename = Some(b.path(prop));
+}
+
+// Keys of `program[N]`.
+
+pub(super) fn cmdline(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.argv = b
+        .get(prop, values::cmdline(&prop.value))
+        .map(|v| spanned(prop, v));
+}
+
+pub(super) fn output_out(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.out = Some(b.path(prop));
+}
+
+pub(super) fn output_err(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.err = Some(b.path(prop));
+}
+
+pub(super) fn on_ok(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(a) = b.get(prop, values::action(&prop.value)) {
+        d.program.on_ok = a;
+    }
+}
+
+pub(super) fn on_ko(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(a) = b.get(prop, values::action(&prop.value)) {
+        d.program.on_ko = a;
+    }
+}
+
+pub(super) fn grace(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 0) {
+        d.program.grace_ns = ns;
+    }
+}
+
+pub(super) fn cpu_quota(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.bandwidth.quota_us = b.bandwidth_us(prop, false);
+}
+
+pub(super) fn cpu_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.bandwidth.period_us = b.bandwidth_us(prop, true);
+}
+
+pub(super) fn cpu_group(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.program.bandwidth.group = b
+        .get(prop, values::group_name(&prop.value))
+        .map(|v| spanned(prop, v));
+}
