@@ -1,4 +1,28 @@
-//! Helpers shared by the integration tests.
+//! Fixtures shared by the integration tests: the machine lock, command
+//! output for messages, this machine's CPUs and commands, privileges.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The machine, as the tests share it: tests that change machine-wide state
+/// (partitions move every task; tuning moves IRQs, C-states and kernel
+/// threads' priorities; the report tests run cyclictest beside rtlab and
+/// compare CPU placements) hold it alone; the others (runs in their own
+/// directories and journals) share it.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Held by a test that changes machine-wide state.
+pub type Exclusive = RwLockWriteGuard<'static, ()>;
+
+/// The machine alone (a failed test's poison is ignored: each test checks
+/// the state it starts from).
+pub fn machine_exclusive() -> Exclusive {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The machine shared with the other tests that leave it as it is.
+pub fn machine_shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
 
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -14,7 +38,6 @@ pub fn text(o: &Output) -> String {
 }
 
 /// Polls `cond` until it holds or `timeout` passes; its last answer.
-#[allow(dead_code)] // not every test file polls
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
@@ -28,14 +51,12 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// Says which path a test took on this machine, on the real stderr (past
 /// the test harness's capture, so that `cargo test` shows it).
-#[allow(dead_code)]
 pub fn path_taken(test: &str, what: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "[{test}] {what}");
 }
 
 /// The online CPUs of this machine, in order.
-#[allow(dead_code)]
 pub fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
@@ -54,27 +75,23 @@ pub fn online_cpus() -> Vec<usize> {
 
 /// The CPU a test measures on: the last online one (on a one-CPU machine,
 /// the same as [`load_cpu`]).
-#[allow(dead_code)]
 pub fn measured_cpu() -> usize {
     *online_cpus().last().unwrap()
 }
 
 /// The CPU a test puts its load and main thread on: the first online one.
-#[allow(dead_code)]
 pub fn load_cpu() -> usize {
     online_cpus()[0]
 }
 
 /// Replaces `@M` (the measured CPU) and `@L` (the load CPU) in an
 /// experiment text, so that no test names a CPU number.
-#[allow(dead_code)]
 pub fn on_this_machine(text: &str) -> String {
     text.replace("@M", &measured_cpu().to_string())
         .replace("@L", &load_cpu().to_string())
 }
 
 /// Whether `name` is a command on the PATH.
-#[allow(dead_code)]
 pub fn has_command(name: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|d| {
@@ -87,7 +104,6 @@ pub fn has_command(name: &str) -> bool {
 
 /// Whether this process is root (the owner of /proc/self is the effective
 /// uid).
-#[allow(dead_code)]
 pub fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
@@ -95,7 +111,6 @@ pub fn is_root() -> bool {
 
 /// Checks that rtlab, not root, refuses `args` before changing anything
 /// (status 2, "needs root"), and says that the test took that path.
-#[allow(dead_code)]
 pub fn assert_refused_without_root(test: &str, args: &[&str]) {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_rtlab"))
         .args(args)
@@ -118,7 +133,6 @@ pub fn assert_refused_without_root(test: &str, args: &[&str]) {
 
 /// The controllers the cgroup v2 hierarchy offers, wherever it is mounted
 /// (alone at /sys/fs/cgroup, or beside v1 at /sys/fs/cgroup/unified).
-#[allow(dead_code)]
 pub fn v2_controllers() -> Vec<String> {
     ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
         .iter()
@@ -130,7 +144,6 @@ pub fn v2_controllers() -> Vec<String> {
 /// For a test that needs root: true as root; otherwise checks rtlab's
 /// refusal of a FIFO experiment (status 2, "needs root" and a hint), says
 /// so, and returns false so that the test ends there.
-#[allow(dead_code)]
 pub fn root_or_refusal(test: &str) -> bool {
     if is_root() {
         return true;

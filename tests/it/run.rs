@@ -1,9 +1,10 @@
 //! Integration tests: the real binary runs real experiments on this machine
 //! (root, SCHED_FIFO, cgroups). Each test works in its own temporary
-//! directory and checks behaviour, never timing.
+//! directory and checks behaviour, never timing. Needs root for FIFO
+//! threads (else checks the refusal) and `ping` for the example's load;
+//! shares the machine with the other runs (`machine_shared`).
 
-mod common;
-use common::{
+use crate::fixtures::{
     load_cpu, measured_cpu, on_this_machine, path_taken, root_or_refusal, text, wait_until,
 };
 use serde_json::Value;
@@ -98,6 +99,7 @@ fn signal(child: &Child, sig: i32) {
 
 #[test]
 fn fifo_timer_thread_runs_on_the_chosen_cpu() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("fifo_timer_thread_runs_on_the_chosen_cpu") {
         return;
     }
@@ -155,6 +157,7 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
 
 #[test]
 fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("programs_exit_fail_and_crash_with_respawn_and_backoff") {
         return;
     }
@@ -227,6 +230,7 @@ fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
 
 #[test]
 fn abort_program_ends_the_run_and_names_it() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("abort_program_ends_the_run_and_names_it") {
         return;
     }
@@ -250,6 +254,7 @@ fn abort_program_ends_the_run_and_names_it() {
 
 #[test]
 fn sigint_mid_run_writes_every_file_and_leaves_no_process() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("sigint_mid_run_writes_every_file_and_leaves_no_process") {
         return;
     }
@@ -291,6 +296,7 @@ fn sigint_mid_run_writes_every_file_and_leaves_no_process() {
 
 #[test]
 fn sigkill_of_rtlab_leaves_no_process_behind() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("sigkill_of_rtlab_leaves_no_process_behind") {
         return;
     }
@@ -344,6 +350,7 @@ fn sigkill_of_rtlab_leaves_no_process_behind() {
 
 #[test]
 fn missing_command_is_refused_before_start() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_cfg(
         dir.path(),
@@ -370,6 +377,7 @@ fn missing_command_is_refused_before_start() {
 
 #[test]
 fn an_outdir_that_cannot_be_made_is_refused_before_start() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     write_cfg(
         dir.path(),
@@ -392,6 +400,7 @@ fn an_outdir_that_cannot_be_made_is_refused_before_start() {
 
 #[test]
 fn a_bad_file_reports_every_problem_and_exits_2() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let offline = measured_cpu() + 1;
     write_cfg(
@@ -455,12 +464,13 @@ fn a_bad_file_reports_every_problem_and_exits_2() {
 
 #[test]
 fn example_files_run_or_are_refused_as_their_readme_says() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("example_files_run_or_are_refused_as_their_readme_says") {
         return;
     }
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     const TEST: &str = "example_files_run_or_are_refused_as_their_readme_says";
-    let online = common::online_cpus();
+    let online = crate::fixtures::online_cpus();
     let dir = tempfile::tempdir().unwrap();
     // host.cfg and host2.cfg name CPUs 0-7: checked (not run for a minute)
     // where the machine has them, refused with the CPUs named where not.
@@ -495,7 +505,7 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
     // Where the file cannot run here, its refusal names the reason.
     let refusal = if !(online.contains(&0) && online.contains(&1)) {
         Some(("CPUs 0 and 1 not both online", "not online"))
-    } else if !common::has_command("ping") {
+    } else if !crate::fixtures::has_command("ping") {
         Some(("no `ping`", "`ping` not found"))
     } else {
         None
@@ -546,6 +556,7 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
 
 #[test]
 fn builtin_experiment_runs_one_fifo_99_thread_per_cpu() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("builtin_experiment_runs_one_fifo_99_thread_per_cpu") {
         return;
     }
@@ -582,6 +593,7 @@ fn builtin_experiment_runs_one_fifo_99_thread_per_cpu() {
 
 #[test]
 fn systress_command_line() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let o = run_in(dir.path(), &["-V"]);
     assert_eq!(o.status.code(), Some(0));
@@ -618,6 +630,7 @@ fn systress_command_line() {
 
 #[test]
 fn real_time_without_privilege_is_refused_with_cause_and_fix() {
+    let _machine = crate::fixtures::machine_shared();
     // Really drop root: run as nobody, with no capabilities. The binary and
     // the file are copied where nobody can reach them whatever the checkout's
     // directory permissions are.
@@ -657,6 +670,7 @@ fn real_time_without_privilege_is_refused_with_cause_and_fix() {
 
 #[test]
 fn sigusr1_prints_a_snapshot_and_the_run_goes_on() {
+    let _machine = crate::fixtures::machine_shared();
     if !root_or_refusal("sigusr1_prints_a_snapshot_and_the_run_goes_on") {
         return;
     }
@@ -703,6 +717,7 @@ fn sigusr1_prints_a_snapshot_and_the_run_goes_on() {
 
 #[test]
 fn a_closed_output_pipe_ends_a_command_quietly() {
+    let _machine = crate::fixtures::machine_shared();
     // `rtlab threads | head -1`: the rest of the list is lost, nothing else.
     let o = Command::new("sh")
         .arg("-c")
@@ -737,6 +752,7 @@ fn a_closed_output_pipe_ends_a_command_quietly() {
 
 #[test]
 fn a_gate_with_one_run_fails() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cyclictest-stdout.txt");
     let o = run_in(

@@ -2,19 +2,15 @@
 //! cgroup v1 cpuset, as root): create, show, run, undo, SIGKILL then
 //! `rtlab restore`, each compared file by file with the state before.
 //!
-//! Partitions move every task of the machine, so these tests take a lock and
-//! run one at a time; cargo runs this file apart from the others.
+//! Partitions move every task of the machine, so each test holds the
+//! machine alone (`machine_exclusive`). Needs root (else checks refusals).
 
-mod common;
-use common::{online_cpus, path_taken, text, wait_until};
+use crate::fixtures::{online_cpus, path_taken, text, wait_until};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const CPUSET: &str = "/sys/fs/cgroup/cpuset";
 
@@ -34,8 +30,8 @@ impl Bench {
             dir: tempfile::tempdir().unwrap(),
         };
         let last = online_cpus().last().copied().unwrap_or(0).to_string();
-        if !common::is_root() {
-            common::assert_refused_without_root(test, &["partition", "create", &last]);
+        if !crate::fixtures::is_root() {
+            crate::fixtures::assert_refused_without_root(test, &["partition", "create", &last]);
             return None;
         }
         if online_cpus().len() < 2 {
@@ -52,7 +48,9 @@ impl Bench {
             // (src/isolate/tests.rs); here, the real kernel's answer.
             let o = bench.run(&["partition", "show"]);
             let shown = String::from_utf8_lossy(&o.stdout).to_string();
-            let has_v2_cpuset = common::v2_controllers().iter().any(|c| c == "cpuset");
+            let has_v2_cpuset = crate::fixtures::v2_controllers()
+                .iter()
+                .any(|c| c == "cpuset");
             if has_v2_cpuset {
                 assert!(o.status.success(), "{}", text(&o));
                 path_taken(
@@ -234,7 +232,7 @@ fn rt_cpu() -> usize {
 
 #[test]
 fn create_show_run_and_undo_leave_every_knob_as_before() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = crate::fixtures::machine_exclusive();
     let Some(bench) = Bench::new("create_show_run_and_undo_leave_every_knob_as_before") else {
         return;
     };
@@ -352,7 +350,7 @@ fn create_show_run_and_undo_leave_every_knob_as_before() {
 
 #[test]
 fn sigkill_of_a_run_in_the_partition_then_restore_puts_everything_back() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = crate::fixtures::machine_exclusive();
     let Some(bench) =
         Bench::new("sigkill_of_a_run_in_the_partition_then_restore_puts_everything_back")
     else {
@@ -403,7 +401,7 @@ fn sigkill_of_a_run_in_the_partition_then_restore_puts_everything_back() {
 
 #[test]
 fn sigkill_of_partition_create_itself_then_restore() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = crate::fixtures::machine_exclusive();
     let Some(bench) = Bench::new("sigkill_of_partition_create_itself_then_restore") else {
         return;
     };
@@ -428,7 +426,7 @@ fn sigkill_of_partition_create_itself_then_restore() {
 
 #[test]
 fn mistakes_are_refused_with_a_reason_and_change_nothing() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = crate::fixtures::machine_exclusive();
     let Some(bench) = Bench::new("mistakes_are_refused_with_a_reason_and_change_nothing") else {
         return;
     };

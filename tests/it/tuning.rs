@@ -4,19 +4,15 @@
 //! sysinfo, CPU bandwidth with real throttling, and the `main` tuning keys of
 //! a run — every change compared with the state before once restored.
 //!
-//! These tests change machine-wide settings, so they take a lock and run one
-//! at a time; cargo runs this file apart from the others.
+//! These tests change machine-wide settings, so each holds the machine alone
+//! (`machine_exclusive`). Needs root (else checks refusals).
 
-mod common;
-use common::{load_cpu, measured_cpu, on_this_machine, path_taken, text, wait_until};
+use crate::fixtures::{load_cpu, measured_cpu, on_this_machine, path_taken, text, wait_until};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A tuning command the tests make (and its refusals are checked with).
 const SOFTIRQ_FIFO_2: [&str; 7] = [
@@ -32,16 +28,16 @@ const SOFTIRQ_FIFO_2: [&str; 7] = [
 /// A test's own directory and journal; ends with `rtlab restore`.
 struct Bench {
     dir: tempfile::TempDir,
-    _lock: std::sync::MutexGuard<'static, ()>,
+    _lock: crate::fixtures::Exclusive,
 }
 
 impl Bench {
     /// A bench as root; otherwise checks that rtlab refuses a tuning command
     /// (status 2, "needs root"), says so, and gives None: the test ends.
     fn new(test: &str) -> Option<Bench> {
-        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        if !common::is_root() {
-            common::assert_refused_without_root(test, &SOFTIRQ_FIFO_2);
+        let lock = crate::fixtures::machine_exclusive();
+        if !crate::fixtures::is_root() {
+            crate::fixtures::assert_refused_without_root(test, &SOFTIRQ_FIFO_2);
             return None;
         }
         Some(Bench {
@@ -614,7 +610,7 @@ fn cpu_cgroups() -> Vec<String> {
 /// Whether a cgroup hierarchy offers the cpu controller's bandwidth files.
 fn has_cpu_bandwidth() -> bool {
     Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
-        || common::v2_controllers().iter().any(|c| c == "cpu")
+        || crate::fixtures::v2_controllers().iter().any(|c| c == "cpu")
 }
 
 #[test]

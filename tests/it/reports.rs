@@ -1,18 +1,16 @@
 //! Integration tests of `rtlab plot`, `report` and `compare` on real runs:
 //! rtlab runs measured here, and cyclictest (Debian's rt-tests) run here too,
 //! whose outputs must agree with its own summary lines; the report is opened
-//! in headless Chromium; the gnuplot script is drawn by gnuplot.
+//! in headless Chromium; the gnuplot script is drawn by gnuplot. Needs root
+//! for the runs (else checks the refusal), `cyclictest`, `chromium` and
+//! `gnuplot` (each said and skipped when missing); holds the machine alone,
+//! so that rtlab and cyclictest measure the same quiet CPUs.
 
-mod common;
-use common::{load_cpu, measured_cpu, path_taken, root_or_refusal, text};
+use crate::fixtures::{load_cpu, measured_cpu, path_taken, root_or_refusal, text};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
-
-/// Runs measure latency: one at a time, so they do not disturb each other.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn rtlab(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtlab"))
@@ -24,7 +22,7 @@ fn rtlab(args: &[&str], dir: &Path) -> Output {
 
 /// Whether `program` is installed; says which path the test takes.
 fn have(test: &str, program: &str, package: &str) -> bool {
-    let found = common::has_command(program);
+    let found = crate::fixtures::has_command(program);
     if !found {
         path_taken(
             test,
@@ -99,7 +97,7 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
         TEST,
         "cyclictest present: run it here and read its three outputs",
     );
-    let _lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = crate::fixtures::machine_exclusive();
     // Two threads, -H (the layout with a sum column), a small histogram so
     // that some samples may overflow it, and the T: lines on stdout (no -q).
     let o = Command::new("cyclictest")
@@ -265,7 +263,7 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
     if !root_or_refusal(TEST) {
         return;
     }
-    let _lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = crate::fixtures::machine_exclusive();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     run(dir, "idle", "");

@@ -2,10 +2,10 @@
 //! every output path by another user, hostile journals in hostile
 //! directories, labels that would be code in a gnuplot script or markup in a
 //! page, and small pathological files, each handled in bounded time and
-//! memory by the real binary.
+//! memory by the real binary. Needs root to plant links owned by another
+//! user (the root-only cases say so and stop otherwise).
 
-mod common;
-use common::{is_root, path_taken, text};
+use crate::fixtures::{is_root, path_taken, text};
 use std::os::unix::fs::{PermissionsExt, lchown, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -82,6 +82,7 @@ fn seed_result(dir: &Path) {
 
 #[test]
 fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "every_output_survives_a_link_planted_in_a_sticky_world_writable_directory";
     if !is_root() {
         path_taken(
@@ -141,6 +142,7 @@ fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
 
 #[test]
 fn a_link_in_a_directory_of_another_user_is_not_followed() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "a_link_in_a_directory_of_another_user_is_not_followed";
     if !is_root() {
         path_taken(TEST, "not root; skipped");
@@ -179,6 +181,7 @@ fn a_link_in_a_directory_of_another_user_is_not_followed() {
 
 #[test]
 fn outputs_are_written_whole_and_replace_the_callers_own_files() {
+    let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("exp.cfg"), EXPERIMENT).unwrap();
     std::fs::write(dir.path().join("out.json"), "an older result").unwrap();
@@ -220,6 +223,7 @@ fn hostile_journal(dir: &Path, changes: &[String]) {
 
 #[test]
 fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "a_hostile_journal_is_refused_and_nothing_is_replayed";
     if !is_root() {
         path_taken(TEST, "not root: `rtlab restore` is refused first; skipped");
@@ -333,6 +337,7 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
 
 #[test]
 fn hostile_labels_run_nothing_and_show_as_text() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "hostile_labels_run_nothing_and_show_as_text";
     let dir = tempfile::tempdir().unwrap();
     // Relative: every command runs in `dir`.
@@ -368,7 +373,7 @@ fn hostile_labels_run_nothing_and_show_as_text() {
         !script.contains('\x1b'),
         "control characters must be escaped"
     );
-    if common::has_command("gnuplot") {
+    if crate::fixtures::has_command("gnuplot") {
         path_taken(TEST, "gnuplot installed: the script is run");
         let g = Command::new("gnuplot")
             .arg("-e")
@@ -458,6 +463,7 @@ fn bounded(dir: &Path, args: &[&str]) -> (Output, Duration) {
 
 #[test]
 fn pathological_files_are_answered_in_bounded_time_and_memory() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "pathological_files_are_answered_in_bounded_time_and_memory";
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -6,8 +6,7 @@
 //! tested. The latencies are drawn from a fixed generator, so every figure
 //! is predicted exactly from `rtlab::measure::simulated_latencies`.
 
-mod common;
-use common::{path_taken, text};
+use crate::fixtures::{path_taken, text};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -23,7 +22,7 @@ const EXPERIMENT: &str = "timer_thread[0]\n{\n  lifetime.loops 3000\n  timer.per
 /// rtlab as an ordinary user: uid 65534 when run as root and `setpriv`
 /// is there, else the caller.
 fn rtlab_as_user(test: &str, dir: &Path, args: &[&str]) -> Output {
-    let drop_root = common::is_root() && common::has_command("setpriv");
+    let drop_root = crate::fixtures::is_root() && crate::fixtures::has_command("setpriv");
     let mut cmd = if drop_root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -51,6 +50,7 @@ fn rtlab_as_user(test: &str, dir: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
+    let _machine = crate::fixtures::machine_shared();
     const TEST: &str = "the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly";
     let dir = tempfile::tempdir().unwrap();
     // Writable by the unprivileged user the run may become.

@@ -1,0 +1,19 @@
+//! rtlab's integration tests, one binary with a module per subject. Each
+//! drives the real `rtlab` binary on this machine and finds out at run time
+//! what the machine offers (CPUs, cpuidle, IRQ moves, cgroups, cpufreq,
+//! root, the peer tools), testing the real thing or rtlab's refusal and
+//! saying which on stderr. What each module needs is in its comment.
+//!
+//! Tests that change machine-wide state take [`fixtures::machine_exclusive`]
+//! and run alone; the others take [`fixtures::machine_shared`].
+//!
+//! The fuzz harness is the one test binary apart (`tests/fuzz.rs`): its
+//! allocator limit is process-wide and would fail the tests beside it.
+
+mod fixtures;
+mod hardening;
+mod isolation;
+mod reports;
+mod run;
+mod simulated;
+mod tuning;
