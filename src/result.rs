@@ -17,7 +17,7 @@ use serde::Serialize;
 pub const SCHEMA: &str = "rtlab-result/1";
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EndReason {
     /// Every timer thread reached its lifetime.
@@ -59,7 +59,7 @@ impl EndReason {
 }
 
 /// The state of the PM QoS request on /dev/cpu_dma_latency during the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PmQos {
     /// Requested latency (µs), None when the file asked to leave it alone.
     pub requested_us: Option<u32>,
@@ -70,7 +70,7 @@ pub struct PmQos {
 }
 
 /// One timer thread's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct TimerResult {
     /// Index N.
     pub index: usize,
@@ -97,14 +97,16 @@ pub struct TimerResult {
     pub histogram_us: Vec<(u64, u64)>,
     /// Every sample, log-linear (0.1%).
     pub hdr_histogram: Vec<HdrBucket>,
-    /// Latency over time: min, mean, max and count per interval.
+    /// Latency over time: min, mean, max and count per interval (empty in
+    /// results written before it existed).
+    #[serde(default)]
     pub series: LatencySeries,
     /// What went wrong, if anything.
     pub error: Option<String>,
 }
 
 /// Where one thread or process of the run was placed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Placement {
     /// `main`, `timer_thread[N]` or `program[N]`.
     pub who: String,
@@ -119,7 +121,7 @@ pub struct Placement {
 }
 
 /// Isolation of the run: the machine's state and where each part ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunIsolation {
     /// isolcpus, nohz_full and cpuset partitions when the run started.
     #[serde(flatten)]
@@ -131,7 +133,7 @@ pub struct RunIsolation {
 /// What the run changed on the system for its duration (each change with
 /// the value it replaced, all restored at the end), and the programs' CPU
 /// bandwidth groups with their throttling.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunTuning {
     /// Governors, C-states, IRQ affinities, thread priorities.
     pub changes: Vec<crate::tune::Outcome>,
@@ -140,12 +142,12 @@ pub struct RunTuning {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunResult {
     /// [`SCHEMA`].
-    pub schema: &'static str,
+    pub schema: String,
     /// rtlab's version.
-    pub rtlab_version: &'static str,
+    pub rtlab_version: String,
     /// The resolved configuration.
     pub plan: RunPlan,
     /// The machine.

@@ -717,8 +717,8 @@ fn collect(
         }
     }));
     RunResult {
-        schema: SCHEMA,
-        rtlab_version: env!("CARGO_PKG_VERSION"),
+        schema: SCHEMA.into(),
+        rtlab_version: env!("CARGO_PKG_VERSION").into(),
         plan: plan.clone(),
         system: before.system,
         start_time: humantime::format_rfc3339_seconds(stopped.start_wall).to_string(),

@@ -1,90 +1,40 @@
-//! rtlab's own JSON result (`docs/result-schema.md`), read back. Only the
-//! fields the renderers use are typed; the rest is kept as JSON for the
-//! report, so older and newer results of the same schema still load.
+//! rtlab's own JSON result (`docs/result-schema.md`), read back into the
+//! very types that wrote it ([`RunResult`]): one model of a result, so a
+//! field renamed on one side cannot be forgotten on the other (a test
+//! round-trips a real run and compares every byte).
 
-use super::{
-    Context, Details, Distribution, Format, Kept, ParseError, Quantile, Run, Stats, Thread,
-};
-use crate::stats::HdrBucket;
-use crate::stats::series::LatencySeries;
+use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
+use crate::isolate::knobs::KnobStatus;
+use crate::result::{EndReason, RunResult, TimerResult};
 use serde::Deserialize;
-use serde_json::Value;
 use std::path::Path;
 
+/// The part of a document read first: its schema, so that a result of
+/// another schema is refused as such rather than as a missing field.
 #[derive(Deserialize)]
-struct Doc {
+struct Schema {
     schema: String,
-    #[serde(default)]
-    system: Kept,
-    #[serde(default)]
-    plan: Kept,
-    start_time: Option<String>,
-    elapsed_ns: Option<u64>,
-    #[serde(default)]
-    end: Kept,
-    #[serde(default)]
-    pm_qos: Kept,
-    timers: Vec<TimerDoc>,
-    #[serde(default)]
-    isolation: Kept,
-    #[serde(default)]
-    programs: Kept,
-    #[serde(default)]
-    tuning: Kept,
-    #[serde(default)]
-    warnings: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct TimerDoc {
-    index: usize,
-    cpu_first: Option<usize>,
-    #[serde(default)]
-    cpus: Vec<usize>,
-    summary: SummaryDoc,
-    hdr_histogram: Vec<HdrBucket>,
-    #[serde(default)]
-    series: Option<LatencySeries>,
-}
-
-#[derive(Deserialize)]
-struct SummaryDoc {
-    samples: u64,
-    min_ns: u64,
-    max_ns: u64,
-    mean_ns: f64,
-    stddev_ns: f64,
-    percentiles: Vec<PercentileDoc>,
-    beyond_histogram: u64,
-    overruns: u64,
-    #[serde(default)]
-    hdr_out_of_range: u64,
-}
-
-#[derive(Deserialize)]
-struct PercentileDoc {
-    name: String,
-    quantile: f64,
-    value_ns: u64,
 }
 
 /// Parses rtlab's JSON result.
 pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
-    let doc: Doc =
+    let head: Schema =
         serde_json::from_str(text).map_err(|e| ParseError::from_json(&e, "rtlab result"))?;
-    if doc.schema != crate::result::SCHEMA {
+    if head.schema != crate::result::SCHEMA {
         return Err(ParseError::new(
             1,
             1,
             format!(
                 "schema {:?}, this rtlab reads {:?}",
-                doc.schema,
+                head.schema,
                 crate::result::SCHEMA
             ),
             "read it with the rtlab version that wrote it (rtlab_version in the file)",
         ));
     }
-    if doc.timers.len() > super::MAX_THREADS {
+    let result: RunResult =
+        serde_json::from_str(text).map_err(|e| ParseError::from_json(&e, "rtlab result"))?;
+    if result.timers.len() > super::MAX_THREADS {
         return Err(ParseError::new(
             1,
             1,
@@ -92,13 +42,13 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
-    let threads = doc.timers.iter().map(thread).collect();
-    let context = context(&doc);
-    let details = details(&doc);
+    let threads = result.timers.iter().map(thread).collect();
+    let context = context(&result);
+    let details = details(&result);
     Ok(Run::new(path, Format::Rtlab, context, threads, details))
 }
 
-fn thread(t: &TimerDoc) -> Thread {
+fn thread(t: &TimerResult) -> Thread {
     let s = &t.summary;
     let some = |v: u64| (s.samples > 0).then_some(v);
     let stats = Stats {
@@ -134,64 +84,54 @@ fn thread(t: &TimerDoc) -> Thread {
         t.cpu_first.or_else(|| t.cpus.first().copied()),
         stats,
         histogram_us,
-        t.series.clone(),
+        Some(t.series.clone()).filter(|s| !s.intervals.is_empty()),
         distribution,
     )
 }
 
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
+/// `Some(text)` unless it is empty.
+fn given(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_string())
 }
 
-fn context(doc: &Doc) -> Context {
-    let sys = &doc.system;
-    let preemption =
-        text(&sys["preemption"]["model"]).map(|m| match text(&sys["preemption"]["dynamic_mode"]) {
-            Some(mode) => format!("{m} ({mode})"),
-            None => m,
-        });
+fn context(r: &RunResult) -> Context {
+    let p = &r.system.preemption;
+    let preemption = given(&p.model).map(|m| match &p.dynamic_mode {
+        Some(mode) => format!("{m} ({mode})"),
+        None => m,
+    });
     Context {
-        host: text(&sys["hostname"]),
-        kernel: text(&sys["kernel_release"]),
+        host: given(&r.system.hostname),
+        kernel: given(&r.system.kernel_release),
         preemption,
-        isolation: Some(isolation(doc)),
-        load: Some(match doc.programs.as_array() {
-            Some(list) if !list.is_empty() => list.iter().map(argv).collect::<Vec<_>>().join("; "),
-            _ => "none".to_string(),
+        isolation: Some(isolation(r)),
+        load: Some(if r.programs.is_empty() {
+            "none".to_string()
+        } else {
+            let argvs: Vec<String> = r.programs.iter().map(|p| p.argv.join(" ")).collect();
+            argvs.join("; ")
         }),
-        governor: Some(governor(doc)),
-        started: doc.start_time.clone(),
-        duration_s: doc.elapsed_ns.map(|ns| ns as f64 / 1e9),
+        governor: Some(governor(r)),
+        started: given(&r.start_time),
+        duration_s: Some(r.elapsed_ns as f64 / 1e9),
     }
 }
 
-fn argv(program: &Value) -> String {
-    program["argv"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .join(" ")
-}
-
-fn isolation(doc: &Doc) -> String {
+fn isolation(r: &RunResult) -> String {
     let mut parts = Vec::new();
-    if let Some(cpus) = text(&doc.system["cpus_isolated"]) {
+    if let Some(cpus) = given(&r.system.cpus_isolated) {
         parts.push(format!("isolcpus {cpus}"));
     }
-    if let Some(cpus) = text(&doc.system["cpus_nohz_full"]) {
+    if let Some(cpus) = given(&r.system.cpus_nohz_full) {
         parts.push(format!("nohz_full {cpus}"));
     }
-    let mut cpusets: Vec<String> = doc.isolation["placement"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["who"].as_str().is_some_and(|w| w.starts_with("timer")))
-        .filter_map(|p| text(&p["cpuset"]))
-        .filter(|c| c != "/")
+    let mut cpusets: Vec<String> = r
+        .isolation
+        .placement
+        .iter()
+        .filter(|p| p.who.starts_with("timer"))
+        .filter_map(|p| p.cpuset.clone())
+        .filter(|c| !c.is_empty() && c != "/")
         .collect();
     cpusets.dedup();
     if !cpusets.is_empty() {
@@ -204,16 +144,11 @@ fn isolation(doc: &Doc) -> String {
     }
 }
 
-fn governor(doc: &Doc) -> String {
-    if let Some(set) = text(&doc.plan["main"]["tuning"]["governor"]) {
+fn governor(r: &RunResult) -> String {
+    if let Some((set, _)) = &r.plan.main.tuning.governor {
         return format!("{set} (set for the run)");
     }
-    let mut govs: Vec<String> = doc.system["governors"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, g)| text(g))
-        .collect();
+    let mut govs: Vec<String> = r.system.governors.values().cloned().collect();
     govs.sort();
     govs.dedup();
     if govs.is_empty() {
@@ -223,104 +158,72 @@ fn governor(doc: &Doc) -> String {
     }
 }
 
-fn details(doc: &Doc) -> Details {
+fn details(r: &RunResult) -> Details {
     let mut changes = Vec::new();
-    if doc.pm_qos["held"].as_bool() == Some(true) {
+    if r.pm_qos.held {
         changes.push(format!(
             "PM QoS: cpu_dma_latency held at {} µs for the run (released when the run ended)",
-            text(&doc.pm_qos["requested_us"]).unwrap_or_else(|| "?".into())
+            r.pm_qos
+                .requested_us
+                .map_or_else(|| "?".into(), |us| us.to_string())
         ));
     }
-    for c in doc.tuning["changes"].as_array().into_iter().flatten() {
-        let what = format!(
-            "{} {}: {}",
-            text(&c["target"]).unwrap_or_default(),
-            text(&c["setting"]).unwrap_or_default(),
-            text(&c["new"]).unwrap_or_default()
-        );
-        changes.push(match c["status"].as_str() {
-            Some("set") => format!(
-                "{what} (was {}; restored at the end)",
-                text(&c["old"]).unwrap_or_default()
-            ),
-            Some("refused") => format!(
-                "{what}: refused by the kernel ({})",
-                text(&c["reason"]).unwrap_or_default()
-            ),
-            Some(status) => format!("{what} ({})", status.replace('_', " ")),
-            None => what,
+    for c in &r.tuning.changes {
+        let what = format!("{} {}: {}", c.target, c.setting, c.new);
+        changes.push(match &c.status {
+            KnobStatus::Set { old } => format!("{what} (was {old}; restored at the end)"),
+            KnobStatus::Refused { reason } => {
+                format!("{what}: refused by the kernel ({reason})")
+            }
+            KnobStatus::AlreadySet => format!("{what} (already set)"),
+            KnobStatus::NotOffered => format!("{what} (not offered)"),
         });
     }
-    for g in doc.tuning["cpu_bandwidth"].as_array().into_iter().flatten() {
+    for g in &r.tuning.cpu_bandwidth {
         changes.push(format!(
             "CPU bandwidth group {} ({}): quota {} µs per {} µs, throttled in {} of {} periods ({} ms); removed at the end",
-            text(&g["name"]).unwrap_or_default(),
-            text(&g["cgroup"]).unwrap_or_default(),
-            text(&g["quota_us"]).unwrap_or_else(|| "max".into()),
-            text(&g["period_us"]).unwrap_or_default(),
-            text(&g["nr_throttled"]).unwrap_or_default(),
-            text(&g["nr_periods"]).unwrap_or_default(),
-            text(&g["throttled_ms"]).unwrap_or_default(),
+            g.name,
+            g.cgroup,
+            g.bandwidth
+                .quota_us
+                .map_or_else(|| "max".into(), |q| q.to_string()),
+            g.bandwidth.period_us,
+            g.nr_throttled,
+            g.nr_periods,
+            g.throttled_ms,
         ));
     }
-    let programs = doc
+    let programs = r
         .programs
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .map(|p| {
             format!(
                 "{}: started {} times, ended {} times{}",
-                argv(p),
-                text(&p["starts"]).unwrap_or_default(),
-                text(&p["exits_total"]).unwrap_or_default(),
-                text(&p["spawn_error"])
+                p.argv.join(" "),
+                p.starts,
+                p.exits_total,
+                p.spawn_error
+                    .as_ref()
                     .map(|e| format!(", could not start: {e}"))
                     .unwrap_or_default()
             )
         })
         .collect();
-    let end = match doc.end["kind"].as_str() {
-        Some("interrupted") => Some(format!(
-            "interrupted by {}",
-            text(&doc.end["signal"]).unwrap_or_default()
-        )),
-        Some("aborted") => Some(format!(
-            "aborted: {} ended ({})",
-            text(&doc.end["command"]).unwrap_or_default(),
-            text(&doc.end["status"]).unwrap_or_default()
-        )),
-        Some("failed") => Some(format!(
-            "failed: {}",
-            text(&doc.end["error"]).unwrap_or_default()
-        )),
-        Some(kind) => Some(kind.to_string()),
-        None => None,
-    };
+    let end = Some(match &r.end {
+        EndReason::Completed => "completed".to_string(),
+        EndReason::Interrupted { signal, .. } => format!("interrupted by {signal}"),
+        EndReason::Aborted {
+            command, status, ..
+        } => format!("aborted: {command} ended ({status})"),
+        EndReason::Failed { error } => format!("failed: {error}"),
+    });
     Details {
-        system: Some(doc.system.value.clone()).filter(|v| !v.is_null()),
-        configuration: Some(doc.plan.value.clone()).filter(|v| !v.is_null()),
+        system: serde_json::to_value(&r.system).ok(),
+        configuration: serde_json::to_value(&r.plan).ok(),
         command: None,
         changes,
         programs,
         end,
-        warnings: doc
-            .warnings
-            .iter()
-            .cloned()
-            .chain(
-                [
-                    (&doc.system, "system"),
-                    (&doc.plan, "plan"),
-                    (&doc.end, "end"),
-                    (&doc.pm_qos, "pm_qos"),
-                    (&doc.isolation, "isolation"),
-                    (&doc.programs, "programs"),
-                    (&doc.tuning, "tuning"),
-                ]
-                .iter()
-                .filter_map(|(k, name)| k.note(name)),
-            )
-            .collect(),
+        warnings: r.warnings.clone(),
     }
 }

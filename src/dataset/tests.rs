@@ -10,28 +10,52 @@ pub(crate) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf 
     p
 }
 
-/// A minimal rtlab result document around some timer results.
+/// A real rtlab result (tests/seeds: a run on this machine) made to say
+/// what the tests look for, around some timer results: written by the same
+/// types that read it.
 pub(crate) fn rtlab_doc(timers: &[TimerResult]) -> String {
-    serde_json::json!({
-        "schema": crate::result::SCHEMA,
-        "rtlab_version": "0.1.0",
-        "system": {"hostname": "board", "kernel_release": "6.18.0-rt",
-                   "preemption": {"model": "PREEMPT_RT", "dynamic_mode": null},
-                   "cpus_isolated": "1", "governors": {"0": "performance", "1": "performance"}},
-        "plan": {"main": {"tuning": {"governor": null}}},
-        "start_time": "2026-11-21T10:00:00Z",
-        "elapsed_ns": 60_000_000_000u64,
-        "end": {"kind": "completed"},
-        "pm_qos": {"requested_us": 0, "held": true, "error": null},
-        "timers": timers,
-        "isolation": {"placement": [{"who": "timer_thread[0]", "id": 5, "cpuset": "/rtlab-rt", "cpus": [1]}]},
-        "programs": [{"argv": ["ping", "-f", "localhost"], "starts": 1, "exits_total": 1}],
-        "tuning": {"changes": [{"target": "IRQ 30 virtio0", "setting": "smp_affinity_list",
-                                "new": "0", "status": "set", "old": "0-1"}],
-                   "cpu_bandwidth": []},
-        "warnings": [],
-    })
-    .to_string()
+    use crate::isolate::knobs::KnobStatus;
+    use crate::result::{EndReason, Placement, RunResult};
+    let seed = include_str!("../../tests/seeds/rtlab-result.json");
+    let mut r: RunResult = serde_json::from_str(seed).expect("the seed is a result");
+    r.system.hostname = "board".into();
+    r.system.kernel_release = "6.18.0-rt".into();
+    r.system.preemption.model = "PREEMPT_RT".into();
+    r.system.preemption.dynamic_mode = None;
+    r.system.cpus_isolated = "1".into();
+    r.system.cpus_nohz_full = String::new();
+    r.system.governors = [(0, "performance".into()), (1, "performance".into())].into();
+    r.plan.main.tuning.governor = None;
+    r.start_time = "2026-11-21T10:00:00Z".into();
+    r.elapsed_ns = 60_000_000_000;
+    r.end = EndReason::Completed;
+    r.pm_qos = crate::result::PmQos {
+        requested_us: Some(0),
+        held: true,
+        error: None,
+    };
+    r.timers = timers.to_vec();
+    r.isolation.placement = vec![Placement {
+        who: "timer_thread[0]".into(),
+        id: 5,
+        cpuset: Some("/rtlab-rt".into()),
+        cpus: Some(vec![1]),
+    }];
+    r.programs =
+        vec![serde_json::from_value(serde_json::json!({
+        "index": 0, "argv": ["ping", "-f", "localhost"], "starts": 1, "exits_total": 1,
+        "exits": [], "spawn_error": null, "first_pid": 7, "cpuset": null, "cpus_allowed": null
+    }))
+    .expect("a program result")];
+    r.tuning.changes = vec![crate::tune::Outcome {
+        target: "IRQ 30 virtio0".into(),
+        setting: "smp_affinity_list".into(),
+        new: "0".into(),
+        status: KnobStatus::Set { old: "0-1".into() },
+        after: None,
+    }];
+    r.warnings.clear();
+    serde_json::to_string(&r).expect("a result serializes")
 }
 
 /// Deterministic latencies (ns): a body around 20 µs and a tail to 3 ms.
@@ -594,4 +618,14 @@ fn a_run_truncated_to_us_matches_its_samples_truncated_by_hand() {
     // A run already in µs, or truncated to a finer resolution, is unchanged.
     assert_eq!(us.truncated_to(1_000).all, us.all);
     assert_eq!(run.truncated_to(1).all, run.all);
+}
+
+#[test]
+fn a_real_result_is_read_by_the_types_that_wrote_it() {
+    // One model: a real run's JSON (tests/seeds) read into RunResult and
+    // written again is the same document, every field of it.
+    let seed = include_str!("../../tests/seeds/rtlab-result.json");
+    let as_written: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    assert_eq!(serde_json::to_value(&model).unwrap(), as_written);
 }

@@ -14,7 +14,7 @@ fn absolute<S: serde::Serializer>(relative: &str, s: S) -> Result<S::Ok, S::Erro
 }
 
 /// A cpuset hierarchy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "version")]
 pub enum Hierarchy {
     /// cgroup v1.
@@ -205,7 +205,7 @@ impl Hierarchy {
 }
 
 /// A cpuset a thread or process of a run is put in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CpusetTarget {
     /// Its name (path below the root cpuset; empty for the root).
     pub name: String,

@@ -10,7 +10,7 @@ use crate::sys::{SysError, SysRoot, paths};
 use serde::Serialize;
 
 /// What happened to one knob.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum KnobStatus {
     /// Changed from `old`.

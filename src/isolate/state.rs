@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::path::Path;
 
 /// One partition (cpuset).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Partition {
     /// `rt` or `nrt`.
     pub name: String,
@@ -32,7 +32,7 @@ pub struct Partition {
 }
 
 /// How one CPU is isolated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CpuIsolation {
     /// CPU number.
     pub cpu: usize,
@@ -45,7 +45,7 @@ pub struct CpuIsolation {
 }
 
 /// A knob changed by the partition: its value before and now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ChangedKnob {
     /// The file.
     pub path: String,
@@ -56,7 +56,7 @@ pub struct ChangedKnob {
 }
 
 /// The isolation state of the machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IsolationState {
     /// The cpuset hierarchy, if any.
     pub cpuset: Option<Hierarchy>,

@@ -38,7 +38,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
 pub const MAX_EXIT_RECORDS: usize = 1000;
 
 /// One end of a program instance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ExitRecord {
     /// Process id of the instance that ended.
     pub pid: Option<i32>,
@@ -85,7 +85,7 @@ pub fn signal_name(sig: i32) -> &'static str {
 }
 
 /// What happened to a program during the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ProgramResult {
     /// Index N.
     pub index: usize,
@@ -119,7 +119,7 @@ struct Program {
 }
 
 /// A program to start and supervise, as the plan checked it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ProgramSpec {
     /// Index N.
     pub index: usize,

@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
 /// What a timer thread must do.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TimerSpec {
     /// Its index N.
     pub index: usize,

@@ -123,7 +123,7 @@ pub struct PlanOptions {
 }
 
 /// The main thread's part of the plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MainPlan {
     /// CPUs of the main thread (None: left as inherited).
     pub cpus: Option<Vec<usize>>,
@@ -149,7 +149,7 @@ pub struct MainPlan {
 
 /// A timer thread's part of the plan: what the measurement layer needs,
 /// plus where its result goes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct TimerPlan {
     /// The thread itself.
     #[serde(flatten)]
@@ -161,7 +161,7 @@ pub struct TimerPlan {
 }
 
 /// A run, validated against the machine: everything needed to start it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunPlan {
     /// The experiment file, or `<built-in>`.
     pub source: String,

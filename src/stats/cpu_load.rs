@@ -4,7 +4,7 @@ use crate::sys::proc_stat::{CpuTimes, ProcStat};
 use serde::Serialize;
 
 /// Busy percentage per CPU and overall, over one interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CpuLoad {
     /// Seconds since the start of the run at the end of the interval.
     pub at_s: f64,

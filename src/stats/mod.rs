@@ -111,7 +111,7 @@ impl Recorder {
 }
 
 /// The columns of the systress summary line, in µs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SystressColumns {
     /// Every sample taken.
     pub samples: u64,
@@ -198,7 +198,7 @@ pub const QUANTILES: [(&str, f64); 5] = [
 ];
 
 /// One percentile over all samples.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Percentile {
     /// Its name (`p99.9`).
     pub name: String,
@@ -221,7 +221,7 @@ pub struct HdrBucket {
 }
 
 /// Statistics over every sample of a timer thread.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Samples taken.
     pub samples: u64,

@@ -17,7 +17,7 @@ use std::fs::File;
 
 /// A group's bandwidth: `quota_us` of CPU time per `period_us` (None =
 /// unlimited, the group only accounts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Bandwidth {
     /// Runtime per period (µs), summed over all CPUs: 150000 of 100000 is
     /// one and a half CPUs.
@@ -30,7 +30,7 @@ pub struct Bandwidth {
 pub const DEFAULT_PERIOD_US: u64 = 100_000;
 
 /// One group to make.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct GroupSpec {
     /// Its name (a path component).
     pub name: String,
@@ -77,7 +77,7 @@ fn hierarchy_in(root: &SysRoot, mounts: &[Mount]) -> Result<CpuHierarchy, String
 }
 
 /// What a group did during the run (from its `cpu.stat`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct GroupResult {
     /// Its name.
     pub name: String,

@@ -21,7 +21,7 @@ use crate::sys::{SysRoot, paths, power, threads};
 use serde::Serialize;
 
 /// The settings a run holds while it lasts, restored at its end.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TuningSpec {
     /// cpufreq governor, and the CPUs whose policies get it (None = all).
     pub governor: Option<(String, Option<Vec<usize>>)>,
@@ -41,7 +41,7 @@ impl TuningSpec {
 }
 
 /// What happened to one setting of one object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Outcome {
     /// What was tuned (`IRQ 36 virtio1-req.0`, `thread 15 ksoftirqd/1`,
     /// `cpufreq policy0`, `cpu1 state1 haltpoll`).

@@ -126,6 +126,37 @@ impl serde::Serialize for KernelPolicy {
     }
 }
 
+impl KernelPolicy {
+    /// The policy named `name` as [`KernelPolicy::name`] writes it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let settable = [
+            Policy::Other,
+            Policy::Fifo,
+            Policy::Rr,
+            Policy::Batch,
+            Policy::Idle,
+        ];
+        if let Some(p) = settable.into_iter().find(|p| p.name() == name) {
+            return Some(KernelPolicy::Settable(p));
+        }
+        match name {
+            "DEADLINE" => Some(KernelPolicy::Deadline),
+            _ => name
+                .strip_prefix('?')
+                .and_then(|n| n.parse().ok())
+                .map(KernelPolicy::Unknown),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KernelPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        KernelPolicy::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown policy {name:?}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -146,6 +177,10 @@ mod tests {
             ("DEADLINE", "DLN", true),
             ("?7", "?7", false),
         ];
+        for n in 0..8 {
+            let p = KernelPolicy::from_number(n);
+            assert_eq!(KernelPolicy::from_name(&p.name()), Some(p));
+        }
         for (got, want) in all.iter().zip(want) {
             assert_eq!((got.0.as_str(), got.1.as_str(), got.2), want);
         }

@@ -9,7 +9,7 @@
 use super::{SysError, SysRoot, os};
 
 /// The cgroup layout of this machine.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CgroupVersion {
     /// Only v1 hierarchies.

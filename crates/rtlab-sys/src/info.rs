@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// How preemptible the kernel is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Preemption {
     /// `PREEMPT_RT`, `PREEMPT_DYNAMIC`, `PREEMPT` or `NONE_OR_VOLUNTARY`
     /// (from the kernel version string).
@@ -108,7 +108,7 @@ pub fn preemption(
 }
 
 /// The idle states of one CPU, in short.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CpuIdle {
     /// The CPU.
     pub cpu: usize,
@@ -117,7 +117,7 @@ pub struct CpuIdle {
 }
 
 /// One idle state, in short.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IdleStateBrief {
     /// Name.
     pub name: String,
@@ -128,7 +128,7 @@ pub struct IdleStateBrief {
 }
 
 /// What the machine is, as a latency report must state it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SystemSnapshot {
     /// Host name.
     pub hostname: String,

@@ -8,7 +8,7 @@ use serde::Serialize;
 const CPU: &str = "sys/devices/system/cpu";
 
 /// One cpufreq policy (a set of CPUs that change frequency together).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FreqPolicy {
     /// `policyN`.
     pub policy: String,
@@ -130,7 +130,7 @@ impl IdleState {
 }
 
 /// The cpuidle driver and governor (`current_driver`, `current_governor`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default, serde::Deserialize)]
 pub struct IdleDriver {
     /// `current_driver` (`intel_idle`, `acpi_idle`, `haltpoll`, `none`).
     pub driver: Option<String>,

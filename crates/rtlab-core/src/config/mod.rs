@@ -140,7 +140,7 @@ fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Format of a timer thread's result file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StatsFormat {
     /// Text, gnuplot-ready.
@@ -150,7 +150,7 @@ pub enum StatsFormat {
 }
 
 /// Which CPU load to show in the live table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuLoadDisplay {
     /// Per CPU and global.

@@ -118,7 +118,7 @@ pub fn policy(text: &str) -> Result<Policy, ValueError> {
 }
 
 /// What to do when a program ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Action {
     /// Start it again.
