@@ -792,7 +792,7 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
         }
     }
     if let Some(path) = json
-        && let Err(e) = outfile::write_whole(path, report::json(result).as_bytes())
+        && let Err(e) = outfile::write_whole(path, report::json::render(result).as_bytes())
     {
         failures.push(format!("cannot write {}", e.with_hint()));
     }

@@ -5,8 +5,8 @@
 use super::{EXIT_FAILED, EXIT_REFUSED};
 use crate::dataset::{self, Run};
 use crate::report::compare::{self, Condition};
-use crate::report::plot::{self, Panel, PlotOptions};
-use crate::report::{gnuplot, html};
+use crate::report::export::{self, Exporter, GnuplotScript, HtmlReport};
+use crate::report::plot::{Panel, PlotOptions};
 use crate::sys::outfile;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -147,16 +147,19 @@ fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), i3
     Ok(())
 }
 
+/// Renders `runs` with `exporter` and writes the file whole.
+fn export(path: &Path, exporter: &dyn Exporter, runs: &[dataset::Run]) -> Result<(), i32> {
+    let bytes = exporter.render(runs).map_err(|e| {
+        errln!("rtlab: {}: {e}", path.display());
+        EXIT_FAILED
+    })?;
+    write(path, &bytes)
+}
+
 /// `rtlab plot`.
 pub fn plot_main(args: &PlotArgs) -> i32 {
-    let kind = args.output.as_ref().map(|o| {
-        o.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-    });
-    if let Some(kind) = &kind
-        && !matches!(kind.as_deref(), Some("svg" | "png"))
-    {
+    let known = |o: &Path| export::for_path(o, PlotOptions::default()).is_some();
+    if args.output.as_deref().is_some_and(|o| !known(o)) {
         errln!(
             "rtlab: cannot tell the picture's format from {:?}\n  hint: name it FILE.svg or FILE.png",
             args.output.as_deref().unwrap_or(Path::new(""))
@@ -187,27 +190,19 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
         full_range: args.range.full_range,
         title: args.title.clone(),
     };
-    if let (Some(out), Some(kind)) = (&args.output, kind.flatten()) {
-        let drawn = if kind == "png" {
-            plot::png(&runs, &opts)
-        } else {
-            plot::svg(&runs, &opts).map(String::into_bytes)
-        };
-        match drawn {
-            Ok(bytes) => {
-                if let Err(code) = write(out, &bytes) {
-                    return code;
-                }
-            }
-            Err(e) => {
-                errln!("rtlab: {}: {e}", out.display());
-                return EXIT_FAILED;
-            }
+    if let Some(out) = &args.output
+        && let Some(picture) = export::for_path(out, opts)
+    {
+        if let Err(code) = export(out, picture.as_ref(), &runs) {
+            return code;
         }
         outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
-        if let Err(code) = write(script, gnuplot::script(&runs, &args.title).as_bytes()) {
+        let gnuplot = GnuplotScript {
+            title: args.title.clone(),
+        };
+        if let Err(code) = export(script, &gnuplot, &runs) {
             return code;
         }
         outln!(
@@ -228,19 +223,16 @@ pub fn report_main(args: &ReportArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let plot_opts = PlotOptions {
-        max_latency_us: args.range.max_latency,
-        full_range: args.range.full_range,
-        ..PlotOptions::default()
+    let report = HtmlReport {
+        title: args.title.clone(),
+        per_thread: args.per_thread,
+        plot: PlotOptions {
+            max_latency_us: args.range.max_latency,
+            full_range: args.range.full_range,
+            ..PlotOptions::default()
+        },
     };
-    let page = match html::render(&runs, &args.title, args.per_thread, &plot_opts) {
-        Ok(p) => p,
-        Err(e) => {
-            errln!("rtlab: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    if let Err(code) = write(&args.output, page.as_bytes()) {
+    if let Err(code) = export(&args.output, &report, &runs) {
         return code;
     }
     outln!(
