@@ -454,10 +454,9 @@ impl Armed {
             run_start,
             journal.0.as_mut(),
         );
-        let mut failed = supervisor
-            .start_all()
-            .err()
-            .map(|error| EndReason::Failed { error });
+        let mut failed = supervisor.start_all().err().map(|e| EndReason::Failed {
+            error: e.to_string(),
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let mut timers = Timers {
             handles: Vec::new(),
@@ -475,7 +474,11 @@ impl Armed {
             }
             match measure::start(specs, root, stop, notify, opts.wake) {
                 Ok(handles) => timers.handles = handles,
-                Err(error) => failed = Some(EndReason::Failed { error }),
+                Err(e) => {
+                    failed = Some(EndReason::Failed {
+                        error: e.to_string(),
+                    })
+                }
             }
         }
         messages::debug(

@@ -4,8 +4,8 @@
 //! round-trips a real run and compares every byte).
 
 use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
-use crate::isolate::knobs::KnobStatus;
 use crate::result::{EndReason, RunResult, TimerResult};
+use crate::tune::knob::KnobStatus;
 use serde::Deserialize;
 use std::path::Path;
 

@@ -14,8 +14,8 @@ pub(crate) fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf 
 /// what the tests look for, around some timer results: written by the same
 /// types that read it.
 pub(crate) fn rtlab_doc(timers: &[TimerResult]) -> String {
-    use crate::isolate::knobs::KnobStatus;
     use crate::result::{EndReason, Placement, RunResult};
+    use crate::tune::knob::KnobStatus;
     let seed = include_str!("../../tests/seeds/rtlab-result.json");
     let mut r: RunResult = serde_json::from_str(seed).expect("the seed is a result");
     r.system.hostname = "board".into();

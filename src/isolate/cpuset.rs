@@ -217,11 +217,37 @@ pub struct CpusetTarget {
     pub v2: bool,
 }
 
+/// Why a cpuset cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpusetError {
+    /// No cpuset hierarchy is mounted.
+    #[error("this machine has no cpuset controller")]
+    NoController,
+    /// No cpuset has this name.
+    #[error("there is no cpuset `{name}` in {hierarchy}{}", listed(others))]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The hierarchy looked in.
+        hierarchy: String,
+        /// The cpusets it has.
+        others: Vec<String>,
+    },
+}
+
+fn listed(others: &[String]) -> String {
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (it has: {})", others.join(", "))
+    }
+}
+
 impl CpusetTarget {
     /// Finds cpuset `name` on this machine, or the one this process is in
     /// (`None`, from `/proc/self/cpuset`).
-    pub fn find(root: &SysRoot, name: Option<&str>) -> Result<CpusetTarget, String> {
-        let h = Hierarchy::find(root).ok_or("this machine has no cpuset controller")?;
+    pub fn find(root: &SysRoot, name: Option<&str>) -> Result<CpusetTarget, CpusetError> {
+        let h = Hierarchy::find(root).ok_or(CpusetError::NoController)?;
         let name = match name {
             Some(n) => n.to_string(),
             None => root
@@ -232,16 +258,11 @@ impl CpusetTarget {
         };
         let dir = h.dir(&name);
         if !root.is_dir(&dir) {
-            let others = h.children(root);
-            return Err(format!(
-                "there is no cpuset `{name}` in {}{}",
-                h.describe(),
-                if others.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it has: {})", others.join(", "))
-                }
-            ));
+            return Err(CpusetError::NotFound {
+                name,
+                hierarchy: h.describe(),
+                others: h.children(root),
+            });
         }
         Ok(CpusetTarget {
             cpus: h.cpus(root, &name).unwrap_or_default(),

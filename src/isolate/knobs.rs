@@ -5,29 +5,10 @@
 //! so, not offered, or refused (with the kernel's reason).
 
 use crate::cpulist;
-use crate::sys::journal::{Journal, SetError};
-use crate::sys::{SysError, SysRoot, paths};
+use crate::sys::journal::Journal;
+use crate::sys::{SysRoot, paths};
+use crate::tune::knob::{KnobStatus, set_status};
 use serde::Serialize;
-
-/// What happened to one knob.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum KnobStatus {
-    /// Changed from `old`.
-    Set {
-        /// Its value before.
-        old: String,
-    },
-    /// It already had the wanted value.
-    AlreadySet,
-    /// This kernel does not offer it.
-    NotOffered,
-    /// The kernel refused the write.
-    Refused {
-        /// Why, in words.
-        reason: String,
-    },
-}
 
 /// One knob and its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,84 +24,19 @@ pub struct KnobOutcome {
     pub status: KnobStatus,
 }
 
-/// Explains a refused write the way an RT engineer needs to read it.
-pub fn refusal_reason(err: &SysError, irq: bool) -> String {
-    match err.errno() {
-        Some(crate::sys::consts::EPERM) | Some(crate::sys::consts::EACCES) if irq => format!(
-            "{} (the kernel does not let user space move this interrupt: a managed or \
-             per-CPU IRQ, or a virtual machine whose hypervisor owns interrupt routing)",
-            errno_name(err)
-        ),
-        Some(crate::sys::consts::EIO) if irq => {
-            "EIO (a managed IRQ: its affinity is set by the kernel, boot with \
-             isolcpus=managed_irq,... to keep it off isolated CPUs)"
-                .into()
-        }
-        Some(crate::sys::consts::EACCES) | Some(crate::sys::consts::EPERM) => {
-            format!("{} (read-only here)", errno_name(err))
-        }
-        _ => err.to_string(),
-    }
-}
-
-/// The errno of `err` by name (`EPERM`).
-pub fn errno_name(err: &SysError) -> &'static str {
-    match err.errno() {
-        Some(crate::sys::consts::EPERM) => "EPERM",
-        Some(crate::sys::consts::EACCES) => "EACCES",
-        Some(crate::sys::consts::EIO) => "EIO",
-        Some(crate::sys::consts::EINVAL) => "EINVAL",
-        Some(crate::sys::consts::EBUSY) => "EBUSY",
-        _ => "error",
-    }
-}
-
-/// Sets kernel file `path` to `new` through the journal and says what
-/// happened; `irq` selects the IRQ wording of refusals. Fails only if the
-/// journal cannot be written (and then nothing was changed).
-pub fn set_status(
-    journal: &mut Journal,
-    path: &str,
-    new: &str,
-    irq: bool,
-) -> Result<KnobStatus, crate::sys::journal::JournalError> {
-    Ok(match journal.set(path, new) {
-        Ok(Some(old)) => KnobStatus::Set { old },
-        Ok(None) => KnobStatus::AlreadySet,
-        Err(SetError::Kernel(SysError::NotFound(_))) => KnobStatus::NotOffered,
-        Err(SetError::Kernel(e)) => KnobStatus::Refused {
-            reason: refusal_reason(&e, irq),
-        },
-        Err(SetError::Journal(e)) => return Err(e),
-    })
-}
-
 fn outcome(
     journal: &mut Journal,
     path: String,
     purpose: &'static str,
     new: String,
-    irq: bool,
 ) -> Result<KnobOutcome, crate::sys::journal::JournalError> {
-    let status = set_status(journal, &path, &new, irq)?;
+    let status = set_status(journal, &path, &new, false)?;
     Ok(KnobOutcome {
         path,
         purpose,
         new,
         status,
     })
-}
-
-/// The IRQ numbers of `/proc/irq`.
-pub fn irq_numbers(root: &SysRoot) -> Vec<u32> {
-    let mut irqs: Vec<u32> = root
-        .list(paths::IRQ_DIR)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    irqs.sort_unstable();
-    irqs
 }
 
 /// Sets every noise knob so that the kernel's housekeeping stays on `nrt`.
@@ -171,7 +87,7 @@ pub fn apply(
         if stop() {
             return Ok(out);
         }
-        out.push(outcome(journal, path.into(), purpose, new, false)?);
+        out.push(outcome(journal, path.into(), purpose, new)?);
     }
     // One file in each entry of a directory: per-workqueue masks (WQ_SYSFS
     // unbound workqueues such as writeback), machine-check polling per bank.
@@ -193,12 +109,12 @@ pub fn apply(
         for entry in root.list(dir).unwrap_or_default() {
             let path = format!("{dir}/{entry}/{file}");
             if root.exists(&path) {
-                out.push(outcome(journal, path, purpose, new.clone(), false)?);
+                out.push(outcome(journal, path, purpose, new.clone())?);
             }
         }
     }
     // Every IRQ: keep what it has on nrt, or give it all of nrt.
-    for irq in irq_numbers(root) {
+    for irq in crate::sys::irq::numbers(root) {
         if stop() {
             return Ok(out);
         }
@@ -213,13 +129,13 @@ pub fn apply(
             .filter(|c| nrt.contains(c))
             .collect();
         let new = if kept.is_empty() { nrt.to_vec() } else { kept };
-        out.push(outcome(
-            journal,
+        let moved = crate::tune::set_irq_affinity(root, journal, irq, &new)?;
+        out.push(KnobOutcome {
             path,
-            "this IRQ is handled on nrt",
-            cpulist::format(&new),
-            true,
-        )?);
+            purpose: "this IRQ is handled on nrt",
+            new: moved.new,
+            status: moved.status,
+        });
     }
     Ok(out)
 }

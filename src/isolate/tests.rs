@@ -5,7 +5,7 @@
 use super::*;
 use crate::sys::fake::{self, Kernel, snapshot};
 use crate::sys::journal::restore_all;
-use knobs::KnobStatus;
+use crate::tune::knob::KnobStatus;
 use std::sync::Mutex;
 
 fn never() -> Option<i32> {

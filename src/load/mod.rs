@@ -19,7 +19,7 @@ use crate::sys::cgroup::TrackingCgroup;
 use crate::sys::journal::{Change, Journal};
 use crate::sys::os::{self, ChildSetup};
 use crate::sys::outfile::Staged;
-use crate::tune::bandwidth::{GroupResult, GroupSpec, Groups};
+use crate::tune::bandwidth::{BandwidthError, GroupResult, GroupSpec, Groups};
 use serde::Serialize;
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -158,6 +158,57 @@ pub struct AbortRequest {
     pub status: String,
 }
 
+/// Why programs could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The CPU bandwidth groups could not be made.
+    #[error("cannot make the CPU bandwidth groups: {0}")]
+    Groups(#[source] BandwidthError),
+    /// CPU bandwidth groups without the journal that undoes them.
+    #[error("cannot make the CPU bandwidth groups: they need the journal of system changes")]
+    NoJournal,
+    /// A program's `output.out`/`output.err` could not be opened.
+    #[error("{who}: cannot open its output: {source}")]
+    Output {
+        /// `program[N] (`argv`)`.
+        who: String,
+        /// Why.
+        source: OutputTargetError,
+    },
+    /// Its affinity, policy or cgroups could not be prepared.
+    #[error("{who}: {source}")]
+    Setup {
+        /// `program[N] (`argv`)`.
+        who: String,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+    /// The kernel refused to start it.
+    #[error("{who}: cannot start: {source}")]
+    Spawn {
+        /// `program[N] (`argv`)`.
+        who: String,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+}
+
+/// Why a program's output file could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputTargetError {
+    /// The file could not be made safely (see `sys::outfile`).
+    #[error(transparent)]
+    Create(#[from] crate::sys::outfile::OutputError),
+    /// Its open file could not be shared with the child.
+    #[error("{}: {source}", path.display())]
+    Share {
+        /// The file.
+        path: PathBuf,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+}
+
 /// Supervises the programs of a run.
 pub struct Supervisor {
     programs: Vec<Program>,
@@ -167,7 +218,7 @@ pub struct Supervisor {
     /// CPU bandwidth groups (their cgroup.procs open for children).
     groups: Option<Groups>,
     /// Why the bandwidth groups could not be made (the run must not start).
-    groups_error: Option<String>,
+    groups_error: Option<LoadError>,
     run_start: Instant,
     all_cpus: Vec<usize>,
     root: SysRoot,
@@ -233,12 +284,13 @@ impl Supervisor {
                     &name,
                     cgroup.as_ref().map(TrackingCgroup::dir),
                     cpu_groups,
-                ),
-                None => Err("CPU bandwidth groups need the journal of system changes".into()),
+                )
+                .map_err(LoadError::Groups),
+                None => Err(LoadError::NoJournal),
             };
             match made {
                 Ok(g) => groups = Some(g),
-                Err(e) => groups_error = Some(format!("cannot make the CPU bandwidth groups: {e}")),
+                Err(e) => groups_error = Some(e),
             }
         }
         Supervisor {
@@ -297,9 +349,9 @@ impl Supervisor {
     }
 
     /// Starts every program. An error names the program that could not start.
-    pub fn start_all(&mut self) -> Result<(), String> {
-        if let Some(e) = &self.groups_error {
-            return Err(e.clone());
+    pub fn start_all(&mut self) -> Result<(), LoadError> {
+        if let Some(e) = self.groups_error.take() {
+            return Err(e);
         }
         for i in 0..self.programs.len() {
             self.spawn(i)?;
@@ -310,14 +362,17 @@ impl Supervisor {
     /// The child's end of an output target. Every instance of every
     /// program naming `path` writes through one open file (a respawned
     /// instance goes on after the last one's output).
-    fn open_target(outputs: &mut Vec<(PathBuf, Staged)>, path: &Path) -> Result<Stdio, String> {
+    fn open_target(
+        outputs: &mut Vec<(PathBuf, Staged)>,
+        path: &Path,
+    ) -> Result<Stdio, OutputTargetError> {
         if path == Path::new("/dev/null") {
             return Ok(Stdio::null());
         }
         let at = match outputs.iter().position(|(p, _)| p == path) {
             Some(at) => at,
             None => {
-                let staged = Staged::create(path).map_err(|e| e.to_string())?;
+                let staged = Staged::create(path)?;
                 outputs.push((path.to_path_buf(), staged));
                 outputs.len() - 1
             }
@@ -327,10 +382,13 @@ impl Supervisor {
             .file()
             .try_clone()
             .map(Stdio::from)
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|source| OutputTargetError::Share {
+                path: path.to_path_buf(),
+                source,
+            })
     }
 
-    fn spawn(&mut self, i: usize) -> Result<(), String> {
+    fn spawn(&mut self, i: usize) -> Result<(), LoadError> {
         let tracking_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
         let group_fd = self.programs[i]
             .plan
@@ -361,10 +419,12 @@ impl Supervisor {
             .args(&p.plan.argv[1..])
             .stdin(Stdio::null())
             .process_group(0);
-        let out = Self::open_target(&mut self.outputs, &p.plan.out)
-            .map_err(|e| format!("{who}: cannot open its output: {e}"))?;
-        let err = Self::open_target(&mut self.outputs, &p.plan.err)
-            .map_err(|e| format!("{who}: cannot open its output: {e}"))?;
+        let output = |source| LoadError::Output {
+            who: who.clone(),
+            source,
+        };
+        let out = Self::open_target(&mut self.outputs, &p.plan.out).map_err(output)?;
+        let err = Self::open_target(&mut self.outputs, &p.plan.err).map_err(output)?;
         cmd.stdout(out).stderr(err);
         // Always set affinity and policy: the child must not inherit the
         // conductor's (which may be pinned or real-time).
@@ -377,7 +437,10 @@ impl Supervisor {
                 die_with_parent: true,
             },
         )
-        .map_err(|e| format!("{who}: {e}"))?;
+        .map_err(|source| LoadError::Setup {
+            who: who.clone(),
+            source,
+        })?;
         match cmd.spawn() {
             Ok(child) => {
                 if let Some(g) = self.guard.as_mut() {
@@ -397,9 +460,9 @@ impl Supervisor {
                 Ok(())
             }
             Err(e) => {
-                let msg = format!("{who}: cannot start: {e}");
-                p.result.spawn_error = Some(msg.clone());
-                Err(msg)
+                let e = LoadError::Spawn { who, source: e };
+                p.result.spawn_error = Some(e.to_string());
+                Err(e)
             }
         }
     }
@@ -443,7 +506,7 @@ impl Supervisor {
                     if self.programs[i].respawn_at.is_some_and(|t| t <= now) {
                         self.programs[i].respawn_at = None;
                         if let Err(e) = self.spawn(i) {
-                            return Some(self.abort_request(i, e));
+                            return Some(self.abort_request(i, e.to_string()));
                         }
                     }
                     continue;
@@ -467,7 +530,7 @@ impl Supervisor {
                     }
                     if p.backoff.is_zero() {
                         if let Err(e) = self.spawn(i) {
-                            return Some(self.abort_request(i, e));
+                            return Some(self.abort_request(i, e.to_string()));
                         }
                     } else {
                         p.respawn_at = Some(now + p.backoff);

@@ -105,6 +105,30 @@ fn simulated_state(seed: u64, index: usize) -> u64 {
     (seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1
 }
 
+/// Why the timer threads could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The signal handler that interrupts their sleeps.
+    #[error("cannot install the wake-up handler: {0}")]
+    WakeHandler(#[source] std::io::Error),
+    /// A thread's recorder.
+    #[error("timer_thread[{index}]: histogram: {source}")]
+    Histogram {
+        /// N.
+        index: usize,
+        /// hdrhistogram's reason.
+        source: hdrhistogram::CreationError,
+    },
+    /// The thread itself.
+    #[error("timer_thread[{index}]: cannot start thread: {source}")]
+    Thread {
+        /// N.
+        index: usize,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+}
+
 /// Starts every timer thread, waits until all have pinned themselves and
 /// taken their policy, then releases them together. `stop` ends them all.
 /// `notify` is called by each thread after it left its hot loop.
@@ -114,13 +138,16 @@ pub fn start(
     stop: Arc<AtomicBool>,
     notify: impl Fn() + Send + Clone + 'static,
     wake: Wake,
-) -> Result<Vec<TimerHandle>, String> {
-    os::install_wake_handler().map_err(|e| format!("cannot install the wake-up handler: {e}"))?;
+) -> Result<Vec<TimerHandle>, StartError> {
+    os::install_wake_handler().map_err(StartError::WakeHandler)?;
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
     let mut handles = Vec::new();
     for spec in specs {
-        let recorder = Recorder::new(spec.histo_size_us)
-            .map_err(|e| format!("timer_thread[{}]: histogram: {e:?}", spec.index))?;
+        let recorder =
+            Recorder::new(spec.histo_size_us).map_err(|source| StartError::Histogram {
+                index: spec.index,
+                source,
+            })?;
         let live = Arc::new(LiveCounters::default());
         let (b, l, s, sp) = (barrier.clone(), live.clone(), stop.clone(), spec.clone());
         let n = notify.clone();
@@ -139,7 +166,10 @@ pub fn start(
                 n();
                 outcome
             })
-            .map_err(|e| format!("timer_thread[{}]: cannot start thread: {e}", spec.index))?;
+            .map_err(|source| StartError::Thread {
+                index: spec.index,
+                source,
+            })?;
         handles.push(TimerHandle {
             spec,
             live,

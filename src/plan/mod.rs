@@ -5,11 +5,12 @@
 
 use crate::config::keys::StanzaKind;
 use crate::config::{self, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat};
-use crate::isolate::cpuset::CpusetTarget;
+use crate::isolate::cpuset::{CpusetError, CpusetTarget};
 use crate::load::ProgramSpec;
 use crate::measure::TimerSpec;
 use crate::sys::os::{self, Policy, Sched};
 use crate::sys::{Privileges, SysRoot};
+use crate::tune::bandwidth::BandwidthError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,7 @@ pub trait Machine {
     /// Finds a command on PATH (or checks a path with a `/`).
     fn find_command(&self, name: &str) -> Option<PathBuf>;
     /// The cpuset `name`, or the one this process is in (`None`).
-    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String>;
+    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, CpusetError>;
     /// The IRQ numbers of `/proc/irq`.
     fn irq_numbers(&self) -> Vec<u32>;
     /// The cpufreq policies, or why there are none.
@@ -38,7 +39,7 @@ pub trait Machine {
     /// The names of every thread now.
     fn thread_names(&self) -> Vec<String>;
     /// Whether CPU bandwidth groups can be made (Err: why not).
-    fn cpu_bandwidth(&self) -> Result<(), String>;
+    fn cpu_bandwidth(&self) -> Result<(), BandwidthError>;
 }
 
 /// The machine rtlab runs on.
@@ -72,12 +73,12 @@ impl Machine for RealMachine {
         find_in_path(name, &std::env::var_os("PATH").unwrap_or_default())
     }
 
-    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String> {
+    fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, CpusetError> {
         CpusetTarget::find(&self.root, name)
     }
 
     fn irq_numbers(&self) -> Vec<u32> {
-        crate::isolate::knobs::irq_numbers(&self.root)
+        crate::sys::irq::numbers(&self.root)
     }
 
     fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String> {
@@ -92,7 +93,7 @@ impl Machine for RealMachine {
         tuning::real::thread_names(&self.root)
     }
 
-    fn cpu_bandwidth(&self) -> Result<(), String> {
+    fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {
         crate::tune::bandwidth::hierarchy(&self.root).map(|_| ())
     }
 }
@@ -639,13 +640,17 @@ pub(crate) mod tests {
                 .contains(&name)
                 .then(|| PathBuf::from("/usr/bin").join(name))
         }
-        fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, String> {
+        fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, CpusetError> {
             let name = name.unwrap_or(self.started_in);
             self.cpusets
                 .iter()
                 .find(|c| c.name == name)
                 .cloned()
-                .ok_or_else(|| format!("there is no cpuset `{name}`"))
+                .ok_or_else(|| CpusetError::NotFound {
+                    name: name.into(),
+                    hierarchy: "the fake hierarchy".into(),
+                    others: Vec::new(),
+                })
         }
         fn irq_numbers(&self) -> Vec<u32> {
             vec![24, 36]
@@ -671,7 +676,7 @@ pub(crate) mod tests {
         fn thread_names(&self) -> Vec<String> {
             vec!["ksoftirqd/0".into(), "ksoftirqd/1".into()]
         }
-        fn cpu_bandwidth(&self) -> Result<(), String> {
+        fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {
             Ok(())
         }
     }

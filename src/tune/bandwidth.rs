@@ -49,11 +49,11 @@ pub enum CpuHierarchy {
 
 /// Finds the `cpu` controller: a v1 mount with it, else the v2 root when
 /// its `cgroup.controllers` offers it. Err says why there is none.
-pub fn hierarchy(root: &SysRoot) -> Result<CpuHierarchy, String> {
+pub fn hierarchy(root: &SysRoot) -> Result<CpuHierarchy, BandwidthError> {
     hierarchy_in(root, &cgroup::mounts(root))
 }
 
-fn hierarchy_in(root: &SysRoot, mounts: &[Mount]) -> Result<CpuHierarchy, String> {
+fn hierarchy_in(root: &SysRoot, mounts: &[Mount]) -> Result<CpuHierarchy, BandwidthError> {
     if let Some(m) = mounts
         .iter()
         .find(|m| !m.v2 && m.options.iter().any(|o| o == "cpu"))
@@ -67,13 +67,11 @@ fn hierarchy_in(root: &SysRoot, mounts: &[Mount]) -> Result<CpuHierarchy, String
         if offered.split_whitespace().any(|c| c == "cpu") {
             return Ok(CpuHierarchy::V2(m.path.clone()));
         }
-        return Err(format!(
-            "the cgroup v2 hierarchy at {} does not offer the cpu controller \
-             (it is bound to a v1 hierarchy, or the kernel lacks CONFIG_CFS_BANDWIDTH)",
-            m.path
-        ));
+        return Err(BandwidthError::NotOffered {
+            mount: m.path.clone(),
+        });
     }
-    Err("no cgroup hierarchy has the cpu controller mounted".into())
+    Err(BandwidthError::NoController)
 }
 
 /// What a group did during the run (from its `cpu.stat`).
@@ -126,8 +124,63 @@ pub struct Groups {
 /// Name of the v2 leaf for programs without a group.
 pub const DEFAULT_LEAF: &str = "programs";
 
-fn sys(what: &str) -> impl Fn(SysError) -> String + '_ {
-    move |e| format!("{what}: {e}")
+/// Why CPU bandwidth groups cannot be had or made.
+#[derive(Debug, thiserror::Error)]
+pub enum BandwidthError {
+    /// No hierarchy has the `cpu` controller.
+    #[error("no cgroup hierarchy has the cpu controller mounted")]
+    NoController,
+    /// The v2 hierarchy does not offer `cpu`.
+    #[error(
+        "the cgroup v2 hierarchy at {mount} does not offer the cpu controller \
+         (it is bound to a v1 hierarchy, or the kernel lacks CONFIG_CFS_BANDWIDTH)"
+    )]
+    NotOffered {
+        /// The v2 mount point.
+        mount: String,
+    },
+    /// On v2 the groups live in the tracking cgroup, which is missing.
+    #[error(
+        "on cgroup v2, CPU bandwidth groups live in the run's tracking cgroup, \
+         which could not be made"
+    )]
+    NoTrackingCgroup,
+    /// The kernel refused `+cpu` in a `cgroup.subtree_control`.
+    #[error(
+        "cannot enable the cpu controller in {file}: {source}{}",
+        rt_group_note(source)
+    )]
+    ControllerRefused {
+        /// The `cgroup.subtree_control` file.
+        file: String,
+        /// The kernel's answer.
+        source: SysError,
+    },
+    /// A cgroup file could not be made, read or written.
+    #[error("{what}: {source}")]
+    Kernel {
+        /// What rtlab was doing.
+        what: &'static str,
+        /// The kernel's answer.
+        source: SysError,
+    },
+    /// The change could not be journalled first, so it was not made.
+    #[error(transparent)]
+    Journal(#[from] crate::sys::journal::JournalError),
+}
+
+/// Why the kernel may refuse `+cpu`: RT group scheduling.
+fn rt_group_note(e: &SysError) -> &'static str {
+    if e.errno() == Some(crate::sys::consts::EINVAL) {
+        " (with CONFIG_RT_GROUP_SCHED the kernel refuses it while real-time \
+         tasks are outside the root cgroup)"
+    } else {
+        ""
+    }
+}
+
+fn sys(what: &'static str) -> impl Fn(SysError) -> BandwidthError {
+    move |source| BandwidthError::Kernel { what, source }
 }
 
 impl Groups {
@@ -141,7 +194,7 @@ impl Groups {
         run_name: &str,
         tracking: Option<&str>,
         specs: &[GroupSpec],
-    ) -> Result<Groups, String> {
+    ) -> Result<Groups, BandwidthError> {
         let mut made = Groups {
             root: root.clone(),
             groups: Vec::new(),
@@ -157,10 +210,7 @@ impl Groups {
                 (parent, false)
             }
             CpuHierarchy::V2(mount) => {
-                let tracking = tracking.ok_or(
-                    "on cgroup v2, CPU bandwidth groups live in the run's tracking cgroup, \
-                     which could not be made",
-                )?;
+                let tracking = tracking.ok_or(BandwidthError::NoTrackingCgroup)?;
                 let mount = mount.trim_end_matches('/');
                 let top = format!("{mount}/cgroup.subtree_control");
                 enable_cpu(root, Some(journal), &top)?;
@@ -229,18 +279,25 @@ impl Groups {
     }
 }
 
-fn mkdir(root: &SysRoot, journal: &mut Journal, dir: &str, tasks_file: &str) -> Result<(), String> {
-    journal
-        .record(&Change::Mkdir {
-            path: dir.to_string(),
-            tasks_file: tasks_file.to_string(),
-        })
-        .map_err(|e| e.to_string())?;
+fn mkdir(
+    root: &SysRoot,
+    journal: &mut Journal,
+    dir: &str,
+    tasks_file: &str,
+) -> Result<(), BandwidthError> {
+    journal.record(&Change::Mkdir {
+        path: dir.to_string(),
+        tasks_file: tasks_file.to_string(),
+    })?;
     root.mkdir(dir).map_err(sys("cannot make a cpu cgroup"))
 }
 
 /// Enables `+cpu` in a `cgroup.subtree_control` (journalled when asked).
-fn enable_cpu(root: &SysRoot, journal: Option<&mut Journal>, file: &str) -> Result<(), String> {
+fn enable_cpu(
+    root: &SysRoot,
+    journal: Option<&mut Journal>,
+    file: &str,
+) -> Result<(), BandwidthError> {
     let now = root
         .read(file)
         .map_err(sys("cannot read subtree_control"))?;
@@ -251,25 +308,18 @@ fn enable_cpu(root: &SysRoot, journal: Option<&mut Journal>, file: &str) -> Resu
         j.record(&Change::EnableController {
             path: file.to_string(),
             controller: "cpu".into(),
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
     }
-    root.write(file, "+cpu").map_err(|e| {
-        format!(
-            "cannot enable the cpu controller in {file}: {e}{}",
-            if e.errno() == Some(crate::sys::consts::EINVAL) {
-                " (with CONFIG_RT_GROUP_SCHED the kernel refuses it while real-time \
-                 tasks are outside the root cgroup)"
-            } else {
-                ""
-            }
-        )
-    })
+    root.write(file, "+cpu")
+        .map_err(|source| BandwidthError::ControllerRefused {
+            file: file.to_string(),
+            source,
+        })
 }
 
 /// Writes the bandwidth of the group at `dir`. The files are the group's
 /// own, removed with it: they need no journal.
-fn limit(root: &SysRoot, dir: &str, bw: Bandwidth, v2: bool) -> Result<(), String> {
+fn limit(root: &SysRoot, dir: &str, bw: Bandwidth, v2: bool) -> Result<(), BandwidthError> {
     let write = |file: &str, value: &str| {
         root.write(&format!("{dir}/{file}"), value)
             .map_err(sys("cannot set the CPU bandwidth"))

@@ -10,14 +10,15 @@
 //! replayed when the run ends).
 
 pub mod bandwidth;
+pub mod knob;
 #[cfg(test)]
 mod tests;
 
 use crate::cpulist;
-use crate::isolate::knobs::{KnobStatus, set_status};
 use crate::sched::Sched;
 use crate::sys::journal::{Change, Journal, JournalError};
 use crate::sys::{SysRoot, paths, power, threads};
+use knob::{KnobStatus, set_status};
 use serde::Serialize;
 
 /// The settings a run holds while it lasts, restored at its end.
@@ -129,7 +130,7 @@ impl IrqSelection {
 
     /// The IRQ numbers selected on this machine; unknown numbers are an error.
     pub fn resolve(&self, root: &SysRoot) -> Result<Vec<u32>, TuneError> {
-        let present = crate::isolate::knobs::irq_numbers(root);
+        let present = crate::sys::irq::numbers(root);
         match self {
             IrqSelection::All => Ok(present),
             IrqSelection::Some(wanted) => {
@@ -175,23 +176,34 @@ pub fn move_irqs(
     cpus: &[usize],
     irqs: &[u32],
 ) -> Result<Vec<Outcome>, TuneError> {
-    let list = cpulist::format(cpus);
     let mut out = Vec::new();
     for &n in irqs {
-        let path = paths::irq_affinity_list(n);
-        let status = set_status(journal, &path, &list, true)?;
-        let after = root
-            .read_opt(&paths::irq_effective_affinity_list(n))
-            .map(|e| format!("effective {e}"));
-        out.push(Outcome {
-            target: irq_label(root, n),
-            setting: "smp_affinity_list".into(),
-            new: list.clone(),
-            status,
-            after,
-        });
+        out.push(set_irq_affinity(root, journal, n, cpus)?);
     }
     Ok(out)
+}
+
+/// Sets the affinity of IRQ `n` to `cpus` through the journal: the one
+/// code path that moves an interrupt (`irq move`, `irq.affinity`, and the
+/// partitions' noise knobs). A refusal is an outcome, not an error.
+pub fn set_irq_affinity(
+    root: &SysRoot,
+    journal: &mut Journal,
+    n: u32,
+    cpus: &[usize],
+) -> Result<Outcome, JournalError> {
+    let list = cpulist::format(cpus);
+    let status = set_status(journal, &paths::irq_affinity_list(n), &list, true)?;
+    let after = root
+        .read_opt(&paths::irq_effective_affinity_list(n))
+        .map(|e| format!("effective {e}"));
+    Ok(Outcome {
+        target: irq_label(root, n),
+        setting: "smp_affinity_list".into(),
+        new: list,
+        status,
+        after,
+    })
 }
 
 /// Which threads a `threads set` or `threads.sched` applies to.

@@ -59,6 +59,18 @@ pub struct Interrupts {
     pub irqs: Vec<Irq>,
 }
 
+/// The IRQ numbers of `/proc/irq`.
+pub fn numbers(root: &SysRoot) -> Vec<u32> {
+    let mut irqs: Vec<u32> = root
+        .list(super::paths::IRQ_DIR)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    irqs.sort_unstable();
+    irqs
+}
+
 /// Parses `/proc/interrupts` text. Rows with fewer count columns than CPUs
 /// (`ERR:`, `MIS:`) keep the counts they have.
 pub fn parse_interrupts(text: &str) -> Interrupts {
