@@ -404,6 +404,50 @@ impl Drop for Timers {
     }
 }
 
+/// Applies the `main` tuning keys through the run's journal; refusals and
+/// problems become warnings.
+fn tune(
+    root: &SysRoot,
+    journal: &mut RunJournal,
+    plan: &RunPlan,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::tune::Outcome> {
+    let (changes, problems) = match journal.0.as_mut() {
+        Some(j) if !plan.main.tuning.is_empty() => crate::tune::apply(root, j, &plan.main.tuning),
+        None if !plan.main.tuning.is_empty() => (
+            Vec::new(),
+            vec!["the tuning keys were not applied: no journal to restore them from".into()],
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    for o in changes.iter().filter(|o| o.refused()) {
+        warnings.push(format!("kernel refused: {}", o.line().trim_end()));
+    }
+    warnings.extend(problems);
+    changes
+}
+
+/// Starts the timer threads (released together); each tells the watch
+/// loop through `tx` when it is done.
+fn start_timers(
+    plan: &RunPlan,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    tx: mpsc::Sender<Event>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<measure::TimerHandle>, measure::StartError> {
+    let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
+    let notify = move || {
+        let _ = tx.send(Event::TimerDone);
+    };
+    if let measure::Wake::Simulated(seed) = opts.wake {
+        warnings.push(format!(
+            "SIMULATED wake-ups (RTLAB_SIMULATED_WAKE={seed}, for tests): these latencies were not measured"
+        ));
+    }
+    measure::start(specs, &opts.root, stop.clone(), notify, opts.wake)
+}
+
 /// Everything a run holds once armed. The fields are dropped in reverse
 /// order of arming: timers, then programs, then the journal (which undoes
 /// the tuning).
@@ -432,20 +476,7 @@ impl Armed {
         let start_wall = SystemTime::now();
         let run_start = Instant::now();
         let mut journal = RunJournal::open(opts, warnings)?;
-        let (tuning_changes, tuning_problems) = match journal.0.as_mut() {
-            Some(j) if !plan.main.tuning.is_empty() => {
-                crate::tune::apply(root, j, &plan.main.tuning)
-            }
-            None if !plan.main.tuning.is_empty() => (
-                Vec::new(),
-                vec!["the tuning keys were not applied: no journal to restore them from".into()],
-            ),
-            _ => (Vec::new(), Vec::new()),
-        };
-        for o in tuning_changes.iter().filter(|o| o.refused()) {
-            warnings.push(format!("kernel refused: {}", o.line().trim_end()));
-        }
-        warnings.extend(tuning_problems);
+        let tuning_changes = tune(root, &mut journal, plan, warnings);
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -457,22 +488,12 @@ impl Armed {
         let mut failed = supervisor.start_all().err().map(|e| EndReason::Failed {
             error: e.to_string(),
         });
-        let stop = Arc::new(AtomicBool::new(false));
         let mut timers = Timers {
             handles: Vec::new(),
-            stop: stop.clone(),
+            stop: Arc::new(AtomicBool::new(false)),
         };
         if failed.is_none() {
-            let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
-            let notify = move || {
-                let _ = tx.send(Event::TimerDone);
-            };
-            if let measure::Wake::Simulated(seed) = opts.wake {
-                warnings.push(format!(
-                    "SIMULATED wake-ups (RTLAB_SIMULATED_WAKE={seed}, for tests): these latencies were not measured"
-                ));
-            }
-            match measure::start(specs, root, stop, notify, opts.wake) {
+            match start_timers(plan, opts, &timers.stop, tx, warnings) {
                 Ok(handles) => timers.handles = handles,
                 Err(e) => {
                     failed = Some(EndReason::Failed {
@@ -708,17 +729,7 @@ fn collect(
         });
         timer_results.extend(timer_result(tp, &spec, &live, outcome));
     }
-    placement.extend(stopped.programs.iter().map(|p| {
-        Placement {
-            who: format!("program[{}]", p.index),
-            id: p.first_pid.unwrap_or(0),
-            cpuset: p.cpuset.clone(),
-            cpus: p
-                .cpus_allowed
-                .as_deref()
-                .and_then(|c| crate::cpulist::parse(c).ok()),
-        }
-    }));
+    placement.extend(stopped.programs.iter().map(program_placement));
     RunResult {
         schema: SCHEMA.into(),
         rtlab_version: env!("CARGO_PKG_VERSION").into(),
@@ -742,6 +753,19 @@ fn collect(
         },
         cpu_load: watch.load.series,
         warnings,
+    }
+}
+
+/// Where a program ran (its first instance).
+fn program_placement(p: &crate::load::ProgramResult) -> Placement {
+    Placement {
+        who: format!("program[{}]", p.index),
+        id: p.first_pid.unwrap_or(0),
+        cpuset: p.cpuset.clone(),
+        cpus: p
+            .cpus_allowed
+            .as_deref()
+            .and_then(|c| crate::cpulist::parse(c).ok()),
     }
 }
 
