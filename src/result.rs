@@ -9,6 +9,7 @@ use crate::plan::RunPlan;
 use crate::sched::Sched;
 use crate::stats::cpu_load::CpuLoad;
 use crate::stats::series::LatencySeries;
+use crate::stats::spikes::SpikeList;
 use crate::stats::{HdrBucket, Summary};
 use crate::sys::info::SystemSnapshot;
 use serde::Serialize;
@@ -101,6 +102,9 @@ pub struct TimerResult {
     /// results written before it existed).
     #[serde(default)]
     pub series: LatencySeries,
+    /// The worst wake-ups with their time (absent in older results).
+    #[serde(default)]
+    pub spikes: SpikeList,
     /// What went wrong, if anything.
     pub error: Option<String>,
 }

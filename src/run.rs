@@ -798,6 +798,7 @@ fn timer_result(
         histogram_us: nonzero_buckets(&rec),
         hdr_histogram: hdr_buckets(&rec),
         series: rec.series.intervals(),
+        spikes: rec.spikes.list(),
         error: outcome.error,
     })
 }

@@ -560,7 +560,9 @@ fn systress_files_cut_short_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     assert!(load(&write(&dir, "whole.txt", whole)).is_ok());
     // The extra row loses its last columns.
-    let cut_row = whole.trim_end().rsplit_once(' ').unwrap().0.to_string() + "\n";
+    let row_at = whole.find("#      0    17.503").unwrap();
+    let row_end = row_at + whole[row_at..].find('\n').unwrap();
+    let cut_row = whole[..row_end].rsplit_once(' ').unwrap().0.to_string() + "\n";
     let e = load(&write(&dir, "row.txt", &cut_row))
         .unwrap_err()
         .to_string();
@@ -628,4 +630,16 @@ fn a_real_result_is_read_by_the_types_that_wrote_it() {
     let as_written: serde_json::Value = serde_json::from_str(seed).unwrap();
     let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
     assert_eq!(serde_json::to_value(&model).unwrap(), as_written);
+}
+
+#[test]
+fn a_result_written_before_spikes_were_kept_still_loads() {
+    // A real run of the version before `spikes` (tests/seeds): the new
+    // fields take their defaults, the figures are read as written.
+    let old = include_str!("../../tests/seeds/rtlab-result-before-spikes.json");
+    let model: crate::result::RunResult = serde_json::from_str(old).unwrap();
+    assert!(model.timers.iter().all(|t| t.spikes.worst.is_empty()));
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "old.json", old)).unwrap();
+    assert_eq!(run.threads.len(), model.timers.len());
 }

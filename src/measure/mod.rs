@@ -7,6 +7,7 @@ pub mod live;
 mod timer;
 
 use crate::stats::Recorder;
+use crate::stats::spikes::{SpikeSpec, Spikes};
 use crate::sys::os::{self, Sched};
 use live::LiveCounters;
 use std::os::unix::thread::JoinHandleExt;
@@ -33,6 +34,9 @@ pub struct TimerSpec {
     pub histo_size_us: u64,
     /// Cpuset the thread enters before pinning itself.
     pub cpuset: Option<crate::isolate::cpuset::CpusetTarget>,
+    /// Which wake-ups to keep with their time (absent in older results).
+    #[serde(default)]
+    pub spikes: SpikeSpec,
 }
 
 /// How a timer thread ended.
@@ -143,11 +147,12 @@ pub fn start(
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
     let mut handles = Vec::new();
     for spec in specs {
-        let recorder =
+        let mut recorder =
             Recorder::new(spec.histo_size_us).map_err(|source| StartError::Histogram {
                 index: spec.index,
                 source,
             })?;
+        recorder.spikes = Spikes::new(spec.spikes);
         let live = Arc::new(LiveCounters::default());
         let (b, l, s, sp) = (barrier.clone(), live.clone(), stop.clone(), spec.clone());
         let n = notify.clone();

@@ -9,6 +9,7 @@
 use super::live::{LiveCounters, LiveSnapshot};
 use super::{TimerOutcome, TimerSpec};
 use crate::stats::Recorder;
+use crate::stats::spikes::Spike;
 use crate::sys::{SysRoot, os};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -181,6 +182,16 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
+        if rec.spikes.wants(latency) {
+            // A kept wake-up only: one getcpu, no allocation.
+            rec.spikes.keep(Spike {
+                sample: rec.count - 1,
+                offset_ns: next - start,
+                deadline_ns: next,
+                latency_ns: latency,
+                cpu: os::current_cpu(),
+            });
+        }
         snap.samples = rec.count;
         snap.min_ns = rec.min_ns;
         snap.max_ns = rec.max_ns;

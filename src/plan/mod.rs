@@ -446,6 +446,11 @@ pub fn build(
                 loops: t.loops,
                 histo_size_us: t.histo_size_us,
                 cpuset,
+                spikes: crate::stats::spikes::SpikeSpec {
+                    worst: exp.main.spikes_worst,
+                    threshold_ns: exp.main.spikes_threshold_ns,
+                    max_over: exp.main.spikes_max,
+                },
             },
             filename,
             path,

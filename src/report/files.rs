@@ -1,7 +1,7 @@
 //! A timer thread's result file, in the systress `txt` and `csv` formats:
 //! the 1-µs histogram, then `#` summary lines (gnuplot and spreadsheets skip
 //! them), then rtlab's extra `#` lines: percentiles over all samples, the
-//! count beyond the histogram and the overruns.
+//! count beyond the histogram and the overruns, then the worst wake-ups.
 
 use crate::config::StatsFormat;
 use crate::result::TimerResult;
@@ -74,9 +74,50 @@ fn extra_lines(t: &TimerResult) -> String {
     format!(
         "#\n#                  ALL SAMPLES (rtlab): latency in us, 0.1% precision\n#\n\
          # Percentiles over all {} samples, including the {} beyond histo_size ({} us).\n\
-         # Overruns: wake-ups after the next period ({} periods skipped).\n#\n{head}\n#\n{row}\n",
-        s.samples, s.beyond_histogram, t.histo_size_us, s.missed_periods
+         # Overruns: wake-ups after the next period ({} periods skipped).\n#\n{head}\n#\n{row}\n{}",
+        s.samples,
+        s.beyond_histogram,
+        t.histo_size_us,
+        s.missed_periods,
+        spike_lines(t)
     )
+}
+
+/// The worst wake-ups kept (`spikes.worst`), and the count above
+/// `spikes.threshold`.
+fn spike_lines(t: &TimerResult) -> String {
+    let s = &t.spikes;
+    if s.worst.is_empty() && s.threshold_ns.is_none() {
+        return String::new();
+    }
+    let mut out = format!(
+        "#\n#                  WORST WAKE-UPS (rtlab): the {} worst, latency in us\n#\n\
+         #{:>9}{:>13}{:>5}{:>11}\n#\n",
+        s.worst.len(),
+        "Sample",
+        "Deadline_s",
+        "CPU",
+        "Latency"
+    );
+    for k in &s.worst {
+        let cpu = k.cpu.map_or("-".to_string(), |c| c.to_string());
+        out.push_str(&format!(
+            "#{}{}{}{}\n",
+            column(&k.sample.to_string(), 9),
+            column(&format!("{:.6}", k.offset_ns as f64 / 1e9), 13),
+            column(&cpu, 5),
+            column(&format!("{:.3}", k.latency_ns as f64 / 1000.0), 11)
+        ));
+    }
+    if let Some(th) = s.threshold_ns {
+        out.push_str(&format!(
+            "#\n# {} wake-ups at or above {:.3} us ({} kept in the JSON result)\n",
+            s.over_threshold_total,
+            th as f64 / 1000.0,
+            s.over_threshold.len()
+        ));
+    }
+    out
 }
 
 /// Iterates the full 0..=histo_size histogram from its sparse form.
@@ -124,16 +165,35 @@ pub fn render(t: &TimerResult, format: StatsFormat) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::sched::{Policy, Sched};
+    use crate::stats::spikes::{Spike, SpikeSpec, Spikes};
     use crate::stats::{Recorder, hdr_buckets, nonzero_buckets, summarize};
 
     /// A result built from known samples through the real recorder.
     pub fn sample_result() -> TimerResult {
         let mut r = Recorder::new(20).unwrap();
-        for ns in [
+        r.spikes = Spikes::new(SpikeSpec {
+            worst: 3,
+            threshold_ns: Some(17_500),
+            max_over: 2,
+        });
+        for (i, ns) in [
             2_100, 2_900, 3_000, 17_000, 17_500, 17_999, 18_000, 20_999, 100_000,
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             r.record(ns);
             r.series.record(ns * 10, ns);
+            if r.spikes.wants(ns) {
+                let at = i as u64 * 1_000_000;
+                r.spikes.keep(Spike {
+                    sample: i as u64,
+                    offset_ns: at,
+                    deadline_ns: 7_000_000_000 + at,
+                    latency_ns: ns,
+                    cpu: Some(1),
+                });
+            }
         }
         r.overruns = 1;
         r.missed_periods = 2;
@@ -154,12 +214,18 @@ pub(crate) mod tests {
             histogram_us: nonzero_buckets(&r),
             hdr_histogram: hdr_buckets(&r),
             series: r.series.intervals(),
+            spikes: r.spikes.list(),
             error: None,
         }
     }
 
     #[test]
     fn txt_matches_the_golden_file() {
+        if std::env::var_os("RTLAB_BLESS").is_some() {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+            std::fs::write(format!("{dir}/timer_thread00.txt"), txt(&sample_result())).unwrap();
+            std::fs::write(format!("{dir}/timer_thread00.csv"), csv(&sample_result())).unwrap();
+        }
         let golden = include_str!("../../tests/golden/timer_thread00.txt");
         assert_eq!(txt(&sample_result()), golden);
     }

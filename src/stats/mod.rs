@@ -13,6 +13,7 @@
 
 pub mod cpu_load;
 pub mod series;
+pub mod spikes;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,8 @@ pub struct Recorder {
     pub early: u64,
     /// Latency over time, per interval.
     pub series: series::TimeSeries,
+    /// The worst wake-ups, with their time.
+    pub spikes: spikes::Spikes,
 }
 
 impl Recorder {
@@ -82,6 +85,7 @@ impl Recorder {
             missed_periods: 0,
             early: 0,
             series: series::TimeSeries::new(),
+            spikes: spikes::Spikes::new(spikes::SpikeSpec::default()),
         })
     }
 

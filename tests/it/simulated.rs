@@ -16,7 +16,8 @@ const SEED: u64 = 42;
 const PERIOD_NS: u64 = 1_000_000;
 const LOOPS: [usize; 2] = [3000, 2000];
 
-const EXPERIMENT: &str = "timer_thread[0]\n{\n  lifetime.loops 3000\n  timer.period 1 ms\n}\n\
+const EXPERIMENT: &str = "main\n{\n  spikes.worst 12\n  spikes.threshold 1 ms\n  spikes.max 3\n}\n\
+                          timer_thread[0]\n{\n  lifetime.loops 3000\n  timer.period 1 ms\n}\n\
                           timer_thread[1]\n{\n  lifetime.loops 2000\n  timer.period 1 ms\n}\n";
 
 /// rtlab as an ordinary user: uid 65534 when run as root and `setpriv`
@@ -77,6 +78,38 @@ fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
         assert_eq!(s["min_ns"], *want.iter().min().unwrap(), "T{i}");
         assert_eq!(s["max_ns"], *want.iter().max().unwrap(), "T{i}");
         assert_eq!(s["overruns"], overruns as u64, "T{i}");
+        // The kept spikes by brute force: the 12 worst (ties: earliest),
+        // and the first 3 of those at or above 1 ms, with their count.
+        let spikes = &r["timers"][i]["spikes"];
+        let mut ranked: Vec<(u64, u64)> = want
+            .iter()
+            .enumerate()
+            .map(|(k, &l)| (l, k as u64))
+            .collect();
+        ranked.sort_by_key(|&(l, k)| (std::cmp::Reverse(l), k));
+        let kept: Vec<(u64, u64)> = spikes["worst"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["latency_ns"].as_u64().unwrap(),
+                    s["sample"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(kept, ranked[..12], "T{i}");
+        let over: Vec<u64> = (0..n as u64)
+            .filter(|&k| want[k as usize] >= PERIOD_NS)
+            .collect();
+        assert_eq!(spikes["over_threshold_total"], over.len() as u64, "T{i}");
+        let listed: Vec<u64> = spikes["over_threshold"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sample"].as_u64().unwrap())
+            .collect();
+        assert_eq!(listed, over[..over.len().min(3)], "T{i}");
         let mean = want.iter().sum::<u64>() as f64 / n as f64;
         assert!(
             (s["mean_ns"].as_f64().unwrap() - mean).abs() < 1.0,

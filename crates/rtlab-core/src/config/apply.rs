@@ -204,6 +204,32 @@ pub(super) fn thread_sched(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+pub(super) fn spikes_worst(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(
+        prop,
+        values::integer(&prop.value, 0, super::MAX_SPIKES as i64),
+    ) {
+        d.main.spikes_worst = n as usize;
+    }
+}
+
+pub(super) fn spikes_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if prop.value.eq_ignore_ascii_case("off") {
+        d.main.spikes_threshold_ns = None;
+    } else if let Some(ns) = b.duration(prop, 1_000) {
+        d.main.spikes_threshold_ns = Some(ns);
+    }
+}
+
+pub(super) fn spikes_max(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(
+        prop,
+        values::integer(&prop.value, 1, super::MAX_SPIKES as i64),
+    ) {
+        d.main.spikes_max = n as usize;
+    }
+}
+
 // Keys of `timer_thread[N]`.
 
 pub(super) fn timer_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {

@@ -28,6 +28,13 @@ pub const MAX_PROPERTIES: usize = 512;
 /// most 15 characters.
 pub const MAX_PATTERN: usize = 256;
 
+/// `spikes.worst` when not given.
+pub const DEFAULT_SPIKES_WORST: usize = 20;
+/// `spikes.max` when not given.
+pub const DEFAULT_SPIKES_MAX: usize = 1000;
+/// Largest `spikes.worst` and `spikes.max`.
+pub const MAX_SPIKES: usize = 100_000;
+
 /// The refusal of a file larger than [`MAX_FILE_BYTES`].
 pub fn too_big() -> Diagnostic {
     Diagnostic::new(
@@ -186,6 +193,12 @@ pub struct MainConfig {
     pub cpuset: Option<Spanned<String>>,
     /// System settings held for the duration of the run.
     pub tuning: TuningConfig,
+    /// `spikes.worst`: how many of each thread's worst samples to keep.
+    pub spikes_worst: usize,
+    /// `spikes.threshold` (ns): keep every sample at or above it.
+    pub spikes_threshold_ns: Option<u64>,
+    /// `spikes.max`: at most this many samples above the threshold.
+    pub spikes_max: usize,
 }
 
 /// The `main` keys that change the system for the duration of a run.
@@ -233,6 +246,9 @@ impl Default for MainConfig {
             dma_latency_us: Some(0),
             cpuset: None,
             tuning: TuningConfig::default(),
+            spikes_worst: DEFAULT_SPIKES_WORST,
+            spikes_threshold_ns: None,
+            spikes_max: DEFAULT_SPIKES_MAX,
         }
     }
 }

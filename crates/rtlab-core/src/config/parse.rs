@@ -788,6 +788,13 @@ mod tests {
             ok("main {\n stats.cpu_load none\n}").main.cpu_load,
             CpuLoadDisplay::None
         );
+        let s = ok("main {\n spikes.worst 5\n spikes.threshold 150 us\n spikes.max 40\n}").main;
+        assert_eq!(
+            (s.spikes_worst, s.spikes_threshold_ns, s.spikes_max),
+            (5, Some(150_000), 40)
+        );
+        let bad = errors("main {\n spikes.worst 100001\n spikes.threshold 10 ns\n spikes.max 0\n}");
+        assert_eq!(bad.len(), 3, "{bad:?}");
     }
 
     #[test]
@@ -1035,7 +1042,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max"
         );
     }
 
