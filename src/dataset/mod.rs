@@ -109,6 +109,8 @@ pub struct Thread {
     pub histogram_us: Vec<(u64, u64)>,
     /// Latency over time (rtlab inputs only).
     pub series: Option<LatencySeries>,
+    /// Its worst wake-ups, worst first (rtlab inputs only).
+    pub spikes: Vec<crate::stats::spikes::Spike>,
     #[serde(skip)]
     distribution: Distribution,
 }
@@ -357,8 +359,15 @@ impl Thread {
             stats,
             histogram_us,
             series,
+            spikes: Vec::new(),
             distribution,
         }
+    }
+
+    /// The thread with its worst wake-ups.
+    pub(crate) fn with_spikes(mut self, spikes: Vec<crate::stats::spikes::Spike>) -> Self {
+        self.spikes = spikes;
+        self
     }
 }
 

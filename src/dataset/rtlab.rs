@@ -87,6 +87,7 @@ fn thread(t: &TimerResult) -> Thread {
         Some(t.series.clone()).filter(|s| !s.intervals.is_empty()),
         distribution,
     )
+    .with_spikes(t.spikes.worst.clone())
 }
 
 /// `Some(text)` unless it is empty.

@@ -128,6 +128,48 @@ fn list(out: &mut String, items: &[String], empty: &str) {
     out.push_str("</ul>\n");
 }
 
+/// The run's worst wake-ups over all threads (rtlab results keep them).
+fn worst_wakeups(out: &mut String, run: &Run) {
+    const SHOWN: usize = 10;
+    let mut all: Vec<(&str, &crate::stats::spikes::Spike)> = run
+        .threads
+        .iter()
+        .flat_map(|t| t.spikes.iter().map(move |s| (t.name.as_str(), s)))
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    all.sort_by_key(|(name, s)| (std::cmp::Reverse(s.latency_ns), s.offset_ns, *name));
+    let _ = writeln!(
+        out,
+        "<h3>Worst wake-ups ({} of {} kept)</h3>",
+        all.len().min(SHOWN),
+        all.len()
+    );
+    let head = [
+        "thread",
+        "CPU",
+        "sample",
+        "deadline (s from start)",
+        "latency (µs)",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .take(SHOWN)
+        .map(|(name, s)| {
+            vec![
+                name.to_string(),
+                s.cpu.map_or("?".into(), |c| c.to_string()),
+                s.sample.to_string(),
+                format!("{:.6}", s.offset_ns as f64 / 1e9),
+                format!("{:.3}", s.latency_ns as f64 / 1000.0),
+            ]
+        })
+        .collect();
+    table(out, "spikes", &head, &rows);
+}
+
 fn run_section(out: &mut String, i: usize, run: &Run) {
     let _ = writeln!(
         out,
@@ -153,6 +195,7 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
         })
         .collect();
     table(out, "threads", &head, &rows);
+    worst_wakeups(out, run);
     let d = &run.details;
     if let Some(end) = &d.end {
         let _ = writeln!(out, "<p>Ended: {}</p>", escape(end));

@@ -25,9 +25,10 @@ fn page_is_self_contained_with_every_section() {
     assert_eq!(page.matches("<figure>").count(), 3);
     assert_eq!(page.matches("<svg").count(), 3);
     assert!(page.contains("idle &lt;b&gt;") && !page.contains("idle <b>"));
-    // Summary (1) + per run: threads, system, configuration for the two
-    // rtlab runs (3 each), threads only for the cyclictest histogram (1).
-    assert_eq!(page.matches("<table").count(), 1 + 3 + 3 + 1);
+    // Summary (1) + per run: threads, worst wake-ups, system, configuration
+    // for the two rtlab runs (4 each), threads only for the cyclictest
+    // histogram (1).
+    assert_eq!(page.matches("<table").count(), 1 + 4 + 4 + 1);
     for text in [
         "<h2>Summary</h2>",
         "<h2>Plots</h2>",
@@ -39,6 +40,7 @@ fn page_is_self_contained_with_every_section() {
         "<td>preemption.model</td><td>PREEMPT_RT</td>",
         "Not recorded in this format.",
         "<td>p99.99 (µs)</td>",
+        "Worst wake-ups (",
         "id=\"check\"",
         "data-rendered",
     ] {
