@@ -380,7 +380,7 @@ const LAYERS: &[&[&str]] = &[
     &["cpulist", "sched", "text", "exit", "messages"],
     &["config"],
     &["sys"],
-    &["stats", "workload", "tune"],
+    &["stats", "workload", "tune", "explain"],
     &["isolate", "measure", "load"],
     &["plan"],
     &["result"],

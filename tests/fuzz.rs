@@ -478,7 +478,9 @@ fn journal_reader() {
                     Change::Write { path, .. }
                     | Change::Mkdir { path, .. }
                     | Change::EnableController { path, .. }
-                    | Change::TrackingCgroup { path } => vec![path],
+                    | Change::TrackingCgroup { path }
+                    | Change::TraceInstance { path }
+                    | Change::MountTracefs { path } => vec![path],
                     Change::MoveTasks { from, to, .. } => vec![from, to],
                     Change::Sched { .. } => vec![],
                 };

@@ -135,6 +135,17 @@ pub enum Change {
         /// Policy and priority set.
         new: super::os::Sched,
     },
+    /// A tracefs instance rtlab made for a run's flight recorder: undo
+    /// removes it (and its buffers and event settings with it).
+    TraceInstance {
+        /// The instance directory (`sys/kernel/tracing/instances/rtlab-PID`).
+        path: String,
+    },
+    /// rtlab mounted tracefs because it was not mounted: undo unmounts it.
+    MountTracefs {
+        /// The mount point (`sys/kernel/tracing`).
+        path: String,
+    },
 }
 
 /// What the replay of one change did.
@@ -810,6 +821,27 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
                 Err(format!("thread {tid} is not a thread"))
             }
         }
+        Change::TraceInstance { path } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let name = crate::paths::TRACEFS_MOUNTS
+                .iter()
+                .find_map(|m| path.strip_prefix(&format!("{m}/instances/")));
+            match name.and_then(|n| n.strip_prefix("rtlab-")) {
+                Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+                _ => Err(format!("`{path}` is not a trace instance rtlab makes")),
+            }
+        }
+        Change::MountTracefs { path } => {
+            if rel(path) == crate::paths::TRACEFS {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{}` is not where rtlab mounts tracefs",
+                    path.escape_debug()
+                ))
+            }
+        }
     }
 }
 
@@ -849,6 +881,8 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
     match change {
         Change::Write { path, old, .. } => undo_write(root, path, old),
         Change::Mkdir { path, tasks_file } => undo_mkdir(root, path, tasks_file),
+        Change::TraceInstance { path } => undo_trace_instance(root, path),
+        Change::MountTracefs { path } => undo_mount(root, path),
         Change::MoveTasks {
             from,
             to,
@@ -1012,6 +1046,56 @@ fn move_all(root: &SysRoot, dir: &str, to: &str, tasks_file: &str) -> Vec<(i32, 
         }
     }
     stuck
+}
+
+fn undo_trace_instance(root: &SysRoot, path: &str) -> Undo {
+    let what = format!("{path}: trace instance made by rtlab");
+    match root.rmdir(path) {
+        Ok(()) => Undo {
+            what,
+            ok: true,
+            detail: "removed".into(),
+        },
+        Err(SysError::NotFound(_)) => Undo {
+            what,
+            ok: true,
+            detail: UNCHANGED.into(),
+        },
+        Err(e) => Undo {
+            what,
+            ok: false,
+            detail: format!("cannot remove it: {e}"),
+        },
+    }
+}
+
+fn undo_mount(root: &SysRoot, path: &str) -> Undo {
+    let what = format!("{path}: tracefs mounted by rtlab");
+    let mounted = root.read_opt("proc/self/mounts").is_some_and(|m| {
+        m.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            f.nth(1) == Some(&format!("/{path}")) && f.next() == Some("tracefs")
+        })
+    });
+    if !mounted {
+        return Undo {
+            what,
+            ok: true,
+            detail: UNCHANGED.into(),
+        };
+    }
+    match super::os::unmount(&root.path(path)) {
+        Ok(()) => Undo {
+            what,
+            ok: true,
+            detail: "unmounted".into(),
+        },
+        Err(e) => Undo {
+            what,
+            ok: false,
+            detail: format!("cannot unmount it: {e}"),
+        },
+    }
 }
 
 fn undo_mkdir(root: &SysRoot, path: &str, tasks_file: &str) -> Undo {
@@ -1362,5 +1446,67 @@ mod tests {
             std::fs::read_to_string(tree.path().join("proc/sys/vm/stat_interval")).unwrap(),
             "10"
         );
+    }
+
+    #[test]
+    fn trace_changes_are_only_rtlabs_instance_and_mount() {
+        let mounts: Vec<String> = Vec::new();
+        let instance =
+            |path: &str| check_change(&Change::TraceInstance { path: path.into() }, &mounts);
+        assert!(instance("sys/kernel/tracing/instances/rtlab-4242").is_ok());
+        assert!(instance("/sys/kernel/debug/tracing/instances/rtlab-7").is_ok());
+        for bad in [
+            "sys/kernel/tracing/instances/other",
+            "sys/kernel/tracing/instances/rtlab-",
+            "sys/kernel/tracing/instances/rtlab-1/../../x",
+            "sys/kernel/tracing",
+            "proc/sys/kernel/core_pattern",
+        ] {
+            assert!(instance(bad).is_err(), "{bad}");
+        }
+        let mount = |path: &str| check_change(&Change::MountTracefs { path: path.into() }, &mounts);
+        assert!(mount("sys/kernel/tracing").is_ok());
+        assert!(mount("/sys/kernel/tracing").is_ok());
+        assert!(mount("tmp/x").is_err());
+        assert!(mount("sys/kernel/debug").is_err());
+    }
+
+    #[test]
+    fn undoing_a_gone_instance_or_an_unmounted_tracefs_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/self/mounts"),
+            "proc /proc proc rw 0 0\n",
+        )
+        .unwrap();
+        let gone = undo(
+            &root,
+            &Change::TraceInstance {
+                path: "sys/kernel/tracing/instances/rtlab-1".into(),
+            },
+        );
+        assert!(gone.ok, "{gone:?}");
+        let unmounted = undo(
+            &root,
+            &Change::MountTracefs {
+                path: "sys/kernel/tracing".into(),
+            },
+        );
+        assert!(
+            unmounted.ok && unmounted.detail == UNCHANGED,
+            "{unmounted:?}"
+        );
+        // An instance directory that exists is removed.
+        let inst = dir.path().join("sys/kernel/tracing/instances/rtlab-2");
+        std::fs::create_dir_all(&inst).unwrap();
+        let removed = undo(
+            &root,
+            &Change::TraceInstance {
+                path: "sys/kernel/tracing/instances/rtlab-2".into(),
+            },
+        );
+        assert!(removed.ok && !inst.exists(), "{removed:?}");
     }
 }

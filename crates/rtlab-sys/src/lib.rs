@@ -23,6 +23,7 @@ pub mod proc_stat;
 pub mod root;
 pub mod tasks;
 pub mod threads;
+pub mod trace;
 
 pub use root::{SysError, SysRoot};
 

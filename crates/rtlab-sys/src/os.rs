@@ -360,6 +360,31 @@ pub fn write_pm_qos(file: &std::fs::File, latency_us: i32) -> io::Result<()> {
     f.write_all(&latency_us.to_ne_bytes())
 }
 
+/// Mounts a tracefs at `target` (an existing, empty directory).
+pub fn mount_tracefs(target: &std::path::Path) -> io::Result<()> {
+    rustix::mount::mount(
+        "nodev",
+        target,
+        "tracefs",
+        rustix::mount::MountFlags::NOSUID
+            | rustix::mount::MountFlags::NODEV
+            | rustix::mount::MountFlags::NOEXEC,
+        None,
+    )
+    .map_err(io::Error::from)
+}
+
+/// Unmounts the filesystem at `target`.
+pub fn unmount(target: &std::path::Path) -> io::Result<()> {
+    rustix::mount::unmount(target, rustix::mount::UnmountFlags::empty()).map_err(io::Error::from)
+}
+
+/// Writes `bytes` to `file` in one `write` call (a trace marker must be one
+/// write to be one event). Never blocks on a tracefs marker.
+pub fn write_once(file: &std::fs::File, bytes: &[u8]) -> io::Result<usize> {
+    rustix::io::write(file, bytes).map_err(io::Error::from)
+}
+
 /// Touches 64 KiB of stack so that its pages are mapped before the hot loop.
 #[inline(never)]
 pub fn prefault_stack() {

@@ -67,3 +67,8 @@ pub fn irq_of_affinity_list(path: &str) -> Option<&str> {
 pub fn task_cpuset(pid: i32) -> String {
     format!("proc/{pid}/cpuset")
 }
+
+/// Where rtlab mounts tracefs when it is not mounted.
+pub const TRACEFS: &str = "sys/kernel/tracing";
+/// Where tracefs may be found: its own mount point, or under debugfs.
+pub const TRACEFS_MOUNTS: [&str; 2] = [TRACEFS, "sys/kernel/debug/tracing"];

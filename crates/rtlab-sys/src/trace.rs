@@ -1,0 +1,211 @@
+//! The kernel's tracefs, for a run's flight recorder: rtlab's own instance
+//! (never the shared top-level buffer), in overwrite mode, on the measured
+//! CPUs, with plain tracepoints every distribution kernel has. Mounting
+//! tracefs and making the instance go through the journal, so that a run
+//! ended any way leaves neither behind.
+
+use crate::journal::{Change, Journal, JournalError};
+use crate::{SysError, SysRoot, os, paths};
+use std::fs::File;
+
+/// The tracepoints of the flight recorder, by `events/` directory. Those
+/// this kernel lacks are named in the result.
+pub const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "power/cpu_idle",
+    "ipi/ipi_send_cpu",
+    "ipi/ipi_entry",
+    "ipi/ipi_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    // x86's local APIC timer interrupt and its IRQ-work/reschedule vectors.
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+];
+
+/// Why the flight recorder cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The kernel has no tracefs.
+    #[error("this kernel has no tracefs (CONFIG_TRACING off)")]
+    NoTracefs,
+    /// Mounting it failed.
+    #[error("cannot mount tracefs at /{path}: {source}")]
+    Mount {
+        /// The mount point.
+        path: String,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+    /// A tracefs file could not be made, read or written.
+    #[error("{what}: {source}")]
+    Kernel {
+        /// What rtlab was doing.
+        what: &'static str,
+        /// The kernel's answer.
+        source: SysError,
+    },
+    /// The change could not be journalled first, so it was not made.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+fn kernel(what: &'static str) -> impl Fn(SysError) -> TraceError {
+    move |source| TraceError::Kernel { what, source }
+}
+
+/// Where tracefs is mounted (relative to the root), if it is.
+pub fn mounted(root: &SysRoot) -> Option<String> {
+    let mounts = root.read_opt("proc/self/mounts")?;
+    mounts.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let target = f.nth(1)?;
+        (f.next() == Some("tracefs")).then(|| target.trim_start_matches('/').to_string())
+    })
+}
+
+/// Whether this kernel offers tracefs at all.
+pub fn available(root: &SysRoot) -> bool {
+    root.read_opt("proc/filesystems").is_some_and(|f| {
+        f.lines()
+            .any(|l| l.split_whitespace().last() == Some("tracefs"))
+    })
+}
+
+/// tracefs, mounted at [`paths::TRACEFS`] through the journal when it was
+/// not mounted anywhere.
+pub fn mount(root: &SysRoot, journal: &mut Journal) -> Result<String, TraceError> {
+    if let Some(at) = mounted(root) {
+        return Ok(at);
+    }
+    if !available(root) {
+        return Err(TraceError::NoTracefs);
+    }
+    let path = paths::TRACEFS.to_string();
+    journal.record(&Change::MountTracefs { path: path.clone() })?;
+    os::mount_tracefs(&root.path(&path)).map_err(|source| TraceError::Mount {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// A tracefs instance of rtlab's, removed when dropped (the journal entry
+/// covers a crash).
+pub struct Instance {
+    root: SysRoot,
+    dir: String,
+}
+
+/// What the instance records.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Ring buffer per CPU (KiB).
+    pub buffer_kb: u64,
+}
+
+impl Instance {
+    /// Makes instance `rtlab-PID` under tracefs at `tracefs`, journalled
+    /// first.
+    pub fn create(
+        root: &SysRoot,
+        journal: &mut Journal,
+        tracefs: &str,
+    ) -> Result<Instance, TraceError> {
+        let dir = format!("{tracefs}/instances/rtlab-{}", os::getpid());
+        journal.record(&Change::TraceInstance { path: dir.clone() })?;
+        root.mkdir(&dir)
+            .map_err(kernel("cannot make the trace instance"))?;
+        Ok(Instance {
+            root: root.clone(),
+            dir,
+        })
+    }
+
+    /// The instance directory, relative to the root.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// Sets the instance up and starts recording: overwrite mode, the
+    /// CLOCK_MONOTONIC clock (the timer threads' deadlines), the CPUs, the
+    /// buffer size and every event of [`EVENTS`] this kernel has. Gives
+    /// the events it lacks.
+    pub fn start(&self, rec: &Recording) -> Result<Vec<String>, TraceError> {
+        let set = |file: &str, value: &str, what: &'static str| {
+            self.root
+                .write(&format!("{}/{file}", self.dir), value)
+                .map_err(kernel(what))
+        };
+        set("tracing_on", "0", "cannot pause the instance")?;
+        set("trace_clock", "mono", "cannot select the mono trace clock")?;
+        set("options/overwrite", "1", "cannot select overwrite mode")?;
+        set(
+            "buffer_size_kb",
+            &rec.buffer_kb.to_string(),
+            "cannot size the trace buffer",
+        )?;
+        set(
+            "tracing_cpumask",
+            &rtlab_core::cpulist::format_mask(&rec.cpus),
+            "cannot select the traced CPUs",
+        )?;
+        let mut missing = Vec::new();
+        for event in EVENTS {
+            let file = format!("{}/events/{event}/enable", self.dir);
+            if !self.root.exists(&file) || self.root.write(&file, "1").is_err() {
+                missing.push((*event).to_string());
+            }
+        }
+        set("tracing_on", "1", "cannot start the instance")?;
+        Ok(missing)
+    }
+
+    /// The instance's `trace_marker`, opened for the timer threads: a write
+    /// is one event in the buffer of the CPU that wrote it.
+    pub fn marker(&self) -> Result<File, TraceError> {
+        self.root
+            .open_write(&format!("{}/trace_marker", self.dir))
+            .map_err(kernel("cannot open the trace marker"))
+    }
+
+    /// The text of CPU `cpu`'s buffer as it is now (not consumed; the
+    /// kernel pauses recording while the file is open). At most
+    /// `max_bytes`: the oldest part of a larger buffer is cut.
+    pub fn read_cpu(&self, cpu: usize, max_bytes: usize) -> Result<String, TraceError> {
+        let text = self
+            .root
+            .read(&format!("{}/per_cpu/cpu{cpu}/trace", self.dir))
+            .map_err(kernel("cannot read the trace buffer"))?;
+        Ok(match text.len().checked_sub(max_bytes) {
+            Some(cut) if cut > 0 => {
+                let at = text[cut..].find('\n').map_or(text.len(), |n| cut + n + 1);
+                text[at..].to_string()
+            }
+            _ => text,
+        })
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.root.write(&format!("{}/tracing_on", self.dir), "0");
+        // The journal removes it too; removing it now frees its buffers at
+        // once (and the journal finds it gone).
+        let _ = self.root.rmdir(&self.dir);
+    }
+}

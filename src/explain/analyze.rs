@@ -1,0 +1,400 @@
+//! Why one wake-up was late: the CPU's time from the deadline to the
+//! wake-up, given to whatever owned the CPU at each moment, as an expert
+//! reads a trace by hand. The innermost context owns the time: a hardirq
+//! handler, else a softirq, else the running task. The parts add up to the
+//! measured latency by construction; time the events cannot place (before
+//! the window's first event) is a part of its own, never hidden.
+
+use super::parse::Event;
+use serde::{Deserialize, Serialize};
+
+/// What a part of a latency was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartKind {
+    /// The CPU idled past the deadline: the timer interrupt came late
+    /// (idle exit, or a hypervisor that did not run this CPU).
+    TimerLateIdle,
+    /// A hardware interrupt handler (device IRQ, local timer, IPI).
+    Irq,
+    /// A softirq.
+    Softirq,
+    /// Another thread ran.
+    Thread,
+    /// The timer thread itself, in the kernel (wake-up, switch, return).
+    TimerThread,
+    /// Idle after the thread was woken.
+    Idle,
+    /// Before the first event of the window: nothing recorded says.
+    Unknown,
+}
+
+/// One part of a latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// What kind.
+    pub kind: PartKind,
+    /// Who, in words (`python3`, `IRQ 36 virtio1-req.0`, `softirq NET_RX`).
+    pub what: String,
+    /// The thread's PID (threads).
+    pub pid: Option<i32>,
+    /// The thread's kernel priority (0..99 real-time, 100..139 others).
+    pub prio: Option<i32>,
+    /// How long (ns; the trace's text gives µs).
+    pub ns: u64,
+    /// It ran before the timer thread was woken: the timer interrupt came
+    /// late while it ran.
+    pub before_wake: bool,
+}
+
+/// One wake-up, explained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The timer thread's index.
+    pub timer: usize,
+    /// The sample's place in the thread's samples.
+    pub sample: u64,
+    /// The CPU traced.
+    pub cpu: usize,
+    /// The deadline (CLOCK_MONOTONIC, ns).
+    pub deadline_ns: u64,
+    /// The measured latency (ns).
+    pub latency_ns: u64,
+    /// The timer thread's wake-up, after the deadline (ns), if recorded.
+    pub woken_after_ns: Option<u64>,
+    /// From its wake-up to its switch-in (ns), if recorded.
+    pub wake_to_switch_ns: Option<u64>,
+    /// The parts, largest first; they add up to the latency.
+    pub parts: Vec<Part>,
+    /// The main cause, in a sentence.
+    pub cause: String,
+    /// Events read in the window.
+    pub events: usize,
+    /// The window as trace-event JSON, beside the result (file name).
+    pub trace_file: Option<String>,
+}
+
+/// A stretch of the window and who owned the CPU (for the timeline).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Start (ns).
+    pub from_ns: u64,
+    /// End (ns).
+    pub to_ns: u64,
+    /// Its owner.
+    pub kind: PartKind,
+    /// Who, in words.
+    pub what: String,
+    /// The thread's PID, if a thread.
+    pub pid: Option<i32>,
+}
+
+#[derive(Debug, Clone)]
+struct Task {
+    comm: String,
+    pid: i32,
+    prio: Option<i32>,
+}
+
+#[derive(Debug, Clone)]
+struct Handler {
+    kind: PartKind,
+    what: String,
+    exit: &'static str,
+}
+
+/// The hardirq context an event opens, with the event that closes it.
+fn opens(e: &Event) -> Option<Handler> {
+    let (kind, what, exit) = match e.name.as_str() {
+        "irq_handler_entry" => (
+            PartKind::Irq,
+            format!(
+                "IRQ {} {}",
+                e.field("irq").unwrap_or("?"),
+                e.field("name").unwrap_or("")
+            )
+            .trim_end()
+            .to_string(),
+            "irq_handler_exit",
+        ),
+        "local_timer_entry" => (
+            PartKind::Irq,
+            "local timer interrupt".into(),
+            "local_timer_exit",
+        ),
+        "reschedule_entry" => (PartKind::Irq, "reschedule IPI".into(), "reschedule_exit"),
+        "call_function_single_entry" => (
+            PartKind::Irq,
+            "function-call IPI".into(),
+            "call_function_single_exit",
+        ),
+        "call_function_entry" => (
+            PartKind::Irq,
+            "function-call IPI".into(),
+            "call_function_exit",
+        ),
+        "ipi_entry" => (
+            PartKind::Irq,
+            format!("IPI {}", e.field("reason").unwrap_or("")),
+            "ipi_exit",
+        ),
+        "softirq_entry" => (
+            PartKind::Softirq,
+            format!(
+                "softirq {}",
+                e.field("action").unwrap_or(e.field("vec").unwrap_or("?"))
+            ),
+            "softirq_exit",
+        ),
+        _ => return None,
+    };
+    Some(Handler { kind, what, exit })
+}
+
+/// `prio 4` in words: `FIFO/RR 95` or `nice 0`.
+pub fn prio_words(prio: i32) -> String {
+    if prio < 100 {
+        format!("real-time priority {}", 99 - prio)
+    } else {
+        format!("nice {}", prio - 120)
+    }
+}
+
+/// Walks `events` (one CPU, in time order) over `[deadline, deadline +
+/// latency]` of timer thread `tid`: the segments of the window and the
+/// wake-up and switch-in times of the thread.
+pub fn segments(
+    events: &[Event],
+    tid: i32,
+    deadline_ns: u64,
+    latency_ns: u64,
+) -> (Vec<Segment>, Option<u64>, Option<u64>) {
+    let end = deadline_ns.saturating_add(latency_ns);
+    let mut out: Vec<Segment> = Vec::new();
+    let (mut woken, mut switched) = (None, None);
+    let Some(first) = events.first() else {
+        return (
+            vec![Segment {
+                from_ns: deadline_ns,
+                to_ns: end,
+                kind: PartKind::Unknown,
+                what: "no event recorded in the window".into(),
+                pid: None,
+            }],
+            None,
+            None,
+        );
+    };
+    let mut task = Task {
+        comm: first.comm.clone(),
+        pid: first.pid,
+        prio: None,
+    };
+    let mut stack: Vec<Handler> = Vec::new();
+    let mut at = first.ts_ns;
+    if at > deadline_ns {
+        out.push(Segment {
+            from_ns: deadline_ns,
+            to_ns: at.min(end),
+            kind: PartKind::Unknown,
+            what: "before the first event of the window".into(),
+            pid: None,
+        });
+    }
+    let mut give = |from: u64, to: u64, task: &Task, stack: &[Handler], woken: Option<u64>| {
+        let (from, to) = (from.max(deadline_ns), to.min(end));
+        if to <= from {
+            return;
+        }
+        let (kind, what, pid) = match stack.last() {
+            Some(h) => (h.kind, h.what.clone(), None),
+            None if task.pid == tid => (PartKind::TimerThread, task.comm.clone(), Some(tid)),
+            None if task.pid == 0 && woken.is_none_or(|w| from < w) => (
+                PartKind::TimerLateIdle,
+                "timer interrupt late, CPU idle".into(),
+                None,
+            ),
+            None if task.pid == 0 => (PartKind::Idle, "idle".into(), None),
+            None => (PartKind::Thread, task.comm.clone(), Some(task.pid)),
+        };
+        match out.last_mut() {
+            Some(s) if s.kind == kind && s.what == what && s.pid == pid && s.to_ns == from => {
+                s.to_ns = to
+            }
+            _ => out.push(Segment {
+                from_ns: from,
+                to_ns: to,
+                kind,
+                what,
+                pid,
+            }),
+        }
+    };
+    for e in events {
+        give(at, e.ts_ns, &task, &stack, woken);
+        at = at.max(e.ts_ns);
+        if at >= end {
+            break;
+        }
+        // The task that logged the event is the one running (a switch the
+        // buffer lost, or the idle-to-task switch some kernels do not log).
+        if stack.is_empty() && e.pid != task.pid && e.name != "sched_switch" {
+            task = Task {
+                comm: e.comm.clone(),
+                pid: e.pid,
+                prio: None,
+            };
+            if e.pid == tid && woken.is_some() && switched.is_none() {
+                switched = Some(e.ts_ns);
+            }
+        }
+        match e.name.as_str() {
+            "sched_switch" => {
+                stack.clear();
+                task = Task {
+                    comm: e.field("next_comm").unwrap_or("?").to_string(),
+                    pid: e.num("next_pid").unwrap_or(-1) as i32,
+                    prio: e.num("next_prio").map(|p| p as i32),
+                };
+                if task.pid == tid && woken.is_some() && switched.is_none() {
+                    switched = Some(e.ts_ns);
+                }
+            }
+            "sched_waking" | "sched_wakeup"
+                if e.num("pid") == Some(tid as i64)
+                    && woken.is_none()
+                    && e.ts_ns + 2_000 >= deadline_ns =>
+            {
+                woken = Some(e.ts_ns);
+            }
+            name => {
+                if let Some(h) = opens(e) {
+                    stack.push(h);
+                } else if let Some(i) = stack.iter().rposition(|h| h.exit == name) {
+                    stack.truncate(i);
+                }
+            }
+        }
+    }
+    give(at, end, &task, &stack, woken);
+    // Already running when woken (woken while it ran, or preempted):
+    // it is "in" from the wake-up.
+    if switched.is_none() {
+        switched = woken;
+    }
+    let _ = &task.prio;
+    (out, woken, switched)
+}
+
+/// Explains the wake-up of timer thread `timer` (TID `tid`) whose deadline
+/// was `deadline_ns` and latency `latency_ns`, from its CPU's events.
+pub fn explain(
+    events: &[Event],
+    timer: usize,
+    tid: i32,
+    sample: u64,
+    deadline_ns: u64,
+    latency_ns: u64,
+) -> Explanation {
+    let (segs, woken, switched) = segments(events, tid, deadline_ns, latency_ns);
+    let prio_of = |pid: i32| {
+        events.iter().rev().find_map(|e| match e.name.as_str() {
+            "sched_switch" if e.num("next_pid") == Some(pid as i64) => {
+                e.num("next_prio").map(|p| p as i32)
+            }
+            "sched_switch" if e.num("prev_pid") == Some(pid as i64) => {
+                e.num("prev_prio").map(|p| p as i32)
+            }
+            "sched_waking" | "sched_wakeup" if e.num("pid") == Some(pid as i64) => {
+                e.num("prio").map(|p| p as i32)
+            }
+            _ => None,
+        })
+    };
+    let mut parts: Vec<Part> = Vec::new();
+    for s in &segs {
+        let before_wake = woken.is_none_or(|w| s.from_ns < w);
+        match parts
+            .iter_mut()
+            .find(|p| p.kind == s.kind && p.what == s.what && p.pid == s.pid)
+        {
+            Some(p) => p.ns += s.to_ns - s.from_ns,
+            None => parts.push(Part {
+                kind: s.kind,
+                what: s.what.clone(),
+                pid: s.pid,
+                prio: s.pid.filter(|&p| p > 0).and_then(prio_of),
+                ns: s.to_ns - s.from_ns,
+                before_wake,
+            }),
+        }
+    }
+    parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
+    let own_prio = prio_of(tid);
+    let cause = cause(&parts, own_prio, latency_ns);
+    Explanation {
+        timer,
+        sample,
+        cpu: events.first().map_or(0, |e| e.cpu),
+        deadline_ns,
+        latency_ns,
+        woken_after_ns: woken.map(|w| w.saturating_sub(deadline_ns)),
+        wake_to_switch_ns: match (woken, switched) {
+            (Some(w), Some(s)) => Some(s.saturating_sub(w)),
+            _ => None,
+        },
+        parts,
+        cause,
+        events: events.len(),
+        trace_file: None,
+    }
+}
+
+/// The main cause: the largest part that is not the timer thread itself.
+fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
+    let Some(p) = parts
+        .iter()
+        .find(|p| p.kind != PartKind::TimerThread)
+        .or(parts.first())
+    else {
+        return "no part".into();
+    };
+    let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
+    let share = format!("{} of {}", us(p.ns), us(latency_ns));
+    match p.kind {
+        PartKind::Thread => {
+            let who = format!("{} (pid {})", p.what, p.pid.unwrap_or(0));
+            let why = match (p.prio, own_prio) {
+                _ if p.before_wake => {
+                    "it ran when the timer should have fired (the timer interrupt came late: interrupts off, or the hypervisor)".to_string()
+                }
+                (Some(theirs), Some(ours)) if theirs < ours => format!(
+                    "{} is above the timer thread's {}",
+                    prio_words(theirs),
+                    prio_words(ours)
+                ),
+                (Some(theirs), _) => format!(
+                    "at {} it could only run in a non-preemptible section",
+                    prio_words(theirs)
+                ),
+                _ => "its priority is not in the window".to_string(),
+            };
+            format!("thread {who} ran {share}: {why}")
+        }
+        PartKind::TimerLateIdle => format!(
+            "the timer interrupt came {share} late while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)"
+        ),
+        PartKind::Irq => format!("interrupt handler {} ran {share}", p.what),
+        PartKind::Softirq => format!("{} ran {share}", p.what),
+        PartKind::TimerThread => {
+            format!("the timer thread's own wake-up path took {share} (no other context ran)")
+        }
+        PartKind::Idle => format!("the CPU idled {share} after the wake-up"),
+        PartKind::Unknown => {
+            format!("{share} before the first event of the window: the trace does not say")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,128 @@
+//! The analysis on trace windows recorded on a real kernel (tests/traces:
+//! this VM, rtlab timer thread TID 16157 at FIFO 90 on CPU 1) and on small
+//! made-up windows for the cases a recording cannot stage on demand.
+
+use super::*;
+use crate::explain::parse;
+
+fn events(text: &str) -> Vec<Event> {
+    text.lines().filter_map(parse::line).collect()
+}
+
+fn total(e: &Explanation) -> u64 {
+    e.parts.iter().map(|p| p.ns).sum()
+}
+
+#[test]
+fn a_higher_priority_fifo_thread_is_named_with_its_burst() {
+    // python3 at FIFO 95 busy-loops 2 ms on the timer thread's CPU.
+    let text = include_str!("../../../tests/traces/fifo-hog-preempts.txt");
+    let (deadline, latency) = (11_692_596_928_077, 2_075_000);
+    let e = explain(&events(text), 0, 16157, 7, deadline, latency);
+    assert_eq!(total(&e), latency, "{e:#?}");
+    let top = &e.parts[0];
+    assert_eq!(top.kind, PartKind::Thread);
+    assert_eq!(
+        (top.what.as_str(), top.pid, top.prio),
+        ("python3", Some(16134), Some(4))
+    );
+    assert_eq!(top.ns, 2_048_000);
+    assert!(!top.before_wake);
+    assert!(
+        e.cause
+            .starts_with("thread python3 (pid 16134) ran 2048.0 µs"),
+        "{}",
+        e.cause
+    );
+    assert!(
+        e.cause
+            .contains("real-time priority 95 is above the timer thread's real-time priority 90"),
+        "{}",
+        e.cause
+    );
+    assert_eq!(e.woken_after_ns, Some(5_923));
+    // The IRQ that woke python3 ran in the timer thread's context.
+    assert!(
+        e.parts
+            .iter()
+            .any(|p| p.kind == PartKind::Irq && p.what == "local timer interrupt")
+    );
+}
+
+#[test]
+fn a_timer_interrupt_late_on_an_idle_cpu_is_said_not_hidden() {
+    let text = include_str!("../../../tests/traces/idle-timer-late.txt");
+    let (deadline, latency) = (11_693_703_928_077, 4_835_250);
+    let e = explain(&events(text), 0, 16157, 9, deadline, latency);
+    assert_eq!(total(&e), latency, "{e:#?}");
+    assert_eq!(e.parts[0].kind, PartKind::TimerLateIdle);
+    assert_eq!(e.parts[0].ns, 11_693_708_693_000 - deadline);
+    assert!(
+        e.cause.contains("no event on this CPU explains it"),
+        "{}",
+        e.cause
+    );
+    // No thread is accused.
+    assert!(e.parts.iter().all(|p| p.kind != PartKind::Thread), "{e:#?}");
+}
+
+const NESTED: &str = "\
+ rtlab-timer0-50 [002] d..2. 100.000010: sched_switch: prev_comm=rtlab-timer0 prev_pid=50 prev_prio=9 prev_state=S ==> next_comm=iperf next_pid=60 next_prio=120
+ iperf-60 [002] ..s1. 100.000990: softirq_entry: vec=3 [action=NET_RX]
+ iperf-60 [002] d.H2. 100.001010: irq_handler_entry: irq=41 name=eth0-rx
+ iperf-60 [002] d.H3. 100.001012: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=002
+ iperf-60 [002] d.H2. 100.001030: irq_handler_exit: irq=41 ret=handled
+ iperf-60 [002] ..s1. 100.001100: softirq_exit: vec=3 [action=NET_RX]
+ iperf-60 [002] d..2. 100.001105: sched_switch: prev_comm=iperf prev_pid=60 prev_prio=120 prev_state=R ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+
+#[test]
+fn an_irq_nested_in_a_softirq_counts_once_each_net() {
+    // Deadline at 100.001000; the clock read at 100.001110.
+    let e = explain(&events(NESTED), 0, 50, 1, 100_001_000_000, 110_000);
+    assert_eq!(total(&e), 110_000, "{e:#?}");
+    let ns = |what: &str| e.parts.iter().find(|p| p.what == what).map(|p| p.ns);
+    assert_eq!(ns("softirq NET_RX"), Some(10_000 + 70_000)); // net of the IRQ
+    assert_eq!(ns("IRQ 41 eth0-rx"), Some(20_000));
+    assert_eq!(ns("iperf"), Some(5_000));
+    assert_eq!(ns("rtlab-timer0"), Some(5_000));
+    assert_eq!(e.wake_to_switch_ns, Some(93_000));
+    assert!(
+        e.cause.starts_with("softirq NET_RX ran 80.0 µs"),
+        "{}",
+        e.cause
+    );
+}
+
+#[test]
+fn a_window_cut_at_the_buffer_edge_keeps_the_unknown_part() {
+    // The buffer's oldest event is after the deadline.
+    let cut = NESTED.lines().skip(3).collect::<Vec<_>>().join("\n");
+    let e = explain(&events(&cut), 0, 50, 1, 100_001_000_000, 110_000);
+    assert_eq!(total(&e), 110_000, "{e:#?}");
+    let unknown = e
+        .parts
+        .iter()
+        .find(|p| p.kind == PartKind::Unknown)
+        .unwrap();
+    assert_eq!(unknown.ns, 12_000);
+    // And no event at all: all of it unknown.
+    let none = explain(&[], 0, 50, 1, 100_001_000_000, 110_000);
+    assert_eq!(none.parts.len(), 1);
+    assert_eq!(none.parts[0].kind, PartKind::Unknown);
+    assert_eq!(total(&none), 110_000);
+}
+
+#[test]
+fn a_lower_priority_thread_ran_in_a_non_preemptible_section() {
+    let text = "\
+ kworker/2:1-70 [002] d.h1. 5.000100: local_timer_entry: vector=236
+ kworker/2:1-70 [002] d.h3. 5.000101: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=002
+ kworker/2:1-70 [002] d.h1. 5.000102: local_timer_exit: vector=236
+ kworker/2:1-70 [002] d..2. 5.000400: sched_switch: prev_comm=kworker/2:1 prev_pid=70 prev_prio=120 prev_state=R ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 5_000_100_000, 302_000);
+    assert_eq!(total(&e), 302_000);
+    assert_eq!(e.parts[0].what, "kworker/2:1");
+    assert!(e.cause.contains("non-preemptible section"), "{}", e.cause);
+}

@@ -1,0 +1,145 @@
+//! The text of a tracefs buffer (`per_cpu/cpuN/trace`), one event per
+//! line: `COMM-PID [CPU] FLAGS SECONDS.MICROS: EVENT: FIELDS`. Lines that
+//! are not events (the `#` header, a line cut short) are skipped.
+
+/// One event of the buffer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The task that was running (`rtlab-timer0`, `<idle>`).
+    pub comm: String,
+    /// Its PID (0 for idle).
+    pub pid: i32,
+    /// The CPU.
+    pub cpu: usize,
+    /// When, on the trace clock (ns; the text gives µs).
+    pub ts_ns: u64,
+    /// The event's name (`sched_switch`).
+    pub name: String,
+    /// Its fields as written (`prev_comm=... ==> next_comm=...`).
+    pub fields: String,
+}
+
+impl Event {
+    /// The value of field `key=` (up to the next blank), if present.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        let mut rest = self.fields.as_str();
+        while let Some(at) = rest.find(key) {
+            let before = rest[..at].chars().last();
+            let after = &rest[at + key.len()..];
+            if matches!(before, None | Some(' ' | '[')) && after.starts_with('=') {
+                let value = &after[1..];
+                let end = value.find([' ', ']']).unwrap_or(value.len());
+                return Some(&value[..end]);
+            }
+            rest = after;
+        }
+        None
+    }
+
+    /// A numeric field.
+    pub fn num(&self, key: &str) -> Option<i64> {
+        self.field(key)?.parse().ok()
+    }
+}
+
+/// Parses one line, or None when it is not an event.
+pub fn line(text: &str) -> Option<Event> {
+    let text = text.trim_start();
+    if text.starts_with('#') {
+        return None;
+    }
+    let open = text.find(" [")?;
+    let close = open + text[open..].find(']')?;
+    let task = &text[..open];
+    let (comm, pid) = task.rsplit_once('-')?;
+    let pid = pid.trim().parse().ok()?;
+    let cpu = text[open + 2..close].trim().parse().ok()?;
+    // After the CPU: the flags (absent without irq-info), the timestamp.
+    let mut rest = text[close + 1..].trim_start();
+    let mut ts = None;
+    for _ in 0..2 {
+        let (word, after) = rest.split_once(' ')?;
+        if let Some(stamp) = word.strip_suffix(':') {
+            ts = Some(stamp);
+            rest = after;
+            break;
+        }
+        rest = after.trim_start();
+    }
+    let ts_ns = timestamp_ns(ts?)?;
+    let (name, fields) = rest.split_once(':')?;
+    Some(Event {
+        comm: comm.trim().to_string(),
+        pid,
+        cpu,
+        ts_ns,
+        name: name.trim().to_string(),
+        fields: fields.trim().to_string(),
+    })
+}
+
+/// `11692.596950` (seconds, micro- or nanoseconds) in ns.
+fn timestamp_ns(text: &str) -> Option<u64> {
+    let (s, frac) = text.split_once('.')?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let s: u64 = s.parse().ok()?;
+    let scale = 10u64.pow(9 - frac.len() as u32);
+    let frac: u64 = frac.parse().ok()?;
+    s.checked_mul(1_000_000_000)?.checked_add(frac * scale)
+}
+
+/// Every event of `text` whose time is in `[from_ns, to_ns]`, in order.
+/// Bounded by `max` events (the ones nearest the end of the window are
+/// dropped past it, and the window says so by its end).
+pub fn window(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<Event> {
+    text.lines()
+        .filter_map(line)
+        .filter(|e| e.ts_ns >= from_ns && e.ts_ns <= to_ns)
+        .take(max)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_kernel_line_format() {
+        let e = line(
+            "    rtlab-timer0-16157   [001] d..2. 11692.596950: sched_switch: prev_comm=rtlab-timer0 prev_pid=16157 prev_prio=9 prev_state=R ==> next_comm=python3 next_pid=16134 next_prio=4",
+        )
+        .unwrap();
+        assert_eq!((e.comm.as_str(), e.pid, e.cpu), ("rtlab-timer0", 16157, 1));
+        assert_eq!(e.ts_ns, 11_692_596_950_000);
+        assert_eq!(e.name, "sched_switch");
+        assert_eq!(e.field("next_comm"), Some("python3"));
+        assert_eq!(e.num("next_pid"), Some(16134));
+        assert_eq!(e.num("prev_prio"), Some(9));
+        let idle = line("          <idle>-0       [001] ..s1. 11693.144016: softirq_entry: vec=7 [action=SCHED]").unwrap();
+        assert_eq!((idle.comm.as_str(), idle.pid), ("<idle>", 0));
+        assert_eq!(idle.field("action"), Some("SCHED"));
+        // A dash in the command name, no irq-info column.
+        let d =
+            line("kworker/u4:1-x-77 [000] 5.000001: workqueue_execute_start: work=1 function=f")
+                .unwrap();
+        assert_eq!(
+            (d.comm.as_str(), d.pid, d.ts_ns),
+            ("kworker/u4:1-x", 77, 5_000_001_000)
+        );
+    }
+
+    #[test]
+    fn other_lines_are_skipped_not_misread() {
+        for bad in [
+            "# tracer: nop",
+            "",
+            "   rtlab-timer0-16157   [001] d..2. 11692.5969",
+            "x [z] 1.0: a: b",
+            "a-1 [0] 99999999999999999999.1: e: f",
+        ] {
+            assert_eq!(line(bad), None, "{bad:?}");
+        }
+    }
+}
