@@ -21,6 +21,7 @@ pub use rtlab_sys as sys;
 pub mod cli;
 pub mod dataset;
 pub mod explain;
+pub mod flight;
 pub mod isolate;
 pub mod load;
 pub mod measure;

@@ -180,4 +180,12 @@ pub struct RunResult {
     pub cpu_load: Vec<CpuLoad>,
     /// Problems that did not stop the run.
     pub warnings: Vec<String>,
+    /// Why wake-ups were late: the flight recorder's findings, when
+    /// `trace.threshold` was set (absent otherwise and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::explain::TraceReport>,
+    /// The trace window of each explained wake-up (file name, trace-event
+    /// JSON), written beside the result files; not part of the document.
+    #[serde(skip)]
+    pub trace_windows: Vec<(String, String)>,
 }

@@ -15,6 +15,7 @@
 //! interrupted run writes the same way as a completed one.
 
 use crate::config::CpuLoadDisplay;
+use crate::flight::FlightRecorder;
 use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
@@ -427,6 +428,50 @@ fn tune(
     changes
 }
 
+/// Starts the flight recorder when the plan asks for it: on the timer
+/// threads' CPUs, through the run's journal. Without it (no journal, no
+/// tracefs) the run goes on, and the report says why.
+fn start_flight(
+    root: &SysRoot,
+    journal: &mut RunJournal,
+    plan: &RunPlan,
+    warnings: &mut Vec<String>,
+) -> (Option<FlightRecorder>, Option<crate::explain::TraceReport>) {
+    let Some(spec) = &plan.main.trace else {
+        return (None, None);
+    };
+    let mut cpus: Vec<usize> = plan
+        .timers
+        .iter()
+        .flat_map(|t| t.spec.cpus.clone())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let started = match journal.0.as_mut() {
+        Some(j) => FlightRecorder::start(root, j, spec, &cpus).map_err(|e| e.to_string()),
+        None => {
+            Err("the flight recorder needs root and the journal of system changes (tracefs)".into())
+        }
+    };
+    match started {
+        Ok(f) => {
+            if !f.missing_events().is_empty() {
+                warnings.push(format!(
+                    "the trace lacks these tracepoints of this kernel: {}",
+                    f.missing_events().join(", ")
+                ));
+            }
+            (Some(f), None)
+        }
+        Err(why) => {
+            warnings.push(format!(
+                "no flight recorder: {why}; spikes are kept, not explained"
+            ));
+            (None, Some(FlightRecorder::unavailable(spec, why)))
+        }
+    }
+}
+
 /// Starts the timer threads (released together); each tells the watch
 /// loop through `tx` when it is done.
 fn start_timers(
@@ -434,6 +479,7 @@ fn start_timers(
     opts: &RunOptions,
     stop: &Arc<AtomicBool>,
     tx: mpsc::Sender<Event>,
+    marker: Option<Arc<std::fs::File>>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<measure::TimerHandle>, measure::StartError> {
     let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
@@ -445,7 +491,7 @@ fn start_timers(
             "SIMULATED wake-ups (RTLAB_SIMULATED_WAKE={seed}, for tests): these latencies were not measured"
         ));
     }
-    measure::start(specs, &opts.root, stop.clone(), notify, opts.wake)
+    measure::start(specs, &opts.root, stop.clone(), notify, opts.wake, marker)
 }
 
 /// Everything a run holds once armed. The fields are dropped in reverse
@@ -459,6 +505,10 @@ struct Armed {
     supervisor: Supervisor,
     timers: Timers,
     timers_start: Instant,
+    /// The flight recorder, when the run traces.
+    flight: Option<FlightRecorder>,
+    /// Why the run that wanted a trace has none.
+    trace_unavailable: Option<crate::explain::TraceReport>,
     /// Why the run ended while it was being armed (a program or a timer
     /// that could not start).
     failed: Option<EndReason>,
@@ -477,6 +527,8 @@ impl Armed {
         let run_start = Instant::now();
         let mut journal = RunJournal::open(opts, warnings)?;
         let tuning_changes = tune(root, &mut journal, plan, warnings);
+        let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
+        let marker = flight.as_ref().and_then(FlightRecorder::marker);
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -493,7 +545,7 @@ impl Armed {
             stop: Arc::new(AtomicBool::new(false)),
         };
         if failed.is_none() {
-            match start_timers(plan, opts, &timers.stop, tx, warnings) {
+            match start_timers(plan, opts, &timers.stop, tx, marker, warnings) {
                 Ok(handles) => timers.handles = handles,
                 Err(e) => {
                     failed = Some(EndReason::Failed {
@@ -514,6 +566,8 @@ impl Armed {
             supervisor,
             timers,
             timers_start: Instant::now(),
+            flight,
+            trace_unavailable,
             failed,
         })
     }
@@ -548,6 +602,15 @@ impl Armed {
     /// the system changes are undone.
     fn stop(mut self, warnings: &mut Vec<String>) -> Stopped {
         self.timers.stop();
+        // The last announced wake-ups, then the instance goes (before the
+        // journal would remove it).
+        let (trace, trace_windows) = match self.flight.take() {
+            Some(f) => {
+                let (report, windows) = f.finish(&self.timers.handles);
+                (Some(report), windows)
+            }
+            None => (self.trace_unavailable.take(), Vec::new()),
+        };
         let final_rows = rows(&self.timers.handles);
         let joined = self.timers.join();
         let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
@@ -564,6 +627,8 @@ impl Armed {
             cpu_bandwidth,
             programs: self.supervisor.results(),
             tuning_changes: std::mem::take(&mut self.tuning_changes),
+            trace,
+            trace_windows,
         }
     }
 }
@@ -577,6 +642,8 @@ struct Stopped {
     cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
     programs: Vec<load::ProgramResult>,
     tuning_changes: Vec<crate::tune::Outcome>,
+    trace: Option<crate::explain::TraceReport>,
+    trace_windows: Vec<(String, String)>,
 }
 
 /// CPU load between samples of `/proc/stat`, kept in a bounded series.
@@ -649,10 +716,13 @@ impl Watch {
         }
         let mut next_refresh = Instant::now() + self.period;
         loop {
-            let wake_at = armed
+            let mut wake_at = armed
                 .supervisor
                 .next_respawn()
                 .map_or(next_refresh, |r| r.min(next_refresh));
+            if let Some(f) = &armed.flight {
+                wake_at = wake_at.min(Instant::now() + f.every());
+            }
             match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
                 Ok(Event::Signal(sig)) => {
                     return EndReason::Interrupted {
@@ -662,6 +732,9 @@ impl Watch {
                 }
                 Ok(Event::Snapshot) => self.snapshot(&armed.timers.handles),
                 Ok(Event::Child | Event::TimerDone) | Err(_) => {}
+            }
+            if let Some(f) = armed.flight.as_mut() {
+                f.look(&armed.timers.handles);
             }
             if let Some(end) = armed.ending() {
                 return end;
@@ -753,6 +826,8 @@ fn collect(
         },
         cpu_load: watch.load.series,
         warnings,
+        trace: stopped.trace,
+        trace_windows: stopped.trace_windows,
     }
 }
 
@@ -824,7 +899,16 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
     {
         failures.push(format!("cannot write {}", e.with_hint()));
     }
+    for (name, json) in &result.trace_windows {
+        let path = plan.outdir.join(name);
+        if let Err(e) = outfile::write_whole(&path, json.as_bytes()) {
+            failures.push(format!("cannot write {}", e.with_hint()));
+        }
+    }
     out!("{}", report::live::closing_lines(result));
+    if let Some(trace) = &result.trace {
+        out!("{}", report::explain::verdict(trace));
+    }
     if failures.is_empty() {
         Ok(())
     } else {

@@ -381,7 +381,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sys"],
     &["stats", "workload", "tune", "explain"],
-    &["isolate", "measure", "load"],
+    &["isolate", "measure", "load", "flight"],
     &["plan"],
     &["result"],
     &["dataset"],

@@ -202,6 +202,14 @@ pub struct HogArgs {
     /// One JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Spin in bursts of this long (with --every), sleeping in between: a
+    /// known culprit for the flight recorder (at a real-time priority, on
+    /// the measured CPU).
+    #[arg(long, value_parser = duration, requires = "every")]
+    pub burst: Option<Duration>,
+    /// Start a burst every PERIOD.
+    #[arg(long, value_parser = duration, requires = "burst")]
+    pub every: Option<Duration>,
 }
 
 fn cpus_arg(text: Option<&str>) -> Result<Option<Vec<usize>>, i32> {
@@ -814,6 +822,10 @@ pub fn sysinfo_main(json: bool) -> i32 {
 
 /// `rtlab hog`.
 pub fn hog_main(args: &HogArgs) -> i32 {
+    if let (Some(burst), Some(every)) = (args.burst, args.every) {
+        crate::workload::hog::bursts(burst, every, args.duration);
+        return 0;
+    }
     crate::workload::hog::run(
         args.interval,
         args.duration,

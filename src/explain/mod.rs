@@ -7,3 +7,30 @@
 pub mod analyze;
 pub mod parse;
 pub mod verdict;
+
+use serde::{Deserialize, Serialize};
+
+/// What the flight recorder found in a run (`trace` in the result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceReport {
+    /// Wake-ups at least this late were explained (ns).
+    pub threshold_ns: u64,
+    /// The tracefs instance used (relative to `/`), when there was one.
+    pub instance: Option<String>,
+    /// Why there was no trace, when there was none (the spikes are still
+    /// kept): no root, no tracefs...
+    pub unavailable: Option<String>,
+    /// Tracepoints this kernel lacks: the analysis cannot see them.
+    pub events_missing: Vec<String>,
+    /// Wake-ups at or above the threshold, over all timer threads.
+    pub over_threshold: u64,
+    /// Those explained, in the order they happened.
+    pub explanations: Vec<analyze::Explanation>,
+    /// Those not explained: more than one between two looks, the rate
+    /// limit, or `trace.max_spikes` reached.
+    pub not_explained: u64,
+    /// The culprits over the explained wake-ups, most costly first.
+    pub culprits: Vec<verdict::Culprit>,
+    /// What else the reader should know (a window cut short...).
+    pub notes: Vec<String>,
+}

@@ -22,6 +22,14 @@ pub struct LiveSnapshot {
     pub cur_ns: u64,
     /// Sum of latencies (ns), for the mean.
     pub sum_ns: u64,
+    /// Wake-ups at or above the flight recorder's threshold so far.
+    pub over: u64,
+    /// The last of them: its sample number,
+    pub over_sample: u64,
+    /// its deadline (CLOCK_MONOTONIC, ns),
+    pub over_deadline_ns: u64,
+    /// and its latency (ns).
+    pub over_latency_ns: u64,
 }
 
 impl LiveSnapshot {
@@ -41,6 +49,10 @@ pub struct LiveCounters {
     max_ns: AtomicU64,
     cur_ns: AtomicU64,
     sum_ns: AtomicU64,
+    over: AtomicU64,
+    over_sample: AtomicU64,
+    over_deadline_ns: AtomicU64,
+    over_latency_ns: AtomicU64,
     /// Kernel thread id, set once the thread started.
     pub tid: AtomicI32,
     /// The thread has ended (lifetime reached, stopped, or failed).
@@ -61,6 +73,12 @@ impl LiveCounters {
         self.max_ns.store(s.max_ns, Ordering::Relaxed);
         self.cur_ns.store(s.cur_ns, Ordering::Relaxed);
         self.sum_ns.store(s.sum_ns, Ordering::Relaxed);
+        self.over.store(s.over, Ordering::Relaxed);
+        self.over_sample.store(s.over_sample, Ordering::Relaxed);
+        self.over_deadline_ns
+            .store(s.over_deadline_ns, Ordering::Relaxed);
+        self.over_latency_ns
+            .store(s.over_latency_ns, Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
@@ -78,6 +96,10 @@ impl LiveCounters {
                 max_ns: self.max_ns.load(Ordering::Relaxed),
                 cur_ns: self.cur_ns.load(Ordering::Relaxed),
                 sum_ns: self.sum_ns.load(Ordering::Relaxed),
+                over: self.over.load(Ordering::Relaxed),
+                over_sample: self.over_sample.load(Ordering::Relaxed),
+                over_deadline_ns: self.over_deadline_ns.load(Ordering::Relaxed),
+                over_latency_ns: self.over_latency_ns.load(Ordering::Relaxed),
             };
             fence(Ordering::Acquire);
             if self.seq.load(Ordering::Relaxed) == before {
@@ -106,6 +128,10 @@ mod tests {
                         max_ns: i,
                         cur_ns: i,
                         sum_ns: i,
+                        over: i,
+                        over_sample: i,
+                        over_deadline_ns: i,
+                        over_latency_ns: i,
                     });
                 }
             })
@@ -114,6 +140,7 @@ mod tests {
         while !writer.is_finished() {
             let s = live.read();
             assert!(s.samples == s.min_ns && s.min_ns == s.max_ns && s.max_ns == s.sum_ns);
+            assert!(s.over == s.samples && s.over_latency_ns == s.over_deadline_ns);
             assert!(s.samples >= last, "went backwards");
             last = s.samples;
         }

@@ -37,6 +37,10 @@ pub struct TimerSpec {
     /// Which wake-ups to keep with their time (absent in older results).
     #[serde(default)]
     pub spikes: SpikeSpec,
+    /// Wake-ups at least this late are marked in the trace and announced
+    /// to the flight recorder (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_threshold_ns: Option<u64>,
 }
 
 /// How a timer thread ended.
@@ -142,6 +146,7 @@ pub fn start(
     stop: Arc<AtomicBool>,
     notify: impl Fn() + Send + Clone + 'static,
     wake: Wake,
+    marker: Option<Arc<std::fs::File>>,
 ) -> Result<Vec<TimerHandle>, StartError> {
     os::install_wake_handler().map_err(StartError::WakeHandler)?;
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
@@ -154,18 +159,24 @@ pub fn start(
             })?;
         recorder.spikes = Spikes::new(spec.spikes);
         let live = Arc::new(LiveCounters::default());
-        let (b, l, s, sp) = (barrier.clone(), live.clone(), stop.clone(), spec.clone());
+        let sp = spec.clone();
+        let links = timer::Links {
+            live: live.clone(),
+            stop: stop.clone(),
+            barrier: barrier.clone(),
+            root: root.clone(),
+            marker: marker.clone(),
+        };
         let n = notify.clone();
-        let r = root.clone();
         let handle = std::thread::Builder::new()
             .name(format!("rtlab-timer{}", spec.index))
             .stack_size(256 * 1024)
             .spawn(move || {
                 let outcome = match wake {
-                    Wake::Kernel => timer::run(sp, recorder, l, s, b, r, timer::KernelWake),
+                    Wake::Kernel => timer::run(sp, recorder, links, timer::KernelWake),
                     Wake::Simulated(seed) => {
                         let source = timer::SimulatedWake::new(simulated_state(seed, sp.index));
-                        timer::run(sp, recorder, l, s, b, r, source)
+                        timer::run(sp, recorder, links, source)
                     }
                 };
                 n();

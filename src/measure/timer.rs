@@ -48,6 +48,19 @@ fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
     Ok(())
 }
 
+/// `rtlab T<index> sample <n> deadline <ns> latency <ns>` into `buf`
+/// without allocating; its length.
+fn marker_text(buf: &mut [u8], index: usize, sample: u64, deadline: u64, latency: u64) -> usize {
+    use std::io::Write;
+    let size = buf.len();
+    let mut cursor: &mut [u8] = buf;
+    let _ = write!(
+        cursor,
+        "rtlab T{index} sample {sample} deadline {deadline} latency {latency}"
+    );
+    size - cursor.len()
+}
+
 /// Where a timer thread's clock and wake-ups come from. The hot loop is
 /// generic over it, so the kernel's version compiles to the direct calls.
 pub(super) trait WakeSource {
@@ -116,16 +129,34 @@ impl WakeSource for SimulatedWake {
     }
 }
 
+/// What a timer thread shares with the main thread.
+pub(super) struct Links {
+    /// Its live counters.
+    pub live: Arc<LiveCounters>,
+    /// Set when the run stops.
+    pub stop: Arc<AtomicBool>,
+    /// Releases all timer threads together.
+    pub barrier: Arc<Barrier>,
+    /// The system root (its cpuset).
+    pub root: SysRoot,
+    /// The flight recorder's trace marker.
+    pub marker: Option<Arc<std::fs::File>>,
+}
+
 /// The body of a timer thread.
 pub(super) fn run<W: WakeSource>(
     spec: TimerSpec,
     mut rec: Recorder,
-    live: Arc<LiveCounters>,
-    stop: Arc<AtomicBool>,
-    barrier: Arc<Barrier>,
-    root: SysRoot,
+    links: Links,
     mut wake: W,
 ) -> TimerOutcome {
+    let Links {
+        live,
+        stop,
+        barrier,
+        root,
+        marker,
+    } = links;
     live.tid.store(os::gettid(), Ordering::Relaxed);
     let setup_result = setup(&spec, &root);
     let cpuset_seen = root.read_opt(crate::sys::paths::THREAD_SELF_CPUSET);
@@ -148,6 +179,8 @@ pub(super) fn run<W: WakeSource>(
 
     // ---- hot loop: no allocation, lock or syscall but sleep and clock ----
     let period = spec.period_ns;
+    let trace_threshold = spec.trace_threshold_ns.unwrap_or(u64::MAX);
+    let mut mark = [0u8; 96];
     let loops = spec.loops.unwrap_or(u64::MAX);
     let mut snap = LiveSnapshot {
         min_ns: u64::MAX,
@@ -182,6 +215,18 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
+        if latency >= trace_threshold {
+            // Announce it to the flight recorder (plain stores) and mark it
+            // in the trace: the only write this loop makes, and only then.
+            snap.over += 1;
+            snap.over_sample = rec.count - 1;
+            snap.over_deadline_ns = next;
+            snap.over_latency_ns = latency;
+            if let Some(m) = &marker {
+                let len = marker_text(&mut mark, spec.index, rec.count - 1, next, latency);
+                let _ = os::write_once(m, &mark[..len]);
+            }
+        }
         if rec.spikes.wants(latency) {
             // A kept wake-up only: one getcpu, no allocation.
             rec.spikes.keep(Spike {

@@ -146,6 +146,10 @@ pub struct MainPlan {
     pub cpuset: Option<CpusetTarget>,
     /// System settings held for the duration of the run.
     pub tuning: TuningSpec,
+    /// The flight recorder, when `trace.threshold` is set (absent in older
+    /// results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::flight::TraceSpec>,
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -393,6 +397,13 @@ pub fn build(
         dma_latency_us: exp.main.dma_latency_us,
         dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
         tuning: p.tuning(&exp.main.tuning),
+        trace: exp
+            .main
+            .trace_threshold_ns
+            .map(|threshold_ns| crate::flight::TraceSpec {
+                threshold_ns,
+                max_spikes: exp.main.trace_max_spikes,
+            }),
     };
     let ext = match exp.main.stats_format {
         StatsFormat::Txt => "txt",
@@ -451,6 +462,7 @@ pub fn build(
                     threshold_ns: exp.main.spikes_threshold_ns,
                     max_over: exp.main.spikes_max,
                 },
+                trace_threshold_ns: exp.main.trace_threshold_ns,
             },
             filename,
             path,

@@ -79,6 +79,7 @@ mod tests {
                 max_ns: 45_200,
                 cur_ns: 20_100,
                 sum_ns: 600_000 * 21_400,
+                ..LiveSnapshot::default()
             },
         }];
         let load = CpuLoad {

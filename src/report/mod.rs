@@ -6,6 +6,7 @@
 //! files made from finished runs share one interface ([`export::Exporter`]).
 
 pub mod compare;
+pub mod explain;
 pub mod export;
 pub mod files;
 pub mod gnuplot;

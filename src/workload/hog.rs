@@ -71,6 +71,26 @@ pub fn run(interval: Duration, duration: Option<Duration>, json: bool, out: &mut
     }
 }
 
+/// Spins for `burst` at the start of every `every`, sleeping in between,
+/// until `duration` (forever when None): bursts at known times of a known
+/// length, the culprit the flight recorder's tests inject.
+pub fn bursts(burst: Duration, every: Duration, duration: Option<Duration>) {
+    let start = Instant::now();
+    let mut next = start;
+    while duration.is_none_or(|d| start.elapsed() < d) {
+        let until = next + burst;
+        while Instant::now() < until {
+            black_box(spin(LOOP_ITERATIONS));
+        }
+        next += every.max(burst);
+        if let Some(rest) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(rest);
+        } else {
+            next = Instant::now();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

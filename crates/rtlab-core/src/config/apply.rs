@@ -230,6 +230,20 @@ pub(super) fn spikes_max(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+pub(super) fn trace_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if prop.value.eq_ignore_ascii_case("off") {
+        d.main.trace_threshold_ns = None;
+    } else if let Some(ns) = b.duration(prop, 1_000) {
+        d.main.trace_threshold_ns = Some(ns);
+    }
+}
+
+pub(super) fn trace_max_spikes(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(prop, values::integer(&prop.value, 1, 10_000)) {
+        d.main.trace_max_spikes = n as usize;
+    }
+}
+
 // Keys of `timer_thread[N]`.
 
 pub(super) fn timer_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {

@@ -32,6 +32,8 @@ pub const MAX_PATTERN: usize = 256;
 pub const DEFAULT_SPIKES_WORST: usize = 20;
 /// `spikes.max` when not given.
 pub const DEFAULT_SPIKES_MAX: usize = 1000;
+/// `trace.max_spikes` when not given.
+pub const DEFAULT_TRACE_MAX_SPIKES: usize = 100;
 /// Largest `spikes.worst` and `spikes.max`.
 pub const MAX_SPIKES: usize = 100_000;
 
@@ -199,6 +201,11 @@ pub struct MainConfig {
     pub spikes_threshold_ns: Option<u64>,
     /// `spikes.max`: at most this many samples above the threshold.
     pub spikes_max: usize,
+    /// `trace.threshold` (ns): the flight recorder explains wake-ups at
+    /// least this late.
+    pub trace_threshold_ns: Option<u64>,
+    /// `trace.max_spikes`: most wake-ups it explains in a run.
+    pub trace_max_spikes: usize,
 }
 
 /// The `main` keys that change the system for the duration of a run.
@@ -249,6 +256,8 @@ impl Default for MainConfig {
             spikes_worst: DEFAULT_SPIKES_WORST,
             spikes_threshold_ns: None,
             spikes_max: DEFAULT_SPIKES_MAX,
+            trace_threshold_ns: None,
+            trace_max_spikes: DEFAULT_TRACE_MAX_SPIKES,
         }
     }
 }

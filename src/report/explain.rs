@@ -1,0 +1,99 @@
+//! The flight recorder's findings as text: the run's culprits after the
+//! closing lines, and every explained wake-up for `rtlab explain`.
+
+use crate::explain::TraceReport;
+use crate::explain::analyze::Explanation;
+
+fn us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1000.0)
+}
+
+/// The verdict: how many wake-ups crossed the threshold, the culprits,
+/// and the worst explained wake-up.
+pub fn verdict(r: &TraceReport) -> String {
+    let mut out = format!("\nWhy late (wake-ups of {} or more):\n", us(r.threshold_ns));
+    if let Some(why) = &r.unavailable {
+        out.push_str(&format!("  no flight recorder: {why}\n"));
+        return out;
+    }
+    out.push_str(&format!(
+        "  {} at or above, {} explained, {} not (several between two looks, the rate limit or trace.max_spikes)\n",
+        r.over_threshold,
+        r.explanations.len(),
+        r.not_explained
+    ));
+    if !r.events_missing.is_empty() {
+        out.push_str(&format!(
+            "  not seen (this kernel lacks them): {}\n",
+            r.events_missing.join(", ")
+        ));
+    }
+    if !r.culprits.is_empty() {
+        out.push_str("  culprits, most costly first:\n");
+    }
+    for c in r.culprits.iter().take(8) {
+        let who = match c.pid {
+            Some(pid) => format!("{} (pid {pid})", c.what),
+            None => c.what.clone(),
+        };
+        out.push_str(&format!(
+            "    {who:<40} main cause of {:>4}, in {:>4}, total {:>10}, max {:>10}\n",
+            c.main_cause,
+            c.spikes,
+            us(c.total_ns),
+            us(c.max_ns)
+        ));
+    }
+    if let Some(worst) = r.explanations.iter().max_by_key(|e| e.latency_ns) {
+        out.push_str("  worst explained:\n");
+        out.push_str(&explanation(worst, "    "));
+    }
+    for n in &r.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out
+}
+
+/// One explained wake-up: its cause, its parts, its trace window.
+pub fn explanation(e: &Explanation, indent: &str) -> String {
+    let mut out = format!(
+        "{indent}T{} sample {} on CPU {}: {} late; {}\n",
+        e.timer,
+        e.sample,
+        e.cpu,
+        us(e.latency_ns),
+        e.cause
+    );
+    let parts: Vec<String> = e
+        .parts
+        .iter()
+        .map(|p| match p.pid {
+            Some(pid) => format!("{} (pid {pid}) {}", p.what, us(p.ns)),
+            None => format!("{} {}", p.what, us(p.ns)),
+        })
+        .collect();
+    out.push_str(&format!("{indent}  parts: {}\n", parts.join(", ")));
+    if let (Some(w), Some(s)) = (e.woken_after_ns, e.wake_to_switch_ns) {
+        out.push_str(&format!(
+            "{indent}  woken {} after the deadline, switched in {} after that\n",
+            us(w),
+            us(s)
+        ));
+    }
+    if let Some(f) = &e.trace_file {
+        out.push_str(&format!("{indent}  trace window: {f}\n"));
+    }
+    out
+}
+
+/// Every explained wake-up, in time order, after the verdict.
+pub fn all(r: &TraceReport) -> String {
+    let mut out = verdict(r);
+    if !r.explanations.is_empty() {
+        out.push_str("\nEvery explained wake-up:\n");
+    }
+    for e in &r.explanations {
+        out.push_str(&explanation(e, "  "));
+    }
+    out
+}
