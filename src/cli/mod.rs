@@ -121,6 +121,12 @@ pub enum Command {
     /// One table, a column per run, with differences against the first;
     /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
     Compare(show::CompareArgs),
+    /// Why wake-ups were late: the culprits of a run with `trace.threshold`
+    /// and every explained wake-up, or the worst wake-ups it kept.
+    Explain {
+        /// rtlab's JSON result (`rtlab run --json`).
+        result: PathBuf,
+    },
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
     Guard,
@@ -312,6 +318,7 @@ pub fn main() -> i32 {
             | Command::Plot(_)
             | Command::Report(_)
             | Command::Compare(_)
+            | Command::Explain { .. }
             | Command::Hog(_),
         ) => true,
         Some(Command::Irq(a)) => a.action.is_none(),
@@ -337,6 +344,7 @@ pub fn main() -> i32 {
         (Some(Command::Plot(args)), _) => show::plot_main(args),
         (Some(Command::Report(args)), _) => show::report_main(args),
         (Some(Command::Compare(args)), _) => show::compare_main(args),
+        (Some(Command::Explain { result }), _) => show::explain_main(result),
         (Some(Command::Check { file }), _) => {
             match load_plan(
                 Some(file),

@@ -243,6 +243,46 @@ pub fn report_main(args: &ReportArgs) -> i32 {
     0
 }
 
+/// `rtlab explain RESULT.json`.
+pub fn explain_main(path: &Path) -> i32 {
+    let run = match dataset::load(path) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("{e}");
+            return EXIT_REFUSED;
+        }
+    };
+    if run.format != dataset::Format::Rtlab {
+        errln!(
+            "rtlab: {} is a {}, not an rtlab result\n  hint: explain reads `rtlab run --json` files",
+            path.display(),
+            run.format.name()
+        );
+        return EXIT_REFUSED;
+    }
+    match &run.details.trace {
+        Some(trace) => out!("{}", crate::report::explain::all(trace)),
+        None => {
+            outln!(
+                "No flight recorder in this run (`trace.threshold` was not set). Its worst wake-ups:"
+            );
+            for t in &run.threads {
+                for s in &t.spikes {
+                    outln!(
+                        "  {} sample {} on CPU {}: {:.1} µs at {:.6} s",
+                        t.name,
+                        s.sample,
+                        s.cpu.map_or("?".into(), |c| c.to_string()),
+                        s.latency_ns as f64 / 1000.0,
+                        s.offset_ns as f64 / 1e9
+                    );
+                }
+            }
+        }
+    }
+    0
+}
+
 /// `rtlab compare`.
 pub fn compare_main(args: &CompareArgs) -> i32 {
     let runs = match load(&args.inputs) {

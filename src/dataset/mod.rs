@@ -132,6 +132,8 @@ pub struct Details {
     pub end: Option<String>,
     /// Warnings of the run.
     pub warnings: Vec<String>,
+    /// Why wake-ups were late (rtlab runs with the flight recorder).
+    pub trace: Option<crate::explain::TraceReport>,
 }
 
 /// A finished run, read from a file.

@@ -226,5 +226,6 @@ fn details(r: &RunResult) -> Details {
         programs,
         end,
         warnings: r.warnings.clone(),
+        trace: r.trace.clone(),
     }
 }

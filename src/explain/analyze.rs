@@ -72,6 +72,26 @@ pub struct Explanation {
     pub events: usize,
     /// The window as trace-event JSON, beside the result (file name).
     pub trace_file: Option<String>,
+    /// Who owned the CPU from the deadline to the wake-up, in order (at
+    /// most [`MAX_SLICES`]; the rest are in the parts).
+    #[serde(default)]
+    pub timeline: Vec<Slice>,
+}
+
+/// Most slices kept in an explanation's timeline.
+pub const MAX_SLICES: usize = 64;
+
+/// A stretch of a wake-up's latency and who owned the CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slice {
+    /// Its start, after the deadline (ns).
+    pub after_deadline_ns: u64,
+    /// Its length (ns).
+    pub ns: u64,
+    /// What kind of owner.
+    pub kind: PartKind,
+    /// Who.
+    pub what: String,
 }
 
 /// A stretch of the window and who owned the CPU (for the timeline).
@@ -347,6 +367,16 @@ pub fn explain(
         cause,
         events: events.len(),
         trace_file: None,
+        timeline: segs
+            .iter()
+            .take(MAX_SLICES)
+            .map(|s| Slice {
+                after_deadline_ns: s.from_ns.saturating_sub(deadline_ns),
+                ns: s.to_ns - s.from_ns,
+                kind: s.kind,
+                what: s.what.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -382,7 +412,9 @@ fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
             format!("thread {who} ran {share}: {why}")
         }
         PartKind::TimerLateIdle => format!(
-            "the timer interrupt came {share} late while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)"
+            "the timer interrupt came {} late ({} in all) while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)",
+            us(p.ns),
+            us(latency_ns)
         ),
         PartKind::Irq => format!("interrupt handler {} ran {share}", p.what),
         PartKind::Softirq => format!("{} ran {share}", p.what),

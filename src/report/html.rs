@@ -170,6 +170,90 @@ fn worst_wakeups(out: &mut String, run: &Run) {
     table(out, "spikes", &head, &rows);
 }
 
+/// The flight recorder's verdict: the culprits, and the worst explained
+/// wake-ups each with a timeline of what owned the CPU.
+fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
+    use crate::explain::analyze::PartKind;
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+    out.push_str("<h3>Why wake-ups were late</h3>\n");
+    if let Some(why) = &r.unavailable {
+        let _ = writeln!(out, "<p>No flight recorder: {}.</p>", escape(why));
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p>{} wake-ups of {} µs or more, {} explained, {} not (rate limit or floods).</p>",
+        r.over_threshold,
+        us(r.threshold_ns),
+        r.explanations.len(),
+        r.not_explained
+    );
+    let head = ["culprit", "main cause of", "in", "total (µs)", "max (µs)"].map(String::from);
+    let rows: Vec<Vec<String>> = r
+        .culprits
+        .iter()
+        .map(|c| {
+            vec![
+                c.pid
+                    .map_or(c.what.clone(), |p| format!("{} (pid {p})", c.what)),
+                c.main_cause.to_string(),
+                c.spikes.to_string(),
+                us(c.total_ns),
+                us(c.max_ns),
+            ]
+        })
+        .collect();
+    table(out, "culprits", &head, &rows);
+    out.push_str(
+        "<p class=\"muted\">Timelines from the deadline (left) to the wake-up (right): \
+         <span style=\"color:#d62728\">■</span> another thread, \
+         <span style=\"color:#ff7f0e\">■</span> interrupt handler, \
+         <span style=\"color:#bcbd22\">■</span> softirq, \
+         <span style=\"color:#7f7f7f\">■</span> timer interrupt late (CPU idle), \
+         <span style=\"color:#2ca02c\">■</span> the timer thread itself, \
+         <span style=\"color:#9467bd\">■</span> not in the trace. Hover for who.</p>\n",
+    );
+    let colour = |k: PartKind| match k {
+        PartKind::Thread => "#d62728",
+        PartKind::Irq => "#ff7f0e",
+        PartKind::Softirq => "#bcbd22",
+        PartKind::TimerLateIdle => "#7f7f7f",
+        PartKind::TimerThread => "#2ca02c",
+        PartKind::Idle => "#c7c7c7",
+        PartKind::Unknown => "#9467bd",
+    };
+    let mut worst: Vec<_> = r.explanations.iter().collect();
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
+    for e in worst.into_iter().take(3) {
+        let _ = writeln!(
+            out,
+            "<p>T{} sample {} ({} µs): {}</p>",
+            e.timer,
+            e.sample,
+            us(e.latency_ns),
+            escape(&e.cause)
+        );
+        let width = 800.0;
+        let scale = width / e.latency_ns.max(1) as f64;
+        let _ = write!(
+            out,
+            "<svg class=\"timeline\" width=\"{width}\" height=\"24\" role=\"img\">"
+        );
+        for s in &e.timeline {
+            let _ = write!(
+                out,
+                "<rect x=\"{:.2}\" y=\"2\" width=\"{:.2}\" height=\"20\" fill=\"{}\"><title>{} {} µs</title></rect>",
+                s.after_deadline_ns as f64 * scale,
+                (s.ns as f64 * scale).max(0.5),
+                colour(s.kind),
+                escape(&s.what),
+                us(s.ns)
+            );
+        }
+        out.push_str("</svg>\n");
+    }
+}
+
 fn run_section(out: &mut String, i: usize, run: &Run) {
     let _ = writeln!(
         out,
@@ -196,6 +280,9 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
         .collect();
     table(out, "threads", &head, &rows);
     worst_wakeups(out, run);
+    if let Some(trace) = &run.details.trace {
+        why_late(out, trace);
+    }
     let d = &run.details;
     if let Some(end) = &d.end {
         let _ = writeln!(out, "<p>Ended: {}</p>", escape(end));

@@ -92,6 +92,26 @@ fn an_irq_nested_in_a_softirq_counts_once_each_net() {
         "{}",
         e.cause
     );
+    // The timeline in order, covering the latency without gaps: the
+    // softirq, the IRQ inside it, the softirq again, iperf, the timer
+    // thread.
+    let order: Vec<&str> = e.timeline.iter().map(|s| s.what.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "softirq NET_RX",
+            "IRQ 41 eth0-rx",
+            "softirq NET_RX",
+            "iperf",
+            "rtlab-timer0"
+        ]
+    );
+    let mut at = 0;
+    for s in &e.timeline {
+        assert_eq!(s.after_deadline_ns, at);
+        at += s.ns;
+    }
+    assert_eq!(at, 110_000);
 }
 
 #[test]
