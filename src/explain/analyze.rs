@@ -251,22 +251,33 @@ pub fn segments(
         }
     };
     for e in events {
-        give(at, e.ts_ns, &task, &stack, woken);
-        at = at.max(e.ts_ns);
-        if at >= end {
-            break;
-        }
-        // The task that logged the event is the one running (a switch the
-        // buffer lost, or the idle-to-task switch some kernels do not log).
-        if stack.is_empty() && e.pid != task.pid && e.name != "sched_switch" {
+        // The task that logged the event is the one running: a switch the
+        // buffer lost (some kernels do not log the switch out of idle).
+        let lost_switch = stack.is_empty() && e.pid != task.pid && e.name != "sched_switch";
+        // Idle never keeps a CPU on which a thread was woken: the lost
+        // switch came at once, and the time since is the new task's.
+        let resync_now = lost_switch && task.pid == 0 && woken.is_some();
+        if resync_now {
             task = Task {
                 comm: e.comm.clone(),
                 pid: e.pid,
                 prio: None,
             };
-            if e.pid == tid && woken.is_some() && switched.is_none() {
-                switched = Some(e.ts_ns);
-            }
+        }
+        give(at, e.ts_ns, &task, &stack, woken);
+        at = at.max(e.ts_ns);
+        if at >= end {
+            break;
+        }
+        if lost_switch && !resync_now {
+            task = Task {
+                comm: e.comm.clone(),
+                pid: e.pid,
+                prio: None,
+            };
+        }
+        if lost_switch && e.pid == tid && woken.is_some() && switched.is_none() {
+            switched = Some(e.ts_ns);
         }
         match e.name.as_str() {
             "sched_switch" => {

@@ -16,7 +16,7 @@ const SEED: u64 = 42;
 const PERIOD_NS: u64 = 1_000_000;
 const LOOPS: [usize; 2] = [3000, 2000];
 
-const EXPERIMENT: &str = "main\n{\n  spikes.worst 12\n  spikes.threshold 1 ms\n  spikes.max 3\n}\n\
+const EXPERIMENT: &str = "main\n{\n  spikes.worst 12\n  spikes.threshold 1 ms\n  spikes.max 3\n  trace.threshold 1 ms\n}\n\
                           timer_thread[0]\n{\n  lifetime.loops 3000\n  timer.period 1 ms\n}\n\
                           timer_thread[1]\n{\n  lifetime.loops 2000\n  timer.period 1 ms\n}\n";
 
@@ -70,6 +70,13 @@ fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
             .any(|w| w.as_str().unwrap().contains("not measured")),
         "the result must say it was simulated"
     );
+    // Without root there is no flight recorder: the run went on, and the
+    // result says why (as root the test dropped to uid 65534, or ran as
+    // a user: either way no journal of system changes).
+    if !crate::fixtures::is_root() || crate::fixtures::has_command("setpriv") {
+        let why = r["trace"]["unavailable"].as_str().unwrap_or_default();
+        assert!(why.contains("needs root"), "{}", r["trace"]);
+    }
     for (i, n) in LOOPS.into_iter().enumerate() {
         let want = rtlab::measure::simulated_latencies(SEED, i, n);
         let s = &r["timers"][i]["summary"];

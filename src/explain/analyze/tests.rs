@@ -146,3 +146,23 @@ fn a_lower_priority_thread_ran_in_a_non_preemptible_section() {
     assert_eq!(e.parts[0].what, "kworker/2:1");
     assert!(e.cause.contains("non-preemptible section"), "{}", e.cause);
 }
+
+#[test]
+fn a_switch_out_of_idle_the_buffer_lost_goes_to_the_task_found_running() {
+    // Some kernels (this VM's) do not log the switch out of idle: the hog
+    // is first seen when an interrupt lands in it, 2 ms after the wake.
+    let text = "\
+ <idle>-0 [001] d.h1. 7.000010: local_timer_entry: vector=236
+ <idle>-0 [001] d.h3. 7.000011: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+ <idle>-0 [001] d.h1. 7.000012: local_timer_exit: vector=236
+ hog-60 [001] d.h.. 7.002012: local_timer_entry: vector=236
+ hog-60 [001] d.h.. 7.002013: local_timer_exit: vector=236
+ hog-60 [001] d..2. 7.002100: sched_switch: prev_comm=hog prev_pid=60 prev_prio=4 prev_state=S ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 7_000_000_000, 2_110_000);
+    assert_eq!(total(&e), 2_110_000);
+    let hog = &e.parts[0];
+    assert_eq!((hog.what.as_str(), hog.prio), ("hog", Some(4)));
+    assert_eq!(hog.ns, 2_100_000 - 12_000 - 1_000);
+    assert!(e.parts.iter().all(|p| p.kind != PartKind::Idle), "{e:#?}");
+}
