@@ -17,7 +17,12 @@ and both tools run entirely inside rt (rtlab with `cpuset rt` for main and
 timer, cyclictest under `rtlab partition run rt --`, its main thread on the
 measured CPU since nothing else is allowed there).
 
-Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition]
+With --trace-threshold US, a third variant runs in the same rounds: rtlab
+with its flight recorder on (`trace.threshold US us`: tracefs instance on the
+measured CPU, wake-ups over US explained while the run goes on), and the
+table adds the ratios rtlab+trace / rtlab: what the recorder costs.
+
+Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000]
 Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
 """
 
@@ -105,9 +110,11 @@ def run_tool(argv, thread_name, duration, interval_us):
     return result
 
 
-def rtlab_round(exe, work, a):
+def rtlab_round(exe, work, a, trace=False):
     cfg = os.path.join(work, "bench.cfg")
     main = "  cpuset rt\n" if a.partition else f"  cpu_affinity {a.main_cpu}\n"
+    if trace:
+        main += f"  trace.threshold {a.trace_threshold} us\n"
     timer_cpuset = "  cpuset rt\n" if a.partition else ""
     with open(cfg, "w") as f:
         f.write(
@@ -162,6 +169,8 @@ def main():
     p.add_argument("--histo", type=int, default=10000, help="histogram size in µs")
     p.add_argument("--load", action="store_true", help="a busy loop on every online CPU")
     p.add_argument("--partition", action="store_true", help="isolate the measured CPU with rtlab partition")
+    p.add_argument("--trace-threshold", type=int, default=0,
+                   help="also run rtlab with its flight recorder at this threshold (µs)")
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (both tools need SCHED_FIFO)")
@@ -173,7 +182,7 @@ def main():
     ct_version = next((l for l in ct_version if "cyclictest V" in l), "cyclictest").strip()
     rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
 
-    rows = {"rtlab": [], "cyclictest": []}
+    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": []}
     partition_note = ""
     if a.partition:
         made = subprocess.run([exe, "partition", "create", str(a.cpu)], capture_output=True, text=True)
@@ -198,11 +207,16 @@ def main():
 def rounds(exe, a, rows):
     with tempfile.TemporaryDirectory() as work:
         for i in range(a.rounds):
-            order = ["rtlab", "cyclictest"] if i % 2 == 0 else ["cyclictest", "rtlab"]
+            tools = ["rtlab", "cyclictest"] + (["rtlab+trace"] if a.trace_threshold else [])
+            shift = i % len(tools)
+            order = tools[shift:] + tools[:shift]
             for tool in order:
-                r = rtlab_round(exe, work, a) if tool == "rtlab" else cyclictest_round(exe, work, a)
+                if tool == "cyclictest":
+                    r = cyclictest_round(exe, work, a)
+                else:
+                    r = rtlab_round(exe, work, a, trace=tool == "rtlab+trace")
                 rows[tool].append(r)
-                print(f"round {i + 1} {tool:10s} samples {r['samples']:6d} median {r['median']:4d} "
+                print(f"round {i + 1} {tool:11s} samples {r['samples']:6d} median {r['median']:4d} "
                       f"p99 {r['p99']:5d} max {r['max']:6d} us, thread "
                       f"{r.get('thread_cpu_ns_per_sample', float('nan')):7.0f} ns/sample, process "
                       f"{r['process_cpu_ns_per_sample']:7.0f} ns/sample", flush=True)
@@ -227,12 +241,23 @@ def report(a, rows, rt_version, ct_version, partition_note):
           + ("a SCHED_OTHER busy loop per online CPU" if a.load else "idle machine")
           + "; figures are medians over rounds")
     print()
-    print("| metric | rtlab | cyclictest | ratio rtlab/cyclictest |")
-    print("|---|---:|---:|---:|")
+    traced = bool(rows["rtlab+trace"])
+    if traced:
+        print(f"Flight recorder: trace.threshold {a.trace_threshold} us")
+        print()
+        print("| metric | rtlab | cyclictest | rtlab+trace | rtlab/cyclictest | rtlab+trace/rtlab |")
+        print("|---|---:|---:|---:|---:|---:|")
+    else:
+        print("| metric | rtlab | cyclictest | ratio rtlab/cyclictest |")
+        print("|---|---:|---:|---:|")
     for key, label in METRICS:
         r, c = med("rtlab", key), med("cyclictest", key)
         ratio = r / c if c else float("nan")
-        print(f"| {label} | {r:.0f} | {c:.0f} | {ratio:.2f} |")
+        if traced:
+            tr = med("rtlab+trace", key)
+            print(f"| {label} | {r:.0f} | {c:.0f} | {tr:.0f} | {ratio:.2f} | {tr / r if r else float('nan'):.2f} |")
+        else:
+            print(f"| {label} | {r:.0f} | {c:.0f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ pub struct TraceSpec {
     pub max_spikes: usize,
 }
 
-/// Ring buffer per traced CPU (KiB): a few seconds of this machine's
+/// Ring buffer per traced CPU (KiB): about a second of this machine's
 /// events at 1 kHz timers, read back in a few milliseconds.
-pub const BUFFER_KB: u64 = 2048;
+pub const BUFFER_KB: u64 = 512;
 /// At most this many explanations a second (a flood is counted, not read).
 const MIN_GAP: Duration = Duration::from_millis(100);
 /// The window starts this long before the deadline (what ran then decides
@@ -106,6 +106,21 @@ impl FlightRecorder {
     /// The marker the timer threads write a late wake-up to.
     pub fn marker(&self) -> Option<Arc<File>> {
         self.marker.clone()
+    }
+
+    /// The last explained wake-up's main cause, for the live view.
+    pub fn last_cause(&self) -> Option<String> {
+        let e = self.report.explanations.last()?;
+        let mut cause = e.cause.clone();
+        if let Some((cut, _)) = cause.char_indices().nth(110) {
+            cause.truncate(cut);
+            cause.push('…');
+        }
+        Some(format!(
+            "last late wake-up: T{} {:.1} µs: {cause}",
+            e.timer,
+            e.latency_ns as f64 / 1000.0
+        ))
     }
 
     /// How often the watch loop should call [`FlightRecorder::look`].

@@ -115,11 +115,15 @@ struct LiveView {
 }
 
 impl LiveView {
-    fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool) {
+    fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool, note: Option<String>) {
         if !(self.tty || self.every_refresh || last) {
             return;
         }
-        let text = report::live::table(rows, load, self.display);
+        let mut text = report::live::table(rows, load, self.display);
+        if let Some(note) = note {
+            text.push_str(&note);
+            text.push('\n');
+        }
         let mut out = std::io::stdout().lock();
         if self.tty && self.lines_shown > 0 {
             let _ = write!(out, "\x1b[{}A", self.lines_shown);
@@ -741,8 +745,13 @@ impl Watch {
             }
             if Instant::now() >= next_refresh {
                 self.load.sample(root);
-                self.view
-                    .show(&rows(&armed.timers.handles), self.load.last.as_ref(), false);
+                let note = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
+                self.view.show(
+                    &rows(&armed.timers.handles),
+                    self.load.last.as_ref(),
+                    false,
+                    note,
+                );
                 next_refresh += self.period;
                 if next_refresh < Instant::now() {
                     next_refresh = Instant::now() + self.period;
@@ -765,7 +774,8 @@ impl Watch {
     /// The last load sample and the final table.
     fn finish(&mut self, final_rows: &[LiveRow], root: &SysRoot) {
         self.load.sample(root);
-        self.view.show(final_rows, self.load.last.as_ref(), true);
+        self.view
+            .show(final_rows, self.load.last.as_ref(), true, None);
     }
 }
 

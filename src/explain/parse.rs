@@ -42,34 +42,37 @@ impl Event {
     }
 }
 
-/// Parses one line, or None when it is not an event.
-pub fn line(text: &str) -> Option<Event> {
+/// The parts of an event line, borrowed: task, PID, CPU, time (ns) and
+/// the rest (`EVENT: FIELDS`). No allocation: the window is found by time
+/// before any line is kept.
+fn split(text: &str) -> Option<(&str, i32, usize, u64, &str)> {
     let text = text.trim_start();
     if text.starts_with('#') {
         return None;
     }
     let open = text.find(" [")?;
     let close = open + text[open..].find(']')?;
-    let task = &text[..open];
-    let (comm, pid) = task.rsplit_once('-')?;
+    let (comm, pid) = text[..open].rsplit_once('-')?;
     let pid = pid.trim().parse().ok()?;
     let cpu = text[open + 2..close].trim().parse().ok()?;
     // After the CPU: the flags (absent without irq-info), the timestamp.
     let mut rest = text[close + 1..].trim_start();
-    let mut ts = None;
     for _ in 0..2 {
         let (word, after) = rest.split_once(' ')?;
         if let Some(stamp) = word.strip_suffix(':') {
-            ts = Some(stamp);
-            rest = after;
-            break;
+            return Some((comm.trim(), pid, cpu, timestamp_ns(stamp)?, after));
         }
         rest = after.trim_start();
     }
-    let ts_ns = timestamp_ns(ts?)?;
+    None
+}
+
+/// Parses one line, or None when it is not an event.
+pub fn line(text: &str) -> Option<Event> {
+    let (comm, pid, cpu, ts_ns, rest) = split(text)?;
     let (name, fields) = rest.split_once(':')?;
     Some(Event {
-        comm: comm.trim().to_string(),
+        comm: comm.to_string(),
         pid,
         cpu,
         ts_ns,
@@ -90,15 +93,29 @@ fn timestamp_ns(text: &str) -> Option<u64> {
     s.checked_mul(1_000_000_000)?.checked_add(frac * scale)
 }
 
-/// Every event of `text` whose time is in `[from_ns, to_ns]`, in order.
-/// Bounded by `max` events (the ones nearest the end of the window are
-/// dropped past it, and the window says so by its end).
+/// Every event of `text` whose time is in `[from_ns, to_ns]`, in order
+/// (a CPU's buffer is in time order: reading stops past `to_ns`). Bounded
+/// by `max` events (those nearest the end of the window are dropped past
+/// it). Only the lines in the window are copied.
 pub fn window(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<Event> {
-    text.lines()
-        .filter_map(line)
-        .filter(|e| e.ts_ns >= from_ns && e.ts_ns <= to_ns)
-        .take(max)
-        .collect()
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let Some((_, _, _, ts, _)) = split(l) else {
+            continue;
+        };
+        if ts > to_ns {
+            break;
+        }
+        if ts >= from_ns
+            && let Some(e) = line(l)
+        {
+            out.push(e);
+            if out.len() >= max {
+                break;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -372,15 +372,15 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
         };
         let o = chromium(&["--dump-dom"]);
         let dom = String::from_utf8_lossy(&o.stdout);
-        // Summary + per rtlab run (threads, system, configuration) + the
-        // cyclictest run's threads = 8 tables; 3 plots, each with a size on
-        // screen and drawn lines.
+        // Summary + per rtlab run (threads, worst wake-ups, system,
+        // configuration) + the cyclictest run's threads = 10 tables; 3
+        // plots, each with a size on screen and drawn lines.
         assert!(
-            dom.contains("data-rendered=\"tables=8 plots=3\""),
+            dom.contains("data-rendered=\"tables=10 plots=3\""),
             "the page did not render its tables and plots: {}",
             text(&o)
         );
-        assert!(dom.contains("This page rendered 8 tables and 3 plots."));
+        assert!(dom.contains("This page rendered 10 tables and 3 plots."));
         let o = chromium(&["--window-size=1300,2400", "--screenshot=shot.png"]);
         let shot = image::open(dir.join("shot.png"))
             .unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)))
