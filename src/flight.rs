@@ -183,12 +183,17 @@ impl FlightRecorder {
         };
         let from = deadline.saturating_sub(LOOKBACK_NS);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
-        let events = parse::window(&text, from, to, MAX_EVENTS);
+        let lines = parse::window_lines(&text, from, to, MAX_EVENTS);
+        let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
         let mut e = analyze::explain(&events, timer, tid, sample, deadline, latency);
-        let name = format!("rtlab-spike-T{timer}-{sample}.json");
+        let stem = format!("rtlab-spike-T{timer}-{sample}");
+        let json = format!("{stem}.json");
+        let raw = format!("{stem}.trace.txt");
         self.windows
-            .push((name.clone(), trace_events(&events, tid, deadline, latency)));
-        e.trace_file = Some(name);
+            .push((json.clone(), trace_events(&events, tid, deadline, latency)));
+        self.windows.push((raw.clone(), ftrace_text(&lines)));
+        e.trace_file = Some(json);
+        e.trace_text = Some(raw);
         self.report.explanations.push(e);
     }
 
@@ -199,6 +204,20 @@ impl FlightRecorder {
         self.report.culprits = verdict::culprits(&self.report.explanations);
         (self.report, self.windows)
     }
+}
+
+/// The window's lines with the header of the kernel's text format, as
+/// `trace-cmd report` and Perfetto's systrace import read it.
+pub fn ftrace_text(lines: &[&str]) -> String {
+    let mut out = String::from(
+        "# tracer: nop\n#\n# rtlab flight recorder: one CPU's events around a late wake-up\n\
+         #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n",
+    );
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
 }
 
 /// The window in the trace-event JSON format that Perfetto and Chrome's

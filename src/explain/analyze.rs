@@ -72,6 +72,10 @@ pub struct Explanation {
     pub events: usize,
     /// The window as trace-event JSON, beside the result (file name).
     pub trace_file: Option<String>,
+    /// The window as the kernel's own text (ftrace/systrace format, which
+    /// Perfetto and trace-cmd users read), beside the result (file name).
+    #[serde(default)]
+    pub trace_text: Option<String>,
     /// Who owned the CPU from the deadline to the wake-up, in order (at
     /// most [`MAX_SLICES`]; the rest are in the parts).
     #[serde(default)]
@@ -378,6 +382,7 @@ pub fn explain(
         cause,
         events: events.len(),
         trace_file: None,
+        trace_text: None,
         timeline: segs
             .iter()
             .take(MAX_SLICES)

@@ -98,18 +98,25 @@ fn timestamp_ns(text: &str) -> Option<u64> {
 /// by `max` events (those nearest the end of the window are dropped past
 /// it). Only the lines in the window are copied.
 pub fn window(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<Event> {
+    window_lines(text, from_ns, to_ns, max)
+        .into_iter()
+        .filter_map(line)
+        .collect()
+}
+
+/// The event lines of `text` in `[from_ns, to_ns]`, as the kernel wrote
+/// them (see [`window`]).
+pub fn window_lines(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<&str> {
     let mut out = Vec::new();
     for l in text.lines() {
-        let Some((_, _, _, ts, _)) = split(l) else {
+        let Some((_, _, _, ts, rest)) = split(l) else {
             continue;
         };
         if ts > to_ns {
             break;
         }
-        if ts >= from_ns
-            && let Some(e) = line(l)
-        {
-            out.push(e);
+        if ts >= from_ns && rest.contains(':') {
+            out.push(l);
             if out.len() >= max {
                 break;
             }

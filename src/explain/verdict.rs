@@ -87,6 +87,7 @@ mod tests {
             cause: String::new(),
             events: 0,
             trace_file: None,
+            trace_text: None,
             timeline: Vec::new(),
         }
     }

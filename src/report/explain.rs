@@ -81,7 +81,12 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
         ));
     }
     if let Some(f) = &e.trace_file {
-        out.push_str(&format!("{indent}  trace window: {f}\n"));
+        let text = e
+            .trace_text
+            .as_ref()
+            .map(|t| format!(" (kernel text: {t})"))
+            .unwrap_or_default();
+        out.push_str(&format!("{indent}  trace window: {f}{text}\n"));
     }
     out
 }

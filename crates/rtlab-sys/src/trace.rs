@@ -209,3 +209,84 @@ impl Drop for Instance {
         let _ = self.root.rmdir(&self.dir);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::journal_dir;
+
+    #[test]
+    fn tracefs_is_found_where_the_mounts_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        let mounts = dir.path().join("proc/self/mounts");
+        std::fs::write(&mounts, "proc /proc proc rw 0 0\n").unwrap();
+        assert_eq!(mounted(&root), None);
+        std::fs::write(
+            &mounts,
+            "proc /proc proc rw 0 0\ntracefs /sys/kernel/debug/tracing tracefs rw 0 0\n",
+        )
+        .unwrap();
+        assert_eq!(mounted(&root).as_deref(), Some("sys/kernel/debug/tracing"));
+        std::fs::write(dir.path().join("proc/filesystems"), "nodev\tsysfs\n").unwrap();
+        assert!(!available(&root));
+        std::fs::write(dir.path().join("proc/filesystems"), "nodev\ttracefs\n").unwrap();
+        assert!(available(&root));
+    }
+
+    #[test]
+    fn an_instance_is_journalled_set_up_and_names_what_it_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        let tracefs = "sys/kernel/tracing";
+        std::fs::create_dir_all(dir.path().join(tracefs).join("instances")).unwrap();
+        let jdir = journal_dir();
+        let mut journal = Journal::open(
+            &root,
+            jdir.path(),
+            "run-1.journal",
+            crate::journal::Owner::Run,
+        )
+        .unwrap();
+        let instance = Instance::create(&root, &mut journal, tracefs).unwrap();
+        let inst = dir.path().join(instance.dir());
+        // What the kernel makes in a new instance, but two events.
+        for f in [
+            "tracing_on",
+            "trace_clock",
+            "options/overwrite",
+            "buffer_size_kb",
+            "tracing_cpumask",
+            "trace_marker",
+        ] {
+            std::fs::create_dir_all(inst.join(f).parent().unwrap()).unwrap();
+            std::fs::write(inst.join(f), "").unwrap();
+        }
+        for e in EVENTS.iter().filter(|e| !e.starts_with("ipi/")) {
+            std::fs::create_dir_all(inst.join("events").join(e)).unwrap();
+            std::fs::write(inst.join("events").join(e).join("enable"), "0").unwrap();
+        }
+        let missing = instance
+            .start(&Recording {
+                cpus: vec![1, 3],
+                buffer_kb: 512,
+            })
+            .unwrap();
+        assert_eq!(
+            missing,
+            ["ipi/ipi_send_cpu", "ipi/ipi_entry", "ipi/ipi_exit"]
+        );
+        let read = |f: &str| std::fs::read_to_string(inst.join(f)).unwrap();
+        assert_eq!(read("trace_clock"), "mono");
+        assert_eq!(read("options/overwrite"), "1");
+        assert_eq!(read("buffer_size_kb"), "512");
+        assert_eq!(read("tracing_cpumask"), "a");
+        assert_eq!(read("tracing_on"), "1");
+        assert_eq!(read("events/sched/sched_switch/enable"), "1");
+        assert!(instance.marker().is_ok());
+        // The journal holds the instance, for a crash.
+        let (_, changes) = crate::journal::read(&root, journal.path()).unwrap();
+        assert!(matches!(&changes[..], [Change::TraceInstance { path }] if path == instance.dir()));
+    }
+}
