@@ -118,6 +118,8 @@ struct Task {
     comm: String,
     pid: i32,
     prio: Option<i32>,
+    /// The workqueue item it runs (kworkers), from `workqueue_execute_start`.
+    work: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -213,6 +215,7 @@ pub fn segments(
         comm: first.comm.clone(),
         pid: first.pid,
         prio: None,
+        work: None,
     };
     let mut stack: Vec<Handler> = Vec::new();
     let mut at = first.ts_ns;
@@ -239,7 +242,14 @@ pub fn segments(
                 None,
             ),
             None if task.pid == 0 => (PartKind::Idle, "idle".into(), None),
-            None => (PartKind::Thread, task.comm.clone(), Some(task.pid)),
+            None => (
+                PartKind::Thread,
+                match &task.work {
+                    Some(w) => format!("{} (work {w})", task.comm),
+                    None => task.comm.clone(),
+                },
+                Some(task.pid),
+            ),
         };
         match out.last_mut() {
             Some(s) if s.kind == kind && s.what == what && s.pid == pid && s.to_ns == from => {
@@ -266,6 +276,7 @@ pub fn segments(
                 comm: e.comm.clone(),
                 pid: e.pid,
                 prio: None,
+                work: None,
             };
         }
         give(at, e.ts_ns, &task, &stack, woken);
@@ -278,6 +289,7 @@ pub fn segments(
                 comm: e.comm.clone(),
                 pid: e.pid,
                 prio: None,
+                work: None,
             };
         }
         if lost_switch && e.pid == tid && woken.is_some() && switched.is_none() {
@@ -290,6 +302,7 @@ pub fn segments(
                     comm: e.field("next_comm").unwrap_or("?").to_string(),
                     pid: e.num("next_pid").unwrap_or(-1) as i32,
                     prio: e.num("next_prio").map(|p| p as i32),
+                    work: None,
                 };
                 if task.pid == tid && woken.is_some() && switched.is_none() {
                     switched = Some(e.ts_ns);
@@ -302,6 +315,10 @@ pub fn segments(
             {
                 woken = Some(e.ts_ns);
             }
+            "workqueue_execute_start" if stack.is_empty() => {
+                task.work = e.field("function").map(str::to_string);
+            }
+            "workqueue_execute_end" if stack.is_empty() => task.work = None,
             name => {
                 if let Some(h) = opens(e) {
                     stack.push(h);
@@ -349,10 +366,11 @@ pub fn explain(
     let mut parts: Vec<Part> = Vec::new();
     for s in &segs {
         let before_wake = woken.is_none_or(|w| s.from_ns < w);
-        match parts
-            .iter_mut()
-            .find(|p| p.kind == s.kind && p.what == s.what && p.pid == s.pid)
-        {
+        // Before and after the wake-up are different stories (a late
+        // interrupt, then a preemption): separate parts.
+        match parts.iter_mut().find(|p| {
+            p.kind == s.kind && p.what == s.what && p.pid == s.pid && p.before_wake == before_wake
+        }) {
             Some(p) => p.ns += s.to_ns - s.from_ns,
             None => parts.push(Part {
                 kind: s.kind,

@@ -252,3 +252,55 @@ fn a_run_without_the_hog_does_not_accuse_it() {
     parts_add_up(&r);
     assert!(leftover_instances().is_empty());
 }
+
+#[test]
+fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq";
+    if !is_root() || !tracefs_in_kernel() || !crate::fixtures::has_command("ping") {
+        path_taken(
+            TEST,
+            "no root, tracefs or ping: covered by the refusal check",
+        );
+        return;
+    }
+    let cpu = measured_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    // A SCHED_OTHER ping flood of 60 kB packets on the timer thread's CPU:
+    // the loopback's receive softirq runs there, in the sender's context.
+    let cfg = format!(
+        "main\n{{\n  trace.threshold 30 us\n  trace.max_spikes 200\n}}\n\
+         timer_thread[0]\n{{\n  cpu_affinity {cpu}\n  sched.policy FIFO\n  sched.priority 90\n  \
+         lifetime.duration 4 s\n}}\n\
+         program[0]\n{{\n  cmdline ping -f -q -s 60000 127.0.0.1\n  cpu_affinity {cpu}\n}}\n"
+    );
+    let (o, r) = run(dir.path(), &cfg);
+    assert!(o.status.success(), "{}", text(&o));
+    parts_add_up(&r);
+    let explained = r["trace"]["explanations"].as_array().map_or(0, Vec::len);
+    let softirqs: Vec<&Value> = r["trace"]["culprits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            c["kind"] == "softirq"
+                && c["what"]
+                    .as_str()
+                    .is_some_and(|w| w.starts_with("softirq NET_"))
+        })
+        .collect();
+    path_taken(
+        TEST,
+        &format!("{explained} wake-ups >= 30 us explained; network softirqs: {softirqs:?}"),
+    );
+    if explained == 0 {
+        // A machine on which the flood delays nothing that long.
+        return;
+    }
+    assert!(
+        !softirqs.is_empty(),
+        "the flood's softirq is in no explained wake-up: {}",
+        r["trace"]
+    );
+    assert!(leftover_instances().is_empty());
+}
