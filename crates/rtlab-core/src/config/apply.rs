@@ -204,43 +204,49 @@ pub(super) fn thread_sched(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+/// A count key's value in `min..=max`, if valid.
+fn count(b: &mut Builder<'_>, prop: &Prop, min: usize, max: usize) -> Option<usize> {
+    b.get(prop, values::integer(&prop.value, min as i64, max as i64))
+        .map(|n| n as usize)
+}
+
+/// A threshold key: `off` (None) or a duration of at least 1 µs; None
+/// when the value is invalid (and said so).
+fn threshold(b: &mut Builder<'_>, prop: &Prop) -> Option<Option<u64>> {
+    if prop.value.eq_ignore_ascii_case("off") {
+        Some(None)
+    } else {
+        b.duration(prop, 1_000).map(Some)
+    }
+}
+
 pub(super) fn spikes_worst(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if let Some(n) = b.get(
-        prop,
-        values::integer(&prop.value, 0, super::MAX_SPIKES as i64),
-    ) {
-        d.main.spikes_worst = n as usize;
+    if let Some(n) = count(b, prop, 0, super::MAX_SPIKES) {
+        d.main.spikes_worst = n;
     }
 }
 
 pub(super) fn spikes_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if prop.value.eq_ignore_ascii_case("off") {
-        d.main.spikes_threshold_ns = None;
-    } else if let Some(ns) = b.duration(prop, 1_000) {
-        d.main.spikes_threshold_ns = Some(ns);
+    if let Some(t) = threshold(b, prop) {
+        d.main.spikes_threshold_ns = t;
     }
 }
 
 pub(super) fn spikes_max(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if let Some(n) = b.get(
-        prop,
-        values::integer(&prop.value, 1, super::MAX_SPIKES as i64),
-    ) {
-        d.main.spikes_max = n as usize;
+    if let Some(n) = count(b, prop, 1, super::MAX_SPIKES) {
+        d.main.spikes_max = n;
     }
 }
 
 pub(super) fn trace_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if prop.value.eq_ignore_ascii_case("off") {
-        d.main.trace_threshold_ns = None;
-    } else if let Some(ns) = b.duration(prop, 1_000) {
-        d.main.trace_threshold_ns = Some(ns);
+    if let Some(t) = threshold(b, prop) {
+        d.main.trace_threshold_ns = t;
     }
 }
 
 pub(super) fn trace_max_spikes(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if let Some(n) = b.get(prop, values::integer(&prop.value, 1, 10_000)) {
-        d.main.trace_max_spikes = n as usize;
+    if let Some(n) = count(b, prop, 1, 10_000) {
+        d.main.trace_max_spikes = n;
     }
 }
 
