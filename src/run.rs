@@ -498,19 +498,21 @@ fn start_timers(
     measure::start(specs, &opts.root, stop.clone(), notify, opts.wake, marker)
 }
 
-/// Everything a run holds once armed. The fields are dropped in reverse
-/// order of arming: timers, then programs, then the journal (which undoes
-/// the tuning).
+/// Everything a run holds once armed. Rust drops fields in the order they
+/// are declared, so they are declared in reverse order of arming: if the
+/// run ends without its stop phase (a panic), the timers stop first, then
+/// the flight recorder's instance goes, then the programs, and last the
+/// journal undoes the tuning (and the tracefs mount).
 struct Armed {
-    start_wall: SystemTime,
-    run_start: Instant,
-    journal: RunJournal,
-    tuning_changes: Vec<crate::tune::Outcome>,
-    supervisor: Supervisor,
     timers: Timers,
-    timers_start: Instant,
     /// The flight recorder, when the run traces.
     flight: Option<FlightRecorder>,
+    supervisor: Supervisor,
+    journal: RunJournal,
+    start_wall: SystemTime,
+    run_start: Instant,
+    tuning_changes: Vec<crate::tune::Outcome>,
+    timers_start: Instant,
     /// Why the run that wanted a trace has none.
     trace_unavailable: Option<crate::explain::TraceReport>,
     /// Why the run ended while it was being armed (a program or a timer
@@ -923,5 +925,25 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
         Ok(())
     } else {
         Err(anyhow::anyhow!(failures.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod drop_order {
+    /// Armed's fields drop in declaration order: the timers and the trace
+    /// instance must go before the programs, and those before the journal
+    /// undoes what they ran on.
+    #[test]
+    fn armed_releases_in_reverse_order_of_arming() {
+        let src = include_str!("run.rs");
+        let start = src.find("struct Armed {").unwrap();
+        let body = &src[start..start + src[start..].find("\n}").unwrap()];
+        let at = |field: &str| {
+            body.find(&format!("    {field}: "))
+                .unwrap_or_else(|| panic!("{field} not in Armed"))
+        };
+        assert!(at("timers") < at("flight"));
+        assert!(at("flight") < at("supervisor"));
+        assert!(at("supervisor") < at("journal"));
     }
 }
