@@ -220,19 +220,40 @@ pub fn ftrace_text(lines: &[&str]) -> String {
     out
 }
 
+/// The track of a window's "who owned the CPU" slices (no task has this id).
+const OWNER_TRACK: i64 = -1;
+
 /// The window in the trace-event JSON format that Perfetto and Chrome's
-/// trace viewer open: who owned the CPU as slices (one row per CPU), the
-/// deadline and the wake-up as instants, every event as an instant too.
+/// trace viewer open: one process per CPU; on its first track who owned
+/// the CPU from the deadline to the wake-up, as consecutive slices, with
+/// the deadline and the wake-up as instants; then a track per task with
+/// its events as instants (their fields as arguments).
 pub fn trace_events(events: &[parse::Event], tid: i32, deadline: u64, latency: u64) -> String {
     let (segments, _, _) = analyze::segments(events, tid, deadline, latency);
     let us = |ns: u64| ns as f64 / 1000.0;
-    let mut out: Vec<serde_json::Value> = Vec::new();
     let cpu = events.first().map_or(0, |e| e.cpu);
+    let mut out: Vec<serde_json::Value> = vec![
+        serde_json::json!({"name": "process_name", "ph": "M", "pid": cpu,
+                           "args": {"name": format!("CPU {cpu}")}}),
+        serde_json::json!({"name": "thread_name", "ph": "M", "pid": cpu, "tid": OWNER_TRACK,
+                           "args": {"name": "who owned the CPU (rtlab)"}}),
+        serde_json::json!({"name": "thread_sort_index", "ph": "M", "pid": cpu, "tid": OWNER_TRACK,
+                           "args": {"sort_index": -1}}),
+    ];
+    let mut named = std::collections::BTreeSet::new();
+    for e in events {
+        if named.insert(e.pid) {
+            out.push(
+                serde_json::json!({"name": "thread_name", "ph": "M", "pid": cpu, "tid": e.pid,
+                                        "args": {"name": format!("{}-{}", e.comm, e.pid)}}),
+            );
+        }
+    }
     for s in &segments {
         out.push(serde_json::json!({
             "name": s.what, "cat": format!("{:?}", s.kind), "ph": "X",
             "ts": us(s.from_ns), "dur": us(s.to_ns - s.from_ns),
-            "pid": cpu, "tid": s.pid.unwrap_or(0),
+            "pid": cpu, "tid": OWNER_TRACK, "args": {"pid": s.pid},
         }));
     }
     for (name, at) in [
@@ -240,13 +261,13 @@ pub fn trace_events(events: &[parse::Event], tid: i32, deadline: u64, latency: u
         ("wake-up (clock read)", deadline + latency),
     ] {
         out.push(serde_json::json!({
-            "name": name, "ph": "i", "s": "p", "ts": us(at), "pid": cpu, "tid": tid,
+            "name": name, "ph": "i", "s": "t", "ts": us(at), "pid": cpu, "tid": OWNER_TRACK,
         }));
     }
     for e in events {
         out.push(serde_json::json!({
             "name": e.name, "ph": "i", "s": "t", "ts": us(e.ts_ns), "pid": e.cpu, "tid": e.pid,
-            "args": {"comm": e.comm, "fields": e.fields},
+            "args": {"fields": e.fields},
         }));
     }
     serde_json::json!({
@@ -255,4 +276,46 @@ pub fn trace_events(events: &[parse::Event], tid: i32, deadline: u64, latency: u
         "otherData": {"generator": "rtlab", "clock": "CLOCK_MONOTONIC"},
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_trace_event_json_with_named_tracks_and_the_latency_covered() {
+        let text = include_str!("../tests/traces/fifo-hog-preempts.txt");
+        let events: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let (deadline, latency) = (11_692_596_928_077, 2_075_000);
+        let doc: serde_json::Value =
+            serde_json::from_str(&trace_events(&events, 16157, deadline, latency)).unwrap();
+        let all = doc["traceEvents"].as_array().unwrap();
+        let slices: Vec<&serde_json::Value> = all.iter().filter(|e| e["ph"] == "X").collect();
+        // The owner track covers the latency, in µs, without gaps.
+        let dur: f64 = slices.iter().map(|s| s["dur"].as_f64().unwrap()).sum();
+        assert!((dur - latency as f64 / 1000.0).abs() < 1e-6, "{dur}");
+        assert!(
+            slices
+                .iter()
+                .all(|s| s["tid"] == OWNER_TRACK && s["pid"] == 1)
+        );
+        assert!(slices.iter().any(|s| s["name"] == "python3"));
+        // Every track that holds events has a name.
+        let named: Vec<&serde_json::Value> = all
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| &e["tid"])
+            .collect();
+        for e in all.iter().filter(|e| e["ph"] == "i") {
+            assert!(named.contains(&&e["tid"]), "{e}");
+        }
+        let raw = ftrace_text(
+            &text
+                .lines()
+                .filter(|l| parse::line(l).is_some())
+                .collect::<Vec<_>>(),
+        );
+        assert!(raw.starts_with("# tracer: nop\n"));
+        assert_eq!(raw.lines().filter_map(parse::line).count(), events.len());
+    }
 }
