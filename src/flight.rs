@@ -150,7 +150,12 @@ impl FlightRecorder {
             }
             self.last_look = Some(Instant::now());
             let tid = t.live.tid.load(std::sync::atomic::Ordering::Relaxed);
-            let cpu = t.spec.cpus.first().copied().unwrap_or(0);
+            // The CPU it woke on (a thread allowed on several may move).
+            let cpu = usize::try_from(s.over_cpu)
+                .ok()
+                .filter(|&c| s.over_cpu != u64::MAX && t.spec.cpus.contains(&c))
+                .or_else(|| t.spec.cpus.first().copied())
+                .unwrap_or(0);
             self.explain(
                 t.spec.index,
                 tid,

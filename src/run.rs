@@ -459,6 +459,18 @@ fn start_flight(
     };
     match started {
         Ok(f) => {
+            let main_off_timers = plan
+                .main
+                .cpus
+                .as_ref()
+                .is_some_and(|m| !m.iter().any(|c| cpus.contains(c)));
+            if !main_off_timers {
+                warnings.push(
+                    "the flight recorder reads its trace on the main thread, which may run on a \
+                     measured CPU: give `main` a `cpu_affinity` off the timer threads' CPUs"
+                        .into(),
+                );
+            }
             if !f.missing_events().is_empty() {
                 warnings.push(format!(
                     "the trace lacks these tracepoints of this kernel: {}",

@@ -28,8 +28,10 @@ pub struct LiveSnapshot {
     pub over_sample: u64,
     /// its deadline (CLOCK_MONOTONIC, ns),
     pub over_deadline_ns: u64,
-    /// and its latency (ns).
+    /// its latency (ns),
     pub over_latency_ns: u64,
+    /// and the CPU it woke on (`u64::MAX` when unknown).
+    pub over_cpu: u64,
 }
 
 impl LiveSnapshot {
@@ -53,6 +55,7 @@ pub struct LiveCounters {
     over_sample: AtomicU64,
     over_deadline_ns: AtomicU64,
     over_latency_ns: AtomicU64,
+    over_cpu: AtomicU64,
     /// Kernel thread id, set once the thread started.
     pub tid: AtomicI32,
     /// The thread has ended (lifetime reached, stopped, or failed).
@@ -79,6 +82,7 @@ impl LiveCounters {
             .store(s.over_deadline_ns, Ordering::Relaxed);
         self.over_latency_ns
             .store(s.over_latency_ns, Ordering::Relaxed);
+        self.over_cpu.store(s.over_cpu, Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
@@ -100,6 +104,7 @@ impl LiveCounters {
                 over_sample: self.over_sample.load(Ordering::Relaxed),
                 over_deadline_ns: self.over_deadline_ns.load(Ordering::Relaxed),
                 over_latency_ns: self.over_latency_ns.load(Ordering::Relaxed),
+                over_cpu: self.over_cpu.load(Ordering::Relaxed),
             };
             fence(Ordering::Acquire);
             if self.seq.load(Ordering::Relaxed) == before {
@@ -132,6 +137,7 @@ mod tests {
                         over_sample: i,
                         over_deadline_ns: i,
                         over_latency_ns: i,
+                        over_cpu: i,
                     });
                 }
             })

@@ -222,6 +222,7 @@ pub(super) fn run<W: WakeSource>(
             snap.over_sample = rec.count - 1;
             snap.over_deadline_ns = next;
             snap.over_latency_ns = latency;
+            snap.over_cpu = os::current_cpu().map_or(u64::MAX, |c| c as u64);
             if let Some(m) = &marker {
                 let len = marker_text(&mut mark, spec.index, rec.count - 1, next, latency);
                 let _ = os::write_once(m, &mark[..len]);

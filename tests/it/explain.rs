@@ -159,9 +159,20 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
         !accused.is_empty(),
         "the hog caused no explained spike: {trace}"
     );
+    let mut by_hog = 0;
     for (comm, pid, prio, ns) in &accused {
-        // The only thread above the timer thread on this CPU is the hog:
-        // comm `rtlab` (it is `rtlab hog`), its PID, FIFO 95 = prio 4.
+        if *prio >= 9 {
+            // Not above the timer thread: it held the CPU in a
+            // non-preemptible section (this kernel is PREEMPT_DYNAMIC
+            // none), a real culprit of another kind, named as such.
+            continue;
+        }
+        // The only thread above the timer thread on this CPU is the hog
+        // (comm `rtlab`: it is `rtlab hog`, its PID, FIFO 95 = prio 4), or
+        // the kernel's stop-machine thread (migration/N, FIFO 99).
+        if comm.starts_with("migration/") {
+            continue;
+        }
         assert_eq!(
             (comm.as_str(), *pid, *prio),
             ("rtlab", hog_pid, 4),
@@ -174,7 +185,10 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
             (BURST_MS * 1_000_000 / 2..=BURST_MS * 1_500_000).contains(ns),
             "{ns} ns for a {BURST_MS} ms burst"
         );
+        by_hog += 1;
     }
+    // The hog is the culprit of most of the preemptions.
+    assert!(by_hog * 2 >= accused.len() && by_hog > 0, "{accused:?}");
     parts_add_up(&r);
     let culprit = &trace["culprits"]
         .as_array()
@@ -185,7 +199,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
     // Main cause of each of those (and maybe of some it ran into while the
     // timer interrupt was late).
     assert!(
-        culprit["main_cause"].as_u64().unwrap() >= accused.len() as u64,
+        culprit["main_cause"].as_u64().unwrap() >= by_hog as u64,
         "{culprit}"
     );
     // Its window opens as trace-event JSON beside the result.
