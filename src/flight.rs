@@ -27,6 +27,8 @@ pub struct TraceSpec {
 /// Ring buffer per traced CPU (KiB): about a second of this machine's
 /// events at 1 kHz timers, read back in a few milliseconds.
 pub const BUFFER_KB: u64 = 512;
+/// How often the watch loop calls [`FlightRecorder::look`].
+pub const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// At most this many explanations a second (a flood is counted, not read).
 const MIN_GAP: Duration = Duration::from_millis(100);
 /// The window starts this long before the deadline (what ran then decides
@@ -121,11 +123,6 @@ impl FlightRecorder {
             e.timer,
             e.latency_ns as f64 / 1000.0
         ))
-    }
-
-    /// How often the watch loop should call [`FlightRecorder::look`].
-    pub fn every(&self) -> Duration {
-        Duration::from_millis(20)
     }
 
     /// Looks for wake-ups announced since the last look and explains the

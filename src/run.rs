@@ -738,8 +738,8 @@ impl Watch {
                 .supervisor
                 .next_respawn()
                 .map_or(next_refresh, |r| r.min(next_refresh));
-            if let Some(f) = &armed.flight {
-                wake_at = wake_at.min(Instant::now() + f.every());
+            if armed.flight.is_some() {
+                wake_at = wake_at.min(Instant::now() + crate::flight::LOOK_EVERY);
             }
             match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
                 Ok(Event::Signal(sig)) => {

@@ -117,7 +117,6 @@ pub struct Segment {
 struct Task {
     comm: String,
     pid: i32,
-    prio: Option<i32>,
     /// The workqueue item it runs (kworkers), from `workqueue_execute_start`.
     work: Option<String>,
 }
@@ -214,7 +213,6 @@ pub fn segments(
     let mut task = Task {
         comm: first.comm.clone(),
         pid: first.pid,
-        prio: None,
         work: None,
     };
     let mut stack: Vec<Handler> = Vec::new();
@@ -275,7 +273,6 @@ pub fn segments(
             task = Task {
                 comm: e.comm.clone(),
                 pid: e.pid,
-                prio: None,
                 work: None,
             };
         }
@@ -288,7 +285,6 @@ pub fn segments(
             task = Task {
                 comm: e.comm.clone(),
                 pid: e.pid,
-                prio: None,
                 work: None,
             };
         }
@@ -301,7 +297,6 @@ pub fn segments(
                 task = Task {
                     comm: e.field("next_comm").unwrap_or("?").to_string(),
                     pid: e.num("next_pid").unwrap_or(-1) as i32,
-                    prio: e.num("next_prio").map(|p| p as i32),
                     work: None,
                 };
                 if task.pid == tid && woken.is_some() && switched.is_none() {
@@ -334,7 +329,6 @@ pub fn segments(
     if switched.is_none() {
         switched = woken;
     }
-    let _ = &task.prio;
     (out, woken, switched)
 }
 

@@ -1071,13 +1071,10 @@ fn undo_trace_instance(root: &SysRoot, path: &str) -> Undo {
 
 fn undo_mount(root: &SysRoot, path: &str) -> Undo {
     let what = format!("{path}: tracefs mounted by rtlab");
-    let mounted = root.read_opt("proc/self/mounts").is_some_and(|m| {
-        m.lines().any(|l| {
-            let mut f = l.split_whitespace();
-            f.nth(1) == Some(&format!("/{path}")) && f.next() == Some("tracefs")
-        })
-    });
-    if !mounted {
+    if !crate::trace::mount_points(root)
+        .iter()
+        .any(|m| m == rel(path))
+    {
         return Undo {
             what,
             ok: true,

@@ -66,14 +66,22 @@ fn kernel(what: &'static str) -> impl Fn(SysError) -> TraceError {
     move |source| TraceError::Kernel { what, source }
 }
 
+/// Every place tracefs is mounted (relative to the root).
+pub fn mount_points(root: &SysRoot) -> Vec<String> {
+    let mounts = root.read_opt("proc/self/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let target = f.nth(1)?;
+            (f.next() == Some("tracefs")).then(|| target.trim_start_matches('/').to_string())
+        })
+        .collect()
+}
+
 /// Where tracefs is mounted (relative to the root), if it is.
 pub fn mounted(root: &SysRoot) -> Option<String> {
-    let mounts = root.read_opt("proc/self/mounts")?;
-    mounts.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let target = f.nth(1)?;
-        (f.next() == Some("tracefs")).then(|| target.trim_start_matches('/').to_string())
-    })
+    mount_points(root).into_iter().next()
 }
 
 /// Whether this kernel offers tracefs at all.
