@@ -62,10 +62,12 @@ impl FlightRecorder {
         cpus: &[usize],
     ) -> Result<Self, trace::TraceError> {
         let tracefs = trace::mount(root, journal)?;
-        let instance = Instance::create(root, journal, &tracefs)?;
+        let instance = Instance::create(root, journal, &tracefs, "")?;
         let missing = instance.start(&Recording {
             cpus: cpus.to_vec(),
             buffer_kb: BUFFER_KB,
+            overwrite: true,
+            events: trace::EVENTS,
         })?;
         let marker = instance.marker().ok().map(Arc::new);
         let mut notes = Vec::new();

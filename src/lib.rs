@@ -18,10 +18,12 @@ extern crate rtlab_core;
 pub use rtlab_core::{config, cpulist, exit, sched, text};
 pub use rtlab_sys as sys;
 
+pub mod audit;
 pub mod cli;
 pub mod dataset;
 pub mod explain;
 pub mod flight;
+pub mod irq_task;
 pub mod isolate;
 pub mod load;
 pub mod measure;

@@ -381,6 +381,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sys"],
     &["stats", "workload", "tune", "explain"],
+    &["irq_task", "audit"],
     &["isolate", "measure", "load", "flight"],
     &["plan"],
     &["result"],

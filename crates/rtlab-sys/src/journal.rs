@@ -827,7 +827,14 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
             let name = crate::paths::TRACEFS_MOUNTS
                 .iter()
                 .find_map(|m| path.strip_prefix(&format!("{m}/instances/")));
-            match name.and_then(|n| n.strip_prefix("rtlab-")) {
+            let pid = name.and_then(|n| n.strip_prefix("rtlab-")).map(|n| {
+                crate::trace::INSTANCE_SUFFIXES
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .find_map(|s| n.strip_suffix(s))
+                    .unwrap_or(n)
+            });
+            match pid {
                 Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
                 _ => Err(format!("`{path}` is not a trace instance rtlab makes")),
             }

@@ -184,6 +184,17 @@ impl SysRoot {
             .map_err(|e| SysError::from_io(&path, e))
     }
 
+    /// Opens `rel` for reading without blocking (a tracefs pipe).
+    pub fn open_read_nonblocking(&self, rel: &str) -> Result<fs::File, SysError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.path(rel);
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| SysError::from_io(&path, e))
+    }
+
     /// Opens `rel` read-write (e.g. /dev/cpu_dma_latency).
     pub fn open_rw(&self, rel: &str) -> Result<fs::File, SysError> {
         let path = self.path(rel);

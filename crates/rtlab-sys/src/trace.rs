@@ -35,6 +35,43 @@ pub const EVENTS: &[&str] = &[
     "irq_vectors/call_function_single_exit",
 ];
 
+/// The tracepoints of the trace stream (the isolation audit and IRQ-to-task
+/// latency): every way a CPU is interrupted or handed to another task.
+pub const STREAM_EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "ipi/ipi_send_cpu",
+    "ipi/ipi_send_cpumask",
+    "ipi/ipi_entry",
+    "ipi/ipi_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
+    "irq_vectors/x86_platform_ipi_entry",
+    "irq_vectors/x86_platform_ipi_exit",
+    "irq_vectors/thermal_apic_entry",
+    "irq_vectors/thermal_apic_exit",
+];
+
+/// What follows `rtlab-PID` in the name of each kind of instance rtlab
+/// makes: the flight recorder's, the trace stream's.
+pub const INSTANCE_SUFFIXES: &[&str] = &["", "-stream"];
+
 /// Why the flight recorder cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -124,6 +161,55 @@ pub struct Recording {
     pub cpus: Vec<usize>,
     /// Ring buffer per CPU (KiB).
     pub buffer_kb: u64,
+    /// Overwrite mode (keep the last moments) rather than keep the first
+    /// events and count those dropped (a stream read as it goes).
+    pub overwrite: bool,
+    /// The tracepoints, by `events/` directory.
+    pub events: &'static [&'static str],
+}
+
+/// The instance's `trace_pipe`, opened non-blocking: each read consumes
+/// what the kernel has, merged from every CPU in time order.
+pub struct Pipe {
+    file: File,
+}
+
+impl Pipe {
+    /// Appends what the pipe holds now to `buf`, at most `max` bytes.
+    /// Returns the bytes read (0 when nothing is waiting).
+    pub fn read_into(&mut self, buf: &mut Vec<u8>, max: usize) -> std::io::Result<usize> {
+        use std::io::Read;
+        let mut chunk = [0u8; 65536];
+        let mut total = 0;
+        while total < max {
+            let want = chunk.len().min(max - total);
+            match self.file.read(&mut chunk[..want]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    total += n;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Events the kernel could not keep in CPU `cpu`'s buffer (the `overrun`
+/// and `dropped events` lines of `per_cpu/cpuN/stats`).
+pub fn parse_lost(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "overrun" | "dropped events")
+                .then(|| v.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum()
 }
 
 impl Instance {
@@ -133,8 +219,10 @@ impl Instance {
         root: &SysRoot,
         journal: &mut Journal,
         tracefs: &str,
+        suffix: &str,
     ) -> Result<Instance, TraceError> {
-        let dir = format!("{tracefs}/instances/rtlab-{}", os::getpid());
+        debug_assert!(INSTANCE_SUFFIXES.contains(&suffix));
+        let dir = format!("{tracefs}/instances/rtlab-{}{suffix}", os::getpid());
         journal.record(&Change::TraceInstance { path: dir.clone() })?;
         root.mkdir(&dir)
             .map_err(kernel("cannot make the trace instance"))?;
@@ -161,7 +249,11 @@ impl Instance {
         };
         set("tracing_on", "0", "cannot pause the instance")?;
         set("trace_clock", "mono", "cannot select the mono trace clock")?;
-        set("options/overwrite", "1", "cannot select overwrite mode")?;
+        set(
+            "options/overwrite",
+            if rec.overwrite { "1" } else { "0" },
+            "cannot select the buffer mode",
+        )?;
         set(
             "buffer_size_kb",
             &rec.buffer_kb.to_string(),
@@ -173,7 +265,7 @@ impl Instance {
             "cannot select the traced CPUs",
         )?;
         let mut missing = Vec::new();
-        for event in EVENTS {
+        for event in rec.events {
             let file = format!("{}/events/{event}/enable", self.dir);
             if !self.root.exists(&file) || self.root.write(&file, "1").is_err() {
                 missing.push((*event).to_string());
@@ -189,6 +281,26 @@ impl Instance {
         self.root
             .open_write(&format!("{}/trace_marker", self.dir))
             .map_err(kernel("cannot open the trace marker"))
+    }
+
+    /// The instance's `trace_pipe`, opened non-blocking.
+    pub fn pipe(&self) -> Result<Pipe, TraceError> {
+        let file = self
+            .root
+            .open_read_nonblocking(&format!("{}/trace_pipe", self.dir))
+            .map_err(kernel("cannot open the trace pipe"))?;
+        Ok(Pipe { file })
+    }
+
+    /// Events lost on `cpus` so far (the kernel's own counters).
+    pub fn lost_events(&self, cpus: &[usize]) -> u64 {
+        cpus.iter()
+            .filter_map(|c| {
+                self.root
+                    .read_opt(&format!("{}/per_cpu/cpu{c}/stats", self.dir))
+            })
+            .map(|s| parse_lost(&s))
+            .sum()
     }
 
     /// The text of CPU `cpu`'s buffer as it is now (not consumed; the
@@ -257,7 +369,7 @@ mod tests {
             crate::journal::Owner::Run,
         )
         .unwrap();
-        let instance = Instance::create(&root, &mut journal, tracefs).unwrap();
+        let instance = Instance::create(&root, &mut journal, tracefs, "").unwrap();
         let inst = dir.path().join(instance.dir());
         // What the kernel makes in a new instance, but two events.
         for f in [
@@ -279,6 +391,8 @@ mod tests {
             .start(&Recording {
                 cpus: vec![1, 3],
                 buffer_kb: 512,
+                overwrite: true,
+                events: EVENTS,
             })
             .unwrap();
         assert_eq!(
@@ -296,5 +410,13 @@ mod tests {
         // The journal holds the instance, for a crash.
         let (_, changes) = crate::journal::read(&root, journal.path()).unwrap();
         assert!(matches!(&changes[..], [Change::TraceInstance { path }] if path == instance.dir()));
+    }
+
+    #[test]
+    fn lost_events_are_read_from_the_stats_file() {
+        let stats = "entries: 10\noverrun: 3\ncommit overrun: 0\nbytes: 100\n\
+                     oldest event ts: 1.0\nnow ts: 2.0\ndropped events: 4\nread events: 7\n";
+        assert_eq!(parse_lost(stats), 7);
+        assert_eq!(parse_lost("garbage\n:\noverrun: x\n"), 0);
     }
 }

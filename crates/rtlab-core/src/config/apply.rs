@@ -6,7 +6,8 @@
 use super::parse::{Builder, Prop, SchedKeys};
 use super::values::{self, ValueError};
 use super::{
-    Action, BandwidthConfig, CpuLoadDisplay, MainConfig, Pos, Spanned, StatsFormat, TimerConfig,
+    Action, BandwidthConfig, CpuLoadDisplay, IrqSelector, MainConfig, Pos, Spanned, StatsFormat,
+    TaskSelector, TimerConfig,
 };
 
 /// How a key is applied: checks the value (diagnostics go to the builder)
@@ -28,6 +29,16 @@ pub(super) struct Draft {
     pub timer: TimerConfig,
     /// The keys of `program[N]` alone.
     pub program: ProgramDraft,
+    /// The keys of `irq_task[N]` alone.
+    pub irq_task: IrqTaskDraft,
+}
+
+/// The keys of `irq_task[N]` alone.
+#[derive(Default)]
+pub(super) struct IrqTaskDraft {
+    pub irq: Option<Spanned<IrqSelector>>,
+    /// Each `task.*` key given (exactly one is valid).
+    pub task: Vec<Spanned<TaskSelector>>,
 }
 
 /// The keys of `program[N]` alone.
@@ -83,6 +94,7 @@ impl Draft {
                 grace_ns: DEFAULT_GRACE_NS,
                 bandwidth: BandwidthConfig::default(),
             },
+            irq_task: IrqTaskDraft::default(),
         }
     }
 }
@@ -247,6 +259,70 @@ pub(super) fn trace_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
 pub(super) fn trace_max_spikes(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     if let Some(n) = count(b, prop, 1, 10_000) {
         d.main.trace_max_spikes = n;
+    }
+}
+
+pub(super) fn main_lifetime(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 1_000_000) {
+        d.main.lifetime_ns = Some(ns);
+    }
+}
+
+pub(super) fn audit_cpus(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.audit_cpus = b.cpu_list(prop);
+}
+
+// Keys of `irq_task[N]`.
+
+pub(super) fn irq_task_irq(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    let v = prop.value.trim();
+    let irq = if v.bytes().all(|c| c.is_ascii_digit()) {
+        match b.get(prop, values::integer(v, 0, i64::from(u32::MAX))) {
+            Some(n) => IrqSelector::Number(n as u32),
+            None => return,
+        }
+    } else if v.len() > 64 || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        b.value_error(
+            prop,
+            ValueError::new("not an IRQ number or name").hint(
+                "an IRQ is a number or the name `/proc/interrupts` ends its line with (`rtlab irq` lists them)",
+            ),
+        );
+        return;
+    } else {
+        IrqSelector::Name(v.to_string())
+    };
+    d.irq_task.irq = Some(spanned(prop, irq));
+}
+
+pub(super) fn irq_task_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    let v = prop.value.trim();
+    if v.len() > 15 || v.chars().any(char::is_control) {
+        b.value_error(
+            prop,
+            ValueError::new("a task name (comm) has at most 15 characters")
+                .hint("the kernel cuts a task's name to 15 bytes: write those (`ps -o comm`)"),
+        );
+        return;
+    }
+    d.irq_task
+        .task
+        .push(spanned(prop, TaskSelector::Name(v.to_string())));
+}
+
+pub(super) fn irq_task_pid(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(pid) = b.get(prop, values::integer(&prop.value, 1, i64::from(i32::MAX))) {
+        d.irq_task
+            .task
+            .push(spanned(prop, TaskSelector::Pid(pid as i32)));
+    }
+}
+
+pub(super) fn irq_task_program(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = count(b, prop, 0, super::MAX_PROGRAMS - 1) {
+        d.irq_task
+            .task
+            .push(spanned(prop, TaskSelector::Program(n)));
     }
 }
 

@@ -12,6 +12,8 @@ pub enum StanzaKind {
     Timer,
     /// `program[N]`: a load process.
     Program,
+    /// `irq_task[N]`: an IRQ-to-task latency measurement.
+    IrqTask,
 }
 
 impl StanzaKind {
@@ -21,6 +23,7 @@ impl StanzaKind {
             StanzaKind::Main => "main",
             StanzaKind::Timer => "timer_thread[N]",
             StanzaKind::Program => "program[N]",
+            StanzaKind::IrqTask => "irq_task[N]",
         }
     }
 }
@@ -89,7 +92,7 @@ pub fn markdown_table(kind: StanzaKind) -> String {
 }
 
 use super::apply;
-use StanzaKind::{Main, Program, Timer};
+use StanzaKind::{IrqTask, Main, Program, Timer};
 
 /// All keys, in the manual's order.
 pub const KEYS: &[KeySpec] = &[
@@ -323,6 +326,28 @@ pub const KEYS: &[KeySpec] = &[
         extension: true,
         repeatable: false,
         apply: apply::trace_max_spikes,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "lifetime.duration",
+        syntax: "DURATION",
+        value: "DURATION, ≥ 1 ms",
+        default: "none",
+        meaning: "the run ends after this long, whatever its timer threads would do: the end of a run of programs, audits and IRQ-to-task measurements alone (without it, such a run goes on until stopped)",
+        extension: true,
+        repeatable: false,
+        apply: apply::main_lifetime,
+    },
+    KeySpec {
+        stanza: Main,
+        name: "audit.cpus",
+        syntax: "CPULIST",
+        value: "CPU list",
+        default: "none",
+        meaning: "the isolation audit: rtlab traces the run (as root) and counts every interruption of these CPUs by its source (timer ticks, each IRQ, softirq, IPI and its sender, work item, kernel thread and task), says which do not belong on an isolated CPU and checks what `isolcpus=`, `nohz_full=` and the cpuset partition promised. See [Isolation audit](manual.md#isolation-audit)",
+        extension: true,
+        repeatable: false,
+        apply: apply::audit_cpus,
     },
     KeySpec {
         stanza: Timer,
@@ -566,6 +591,50 @@ pub const KEYS: &[KeySpec] = &[
         repeatable: false,
         apply: apply::cpu_group,
     },
+    KeySpec {
+        stanza: IrqTask,
+        name: "irq",
+        syntax: "NUMBER|NAME",
+        value: "an IRQ number, or its name as `/proc/interrupts` ends its line (`virtio1-req.0`)",
+        default: "none (required)",
+        meaning: "the interrupt whose handler starts each measurement",
+        extension: true,
+        repeatable: false,
+        apply: apply::irq_task_irq,
+    },
+    KeySpec {
+        stanza: IrqTask,
+        name: "task.name",
+        syntax: "COMM",
+        value: "a task name (`comm`, at most 15 characters)",
+        default: "none",
+        meaning: "the task that waits for the interrupt's data: every thread of this name (one of `task.name`, `task.pid`, `task.program` is required)",
+        extension: true,
+        repeatable: false,
+        apply: apply::irq_task_name,
+    },
+    KeySpec {
+        stanza: IrqTask,
+        name: "task.pid",
+        syntax: "PID",
+        value: "a process id",
+        default: "none",
+        meaning: "the task: every thread of this process",
+        extension: true,
+        repeatable: false,
+        apply: apply::irq_task_pid,
+    },
+    KeySpec {
+        stanza: IrqTask,
+        name: "task.program",
+        syntax: "N",
+        value: "the index of a `program[N]` of the file",
+        default: "none",
+        meaning: "the task: every thread of program N (each instance, when it is respawned)",
+        extension: true,
+        repeatable: false,
+        apply: apply::irq_task_program,
+    },
 ];
 
 /// The key `name` of stanza `kind`, if it exists.
@@ -646,7 +715,7 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md");
         let mut manual = std::fs::read_to_string(&path).expect("docs/config-format.md exists");
         let bless = std::env::var_os("RTLAB_BLESS").is_some();
-        for kind in [Main, Timer, Program] {
+        for kind in [Main, Timer, Program, IrqTask] {
             let range = table_in(&manual, kind).expect("the manual has a key table per stanza");
             let want = markdown_table(kind);
             if bless {
@@ -703,6 +772,11 @@ mod tests {
             "threads.sched",
             "lifetime.duration",
             "lifetime.loops",
+            "audit.cpus",
+            "irq",
+            "task.name",
+            "task.pid",
+            "task.program",
             "stats.filename",
             "cmdline",
             "cpu.quota",
@@ -715,6 +789,7 @@ mod tests {
                 Main => ("main {\n", ""),
                 Timer => ("timer_thread[0] {\n", ""),
                 Program => ("program[0] {\n", "cmdline true\n"),
+                IrqTask => continue,
             };
             let value = k.default.trim_matches('`');
             let without = format!("{open}{tail}}}\n");

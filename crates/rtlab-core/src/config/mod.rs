@@ -22,6 +22,8 @@ pub const MAX_FILE_BYTES: usize = 1 << 20;
 pub const MAX_TIMERS: usize = 1024;
 /// Most `program[N]` stanzas.
 pub const MAX_PROGRAMS: usize = 256;
+/// Most `irq_task[N]` stanzas.
+pub const MAX_IRQ_TASKS: usize = 64;
 /// Most properties in one stanza (repeatable keys included).
 pub const MAX_PROPERTIES: usize = 512;
 /// Longest thread-name pattern (`threads.sched`): thread names have at
@@ -206,6 +208,10 @@ pub struct MainConfig {
     pub trace_threshold_ns: Option<u64>,
     /// `trace.max_spikes`: most wake-ups it explains in a run.
     pub trace_max_spikes: usize,
+    /// `lifetime.duration` (ns): the run ends after this long.
+    pub lifetime_ns: Option<u64>,
+    /// `audit.cpus`: the CPUs the isolation audit watches.
+    pub audit_cpus: Option<Spanned<Vec<usize>>>,
 }
 
 /// The `main` keys that change the system for the duration of a run.
@@ -258,6 +264,8 @@ impl Default for MainConfig {
             spikes_max: DEFAULT_SPIKES_MAX,
             trace_threshold_ns: None,
             trace_max_spikes: DEFAULT_TRACE_MAX_SPIKES,
+            lifetime_ns: None,
+            audit_cpus: None,
         }
     }
 }
@@ -316,6 +324,60 @@ pub struct ProgramConfig {
     pub bandwidth: BandwidthConfig,
 }
 
+/// Which interrupt an `irq_task[N]` measures from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IrqSelector {
+    /// By number.
+    Number(u32),
+    /// By the name its handler registered (`/proc/interrupts`' last column).
+    Name(String),
+}
+
+impl std::fmt::Display for IrqSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IrqSelector::Number(n) => write!(f, "IRQ {n}"),
+            IrqSelector::Name(n) => write!(f, "IRQ {n}"),
+        }
+    }
+}
+
+/// Which task an `irq_task[N]` waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSelector {
+    /// Every thread of this name (`comm`).
+    Name(String),
+    /// Every thread of this process.
+    Pid(i32),
+    /// Every thread of `program[N]`.
+    Program(usize),
+}
+
+impl std::fmt::Display for TaskSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaskSelector::Name(n) => write!(f, "{n}"),
+            TaskSelector::Pid(p) => write!(f, "PID {p}"),
+            TaskSelector::Program(i) => write!(f, "program[{i}]"),
+        }
+    }
+}
+
+/// An `irq_task[N]` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IrqTaskConfig {
+    /// N.
+    pub index: usize,
+    /// Where the stanza starts.
+    pub pos: Pos,
+    /// The interrupt.
+    pub irq: Spanned<IrqSelector>,
+    /// The task.
+    pub task: Spanned<TaskSelector>,
+}
+
 /// A whole experiment, as written in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Experiment {
@@ -325,4 +387,6 @@ pub struct Experiment {
     pub timers: Vec<TimerConfig>,
     /// Programs, ordered by index.
     pub programs: Vec<ProgramConfig>,
+    /// IRQ-to-task measurements, ordered by index.
+    pub irq_tasks: Vec<IrqTaskConfig>,
 }

@@ -78,6 +78,7 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
     let kind = match base.trim() {
         "timer_thread" => StanzaKind::Timer,
         "program" => StanzaKind::Program,
+        "irq_task" => StanzaKind::IrqTask,
         _ => return Err(unknown_stanza(name)),
     };
     let index = rest
@@ -93,7 +94,9 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
 }
 
 fn unknown_stanza(name: &str) -> String {
-    format!("unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]` and `program[N]`")
+    format!(
+        "unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]`, `program[N]` and `irq_task[N]`"
+    )
 }
 
 /// Parses an experiment file's text.
@@ -120,12 +123,13 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
     let mut exp = Experiment::default();
     let mut main_seen: Option<Pos> = None;
     let mut seen: std::collections::HashMap<(StanzaKind, usize), Pos> = Default::default();
-    let (mut timers, mut programs) = (0, 0);
+    let (mut timers, mut programs, mut irq_tasks) = (0, 0, 0);
     for st in stanzas {
         let (count, max) = match st.kind {
             StanzaKind::Main => (&mut 0, 1),
             StanzaKind::Timer => (&mut timers, MAX_TIMERS),
             StanzaKind::Program => (&mut programs, MAX_PROGRAMS),
+            StanzaKind::IrqTask => (&mut irq_tasks, MAX_IRQ_TASKS),
         };
         *count += 1;
         if *count == max + 1 {
@@ -177,15 +181,21 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
                     exp.programs.push(p);
                 }
             }
+            StanzaKind::IrqTask => {
+                if let Some(m) = b.irq_task(&st) {
+                    exp.irq_tasks.push(m);
+                }
+            }
         }
     }
+    exp.irq_tasks.sort_by_key(|m| m.index);
     exp.timers.sort_by_key(|t| t.index);
     exp.programs.sort_by_key(|p| p.index);
     (exp, diags.into_sorted())
 }
 
 /// Most stanzas of a file: one `main`, the timers and the programs.
-const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS;
+const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS + MAX_IRQ_TASKS;
 
 /// The problems found, in a bounded list: past [`MAX_DIAGNOSTICS`] they are
 /// counted, not kept (a megabyte of garbage would otherwise make a million).
@@ -267,7 +277,7 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
                 if stanzas.len() > MAX_STANZAS {
                     diags.push(
                         Diagnostic::new(pos, format!("more than {MAX_STANZAS} stanzas"))
-                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads and {MAX_PROGRAMS} programs; the rest of the file is not read"))),
+                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads, {MAX_PROGRAMS} programs and {MAX_IRQ_TASKS} IRQ-to-task measurements; the rest of the file is not read"))),
                     );
                     stanzas.pop();
                     return stanzas;
@@ -706,6 +716,47 @@ impl Builder<'_> {
         }
     }
 
+    fn irq_task(&mut self, st: &Stanza) -> Option<IrqTaskConfig> {
+        let d = self.draft(st);
+        let who = format!("irq_task[{}]", st.index);
+        let Some(irq) = d.irq_task.irq else {
+            if !st.props.iter().any(|p| p.key == "irq") {
+                self.diags.push(
+                    Diagnostic::new(st.pos, format!("{who} has no `irq`")).with_hint(Some(
+                        "add `irq NUMBER` or `irq NAME` (`rtlab irq` lists them)".into(),
+                    )),
+                );
+            }
+            return None;
+        };
+        let mut tasks = d.irq_task.task.into_iter();
+        let task = tasks.next();
+        if let Some(extra) = tasks.next() {
+            self.diags.push(
+                Diagnostic::new(extra.pos, format!("{who} names its task twice")).with_hint(Some(
+                    "give one of `task.name`, `task.pid` and `task.program`".into(),
+                )),
+            );
+            return None;
+        }
+        let Some(task) = task else {
+            if !st.props.iter().any(|p| p.key.starts_with("task.")) {
+                self.diags.push(
+                    Diagnostic::new(st.pos, format!("{who} has no task")).with_hint(Some(
+                        "add `task.name COMM`, `task.pid PID` or `task.program N`".into(),
+                    )),
+                );
+            }
+            return None;
+        };
+        Some(IrqTaskConfig {
+            index: st.index,
+            pos: st.pos,
+            irq,
+            task,
+        })
+    }
+
     fn program(&mut self, st: &Stanza) -> Option<ProgramConfig> {
         let d = self.draft(st);
         let sched = self.sched(d.sched, st.pos);
@@ -1042,7 +1093,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes, lifetime.duration, audit.cpus"
         );
     }
 
@@ -1089,7 +1140,7 @@ mod tests {
         let d = errors(&"main\n{\n}\n".repeat(5000));
         assert!(
             d.iter()
-                .any(|d| d.message.contains("more than 1281 stanzas")),
+                .any(|d| d.message.contains("more than 1345 stanzas")),
             "{d:?}"
         );
         // Patterns are bounded.
@@ -1145,5 +1196,34 @@ mod tests {
             }
             x = x.wrapping_add(1);
         }
+    }
+
+    #[test]
+    fn irq_task_stanzas_name_an_irq_and_one_task() {
+        let e = ok("main {\n lifetime.duration 5 s\n audit.cpus 1\n}\n\
+                    irq_task[1] {\n irq virtio1-req.0\n task.program 0\n}\n\
+                    irq_task[0] {\n irq 36\n task.name dd\n}\n");
+        assert_eq!(e.main.lifetime_ns, Some(5_000_000_000));
+        assert_eq!(e.main.audit_cpus.as_ref().unwrap().value, vec![1]);
+        assert_eq!(e.irq_tasks.len(), 2);
+        assert_eq!(e.irq_tasks[0].irq.value, IrqSelector::Number(36));
+        assert_eq!(e.irq_tasks[0].task.value, TaskSelector::Name("dd".into()));
+        assert_eq!(
+            e.irq_tasks[1].irq.value,
+            IrqSelector::Name("virtio1-req.0".into())
+        );
+        assert_eq!(e.irq_tasks[1].task.value, TaskSelector::Program(0));
+        let d = one_error("irq_task[0] {\n irq 36\n}\n");
+        assert!(d.message.contains("has no task"), "{d:?}");
+        let d = one_error("irq_task[0] {\n task.pid 5\n}\n");
+        assert!(d.message.contains("has no `irq`"), "{d:?}");
+        let d = one_error("irq_task[0] {\n irq 3\n task.pid 5\n task.name x\n}\n");
+        assert_eq!((d.pos.line, d.pos.col), (4, 12), "{d:?}");
+        let d = one_error("irq_task[0] {\n irq 3\n task.name a-name-far-too-long\n}\n");
+        assert!(d.message.contains("15 characters"), "{d:?}");
+        let d = one_error("irq_task[0] {\n irq 3\n task.pid 0\n}\n");
+        assert_eq!(d.pos.line, 3, "{d:?}");
+        let d = one_error("irq_task[0] {\n irq 3\n task.pid 1\n cmdline x\n}\n");
+        assert!(d.message.contains("unknown key `cmdline`"), "{d:?}");
     }
 }

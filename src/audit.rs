@@ -1,0 +1,898 @@
+//! The isolation audit: every interruption of the audited CPUs, counted by
+//! its source from the kernel's tracepoints (timer ticks and other timers,
+//! each IRQ, softirq, IPI with its sender, work item, kernel thread and
+//! task), with its total and largest time; what does not belong on a
+//! well-isolated CPU; and what `isolcpus=`, `nohz_full=` and the cpuset
+//! partition promised, checked against what came. Pure: the trace stream
+//! that feeds it is in [`crate::stream`].
+//!
+//! Times are net: an interrupt nested in another is taken out of the
+//! outer one, and interrupts are taken out of the task they interrupted.
+
+use crate::explain::parse::Event;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Most distinct sources kept; the others are summed in one row.
+const MAX_SOURCES: usize = 2000;
+/// Deepest nesting of interrupts followed on a CPU.
+const MAX_DEPTH: usize = 16;
+/// Highest CPU number followed.
+const MAX_CPU: usize = 4096;
+
+/// What kind of source interrupted a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// The scheduler tick.
+    Tick,
+    /// Another hrtimer callback.
+    Timer,
+    /// The CPU's timer interrupt (which runs the timers).
+    TimerInterrupt,
+    /// A device interrupt.
+    Irq,
+    /// A softirq.
+    Softirq,
+    /// An inter-processor interrupt received (reschedule, function call).
+    Ipi,
+    /// An IPI sent to the CPU, by its sender and call site.
+    IpiSent,
+    /// Another interrupt vector (IRQ work, thermal, platform).
+    Vector,
+    /// A workqueue item.
+    WorkItem,
+    /// A kernel thread that ran.
+    KernelThread,
+    /// A user task that ran.
+    Task,
+}
+
+/// One source of interruption of one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    /// The CPU.
+    pub cpu: usize,
+    /// Its kind.
+    pub kind: SourceKind,
+    /// What it is (`IRQ 36 virtio1-req.0`, `softirq TIMER`,
+    /// `kworker/1:1`, `vmstat_update`).
+    pub what: String,
+    /// Its PID, for threads and tasks.
+    pub pid: Option<i32>,
+    /// How many times it came (for threads: switch-ins).
+    pub count: u64,
+    /// Its total net time (ns; 0 for IPIs sent, which take none there).
+    pub total_ns: u64,
+    /// Its longest net time at once (ns).
+    pub max_ns: u64,
+    /// Whether it belongs on a well-isolated CPU.
+    pub belongs: bool,
+    /// Why it belongs, or why not.
+    pub why: String,
+}
+
+/// One promise of the machine's isolation, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromiseCheck {
+    /// The CPU.
+    pub cpu: usize,
+    /// `isolcpus`, `nohz_full` or `partition NAME`.
+    pub promise: String,
+    /// Whether it held (None: not made for this CPU).
+    pub kept: Option<bool>,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// The audit of a run (`audit` in the result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    /// The CPUs audited.
+    pub cpus: Vec<usize>,
+    /// How long they were watched (ns, trace clock).
+    pub duration_ns: u64,
+    /// Every source, by CPU, most total time first.
+    pub rows: Vec<AuditRow>,
+    /// Ticks while a task ran (not idle), per CPU: what `nohz_full` stops.
+    pub ticks_busy: Vec<(usize, u64)>,
+    /// The promises, checked.
+    pub promises: Vec<PromiseCheck>,
+    /// Events the kernel could not keep (the counts are then lower bounds).
+    pub lost_events: u64,
+    /// Why there was no audit, when there was none.
+    pub unavailable: Option<String>,
+    /// What else the reader should know.
+    pub notes: Vec<String>,
+}
+
+impl AuditReport {
+    /// The rows that do not belong.
+    pub fn intruders(&self) -> impl Iterator<Item = &AuditRow> {
+        self.rows.iter().filter(|r| !r.belongs)
+    }
+}
+
+/// What the stream knows of a task, from `/proc` when first seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// A kernel thread.
+    pub kernel: bool,
+    /// The CPUs it may run on.
+    pub allowed: Vec<usize>,
+    /// Its cpuset (`/proc/PID/cpuset`).
+    pub cpuset: Option<String>,
+}
+
+/// What the machine promised the audited CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Promises {
+    /// `/sys/devices/system/cpu/isolated`.
+    pub isolcpus: Vec<usize>,
+    /// `/sys/devices/system/cpu/nohz_full`.
+    pub nohz_full: Vec<usize>,
+    /// A cpuset partition: its name (`rt`), its cpuset path as
+    /// `/proc/PID/cpuset` shows it (`/rt`) and its CPUs.
+    pub partition: Option<(String, String, Vec<usize>)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    count: u64,
+    total_ns: u64,
+    max_ns: u64,
+}
+
+impl Acc {
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.total_ns = self.total_ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Key {
+    cpu: usize,
+    kind: SourceKind,
+    what: String,
+    pid: Option<i32>,
+}
+
+/// An interrupt running on a CPU.
+#[derive(Debug, Clone)]
+struct Frame {
+    kind: SourceKind,
+    what: String,
+    start: u64,
+    /// Time of the interrupts nested in it.
+    nested: u64,
+    /// For timers: whom the callback woke.
+    woke: Vec<i32>,
+    /// For the timer interrupt: it ran a callback that is not a measured
+    /// thread's wake-up.
+    foreign: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Cpu {
+    /// The task running, its comm and since when.
+    current: Option<(i32, String, u64)>,
+    /// Interrupt time since the task was switched in.
+    interrupted: u64,
+    /// Interrupt time on this CPU so far (for work items).
+    irq_total: u64,
+    stack: Vec<Frame>,
+    /// The work item running: function, start, `irq_total` then.
+    work: Option<(String, u64, u64)>,
+    ticks_busy: u64,
+}
+
+/// The audit of some CPUs, fed every event in time order.
+pub struct Audit {
+    cpus: Vec<usize>,
+    /// The measured threads (timer threads): they belong.
+    measured: Vec<i32>,
+    state: Vec<Cpu>,
+    sources: BTreeMap<Key, Acc>,
+    dropped_sources: u64,
+    tasks: HashMap<i32, TaskInfo>,
+    unknown: Vec<i32>,
+    first_ts: Option<u64>,
+    last_ts: u64,
+}
+
+impl Audit {
+    /// An audit of `cpus`.
+    pub fn new(cpus: &[usize]) -> Self {
+        Audit {
+            cpus: cpus.to_vec(),
+            measured: Vec::new(),
+            state: Vec::new(),
+            sources: BTreeMap::new(),
+            dropped_sources: 0,
+            tasks: HashMap::new(),
+            unknown: Vec::new(),
+            first_ts: None,
+            last_ts: 0,
+        }
+    }
+
+    /// The measured threads, which belong on the CPU.
+    pub fn set_measured(&mut self, tids: &[i32]) {
+        self.measured = tids.to_vec();
+    }
+
+    /// Tasks seen that the caller has not described yet (drained).
+    pub fn unknown_tasks(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.unknown)
+    }
+
+    /// What `/proc` says of a task.
+    pub fn learn(&mut self, pid: i32, info: TaskInfo) {
+        self.tasks.insert(pid, info);
+    }
+
+    fn audited(&self, cpu: usize) -> bool {
+        self.cpus.contains(&cpu)
+    }
+
+    fn add(&mut self, cpu: usize, kind: SourceKind, what: String, pid: Option<i32>, ns: u64) {
+        let key = Key {
+            cpu,
+            kind,
+            what,
+            pid,
+        };
+        if !self.sources.contains_key(&key) && self.sources.len() >= MAX_SOURCES {
+            self.dropped_sources += 1;
+            return;
+        }
+        self.sources.entry(key).or_default().add(ns);
+    }
+
+    /// Feeds one event (events must come in time order).
+    pub fn feed(&mut self, e: &Event) {
+        if e.name.starts_with("ipi_send_cpu") {
+            self.ipi_sent(e);
+        }
+        if !self.audited(e.cpu) || e.cpu > MAX_CPU {
+            return;
+        }
+        self.first_ts.get_or_insert(e.ts_ns);
+        self.last_ts = self.last_ts.max(e.ts_ns);
+        if self.state.len() <= e.cpu {
+            self.state.resize(e.cpu + 1, Cpu::default());
+        }
+        self.follow_current(e);
+        let name = e.name.as_str();
+        if name == "sched_switch" {
+            self.switch(e);
+        } else if name == "sched_waking" {
+            if let (Some(pid), Some(f)) = (e.num("pid"), self.state[e.cpu].stack.last_mut()) {
+                f.woke.push(pid as i32);
+            }
+        } else if name == "workqueue_execute_start" {
+            // `work struct 00000000deadbeef: function vmstat_update`
+            let func = e
+                .fields
+                .split_once("function ")
+                .and_then(|(_, f)| f.split_whitespace().next())
+                .unwrap_or("?")
+                .to_string();
+            let cpu = &mut self.state[e.cpu];
+            cpu.work = Some((func, e.ts_ns, cpu.irq_total));
+        } else if name == "workqueue_execute_end" {
+            if let Some((func, start, irq_then)) = self.state[e.cpu].work.take() {
+                let irq = self.state[e.cpu].irq_total - irq_then;
+                let ns = e.ts_ns.saturating_sub(start).saturating_sub(irq);
+                self.add(e.cpu, SourceKind::WorkItem, func, None, ns);
+            }
+        } else if let Some((kind, what)) = entry(e) {
+            self.enter(e, kind, what);
+        } else if is_exit(name) {
+            self.exit(e);
+        }
+    }
+
+    fn ipi_sent(&mut self, e: &Event) {
+        let targets: Vec<usize> = match e.name.as_str() {
+            "ipi_send_cpu" => e.num("cpu").map(|c| vec![c as usize]).unwrap_or_default(),
+            _ => e
+                .field("cpumask")
+                .and_then(|m| crate::cpulist::parse(m).ok())
+                .unwrap_or_default(),
+        };
+        let site = e.field("callsite").unwrap_or("?");
+        let site = site.split('+').next().unwrap_or(site);
+        let sender = e.comm.trim_end_matches(|c: char| c.is_ascii_digit());
+        let targets: Vec<usize> = targets.into_iter().filter(|c| self.audited(*c)).collect();
+        for cpu in targets {
+            let what = format!("{site} from {sender}");
+            self.add(cpu, SourceKind::IpiSent, what, None, 0);
+        }
+    }
+
+    /// A task seen running without its switch-in logged runs from now.
+    fn follow_current(&mut self, e: &Event) {
+        let cpu = &mut self.state[e.cpu];
+        if cpu.current.as_ref().is_some_and(|c| c.0 == e.pid) {
+            return;
+        }
+        if e.name == "sched_switch" && cpu.current.is_none() {
+            return;
+        }
+        let ended = cpu.current.take();
+        cpu.current = Some((e.pid, e.comm.clone(), e.ts_ns));
+        let interrupted = std::mem::take(&mut cpu.interrupted);
+        if let Some((pid, comm, since)) = ended {
+            self.ran(
+                e.cpu,
+                pid,
+                comm,
+                e.ts_ns.saturating_sub(since + interrupted),
+            );
+        }
+    }
+
+    fn ran(&mut self, cpu: usize, pid: i32, comm: String, ns: u64) {
+        if pid == 0 {
+            return;
+        }
+        if !self.tasks.contains_key(&pid) && !self.unknown.contains(&pid) {
+            self.unknown.push(pid);
+        }
+        self.add(cpu, SourceKind::Task, comm, Some(pid), ns);
+    }
+
+    fn switch(&mut self, e: &Event) {
+        let next = e.num("next_pid").unwrap_or(0) as i32;
+        let comm = e.field("next_comm").unwrap_or("?").to_string();
+        let cpu = &mut self.state[e.cpu];
+        let ended = cpu.current.replace((next, comm, e.ts_ns));
+        let interrupted = std::mem::take(&mut cpu.interrupted);
+        if let Some((pid, comm, since)) = ended {
+            self.ran(
+                e.cpu,
+                pid,
+                comm,
+                e.ts_ns.saturating_sub(since + interrupted),
+            );
+        }
+    }
+
+    fn enter(&mut self, e: &Event, kind: SourceKind, what: String) {
+        let cpu = &mut self.state[e.cpu];
+        if cpu.stack.len() >= MAX_DEPTH {
+            return;
+        }
+        cpu.stack.push(Frame {
+            kind,
+            what,
+            start: e.ts_ns,
+            nested: 0,
+            woke: Vec::new(),
+            foreign: false,
+        });
+    }
+
+    fn exit(&mut self, e: &Event) {
+        let busy = self.state[e.cpu].current.as_ref().is_some_and(|c| c.0 != 0);
+        let Some(mut f) = self.state[e.cpu].stack.pop() else {
+            return;
+        };
+        let gross = e.ts_ns.saturating_sub(f.start);
+        let net = gross.saturating_sub(f.nested);
+        let measured_wakeup =
+            !f.woke.is_empty() && f.woke.iter().all(|p| self.measured.contains(p));
+        let cpu = &mut self.state[e.cpu];
+        match cpu.stack.last_mut() {
+            Some(outer) => {
+                outer.nested += gross;
+                if matches!(f.kind, SourceKind::Timer | SourceKind::Tick) && !measured_wakeup {
+                    outer.foreign = true;
+                }
+            }
+            None => {
+                cpu.interrupted += gross;
+                cpu.irq_total += gross;
+            }
+        }
+        if f.kind == SourceKind::Tick && busy {
+            cpu.ticks_busy += 1;
+        }
+        if f.kind == SourceKind::Timer && f.what == "hrtimer_wakeup" {
+            let whom: Vec<String> = f
+                .woke
+                .iter()
+                .map(|p| {
+                    if self.measured.contains(p) {
+                        format!("measured thread {p}")
+                    } else {
+                        format!("PID {p}")
+                    }
+                })
+                .collect();
+            f.what = if measured_wakeup {
+                "wake-up of a measured thread".into()
+            } else if whom.is_empty() {
+                "hrtimer_wakeup".into()
+            } else {
+                format!("wake-up of {}", whom.join(", "))
+            };
+        }
+        if f.kind == SourceKind::TimerInterrupt && !f.foreign {
+            f.what = format!("{} (measured threads' timers only)", f.what);
+        }
+        self.add(e.cpu, f.kind, f.what, None, net);
+    }
+
+    /// The report, with each source judged and the promises checked.
+    pub fn finish(mut self, promises: &Promises, lost_events: u64) -> AuditReport {
+        // The tasks still running ran until the last event.
+        for cpu in 0..self.state.len() {
+            if let Some((pid, comm, since)) = self.state[cpu].current.take() {
+                let ns = self
+                    .last_ts
+                    .saturating_sub(since + self.state[cpu].interrupted);
+                self.ran(cpu, pid, comm, ns);
+            }
+        }
+        let mut rows: Vec<AuditRow> = std::mem::take(&mut self.sources)
+            .into_iter()
+            .map(|(k, a)| {
+                let mut kind = k.kind;
+                let info = k.pid.and_then(|p| self.tasks.get(&p));
+                if kind == SourceKind::Task && info.is_some_and(|i| i.kernel) {
+                    kind = SourceKind::KernelThread;
+                }
+                let (belongs, why) = self.judge(k.cpu, kind, &k.what, k.pid, info);
+                AuditRow {
+                    cpu: k.cpu,
+                    kind,
+                    what: k.what,
+                    pid: k.pid,
+                    count: a.count,
+                    total_ns: a.total_ns,
+                    max_ns: a.max_ns,
+                    belongs,
+                    why,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (a.cpu, b.total_ns, b.count, &a.what).cmp(&(b.cpu, a.total_ns, a.count, &b.what))
+        });
+        let mut notes = Vec::new();
+        if self.dropped_sources > 0 {
+            notes.push(format!(
+                "{} events of sources beyond the first {MAX_SOURCES} were not counted",
+                self.dropped_sources
+            ));
+        }
+        let duration_ns = self.first_ts.map_or(0, |f| self.last_ts - f);
+        let ticks_busy: Vec<(usize, u64)> = self
+            .cpus
+            .iter()
+            .map(|&c| (c, self.state.get(c).map_or(0, |s| s.ticks_busy)))
+            .collect();
+        let promises = check_promises(
+            &self.cpus,
+            promises,
+            &rows,
+            &ticks_busy,
+            duration_ns,
+            &self.tasks,
+        );
+        AuditReport {
+            cpus: self.cpus,
+            duration_ns,
+            rows,
+            ticks_busy,
+            promises,
+            lost_events,
+            unavailable: None,
+            notes,
+        }
+    }
+
+    /// Whether a source belongs on a well-isolated CPU, and why.
+    fn judge(
+        &self,
+        cpu: usize,
+        kind: SourceKind,
+        what: &str,
+        pid: Option<i32>,
+        info: Option<&TaskInfo>,
+    ) -> (bool, String) {
+        match kind {
+            SourceKind::Task | SourceKind::KernelThread => {
+                let pid = pid.unwrap_or(0);
+                if self.measured.contains(&pid) {
+                    return (true, "a measured thread".into());
+                }
+                if kind == SourceKind::KernelThread && per_cpu_kthread(what, cpu) {
+                    return (
+                        true,
+                        "a per-CPU kernel thread (it cannot run elsewhere)".into(),
+                    );
+                }
+                let why = match (kind, info) {
+                    (SourceKind::KernelThread, _) => "a kernel thread not bound to this CPU",
+                    (_, None) => "a task (gone before rtlab could read it)",
+                    (_, Some(_)) => "a task other than the measured threads",
+                };
+                (false, why.into())
+            }
+            SourceKind::Timer if what == "wake-up of a measured thread" => {
+                (true, "the measured threads' own timers".into())
+            }
+            SourceKind::TimerInterrupt if what.ends_with("(measured threads' timers only)") => {
+                (true, "it ran only the measured threads' timers".into())
+            }
+            SourceKind::Tick => (false, "the scheduler tick (nohz_full stops it)".into()),
+            SourceKind::Timer => (false, "a timer of someone else".into()),
+            SourceKind::TimerInterrupt => (false, "it ran other timers".into()),
+            SourceKind::Irq => (false, "a device interrupt (move it: `irq.affinity`)".into()),
+            SourceKind::Softirq => (false, "deferred interrupt work".into()),
+            SourceKind::Ipi | SourceKind::IpiSent => (false, "an inter-processor interrupt".into()),
+            SourceKind::Vector => (false, "an interrupt of the CPU".into()),
+            SourceKind::WorkItem => (false, "kernel work queued on this CPU".into()),
+        }
+    }
+}
+
+/// `migration/1`, `ksoftirqd/1`, `cpuhp/1`, `kworker/1:2`, `kworker/1:0H`
+/// on CPU 1: kernel threads bound to the CPU.
+pub fn per_cpu_kthread(comm: &str, cpu: usize) -> bool {
+    let Some((name, rest)) = comm.split_once('/') else {
+        return false;
+    };
+    let number = rest.split(':').next().unwrap_or("");
+    let bound = number.parse::<usize>().is_ok_and(|n| n == cpu);
+    bound
+        && matches!(
+            name,
+            "migration" | "ksoftirqd" | "cpuhp" | "kworker" | "rcuc" | "idle_inject" | "watchdog"
+        )
+}
+
+/// The source an `*_entry` event opens, if it is one.
+fn entry(e: &Event) -> Option<(SourceKind, String)> {
+    let name = e.name.as_str();
+    Some(match name {
+        "irq_handler_entry" => (
+            SourceKind::Irq,
+            format!(
+                "IRQ {} {}",
+                e.field("irq").unwrap_or("?"),
+                e.field("name").unwrap_or("")
+            )
+            .trim_end()
+            .to_string(),
+        ),
+        "softirq_entry" => (
+            SourceKind::Softirq,
+            format!("softirq {}", e.field("action").unwrap_or("?")),
+        ),
+        "hrtimer_expire_entry" => {
+            let function = e.field("function").unwrap_or("?");
+            let function = function.split('+').next().unwrap_or(function);
+            if matches!(function, "tick_nohz_handler" | "tick_sched_timer") {
+                (SourceKind::Tick, "scheduler tick".into())
+            } else {
+                (SourceKind::Timer, function.to_string())
+            }
+        }
+        "local_timer_entry" => (SourceKind::TimerInterrupt, "local timer interrupt".into()),
+        "reschedule_entry" => (SourceKind::Ipi, "reschedule IPI".into()),
+        "call_function_entry" | "call_function_single_entry" => {
+            (SourceKind::Ipi, "function-call IPI".into())
+        }
+        "ipi_entry" => (
+            SourceKind::Ipi,
+            format!("IPI {}", e.fields.trim_matches(|c| c == '(' || c == ')')),
+        ),
+        _ => {
+            let vector = name.strip_suffix("_entry")?;
+            if !matches!(
+                vector,
+                "irq_work" | "x86_platform_ipi" | "thermal_apic" | "error_apic" | "spurious_apic"
+            ) {
+                return None;
+            }
+            (SourceKind::Vector, vector.replace('_', " "))
+        }
+    })
+}
+
+fn is_exit(name: &str) -> bool {
+    matches!(
+        name,
+        "irq_handler_exit"
+            | "softirq_exit"
+            | "hrtimer_expire_exit"
+            | "local_timer_exit"
+            | "reschedule_exit"
+            | "call_function_exit"
+            | "call_function_single_exit"
+            | "ipi_exit"
+            | "irq_work_exit"
+            | "x86_platform_ipi_exit"
+            | "thermal_apic_exit"
+            | "error_apic_exit"
+            | "spurious_apic_exit"
+    )
+}
+
+fn check_promises(
+    cpus: &[usize],
+    p: &Promises,
+    rows: &[AuditRow],
+    ticks_busy: &[(usize, u64)],
+    duration_ns: u64,
+    tasks: &HashMap<i32, TaskInfo>,
+) -> Vec<PromiseCheck> {
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let here = || rows.iter().filter(move |r| r.cpu == cpu);
+        let threads = || {
+            here().filter(|r| {
+                matches!(r.kind, SourceKind::Task | SourceKind::KernelThread) && !r.belongs
+            })
+        };
+        let names = |it: &mut dyn Iterator<Item = &AuditRow>| -> String {
+            let v: Vec<String> = it
+                .take(8)
+                .map(|r| match r.pid {
+                    Some(p) => format!("{}-{p}", r.what),
+                    None => r.what.clone(),
+                })
+                .collect();
+            v.join(", ")
+        };
+        // nohz_full: no tick while one task runs; the kernel keeps one a
+        // second at most.
+        let busy = ticks_busy.iter().find(|t| t.0 == cpu).map_or(0, |t| t.1);
+        let allowed = duration_ns / 1_000_000_000 + 1;
+        out.push(if p.nohz_full.contains(&cpu) {
+            PromiseCheck {
+                cpu,
+                promise: "nohz_full".into(),
+                kept: Some(busy <= allowed),
+                detail: format!(
+                    "{busy} ticks while a task ran (the kernel keeps at most 1 a second: {allowed} here)"
+                ),
+            }
+        } else {
+            PromiseCheck {
+                cpu,
+                promise: "nohz_full".into(),
+                kept: None,
+                detail: format!("not asked for this CPU: {busy} ticks while a task ran"),
+            }
+        });
+        // isolcpus: the scheduler places no task there on its own.
+        let placed: Vec<&AuditRow> = threads()
+            .filter(|r| {
+                r.pid
+                    .and_then(|pid| tasks.get(&pid))
+                    .is_some_and(|i| i.allowed.iter().any(|c| !p.isolcpus.contains(c)))
+            })
+            .collect();
+        out.push(if p.isolcpus.contains(&cpu) {
+            PromiseCheck {
+                cpu,
+                promise: "isolcpus".into(),
+                kept: Some(placed.is_empty()),
+                detail: if placed.is_empty() {
+                    "no task allowed elsewhere ran here".into()
+                } else {
+                    format!(
+                        "tasks allowed on other CPUs ran here: {}",
+                        names(&mut placed.into_iter())
+                    )
+                },
+            }
+        } else {
+            PromiseCheck {
+                cpu,
+                promise: "isolcpus".into(),
+                kept: None,
+                detail: "not asked for this CPU".into(),
+            }
+        });
+        // The partition: only its tasks run there, and IRQs are moved away.
+        if let Some((name, cpuset, pcpus)) = &p.partition {
+            if !pcpus.contains(&cpu) {
+                continue;
+            }
+            let outsiders: Vec<&AuditRow> = threads()
+                .filter(|r| {
+                    let inside = r
+                        .pid
+                        .and_then(|pid| tasks.get(&pid))
+                        .and_then(|i| i.cpuset.as_deref())
+                        .is_some_and(|c| c == cpuset || c.starts_with(&format!("{cpuset}/")));
+                    !inside
+                })
+                .collect();
+            let irqs: Vec<&AuditRow> = here().filter(|r| r.kind == SourceKind::Irq).collect();
+            let kept = outsiders.is_empty() && irqs.is_empty();
+            let mut detail = Vec::new();
+            if !outsiders.is_empty() {
+                detail.push(format!(
+                    "tasks outside it ran here: {}",
+                    names(&mut outsiders.into_iter())
+                ));
+            }
+            if !irqs.is_empty() {
+                detail.push(format!("IRQs still came: {}", names(&mut irqs.into_iter())));
+            }
+            out.push(PromiseCheck {
+                cpu,
+                promise: format!("partition {name}"),
+                kept: Some(kept),
+                detail: if kept {
+                    "only its tasks ran, no IRQ came".into()
+                } else {
+                    detail.join("; ")
+                },
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::parse;
+
+    fn audit(text: &str, cpus: &[usize], measured: &[i32]) -> Audit {
+        let mut a = Audit::new(cpus);
+        a.set_measured(measured);
+        for e in text.lines().filter_map(parse::line) {
+            a.feed(&e);
+        }
+        a
+    }
+
+    fn row<'a>(r: &'a AuditReport, what: &str) -> &'a AuditRow {
+        r.rows
+            .iter()
+            .find(|x| x.what == what)
+            .unwrap_or_else(|| panic!("no row {what}: {:#?}", r.rows))
+    }
+
+    const TRACE: &str = "\
+  <idle>-0 [001] d.h1. 1.000000: local_timer_entry: vector=236
+  <idle>-0 [001] d.h2. 1.000002: hrtimer_expire_entry: hrtimer=a function=hrtimer_wakeup now=1
+  <idle>-0 [001] d.h3. 1.000003: sched_waking: comm=rtlab-timer0 pid=100 prio=9 target_cpu=001
+  <idle>-0 [001] d.h2. 1.000005: hrtimer_expire_exit: hrtimer=a
+  <idle>-0 [001] d.h1. 1.000006: local_timer_exit: vector=236
+  <idle>-0 [001] d..2. 1.000010: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtlab-timer0 next_pid=100 next_prio=9
+rtlab-timer0-100 [001] d..2. 1.000020: sched_switch: prev_comm=rtlab-timer0 prev_pid=100 prev_prio=9 prev_state=S ==> next_comm=hog next_pid=200 next_prio=120
+     hog-200 [001] d.h1. 1.000100: irq_handler_entry: irq=36 name=virtio1-req.0
+     hog-200 [001] d.h1. 1.000104: irq_handler_exit: irq=36 ret=handled
+     hog-200 [001] ..s1. 1.000105: softirq_entry: vec=4 [action=BLOCK]
+     hog-200 [001] d.h1. 1.000106: irq_handler_entry: irq=36 name=virtio1-req.0
+     hog-200 [001] d.h1. 1.000108: irq_handler_exit: irq=36 ret=handled
+     hog-200 [001] ..s1. 1.000115: softirq_exit: vec=4 [action=BLOCK]
+     hog-200 [001] d.h1. 1.000200: local_timer_entry: vector=236
+     hog-200 [001] d.h2. 1.000201: hrtimer_expire_entry: hrtimer=b function=tick_nohz_handler now=2
+     hog-200 [001] d.h2. 1.000211: hrtimer_expire_exit: hrtimer=b
+     hog-200 [001] d.h1. 1.000212: local_timer_exit: vector=236
+     bash-300 [000] d..2. 1.000250: ipi_send_cpu: cpu=1 callsite=ttwu_queue_wakelist+0x11d/0x150 callback=generic_smp_call_function_single_interrupt+0x0/0x10
+     hog-200 [001] d.h1. 1.000260: call_function_single_entry: vector=251
+     hog-200 [001] d.h1. 1.000262: call_function_single_exit: vector=251
+     hog-200 [001] d..2. 1.000300: sched_switch: prev_comm=hog prev_pid=200 prev_prio=120 prev_state=R ==> next_comm=kworker/1:1 next_pid=50 next_prio=120
+kworker/1:1-50 [001] ..... 1.000301: workqueue_execute_start: work struct 00000000deadbeef: function vmstat_update
+kworker/1:1-50 [001] ..... 1.000311: workqueue_execute_end: work struct 00000000deadbeef: function vmstat_update
+kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pid=50 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120
+     bash-300 [000] d..2. 1.000400: sched_switch: prev_comm=bash prev_pid=300 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+
+    #[test]
+    fn every_source_is_counted_with_net_times_and_judged() {
+        let mut a = audit(TRACE, &[1], &[100]);
+        assert_eq!(a.unknown_tasks(), vec![100, 200, 50]);
+        a.learn(
+            100,
+            TaskInfo {
+                kernel: false,
+                allowed: vec![1],
+                cpuset: Some("/rt".into()),
+            },
+        );
+        a.learn(
+            200,
+            TaskInfo {
+                kernel: false,
+                allowed: vec![0, 1],
+                cpuset: Some("/".into()),
+            },
+        );
+        a.learn(
+            50,
+            TaskInfo {
+                kernel: true,
+                allowed: vec![1],
+                cpuset: Some("/".into()),
+            },
+        );
+        let r = a.finish(
+            &Promises {
+                isolcpus: vec![1],
+                nohz_full: vec![],
+                partition: Some(("rt".into(), "/rt".into(), vec![1])),
+            },
+            0,
+        );
+        // The measured thread's own timer belongs; its interrupt too.
+        let t = row(&r, "wake-up of a measured thread");
+        assert!(t.belongs && t.count == 1 && t.total_ns == 3_000);
+        let li = row(&r, "local timer interrupt (measured threads' timers only)");
+        assert!(li.belongs);
+        assert_eq!(li.total_ns, 3_000); // 6 µs less the 3 µs timer
+        // The tick does not, and the interrupt that ran it neither.
+        let tick = row(&r, "scheduler tick");
+        assert!(!tick.belongs && tick.count == 1 && tick.total_ns == 10_000);
+        assert_eq!(r.ticks_busy, vec![(1, 1)]);
+        assert!(!row(&r, "local timer interrupt").belongs);
+        // Two handlers, one nested in the softirq: net times.
+        let irq = row(&r, "IRQ 36 virtio1-req.0");
+        assert_eq!((irq.count, irq.total_ns, irq.max_ns), (2, 6_000, 4_000));
+        assert_eq!(row(&r, "softirq BLOCK").total_ns, 8_000);
+        // The IPI and its sender.
+        assert_eq!(row(&r, "function-call IPI").total_ns, 2_000);
+        let sent = row(&r, "ttwu_queue_wakelist from bash");
+        assert_eq!((sent.kind, sent.count), (SourceKind::IpiSent, 1));
+        // The hog ran 280 µs less 4+2+2+... of interrupts.
+        let hog = r.rows.iter().find(|x| x.pid == Some(200)).unwrap();
+        // (the handler nested in the softirq is in the softirq's gross time)
+        let interrupts = 4_000 + 10_000 + 12_000 + 2_000;
+        assert_eq!(hog.total_ns, 280_000 - interrupts);
+        assert!(!hog.belongs);
+        // The per-CPU kworker belongs; its work item does not.
+        let kw = r.rows.iter().find(|x| x.pid == Some(50)).unwrap();
+        assert_eq!(kw.kind, SourceKind::KernelThread);
+        assert!(kw.belongs);
+        let work = row(&r, "vmstat_update");
+        assert!(!work.belongs && work.total_ns == 10_000);
+        // The measured thread belongs; bash on CPU 0 is not audited.
+        assert!(r.rows.iter().find(|x| x.pid == Some(100)).unwrap().belongs);
+        assert!(r.rows.iter().all(|x| x.cpu == 1 && x.pid != Some(300)));
+        // isolcpus broken by the hog (allowed on CPU 0 too), the partition
+        // by the hog (outside /rt) and the IRQ.
+        let iso = r.promises.iter().find(|p| p.promise == "isolcpus").unwrap();
+        assert_eq!(iso.kept, Some(false));
+        assert!(iso.detail.contains("hog-200"), "{iso:?}");
+        let part = r
+            .promises
+            .iter()
+            .find(|p| p.promise == "partition rt")
+            .unwrap();
+        assert_eq!(part.kept, Some(false));
+        assert!(
+            part.detail.contains("hog-200") && part.detail.contains("IRQ 36"),
+            "{part:?}"
+        );
+        assert!(!part.detail.contains("kworker"), "{part:?}");
+        let nohz = r
+            .promises
+            .iter()
+            .find(|p| p.promise == "nohz_full")
+            .unwrap();
+        assert_eq!(nohz.kept, None);
+    }
+
+    #[test]
+    fn per_cpu_kernel_threads_are_told_from_unbound_ones() {
+        assert!(per_cpu_kthread("ksoftirqd/3", 3));
+        assert!(per_cpu_kthread("kworker/3:1H", 3));
+        assert!(!per_cpu_kthread("kworker/u8:2", 3));
+        assert!(!per_cpu_kthread("ksoftirqd/2", 3));
+        assert!(!per_cpu_kthread("myapp/3", 3));
+    }
+}
