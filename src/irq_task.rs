@@ -113,6 +113,9 @@ pub struct IrqTaskResult {
     /// own counter, read before the trace started and after it stopped: it
     /// may exceed `counts.irqs` by the interrupts of those moments).
     pub kernel_count: Option<u64>,
+    /// Events the kernel could not keep (the counts are then lower bounds).
+    #[serde(default)]
+    pub lost_events: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -447,6 +450,7 @@ impl Matcher {
                 .collect(),
             counts: self.counts,
             kernel_count,
+            lost_events: 0,
         }
     }
 }

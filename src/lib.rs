@@ -33,6 +33,7 @@ pub mod report;
 pub mod result;
 pub mod run;
 pub mod stats;
+pub mod stream;
 pub mod tune;
 #[cfg(test)]
 mod walls;

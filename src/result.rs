@@ -188,4 +188,10 @@ pub struct RunResult {
     /// JSON), written beside the result files; not part of the document.
     #[serde(skip)]
     pub trace_windows: Vec<(String, String)>,
+    /// The isolation audit, when `audit.cpus` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditReport>,
+    /// The IRQ-to-task measurements (`irq_task[N]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
 }

@@ -15,7 +15,9 @@
 //! interrupted run writes the same way as a completed one.
 
 use crate::config::CpuLoadDisplay;
+use crate::audit::{AuditReport, Promises};
 use crate::flight::FlightRecorder;
+use crate::stream::{StreamSpec, TraceStream};
 use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
@@ -177,7 +179,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
     let end = watch.run(&mut armed, &rx, root);
-    let stopped = armed.stop(&mut warnings);
+    let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
     watch.finish(&stopped.final_rows, root);
     drop(signals);
     main.release();
@@ -488,6 +490,66 @@ fn start_flight(
     }
 }
 
+/// Starts the trace stream when the plan audits CPUs or measures
+/// IRQ-to-task latency: on every online CPU, through the run's journal.
+/// Without it the run goes on, and the result says why.
+fn start_stream(
+    root: &SysRoot,
+    journal: &mut RunJournal,
+    plan: &RunPlan,
+    online: &[usize],
+    warnings: &mut Vec<String>,
+) -> (Option<TraceStream>, Option<String>) {
+    if !plan.streams() {
+        return (None, None);
+    }
+    let spec = StreamSpec {
+        audit_cpus: plan.main.audit_cpus.clone(),
+        irq_tasks: plan.irq_tasks.clone(),
+    };
+    let started = match journal.0.as_mut() {
+        Some(j) => TraceStream::start(root, j, &spec, online).map_err(|e| e.to_string()),
+        None => Err("the trace stream needs root and the journal of system changes".into()),
+    };
+    match started {
+        Ok(s) => {
+            if !s.missing.is_empty() {
+                warnings.push(format!(
+                    "the audit's trace lacks these tracepoints of this kernel: {}",
+                    s.missing.join(", ")
+                ));
+            }
+            (Some(s), None)
+        }
+        Err(why) => {
+            warnings.push(format!("no audit or IRQ-to-task latency: {why}"));
+            (None, Some(why))
+        }
+    }
+}
+
+/// The timer threads' TIDs (the measured threads of the audit).
+fn measured_tids(timers: &[TimerHandle]) -> Vec<i32> {
+    timers
+        .iter()
+        .map(|t| t.live.tid.load(Ordering::Relaxed))
+        .filter(|&t| t > 0)
+        .collect()
+}
+
+/// What the machine promised the audited CPUs.
+fn promises(state: &IsolationState) -> Promises {
+    Promises {
+        isolcpus: state.isolated.clone(),
+        nohz_full: state.nohz_full.clone(),
+        partition: state
+            .partitions
+            .iter()
+            .find(|p| p.name == "rt")
+            .map(|p| (p.name.clone(), format!("/{}", p.name), p.cpus.clone())),
+    }
+}
+
 /// Starts the timer threads (released together); each tells the watch
 /// loop through `tx` when it is done.
 fn start_timers(
@@ -517,6 +579,9 @@ fn start_timers(
 /// journal undoes the tuning (and the tracefs mount).
 struct Armed {
     timers: Timers,
+    /// The trace stream, when the run audits or measures IRQ-to-task
+    /// latency.
+    stream: Option<TraceStream>,
     /// The flight recorder, when the run traces.
     flight: Option<FlightRecorder>,
     supervisor: Supervisor,
@@ -527,6 +592,10 @@ struct Armed {
     timers_start: Instant,
     /// Why the run that wanted a trace has none.
     trace_unavailable: Option<crate::explain::TraceReport>,
+    /// Why the run that wanted a trace stream has none.
+    stream_unavailable: Option<String>,
+    /// When `lifetime.duration` ends the run.
+    deadline: Option<Instant>,
     /// Why the run ended while it was being armed (a program or a timer
     /// that could not start).
     failed: Option<EndReason>,
@@ -547,6 +616,8 @@ impl Armed {
         let tuning_changes = tune(root, &mut journal, plan, warnings);
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
+        let (stream, stream_unavailable) =
+            start_stream(root, &mut journal, plan, online, warnings);
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -586,6 +657,12 @@ impl Armed {
             timers_start: Instant::now(),
             flight,
             trace_unavailable,
+            stream,
+            stream_unavailable,
+            deadline: plan
+                .main
+                .lifetime_ns
+                .map(|ns| run_start + Duration::from_nanos(ns)),
             failed,
         })
     }
@@ -599,6 +676,9 @@ impl Armed {
                 command: abort.command,
                 status: abort.status,
             });
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Some(EndReason::Completed);
         }
         let timers = &self.timers.handles;
         if timers.iter().any(|t| t.live.failed.load(Ordering::Relaxed)) {
@@ -618,8 +698,20 @@ impl Armed {
 
     /// Stops the run: timers first (they measure), then the programs, then
     /// the system changes are undone.
-    fn stop(mut self, warnings: &mut Vec<String>) -> Stopped {
+    fn stop(mut self, promises: &Promises, warnings: &mut Vec<String>) -> Stopped {
         self.timers.stop();
+        let measured = measured_tids(&self.timers.handles);
+        let (audit, irq_tasks) = match self.stream.take() {
+            Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
+            None => (None, Vec::new()),
+        };
+        let audit = audit.or_else(|| {
+            let why = self.stream_unavailable.clone()?;
+            Some(AuditReport {
+                unavailable: Some(why),
+                ..AuditReport::default()
+            })
+        });
         // The last announced wake-ups, then the instance goes (before the
         // journal would remove it).
         let (trace, trace_windows) = match self.flight.take() {
@@ -647,6 +739,8 @@ impl Armed {
             tuning_changes: std::mem::take(&mut self.tuning_changes),
             trace,
             trace_windows,
+            audit,
+            irq_tasks,
         }
     }
 }
@@ -662,6 +756,8 @@ struct Stopped {
     tuning_changes: Vec<crate::tune::Outcome>,
     trace: Option<crate::explain::TraceReport>,
     trace_windows: Vec<(String, String)>,
+    audit: Option<AuditReport>,
+    irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
 }
 
 /// CPU load between samples of `/proc/stat`, kept in a bounded series.
@@ -738,8 +834,11 @@ impl Watch {
                 .supervisor
                 .next_respawn()
                 .map_or(next_refresh, |r| r.min(next_refresh));
-            if armed.flight.is_some() {
+            if armed.flight.is_some() || armed.stream.is_some() {
                 wake_at = wake_at.min(Instant::now() + crate::flight::LOOK_EVERY);
+            }
+            if let Some(d) = armed.deadline {
+                wake_at = wake_at.min(d);
             }
             match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
                 Ok(Event::Signal(sig)) => {
@@ -753,6 +852,12 @@ impl Watch {
             }
             if let Some(f) = armed.flight.as_mut() {
                 f.look(&armed.timers.handles);
+            }
+            if let Some(s) = armed.stream.as_mut() {
+                s.look(
+                    &measured_tids(&armed.timers.handles),
+                    &armed.supervisor.running(),
+                );
             }
             if let Some(end) = armed.ending() {
                 return end;
@@ -852,6 +957,8 @@ fn collect(
         warnings,
         trace: stopped.trace,
         trace_windows: stopped.trace_windows,
+        audit: stopped.audit,
+        irq_tasks: stopped.irq_tasks,
     }
 }
 
@@ -954,7 +1061,8 @@ mod drop_order {
             body.find(&format!("    {field}: "))
                 .unwrap_or_else(|| panic!("{field} not in Armed"))
         };
-        assert!(at("timers") < at("flight"));
+        assert!(at("timers") < at("stream"));
+        assert!(at("stream") < at("flight"));
         assert!(at("flight") < at("supervisor"));
         assert!(at("supervisor") < at("journal"));
     }

@@ -494,6 +494,14 @@ impl Supervisor {
         rec
     }
 
+    /// The process id of each program running now, by index.
+    pub fn running(&self) -> Vec<(usize, i32)> {
+        self.programs
+            .iter()
+            .filter_map(|p| Some((p.plan.index, p.child.as_ref()?.id() as i32)))
+            .collect()
+    }
+
     /// Reaps ended programs and applies their termination action; starts
     /// programs whose back-off delay is over. Returns an abort request when an
     /// ABORT action fires or a respawn fails.

@@ -150,6 +150,12 @@ pub struct MainPlan {
     /// results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::flight::TraceSpec>,
+    /// `lifetime.duration`: the run ends after this long (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_ns: Option<u64>,
+    /// `audit.cpus`: the CPUs the isolation audit watches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_cpus: Option<Vec<usize>>,
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -180,6 +186,17 @@ pub struct RunPlan {
     pub programs: Vec<ProgramSpec>,
     /// CPU bandwidth groups of the programs.
     pub cpu_groups: Vec<crate::tune::bandwidth::GroupSpec>,
+    /// IRQ-to-task measurements (absent in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irq_tasks: Vec<crate::irq_task::IrqTaskSpec>,
+}
+
+impl RunPlan {
+    /// Whether the run reads a trace stream (an audit or an IRQ-to-task
+    /// measurement).
+    pub fn streams(&self) -> bool {
+        self.main.audit_cpus.is_some() || !self.irq_tasks.is_empty()
+    }
 }
 
 /// The built-in experiment: one FIFO 99 timer thread per online CPU at 1 ms
@@ -404,6 +421,8 @@ pub fn build(
                 threshold_ns,
                 max_spikes: exp.main.trace_max_spikes,
             }),
+        lifetime_ns: exp.main.lifetime_ns,
+        audit_cpus: p.cpus(&exp.main.audit_cpus),
     };
     let ext = match exp.main.stats_format {
         StatsFormat::Txt => "txt",
@@ -512,7 +531,21 @@ pub fn build(
             grace_ns: prog.grace_ns,
         });
     }
-    if exp.timers.is_empty() && exp.programs.is_empty() {
+    let irq_tasks = irq_tasks(&mut p, exp);
+    let traces = exp.main.audit_cpus.is_some() || !exp.irq_tasks.is_empty();
+    if traces && !p.machine.privileges().root {
+        let pos = exp
+            .irq_tasks
+            .first()
+            .map(|m| m.pos)
+            .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
+            .unwrap_or_default();
+        p.diags.push(
+            Diagnostic::new(pos, "the isolation audit and IRQ-to-task latency read kernel tracepoints: they need root")
+                .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
+        );
+    }
+    if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
         p.diags.push(
             Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
                 .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
@@ -530,7 +563,43 @@ pub fn build(
         timers,
         programs,
         cpu_groups,
+        irq_tasks,
     })
+}
+
+/// The `irq_task[N]` stanzas, checked: an IRQ number this machine has, a
+/// program of the file.
+fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskSpec> {
+    let present = if exp.irq_tasks.is_empty() {
+        Vec::new()
+    } else {
+        p.machine.irq_numbers()
+    };
+    let mut out = Vec::new();
+    for m in &exp.irq_tasks {
+        if let crate::config::IrqSelector::Number(n) = m.irq.value
+            && !present.contains(&n)
+        {
+            p.diags.push(
+                Diagnostic::new(m.irq.pos, format!("IRQ {n} does not exist on this machine"))
+                    .with_hint(Some("`rtlab irq` lists the IRQs, their names and where they fire".into())),
+            );
+        }
+        if let crate::config::TaskSelector::Program(i) = m.task.value
+            && !exp.programs.iter().any(|g| g.index == i)
+        {
+            p.diags.push(
+                Diagnostic::new(m.task.pos, format!("there is no program[{i}] in this file"))
+                    .with_hint(Some("name a program of the file, or the task by `task.name` or `task.pid`".into())),
+            );
+        }
+        out.push(crate::irq_task::IrqTaskSpec {
+            index: m.index,
+            irq: m.irq.value.clone(),
+            task: m.task.value.clone(),
+        });
+    }
+    out
 }
 
 /// Refuses real-time policies this process cannot get, with cause and fix.

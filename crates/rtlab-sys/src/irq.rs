@@ -72,6 +72,15 @@ pub fn numbers(root: &SysRoot) -> Vec<u32> {
 }
 
 /// Parses `/proc/interrupts` text. Rows with fewer count columns than CPUs
+/// Each numbered IRQ's total count (over every CPU) now.
+pub fn totals(root: &SysRoot) -> Vec<(u32, u64)> {
+    parse_interrupts(&root.read("proc/interrupts").unwrap_or_default())
+        .irqs
+        .iter()
+        .filter_map(|i| Some((i.number()?, i.total())))
+        .collect()
+}
+
 /// (`ERR:`, `MIS:`) keep the counts they have.
 pub fn parse_interrupts(text: &str) -> Interrupts {
     let mut lines = text.lines();

@@ -135,6 +135,11 @@ pub fn list(root: &SysRoot) -> Vec<ThreadInfo> {
         .collect()
 }
 
+/// The threads of process `pid` now (empty when it is gone).
+pub fn of_process(root: &SysRoot, pid: i32) -> Vec<i32> {
+    ids(root, &format!("proc/{pid}/task"))
+}
+
 /// A thread by TID alone (its process found through `/proc/<tid>/status`).
 pub fn by_tid(root: &SysRoot, tid: i32) -> Option<ThreadInfo> {
     let pid = super::tasks::status_field(root, tid, "Tgid")

@@ -283,6 +283,11 @@ impl Instance {
             .map_err(kernel("cannot open the trace marker"))
     }
 
+    /// Stops recording (what was recorded stays to be read).
+    pub fn stop(&self) {
+        let _ = self.root.write(&format!("{}/tracing_on", self.dir), "0");
+    }
+
     /// The instance's `trace_pipe`, opened non-blocking.
     pub fn pipe(&self) -> Result<Pipe, TraceError> {
         let file = self

@@ -1,0 +1,231 @@
+//! The trace stream: for the isolation audit and IRQ-to-task latency,
+//! rtlab traces every CPU in a second tracefs instance of its own (not in
+//! overwrite mode: events are kept and consumed), reads its `trace_pipe`
+//! on the main thread while the run goes on, and feeds each event, in
+//! time order, to the audit ([`crate::audit`]) and to each IRQ-to-task
+//! matcher ([`crate::irq_task`]). Events the kernel could not keep are
+//! counted from its own per-CPU counters.
+
+use crate::audit::{Audit, AuditReport, Promises, TaskInfo};
+use crate::config::TaskSelector;
+use crate::explain::parse;
+use crate::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
+use crate::sys::SysRoot;
+use crate::sys::journal::Journal;
+use crate::sys::trace::{self, Instance, Pipe, Recording};
+
+/// What the stream must feed.
+#[derive(Debug, Clone, Default)]
+pub struct StreamSpec {
+    /// The CPUs the audit watches, if any.
+    pub audit_cpus: Option<Vec<usize>>,
+    /// The IRQ-to-task measurements.
+    pub irq_tasks: Vec<IrqTaskSpec>,
+}
+
+/// Ring buffer per CPU (KiB): with a look every 20 ms, room for bursts
+/// of about 100k events a second per CPU.
+pub const BUFFER_KB: u64 = 4096;
+/// Most bytes read from the pipe at one look (the rest waits for the
+/// next).
+const MAX_READ: usize = 16 << 20;
+/// A line longer than this is not an event: it is dropped.
+const MAX_LINE: usize = 4096;
+
+/// A running trace stream.
+pub struct TraceStream {
+    root: SysRoot,
+    instance: Instance,
+    pipe: Pipe,
+    /// Bytes read after the last whole line.
+    partial: Vec<u8>,
+    audit: Option<Audit>,
+    matchers: Vec<Matcher>,
+    cpus: Vec<usize>,
+    /// `/proc/interrupts` totals per IRQ number before the trace started.
+    irqs_before: Vec<(u32, u64)>,
+    /// `[LOST N EVENTS]` lines of the pipe.
+    lost_lines: u64,
+    events: u64,
+    /// Tracepoints this kernel lacks.
+    pub missing: Vec<String>,
+}
+
+impl TraceStream {
+    /// Mounts tracefs if needed, makes the stream's instance on every
+    /// online CPU (both through `journal`) and starts it. Err says why
+    /// there is no stream.
+    pub fn start(
+        root: &SysRoot,
+        journal: &mut Journal,
+        spec: &StreamSpec,
+        online: &[usize],
+    ) -> Result<Self, trace::TraceError> {
+        let tracefs = trace::mount(root, journal)?;
+        let instance = Instance::create(root, journal, &tracefs, "-stream")?;
+        let irqs_before = crate::sys::irq::totals(root);
+        let missing = instance.start(&Recording {
+            cpus: online.to_vec(),
+            buffer_kb: BUFFER_KB,
+            overwrite: false,
+            events: trace::STREAM_EVENTS,
+        })?;
+        let pipe = instance.pipe()?;
+        Ok(TraceStream {
+            root: root.clone(),
+            instance,
+            pipe,
+            partial: Vec::new(),
+            audit: spec.audit_cpus.as_deref().map(Audit::new),
+            matchers: spec
+                .irq_tasks
+                .iter()
+                .filter_map(|s| Matcher::new(s.clone()))
+                .collect(),
+            cpus: online.to_vec(),
+            irqs_before,
+            lost_lines: 0,
+            events: 0,
+            missing,
+        })
+    }
+
+    /// Reads what the kernel traced since the last look and feeds it.
+    /// `measured` are the timer threads, `programs` the running programs
+    /// (index, PID).
+    pub fn look(&mut self, measured: &[i32], programs: &[(usize, i32)]) {
+        self.learn_tasks(programs);
+        if let Some(a) = self.audit.as_mut() {
+            a.set_measured(measured);
+        }
+        let mut buf = std::mem::take(&mut self.partial);
+        if self.pipe.read_into(&mut buf, MAX_READ).is_err() {
+            self.partial = buf;
+            return;
+        }
+        let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+        for line in buf[..whole].split(|&b| b == b'\n') {
+            self.line(line);
+        }
+        let rest = &buf[whole..];
+        if rest.len() <= MAX_LINE {
+            self.partial = rest.to_vec();
+        }
+        self.describe_new_tasks();
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return;
+        };
+        // `CPU:1 [LOST 123 EVENTS]`
+        if let Some(n) = text
+            .split_once("[LOST ")
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            self.lost_lines += n;
+            return;
+        }
+        let Some(e) = parse::line(text) else {
+            return;
+        };
+        self.events += 1;
+        if let Some(a) = self.audit.as_mut() {
+            a.feed(&e);
+        }
+        for m in &mut self.matchers {
+            m.feed(&e);
+        }
+    }
+
+    /// The threads of tasks chosen by PID or program, as they are now.
+    fn learn_tasks(&mut self, programs: &[(usize, i32)]) {
+        for m in &mut self.matchers {
+            let pid = match m.spec().task {
+                TaskSelector::Pid(pid) => Some(pid),
+                TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
+                TaskSelector::Name(_) => None,
+            };
+            if let Some(pid) = pid {
+                m.add_tids(std::iter::once(pid));
+                m.add_tids(crate::sys::threads::of_process(&self.root, pid));
+            }
+        }
+    }
+
+    /// What `/proc` says of the tasks the audit saw for the first time.
+    fn describe_new_tasks(&mut self) {
+        let Some(a) = self.audit.as_mut() else {
+            return;
+        };
+        for pid in a.unknown_tasks() {
+            let Some(t) = crate::sys::threads::by_tid(&self.root, pid) else {
+                continue;
+            };
+            let info = TaskInfo {
+                kernel: t.kernel,
+                allowed: crate::cpulist::parse(&t.cpus_allowed).unwrap_or_default(),
+                cpuset: self
+                    .root
+                    .read_opt(&crate::sys::paths::task_cpuset(t.pid))
+                    .map(|c| c.trim().to_string()),
+            };
+            a.learn(pid, info);
+        }
+    }
+
+    /// Stops tracing, reads the rest and gives the audit and the
+    /// measurements (the instance is removed).
+    pub fn finish(
+        mut self,
+        measured: &[i32],
+        programs: &[(usize, i32)],
+        promises: &Promises,
+    ) -> (Option<AuditReport>, Vec<IrqTaskResult>) {
+        self.instance.stop();
+        self.look(measured, programs);
+        let after = crate::sys::irq::totals(&self.root);
+        let lost = self.instance.lost_events(&self.cpus).max(self.lost_lines);
+        let audit = self.audit.take().map(|a| {
+            let mut r = a.finish(promises, lost);
+            if lost > 0 {
+                r.notes.push(format!(
+                    "the kernel lost {lost} events (buffer full): the counts are lower bounds"
+                ));
+            }
+            r
+        });
+        let irqs_before = std::mem::take(&mut self.irqs_before);
+        let results = std::mem::take(&mut self.matchers)
+            .into_iter()
+            .map(|m| {
+                let numbers: Vec<u32> = match &m.spec().irq {
+                    crate::config::IrqSelector::Number(n) => vec![*n],
+                    crate::config::IrqSelector::Name(_) => Vec::new(),
+                };
+                let mut r = m.finish(None);
+                let numbers: Vec<u32> = if numbers.is_empty() {
+                    r.irq_names.iter().map(|(n, _)| *n).collect()
+                } else {
+                    numbers
+                };
+                r.kernel_count = kernel_count(&irqs_before, &after, &numbers);
+                r.lost_events = lost;
+                r
+            })
+            .collect();
+        (audit, results)
+    }
+}
+
+/// How many times the kernel counted `irqs` between two readings.
+fn kernel_count(before: &[(u32, u64)], after: &[(u32, u64)], irqs: &[u32]) -> Option<u64> {
+    if irqs.is_empty() {
+        return None;
+    }
+    let total = |t: &[(u32, u64)], n: u32| t.iter().find(|x| x.0 == n).map(|x| x.1);
+    irqs.iter()
+        .map(|&n| Some(total(after, n)?.saturating_sub(total(before, n)?)))
+        .sum()
+}
