@@ -305,7 +305,7 @@ impl Audit {
         };
         let site = e.field("callsite").unwrap_or("?");
         let site = site.split('+').next().unwrap_or(site);
-        let sender = e.comm.trim_end_matches(|c: char| c.is_ascii_digit());
+        let sender = &e.comm;
         let targets: Vec<usize> = targets.into_iter().filter(|c| self.audited(*c)).collect();
         for cpu in targets {
             let what = format!("{site} from {sender}");

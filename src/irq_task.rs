@@ -66,6 +66,9 @@ pub struct IrqTaskCounts {
     /// The largest gap between that event and the task's first event (ns):
     /// how far above the lower bound an inferred switch-in can be.
     pub inferred_gap_max_ns: u64,
+    /// Those gaps summed (ns), for their mean.
+    #[serde(default)]
+    pub inferred_gap_total_ns: u64,
 }
 
 impl IrqTaskCounts {
@@ -192,6 +195,11 @@ impl Matcher {
     /// The spec.
     pub fn spec(&self) -> &IrqTaskSpec {
         &self.spec
+    }
+
+    /// The threads recognised as the task so far.
+    pub fn tids(&self) -> &BTreeSet<i32> {
+        &self.tids
     }
 
     /// Sets the task's threads (a task chosen by PID or program, whose
@@ -418,6 +426,8 @@ impl Matcher {
         if let Some(gap) = inferred_gap {
             self.counts.switch_in_inferred += 1;
             self.counts.inferred_gap_max_ns = self.counts.inferred_gap_max_ns.max(gap);
+            self.counts.inferred_gap_total_ns =
+                self.counts.inferred_gap_total_ns.saturating_add(gap);
         }
         self.from_exit.record(at - p.exit_ns);
         self.from_entry.record(at - p.entry_ns.min(at));
@@ -429,7 +439,9 @@ impl Matcher {
         let waiting = u64::from(self.pending.take().is_some()) + self.awaiting.len() as u64;
         self.counts.unresolved += waiting;
         self.counts.other_cause = std::mem::take(&mut self.causes).into_iter().collect();
-        self.counts.other_cause.sort_by_key(|c| std::cmp::Reverse(c.1));
+        self.counts
+            .other_cause
+            .sort_by_key(|c| std::cmp::Reverse(c.1));
         IrqTaskResult {
             index: self.spec.index,
             irq: self.spec.irq.clone(),

@@ -14,10 +14,9 @@
 //! Writing outputs is the caller's job ([`write_outputs`]), so that an
 //! interrupted run writes the same way as a completed one.
 
-use crate::config::CpuLoadDisplay;
 use crate::audit::{AuditReport, Promises};
+use crate::config::CpuLoadDisplay;
 use crate::flight::FlightRecorder;
-use crate::stream::{StreamSpec, TraceStream};
 use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
@@ -29,6 +28,7 @@ use crate::result::{EndReason, PmQos, RunResult, SCHEMA, TimerResult};
 use crate::result::{Placement, RunIsolation};
 use crate::stats::cpu_load::{self, CpuLoad};
 use crate::stats::{hdr_buckets, nonzero_buckets, summarize};
+use crate::stream::{StreamSpec, TraceStream};
 use crate::sys::SysRoot;
 use crate::sys::info::SystemSnapshot;
 use crate::sys::journal::{self, Journal, Owner};
@@ -616,8 +616,7 @@ impl Armed {
         let tuning_changes = tune(root, &mut journal, plan, warnings);
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
-        let (stream, stream_unavailable) =
-            start_stream(root, &mut journal, plan, online, warnings);
+        let (stream, stream_unavailable) = start_stream(root, &mut journal, plan, online, warnings);
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -1039,6 +1038,12 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
     out!("{}", report::live::closing_lines(result));
     if let Some(trace) = &result.trace {
         out!("{}", report::explain::verdict(trace));
+    }
+    for m in &result.irq_tasks {
+        out!("{}", report::audit::irq_task(m));
+    }
+    if let Some(audit) = &result.audit {
+        out!("{}", report::audit::audit(audit));
     }
     if failures.is_empty() {
         Ok(())

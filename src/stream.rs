@@ -37,8 +37,11 @@ pub struct TraceStream {
     root: SysRoot,
     instance: Instance,
     pipe: Pipe,
-    /// Bytes read after the last whole line.
-    partial: Vec<u8>,
+    /// Bytes read and not yet fed (after the last whole line). Kept, with
+    /// its capacity, from look to look: freeing a large buffer would make
+    /// the kernel flush the TLBs of every CPU this process runs on, an IPI
+    /// to the measured CPUs.
+    buf: Vec<u8>,
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
     cpus: Vec<usize>,
@@ -49,7 +52,14 @@ pub struct TraceStream {
     events: u64,
     /// Tracepoints this kernel lacks.
     pub missing: Vec<String>,
+    /// The syscall exits' filter in effect (None: not traced).
+    task_filter: Option<String>,
 }
+
+/// The tasks' syscall exits: each bounds a switch-in not logged.
+const SYS_EXIT: &str = "raw_syscalls/sys_exit";
+/// Most threads named in the syscall exits' filter.
+const MAX_FILTERED_TIDS: usize = 64;
 
 impl TraceStream {
     /// Mounts tracefs if needed, makes the stream's instance on every
@@ -71,11 +81,11 @@ impl TraceStream {
             events: trace::STREAM_EVENTS,
         })?;
         let pipe = instance.pipe()?;
-        Ok(TraceStream {
+        let mut stream = TraceStream {
             root: root.clone(),
             instance,
             pipe,
-            partial: Vec::new(),
+            buf: Vec::with_capacity(MAX_READ + MAX_LINE),
             audit: spec.audit_cpus.as_deref().map(Audit::new),
             matchers: spec
                 .irq_tasks
@@ -87,7 +97,39 @@ impl TraceStream {
             lost_lines: 0,
             events: 0,
             missing,
-        })
+            task_filter: None,
+        };
+        // The tasks' syscall exits bound a switch-in the kernel did not log.
+        if !stream.matchers.is_empty() {
+            let filter = stream.task_filter();
+            match stream.instance.filter_and_enable(SYS_EXIT, &filter) {
+                Ok(()) => stream.task_filter = Some(filter),
+                Err(_) => stream.missing.push(SYS_EXIT.into()),
+            }
+        }
+        Ok(stream)
+    }
+
+    /// The filter of the syscall exits: the tasks' threads, or names.
+    fn task_filter(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for m in &self.matchers {
+            match &m.spec().task {
+                TaskSelector::Name(name) => parts.push(format!("comm == \"{name}\"")),
+                _ => parts.extend(
+                    m.tids()
+                        .iter()
+                        .take(MAX_FILTERED_TIDS)
+                        .map(|t| format!("common_pid == {t}")),
+                ),
+            }
+        }
+        if parts.is_empty() {
+            // Nothing yet: the idle task makes no syscall.
+            "common_pid == 0".into()
+        } else {
+            parts.join(" || ")
+        }
     }
 
     /// Reads what the kernel traced since the last look and feeds it.
@@ -98,19 +140,18 @@ impl TraceStream {
         if let Some(a) = self.audit.as_mut() {
             a.set_measured(measured);
         }
-        let mut buf = std::mem::take(&mut self.partial);
-        if self.pipe.read_into(&mut buf, MAX_READ).is_err() {
-            self.partial = buf;
-            return;
+        let mut buf = std::mem::take(&mut self.buf);
+        if self.pipe.read_into(&mut buf, MAX_READ).is_ok() {
+            let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+            for line in buf[..whole].split(|&b| b == b'\n') {
+                self.line(line);
+            }
+            buf.drain(..whole);
+            if buf.len() > MAX_LINE {
+                buf.clear();
+            }
         }
-        let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
-        for line in buf[..whole].split(|&b| b == b'\n') {
-            self.line(line);
-        }
-        let rest = &buf[whole..];
-        if rest.len() <= MAX_LINE {
-            self.partial = rest.to_vec();
-        }
+        self.buf = buf;
         self.describe_new_tasks();
     }
 
@@ -150,6 +191,12 @@ impl TraceStream {
             if let Some(pid) = pid {
                 m.add_tids(std::iter::once(pid));
                 m.add_tids(crate::sys::threads::of_process(&self.root, pid));
+            }
+        }
+        if let Some(old) = &self.task_filter {
+            let new = self.task_filter();
+            if *old != new && self.instance.set_filter(SYS_EXIT, &new).is_ok() {
+                self.task_filter = Some(new);
             }
         }
     }

@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicUsize;
 
 mod partition;
 mod show;
+mod trace;
 mod tune;
 
 pub use crate::exit::{FAILED as EXIT_FAILED, REFUSED as EXIT_REFUSED};
@@ -121,6 +122,14 @@ pub enum Command {
     /// One table, a column per run, with differences against the first;
     /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
     Compare(show::CompareArgs),
+    /// Isolation audit: count every interruption of CPUS by its source for
+    /// a while, and check what isolcpus, nohz_full and the partition
+    /// promised.
+    Audit(trace::AuditArgs),
+    /// IRQ-to-task latency: from each handler of an IRQ to the switch-in of
+    /// the task that waits for its data (`-- CMD` starts that task).
+    #[command(name = "irq-task")]
+    IrqTask(trace::IrqTaskArgs),
     /// Why wake-ups were late: the culprits of a run with `trace.threshold`
     /// and every explained wake-up, or the worst wake-ups it kept.
     Explain {
@@ -194,10 +203,35 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
             )
         }
     };
-    plan::plan_text(&text, &name, &machine, opts).map_err(|diags| {
-        print_diagnostics(&name, &diags);
+    plan_from_text(&text, &name, opts)
+}
+
+fn plan_from_text(text: &str, name: &str, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
+    let machine = RealMachine {
+        root: SysRoot::real(),
+    };
+    plan::plan_text(text, name, &machine, opts).map_err(|diags| {
+        print_diagnostics(name, &diags);
         EXIT_REFUSED
     })
+}
+
+/// Runs an experiment given as text (the trace commands write theirs).
+pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs) -> i32 {
+    if let Some(json) = &args.json
+        && let Err(e) = crate::sys::outfile::check(json, false)
+    {
+        errln!("rtlab: --json {}", e.with_hint());
+        return EXIT_REFUSED;
+    }
+    let opts = PlanOptions {
+        outdir: args.outdir.clone(),
+        dbg_level: None,
+    };
+    match plan_from_text(text, name, &opts) {
+        Ok(plan) => run_plan(&plan, args),
+        Err(code) => code,
+    }
 }
 
 /// The cpuset partitions (name, CPUs) where a thread can have its own
@@ -239,10 +273,13 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         outdir: args.outdir.clone(),
         dbg_level,
     };
-    let plan = match load_plan(args.file.as_deref(), &opts) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    match load_plan(args.file.as_deref(), &opts) {
+        Ok(plan) => run_plan(&plan, args),
+        Err(code) => code,
+    }
+}
+
+fn run_plan(plan: &plan::RunPlan, args: &RunArgs) -> i32 {
     let journal_dir = crate::sys::journal::default_dir();
     if let Err(code) = journal_dir_trusted(&journal_dir) {
         return code;
@@ -273,7 +310,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
                 crate::measure::Wake::Simulated,
             ),
     };
-    let result = match run::execute(&plan, &run_opts) {
+    let result = match run::execute(plan, &run_opts) {
         Ok(r) => r,
         Err(e) => {
             errln!("rtlab: {e:#}");
@@ -345,6 +382,8 @@ pub fn main() -> i32 {
         (Some(Command::Report(args)), _) => show::report_main(args),
         (Some(Command::Compare(args)), _) => show::compare_main(args),
         (Some(Command::Explain { result }), _) => show::explain_main(result),
+        (Some(Command::Audit(args)), _) => trace::audit_main(args),
+        (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
         (Some(Command::Check { file }), _) => {
             match load_plan(
                 Some(file),

@@ -260,8 +260,16 @@ pub fn explain_main(path: &Path) -> i32 {
         );
         return EXIT_REFUSED;
     }
+    for m in &run.details.irq_tasks {
+        out!("{}", crate::report::audit::irq_task(m));
+    }
+    if let Some(audit) = &run.details.audit {
+        out!("{}", crate::report::audit::audit(audit));
+    }
+    let other_findings = run.details.audit.is_some() || !run.details.irq_tasks.is_empty();
     match &run.details.trace {
         Some(trace) => out!("{}", crate::report::explain::all(trace)),
+        None if other_findings && run.threads.iter().all(|t| t.spikes.is_empty()) => {}
         None => {
             outln!(
                 "No flight recorder in this run (`trace.threshold` was not set). Its worst wake-ups:"

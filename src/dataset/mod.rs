@@ -95,11 +95,26 @@ pub struct Quantile {
     pub value_ns: Option<u64>,
 }
 
-/// One timer thread of a run.
+/// What a thread of a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measures {
+    /// A timer thread's wake-up latency.
+    #[default]
+    WakeUp,
+    /// The delay from an IRQ handler's exit to a task's switch-in
+    /// (`irq_task[N]`).
+    IrqToTask,
+}
+
+/// One timer thread of a run, or one IRQ-to-task measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct Thread {
-    /// `T0`, `T1`, … (the thread's index).
+    /// `T0`, `T1`, … (the thread's index); `I0`, … for an IRQ-to-task
+    /// measurement.
     pub name: String,
+    /// What it measured.
+    pub measures: Measures,
     /// The CPU it ran on, when known.
     pub cpu: Option<usize>,
     /// Its statistics.
@@ -134,6 +149,10 @@ pub struct Details {
     pub warnings: Vec<String>,
     /// Why wake-ups were late (rtlab runs with the flight recorder).
     pub trace: Option<crate::explain::TraceReport>,
+    /// The isolation audit (rtlab runs with `audit.cpus`).
+    pub audit: Option<crate::audit::AuditReport>,
+    /// The IRQ-to-task measurements, with their counts.
+    pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
 }
 
 /// A finished run, read from a file.
@@ -357,6 +376,7 @@ impl Thread {
     ) -> Self {
         Thread {
             name,
+            measures: Measures::WakeUp,
             cpu,
             stats,
             histogram_us,
@@ -364,6 +384,12 @@ impl Thread {
             spikes: Vec::new(),
             distribution,
         }
+    }
+
+    /// The same, as an IRQ-to-task measurement.
+    pub(crate) fn irq_to_task(mut self) -> Self {
+        self.measures = Measures::IrqToTask;
+        self
     }
 
     /// The thread with its worst wake-ups.
@@ -441,10 +467,18 @@ impl Run {
         threads: Vec<Thread>,
         details: Details,
     ) -> Self {
-        let all = if threads.len() == 1 {
-            threads[0].stats.clone()
+        // The run's figure is its timer threads' (an IRQ-to-task delay is
+        // another quantity), or its IRQ-to-task measurements' without timers.
+        let timers: Vec<Thread> = threads
+            .iter()
+            .filter(|t| t.measures == Measures::WakeUp)
+            .cloned()
+            .collect();
+        let counted = if timers.is_empty() { &threads } else { &timers };
+        let all = if counted.len() == 1 {
+            counted[0].stats.clone()
         } else {
-            merge_stats(&threads)
+            merge_stats(counted)
         };
         Run {
             label: default_label(path),

@@ -42,14 +42,51 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
-    let threads = result.timers.iter().map(thread).collect();
+    if result.irq_tasks.len() > crate::config::MAX_IRQ_TASKS {
+        return Err(ParseError::new(
+            1,
+            1,
+            format!(
+                "more than {} IRQ-to-task measurements",
+                crate::config::MAX_IRQ_TASKS
+            ),
+            "no rtlab run has this many; the file was altered",
+        ));
+    }
+    let mut threads: Vec<Thread> = result.timers.iter().map(thread).collect();
+    threads.extend(result.irq_tasks.iter().map(irq_task));
     let context = context(&result);
     let details = details(&result);
     Ok(Run::new(path, Format::Rtlab, context, threads, details))
 }
 
-fn thread(t: &TimerResult) -> Thread {
-    let s = &t.summary;
+/// An IRQ-to-task measurement as a thread of the run: its delays from the
+/// handler's exit, with the CPU of its task when it was one.
+fn irq_task(m: &crate::irq_task::IrqTaskResult) -> Thread {
+    let (stats, distribution) = summary_stats(&m.from_exit, &m.hdr_histogram);
+    let histogram_us = super::per_us(m.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
+    let mut task_cpus = m.cpu_pairs.iter().map(|p| p.task_cpu);
+    let first = task_cpus.next();
+    let cpu = first.filter(|c| task_cpus.all(|x| x == *c));
+    Thread::new(
+        format!("I{}", m.index),
+        cpu,
+        Stats {
+            overruns: None,
+            ..stats
+        },
+        histogram_us,
+        None,
+        distribution,
+    )
+    .irq_to_task()
+}
+
+/// The statistics and distribution of a summary and its HDR buckets.
+fn summary_stats(
+    s: &crate::stats::Summary,
+    hdr: &[crate::stats::HdrBucket],
+) -> (Stats, Distribution) {
     let some = |v: u64| (s.samples > 0).then_some(v);
     let stats = Stats {
         samples: s.samples,
@@ -69,16 +106,20 @@ fn thread(t: &TimerResult) -> Thread {
         overruns: Some(s.overruns),
         beyond_histogram: Some(s.beyond_histogram),
     };
-    // The HDR histogram holds every sample: the 1-µs view is made from it,
-    // so the plot shows samples beyond histo_size too.
-    let histogram_us = super::per_us(t.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
     let distribution = Distribution::new(
-        t.hdr_histogram
-            .iter()
+        hdr.iter()
             .map(|b| (b.high_ns.min(s.max_ns), b.count))
             .collect(),
         s.hdr_out_of_range,
     );
+    (stats, distribution)
+}
+
+fn thread(t: &TimerResult) -> Thread {
+    let (stats, distribution) = summary_stats(&t.summary, &t.hdr_histogram);
+    // The HDR histogram holds every sample: the 1-µs view is made from it,
+    // so the plot shows samples beyond histo_size too.
+    let histogram_us = super::per_us(t.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
     Thread::new(
         format!("T{}", t.index),
         t.cpu_first.or_else(|| t.cpus.first().copied()),
@@ -227,5 +268,7 @@ fn details(r: &RunResult) -> Details {
         end,
         warnings: r.warnings.clone(),
         trace: r.trace.clone(),
+        audit: r.audit.clone(),
+        irq_tasks: r.irq_tasks.clone(),
     }
 }

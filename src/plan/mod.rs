@@ -582,7 +582,9 @@ fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskS
         {
             p.diags.push(
                 Diagnostic::new(m.irq.pos, format!("IRQ {n} does not exist on this machine"))
-                    .with_hint(Some("`rtlab irq` lists the IRQs, their names and where they fire".into())),
+                    .with_hint(Some(
+                        "`rtlab irq` lists the IRQs, their names and where they fire".into(),
+                    )),
             );
         }
         if let crate::config::TaskSelector::Program(i) = m.task.value
@@ -590,7 +592,10 @@ fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskS
         {
             p.diags.push(
                 Diagnostic::new(m.task.pos, format!("there is no program[{i}] in this file"))
-                    .with_hint(Some("name a program of the file, or the task by `task.name` or `task.pid`".into())),
+                    .with_hint(Some(
+                        "name a program of the file, or the task by `task.name` or `task.pid`"
+                            .into(),
+                    )),
             );
         }
         out.push(crate::irq_task::IrqTaskSpec {

@@ -5,6 +5,7 @@
 //! the caller decides where they go. Each format is in its own file; the
 //! files made from finished runs share one interface ([`export::Exporter`]).
 
+pub mod audit;
 pub mod compare;
 pub mod explain;
 pub mod export;

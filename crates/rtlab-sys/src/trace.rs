@@ -283,6 +283,25 @@ impl Instance {
             .map_err(kernel("cannot open the trace marker"))
     }
 
+    /// Sets the filter of `event` (`raw_syscalls/sys_exit`), then enables
+    /// it. Err when the kernel refuses either.
+    pub fn filter_and_enable(&self, event: &str, filter: &str) -> Result<(), TraceError> {
+        let dir = format!("{}/events/{event}", self.dir);
+        self.root
+            .write(&format!("{dir}/filter"), filter)
+            .map_err(kernel("cannot set an event filter"))?;
+        self.root
+            .write(&format!("{dir}/enable"), "1")
+            .map_err(kernel("cannot enable an event"))
+    }
+
+    /// Sets the filter of an enabled `event`.
+    pub fn set_filter(&self, event: &str, filter: &str) -> Result<(), TraceError> {
+        self.root
+            .write(&format!("{}/events/{event}/filter", self.dir), filter)
+            .map_err(kernel("cannot set an event filter"))
+    }
+
     /// Stops recording (what was recorded stays to be read).
     pub fn stop(&self) {
         let _ = self.root.write(&format!("{}/tracing_on", self.dir), "0");

@@ -297,10 +297,10 @@ pub(super) fn irq_task_irq(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
 
 pub(super) fn irq_task_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     let v = prop.value.trim();
-    if v.len() > 15 || v.chars().any(char::is_control) {
+    if v.len() > 15 || v.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
         b.value_error(
             prop,
-            ValueError::new("a task name (comm) has at most 15 characters")
+            ValueError::new("a task name (comm) has at most 15 characters, no quote or backslash")
                 .hint("the kernel cuts a task's name to 15 bytes: write those (`ps -o comm`)"),
         );
         return;

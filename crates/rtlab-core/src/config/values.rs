@@ -214,9 +214,35 @@ pub fn cmdline(text: &str) -> Result<Vec<String>, ValueError> {
     Ok(argv)
 }
 
+/// An argv written as a `cmdline` value that [`cmdline`] splits back to
+/// it, or None when it cannot be written on one line of a file (a control
+/// character, a quote inside an argument, an empty argument).
+pub fn quote_cmdline(argv: &[String]) -> Option<String> {
+    let writable = |a: &String| {
+        !a.is_empty() && !a.contains(['\'', '"', '\\']) && !a.chars().any(char::is_control)
+    };
+    if argv.is_empty() || !argv.iter().all(writable) {
+        return None;
+    }
+    let text = shell_words::join(argv);
+    (cmdline(&text).ok()? == argv).then_some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argv_is_quoted_back_to_itself_or_refused() {
+        let argv: Vec<String> = ["dd", "if=a b", "#x", "$HOME", "a;b"]
+            .map(String::from)
+            .to_vec();
+        let text = quote_cmdline(&argv).unwrap();
+        assert_eq!(cmdline(&text).unwrap(), argv);
+        assert_eq!(quote_cmdline(&["it's".to_string()]), None);
+        assert_eq!(quote_cmdline(&["a\nb".to_string()]), None);
+        assert_eq!(quote_cmdline(&[]), None);
+    }
 
     #[test]
     fn cpuset_names() {
