@@ -513,10 +513,16 @@ fn start_stream(
     };
     match started {
         Ok(s) => {
-            if !s.missing.is_empty() {
+            let core: Vec<&String> = s
+                .missing
+                .iter()
+                .filter(|e| crate::stream::CORE_EVENTS.contains(&e.as_str()))
+                .collect();
+            if !core.is_empty() {
+                let names: Vec<&str> = core.iter().map(|e| e.as_str()).collect();
                 warnings.push(format!(
-                    "the audit's trace lacks these tracepoints of this kernel: {}",
-                    s.missing.join(", ")
+                    "the trace stream lacks tracepoints it cannot do without: {}",
+                    names.join(", ")
                 ));
             }
             (Some(s), None)

@@ -56,6 +56,19 @@ pub struct TraceStream {
     task_filter: Option<String>,
 }
 
+/// The tracepoints without which the stream's figures are wrong (the
+/// others are another architecture's, or add detail).
+pub const CORE_EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+];
+
 /// The tasks' syscall exits: each bounds a switch-in not logged.
 const SYS_EXIT: &str = "raw_syscalls/sys_exit";
 /// Most threads named in the syscall exits' filter.
@@ -236,6 +249,12 @@ impl TraceStream {
         let lost = self.instance.lost_events(&self.cpus).max(self.lost_lines);
         let audit = self.audit.take().map(|a| {
             let mut r = a.finish(promises, lost);
+            if !self.missing.is_empty() {
+                r.notes.push(format!(
+                    "tracepoints this kernel lacks (not counted): {}",
+                    self.missing.join(", ")
+                ));
+            }
             if lost > 0 {
                 r.notes.push(format!(
                     "the kernel lost {lost} events (buffer full): the counts are lower bounds"

@@ -307,6 +307,9 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         } else {
             out!("{}", compare::text(&columns));
         }
+        if let Some(audits) = compare::audit_text(&runs) {
+            out!("\n{audits}");
+        }
         if !verdicts.is_empty() {
             outln!();
         }

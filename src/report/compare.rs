@@ -451,6 +451,94 @@ pub fn text(columns: &[Column]) -> String {
         columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>(),
     )];
     table.extend(rows(columns));
+    aligned(&table, columns.len())
+}
+
+/// The isolation audits of runs side by side, when one of them has one:
+/// a row per source (threads by name, every CPU audited together), with
+/// its count and total time in each run, then each promise's verdict.
+/// The first row holds the labels.
+pub fn audit_rows(runs: &[Run]) -> Option<Vec<(String, Vec<String>)>> {
+    use std::collections::BTreeMap;
+    if runs.iter().all(|r| r.details.audit.is_none()) {
+        return None;
+    }
+    let mut sources: BTreeMap<(bool, String), Vec<(u64, u64)>> = BTreeMap::new();
+    let mut promises: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut intruders = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let Some(a) = run
+            .details
+            .audit
+            .as_ref()
+            .filter(|a| a.unavailable.is_none())
+        else {
+            intruders.push("-".to_string());
+            continue;
+        };
+        intruders.push(a.intruders().count().to_string());
+        for r in &a.rows {
+            let key = (
+                r.belongs,
+                format!("{}: {}", crate::report::audit::kind_name(r.kind), r.what),
+            );
+            let cells = sources
+                .entry(key)
+                .or_insert_with(|| vec![(0, 0); runs.len()]);
+            cells[i].0 += r.count;
+            cells[i].1 += r.total_ns;
+        }
+        for p in &a.promises {
+            let cells = promises
+                .entry(format!("promise {} (CPU {})", p.promise, p.cpu))
+                .or_insert_with(|| vec!["-".to_string(); runs.len()]);
+            cells[i] = match p.kept {
+                Some(true) => "kept",
+                Some(false) => "BROKEN",
+                None => "not made",
+            }
+            .to_string();
+        }
+    }
+    let mut table = vec![(
+        "isolation audit".to_string(),
+        runs.iter().map(|r| r.label.clone()).collect(),
+    )];
+    table.push(("sources that do not belong".into(), intruders));
+    // Those that do not belong first, most time first.
+    let mut rows: Vec<_> = sources.into_iter().collect();
+    rows.sort_by_key(|((belongs, what), cells)| {
+        let total: u64 = cells.iter().map(|c| c.1).sum();
+        (*belongs, std::cmp::Reverse(total), what.clone())
+    });
+    for ((belongs, what), cells) in rows {
+        let mark = if belongs { "  " } else { "✗ " };
+        table.push((
+            format!("{mark}{what}"),
+            cells
+                .iter()
+                .map(|&(n, ns)| {
+                    if n == 0 {
+                        "-".into()
+                    } else {
+                        format!("{n}× {:.1} µs", ns as f64 / 1000.0)
+                    }
+                })
+                .collect(),
+        ));
+    }
+    table.extend(promises);
+    Some(table)
+}
+
+/// The audits side by side as aligned text (see [`audit_rows`]).
+pub fn audit_text(runs: &[Run]) -> Option<String> {
+    let table = audit_rows(runs)?;
+    Some(aligned(&table, runs.len()))
+}
+
+/// Rows of a name and cells, the cells right-aligned in columns.
+fn aligned(table: &[(String, Vec<String>)], columns: usize) -> String {
     let width = |i: Option<usize>| {
         table
             .iter()
@@ -459,9 +547,15 @@ pub fn text(columns: &[Column]) -> String {
             .unwrap_or(0)
     };
     let first = width(None);
-    let widths: Vec<usize> = (0..columns.len()).map(|i| width(Some(i)).min(48)).collect();
+    let first = first.min(72);
+    let widths: Vec<usize> = (0..columns).map(|i| width(Some(i)).min(48)).collect();
     let mut out = String::new();
-    for (name, cells) in &table {
+    for (name, cells) in table {
+        let name: String = if name.chars().count() > first {
+            name.chars().take(first - 1).chain(['…']).collect()
+        } else {
+            name.clone()
+        };
         let _ = write!(out, "{name:<first$}");
         for (cell, w) in cells.iter().zip(&widths) {
             let cell: String = if cell.chars().count() > *w {

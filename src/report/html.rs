@@ -254,6 +254,151 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
     }
 }
 
+/// The IRQ-to-task measurements: what each `I<N>` row above measured and
+/// where every handler exit went.
+fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+    if tasks.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h3>IRQ-to-task latency</h3>\n<p class=\"muted\">The rows I&lt;N&gt; above: from the \
+         end of each interrupt handler to the switch-in of the task its work woke.</p>\n",
+    );
+    let head: Vec<String> = [
+        "",
+        "IRQ",
+        "task",
+        "handler exits",
+        "woke the task",
+        "task running",
+        "slept through",
+        "other cause",
+        "unresolved",
+        "kernel count",
+        "CPUs (IRQ → task: samples)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .map(|m| {
+            let c = &m.counts;
+            let irq = m
+                .irq_names
+                .iter()
+                .map(|(n, name)| format!("{n} {name}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let pairs = m
+                .cpu_pairs
+                .iter()
+                .map(|p| format!("{} → {}: {}", p.irq_cpu, p.task_cpu, p.samples))
+                .collect::<Vec<_>>()
+                .join("; ");
+            vec![
+                format!("I{}", m.index),
+                if irq.is_empty() {
+                    m.irq.to_string()
+                } else {
+                    irq
+                },
+                m.task.to_string(),
+                c.irqs.to_string(),
+                c.matched.to_string(),
+                c.task_running.to_string(),
+                c.no_wakeup.to_string(),
+                c.other_cause_total().to_string(),
+                c.unresolved.to_string(),
+                m.kernel_count.map_or("?".into(), |k| k.to_string()),
+                pairs,
+            ]
+        })
+        .collect();
+    table(out, "irq-tasks", &head, &rows);
+    for m in tasks.iter().filter(|m| m.counts.switch_in_inferred > 0) {
+        let _ = writeln!(
+            out,
+            "<p class=\"muted\">I{}: {} switch-ins were not logged by this kernel; each is taken \
+             at its CPU's previous event, a lower bound (the task showed running {} µs later on \
+             average).</p>",
+            m.index,
+            m.counts.switch_in_inferred,
+            us(m.counts.inferred_gap_total_ns / m.counts.switch_in_inferred)
+        );
+    }
+}
+
+/// The isolation audit: every source that reached the audited CPUs.
+fn audit_table(out: &mut String, a: &crate::audit::AuditReport) {
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+    out.push_str("<h3>Isolation audit</h3>\n");
+    if let Some(why) = &a.unavailable {
+        let _ = writeln!(out, "<p>Not done: {}</p>", escape(why));
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"muted\">Every interruption of CPU {} over {:.3} s, by source; net times \
+         (interrupts nested in another are taken out of it).</p>",
+        escape(&crate::cpulist::format(&a.cpus)),
+        a.duration_ns as f64 / 1e9
+    );
+    let head: Vec<String> = [
+        "CPU",
+        "kind",
+        "source",
+        "count",
+        "total µs",
+        "max µs",
+        "belongs",
+        "why",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = a
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.cpu.to_string(),
+                crate::report::audit::kind_name(r.kind).to_string(),
+                crate::report::audit::source(&r.what, r.pid),
+                r.count.to_string(),
+                us(r.total_ns),
+                us(r.max_ns),
+                if r.belongs { "yes" } else { "no" }.to_string(),
+                r.why.clone(),
+            ]
+        })
+        .collect();
+    table(out, "audit", &head, &rows);
+    let head: Vec<String> = ["CPU", "promise", "kept", "what was seen"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = a
+        .promises
+        .iter()
+        .map(|p| {
+            vec![
+                p.cpu.to_string(),
+                p.promise.clone(),
+                match p.kept {
+                    Some(true) => "kept",
+                    Some(false) => "BROKEN",
+                    None => "not made",
+                }
+                .to_string(),
+                p.detail.clone(),
+            ]
+        })
+        .collect();
+    table(out, "promises", &head, &rows);
+    if !a.notes.is_empty() {
+        list(out, &a.notes, "");
+    }
+}
+
 fn run_section(out: &mut String, i: usize, run: &Run) {
     let _ = writeln!(
         out,
@@ -279,6 +424,10 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
         })
         .collect();
     table(out, "threads", &head, &rows);
+    irq_tasks(out, &run.details.irq_tasks);
+    if let Some(audit) = &run.details.audit {
+        audit_table(out, audit);
+    }
     worst_wakeups(out, run);
     if let Some(trace) = &run.details.trace {
         why_late(out, trace);
