@@ -116,6 +116,10 @@ pub struct IrqTaskResult {
     /// own counter, read before the trace started and after it stopped: it
     /// may exceed `counts.irqs` by the interrupts of those moments).
     pub kernel_count: Option<u64>,
+    /// The same counter read just after the trace started and just before
+    /// it stopped: the trace saw at least this many.
+    #[serde(default)]
+    pub kernel_count_within: Option<u64>,
     /// Events the kernel could not keep (the counts are then lower bounds).
     #[serde(default)]
     pub lost_events: u64,
@@ -462,6 +466,7 @@ impl Matcher {
                 .collect(),
             counts: self.counts,
             kernel_count,
+            kernel_count_within: None,
             lost_events: 0,
         }
     }

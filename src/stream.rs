@@ -45,8 +45,10 @@ pub struct TraceStream {
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
     cpus: Vec<usize>,
-    /// `/proc/interrupts` totals per IRQ number before the trace started.
+    /// `/proc/interrupts` totals per IRQ number before the trace started,
+    /// and just after.
     irqs_before: Vec<(u32, u64)>,
+    irqs_started: Vec<(u32, u64)>,
     /// `[LOST N EVENTS]` lines of the pipe.
     lost_lines: u64,
     events: u64,
@@ -93,6 +95,7 @@ impl TraceStream {
             overwrite: false,
             events: trace::STREAM_EVENTS,
         })?;
+        let irqs_started = crate::sys::irq::totals(root);
         let pipe = instance.pipe()?;
         let mut stream = TraceStream {
             root: root.clone(),
@@ -107,6 +110,7 @@ impl TraceStream {
                 .collect(),
             cpus: online.to_vec(),
             irqs_before,
+            irqs_started,
             lost_lines: 0,
             events: 0,
             missing,
@@ -243,6 +247,7 @@ impl TraceStream {
         programs: &[(usize, i32)],
         promises: &Promises,
     ) -> (Option<AuditReport>, Vec<IrqTaskResult>) {
+        let before_stop = crate::sys::irq::totals(&self.root);
         self.instance.stop();
         self.look(measured, programs);
         let after = crate::sys::irq::totals(&self.root);
@@ -277,6 +282,7 @@ impl TraceStream {
                     numbers
                 };
                 r.kernel_count = kernel_count(&irqs_before, &after, &numbers);
+                r.kernel_count_within = kernel_count(&self.irqs_started, &before_stop, &numbers);
                 r.lost_events = lost;
                 r
             })

@@ -170,9 +170,10 @@ pub fn irq_task(m: &IrqTaskResult) -> String {
             .collect();
         out.push_str(&format!("  other causes: {}\n", causes.join(", ")));
     }
-    if let Some(k) = m.kernel_count {
+    if let (Some(outer), Some(inner)) = (m.kernel_count, m.kernel_count_within) {
         out.push_str(&format!(
-            "  the kernel counted {k} (/proc/interrupts, read just outside the trace)\n"
+            "  the kernel counted {inner} to {outer} (/proc/interrupts, read just inside and \
+             outside the trace)\n"
         ));
     }
     if c.switch_in_inferred > 0 {

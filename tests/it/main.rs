@@ -17,4 +17,5 @@ mod isolation;
 mod reports;
 mod run;
 mod simulated;
+mod trace_experiments;
 mod tuning;

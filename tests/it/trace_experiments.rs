@@ -1,0 +1,418 @@
+//! The trace experiments on the real kernel: the isolation audit finds a
+//! known disturbance (a program pinned to the audited CPU, a device
+//! interrupt) and finds it absent once moved away; IRQ-to-task latency on
+//! a real device interrupt (the disk's, under direct I/O) gives a plausible
+//! distribution and counts that add up and agree with the kernel's own.
+//! Needs root and tracefs in the kernel, else checks rtlab's refusal and
+//! says so; holds the machine alone (it traces every CPU).
+
+use crate::fixtures::{is_root, load_cpu, measured_cpu, online_cpus, path_taken, text};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn tracefs_in_kernel() -> bool {
+    std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("tracefs"))
+}
+
+fn rtlab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .output()
+        .unwrap()
+}
+
+fn run(dir: &Path, name: &str, cfg: &str) -> (Output, Value) {
+    std::fs::write(dir.join(format!("{name}.cfg")), cfg).unwrap();
+    let o = rtlab(
+        dir,
+        &[
+            "run",
+            &format!("{name}.cfg"),
+            "--json",
+            &format!("{name}.json"),
+        ],
+    );
+    let r = std::fs::read(dir.join(format!("{name}.json")))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (o, r)
+}
+
+/// Root and tracefs, or the refusal checked and said.
+fn can_trace(test: &str) -> bool {
+    if !is_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = rtlab(dir.path(), &["audit", "0", "--duration", "1s"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains("need root"), "{}", text(&o));
+        path_taken(
+            test,
+            "not root: checked that rtlab refuses to trace (status 2)",
+        );
+        return false;
+    }
+    if !tracefs_in_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = rtlab(
+            dir.path(),
+            &["audit", "0", "--duration", "1s", "--json", "a.json"],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+        assert!(r["audit"]["unavailable"].is_string(), "{r}");
+        path_taken(
+            test,
+            "no tracefs in this kernel: checked the audit says why",
+        );
+        return false;
+    }
+    true
+}
+
+/// The disk's completion interrupt, found by doing direct I/O on a file of
+/// `dir` and seeing which IRQ counts it: (number, name, the CPUs it fired
+/// on). None when direct I/O is refused here (a tmpfs) or no IRQ counts it.
+fn disk_irq(dir: &Path) -> Option<(u32, String, Vec<usize>)> {
+    let file = dir.join("dio.bin");
+    std::fs::write(&file, vec![7u8; 4 << 20]).ok()?;
+    let counts = || -> Vec<(u32, String, Vec<u64>)> {
+        std::fs::read_to_string("/proc/interrupts")
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let (n, rest) = l.trim_start().split_once(':')?;
+                let n: u32 = n.parse().ok()?;
+                let fields: Vec<&str> = rest.split_whitespace().collect();
+                let cpus = online_cpus().len();
+                let counts: Vec<u64> = fields
+                    .iter()
+                    .take(cpus)
+                    .filter_map(|c| c.parse().ok())
+                    .collect();
+                Some((n, fields.last()?.to_string(), counts))
+            })
+            .collect()
+    };
+    let before = counts();
+    let dd = Command::new("dd")
+        .args([
+            &format!("if={}", file.display()),
+            "of=/dev/null",
+            "bs=4k",
+            "iflag=direct",
+        ])
+        .output()
+        .ok()?;
+    if !dd.status.success() {
+        return None;
+    }
+    let after = counts();
+    let (n, name, deltas) = after
+        .iter()
+        .filter_map(|(n, name, c)| {
+            let (_, _, b) = before.iter().find(|x| x.0 == *n)?;
+            let d: Vec<u64> = c.iter().zip(b).map(|(a, b)| a.saturating_sub(*b)).collect();
+            Some((*n, name.clone(), d))
+        })
+        .max_by_key(|(_, _, d)| d.iter().sum::<u64>())?;
+    // 1024 reads of 4 KiB: most of them complete with an interrupt.
+    (deltas.iter().sum::<u64>() >= 512).then(|| {
+        let cpus = online_cpus()
+            .into_iter()
+            .zip(&deltas)
+            .filter(|(_, d)| **d > 0)
+            .map(|(c, _)| c)
+            .collect();
+        (n, name, cpus)
+    })
+}
+
+fn rows_on<'a>(r: &'a Value, cpu: usize) -> Vec<&'a Value> {
+    r["audit"]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|x| x["cpu"] == cpu)
+        .collect()
+}
+
+#[test]
+fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away";
+    if !can_trace(TEST) {
+        return;
+    }
+    let (audited, elsewhere) = (measured_cpu(), load_cpu());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = |cpu: usize| {
+        format!(
+            "main\n{{\n  cpu_affinity {elsewhere}\n  audit.cpus {audited}\n  lifetime.duration 2 s\n}}\n\
+             timer_thread[0]\n{{\n  cpu_affinity {audited}\n  sched.policy FIFO\n  sched.priority 80\n}}\n\
+             program[0]\n{{\n  cmdline {} hog --duration 30s\n  cpu_affinity {cpu}\n}}\n",
+            env!("CARGO_BIN_EXE_rtlab")
+        )
+    };
+    let (o, r) = run(dir.path(), "on", &cfg(audited));
+    assert!(o.status.success(), "{}", text(&o));
+    let hog = r["programs"][0]["first_pid"].as_i64().unwrap();
+    let timer = r["timers"][0]["tid"].as_i64().unwrap();
+    let rows = rows_on(&r, audited);
+    let found = rows
+        .iter()
+        .find(|x| x["pid"] == hog)
+        .unwrap_or_else(|| panic!("the hog is not in the audit: {}", r["audit"]));
+    assert_eq!(found["kind"], "task");
+    assert_eq!(found["belongs"], false);
+    assert!(found["count"].as_u64().unwrap() >= 1);
+    assert!(found["total_ns"].as_u64().unwrap() > 0);
+    // The measured thread belongs; its count is its switch-ins, at least
+    // one per sample it took on this CPU.
+    let measured = rows
+        .iter()
+        .find(|x| x["pid"] == timer)
+        .expect("timer thread");
+    assert_eq!(measured["belongs"], true);
+    // rtlab's text says it too.
+    assert!(text(&o).contains("Isolation audit of CPU"), "{}", text(&o));
+    if audited == elsewhere {
+        path_taken(TEST, "one CPU: the program cannot be moved away");
+        return;
+    }
+    let (o, r) = run(dir.path(), "off", &cfg(elsewhere));
+    assert!(o.status.success(), "{}", text(&o));
+    let hog = r["programs"][0]["first_pid"].as_i64().unwrap();
+    assert!(
+        rows_on(&r, audited).iter().all(|x| x["pid"] != hog),
+        "the hog moved away still shows: {}",
+        r["audit"]
+    );
+    // `compare` sets the two audits side by side.
+    let c = rtlab(dir.path(), &["compare", "on.json", "off.json"]);
+    assert!(c.status.success(), "{}", text(&c));
+    let out = String::from_utf8_lossy(&c.stdout);
+    assert!(out.contains("isolation audit"), "{out}");
+    // The hog's row: time in the first run, none in the second.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("✗ task: rtlab "))
+        .unwrap_or_else(|| panic!("no row of the hog: {out}"));
+    assert!(line.trim_end().ends_with(" -"), "{line}");
+    assert!(
+        !line
+            .split_whitespace()
+            .nth(3)
+            .unwrap_or("-")
+            .starts_with('-'),
+        "{line}"
+    );
+    path_taken(
+        TEST,
+        &format!(
+            "the hog found on CPU {audited}, then absent; compare: {}",
+            line.trim()
+        ),
+    );
+}
+
+#[test]
+fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another";
+    if !can_trace(TEST) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
+        path_taken(
+            TEST,
+            "no IRQ counts direct I/O on this machine's test directory",
+        );
+        return;
+    };
+    let irq_cpu = fired_on[0];
+    let other = online_cpus().into_iter().find(|c| !fired_on.contains(c));
+    let mut runs = vec![("same", irq_cpu)];
+    runs.extend(other.map(|o| ("other", o)));
+    for (label, cpu) in &runs {
+        let cfg = format!(
+            "main\n{{\n  audit.cpus {irq_cpu}\n  lifetime.duration 2 s\n}}\n\
+             irq_task[0]\n{{\n  irq {name}\n  task.program 0\n}}\n\
+             program[0]\n{{\n  cmdline dd if=dio.bin of=/dev/null bs=4k iflag=direct\n  \
+             cpu_affinity {cpu}\n  termination.ok RESPAWN\n}}\n"
+        );
+        let (o, r) = run(dir.path(), label, &cfg);
+        assert!(o.status.success(), "{}", text(&o));
+        let m = &r["irq_tasks"][0];
+        let c = &m["counts"];
+        let n = |v: &Value| v.as_u64().unwrap();
+        // Every handler exit is accounted for once.
+        let others: u64 = c["other_cause"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| n(&x[1]))
+            .sum();
+        let irqs = n(&c["irqs"]);
+        assert_eq!(
+            irqs,
+            n(&c["matched"])
+                + n(&c["task_running"])
+                + n(&c["no_wakeup"])
+                + others
+                + n(&c["unresolved"]),
+            "{c}"
+        );
+        // The kernel's own counter brackets the trace's count.
+        let (inner, outer) = (n(&m["kernel_count_within"]), n(&m["kernel_count"]));
+        assert!(
+            inner <= irqs && irqs <= outer,
+            "kernel {inner}..{outer}, trace {irqs} (lost {})",
+            m["lost_events"]
+        );
+        assert_eq!(m["irq_names"][0][0], irq);
+        // A plausible distribution: dd read thousands of blocks.
+        let s = &m["from_exit"];
+        assert!(n(&s["samples"]) > 100, "{m}");
+        assert_eq!(n(&s["samples"]), n(&c["matched"]));
+        let p = |q: &str| {
+            n(&s["percentiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["name"] == q)
+                .unwrap()["value_ns"])
+        };
+        assert!(n(&s["min_ns"]) <= p("p50") && p("p50") <= p("p99") && p("p99") <= n(&s["max_ns"]));
+        assert!(n(&s["max_ns"]) < 2_000_000_000, "longer than the run: {s}");
+        assert!(n(&m["from_entry"]["min_ns"]) >= n(&s["min_ns"]));
+        // Samples are where the task was pinned.
+        for pair in m["cpu_pairs"].as_array().unwrap() {
+            assert_eq!(pair["task_cpu"], *cpu, "{pair}");
+        }
+        // The audit of the IRQ's CPU counts the same handlers the
+        // measurement saw there.
+        let on_irq_cpu: u64 = rows_on(&r, irq_cpu)
+            .iter()
+            .filter(|x| {
+                x["kind"] == "irq"
+                    && x["what"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("IRQ {irq} "))
+            })
+            .map(|x| n(&x["count"]))
+            .sum();
+        if fired_on.len() == 1 {
+            assert_eq!(on_irq_cpu, irqs, "{}", r["audit"]);
+        }
+        path_taken(
+            TEST,
+            &format!(
+                "IRQ {irq} ({name}) on CPU {irq_cpu}, dd on CPU {cpu}: {} samples, p50 {} ns, \
+                 p99 {} ns; {irqs} handler exits (kernel {inner}..{outer}); {} switch-ins inferred",
+                n(&s["samples"]),
+                p("p50"),
+                p("p99"),
+                c["switch_in_inferred"]
+            ),
+        );
+    }
+    if runs.len() == 2 {
+        let c = rtlab(dir.path(), &["compare", "same.json", "other.json"]);
+        assert!(c.status.success(), "{}", text(&c));
+        assert!(String::from_utf8_lossy(&c.stdout).contains("samples"));
+    } else {
+        path_taken(
+            TEST,
+            "the IRQ fires on every CPU: no other CPU to compare with",
+        );
+    }
+}
+
+#[test]
+fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said";
+    if !can_trace(TEST) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
+        path_taken(
+            TEST,
+            "no IRQ counts direct I/O on this machine's test directory",
+        );
+        return;
+    };
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        path_taken(TEST, "one CPU: nowhere to move an IRQ");
+        return;
+    }
+    // Audit a CPU; move the disk IRQ onto it, then away from it.
+    let audited = measured_cpu();
+    let away = *cpus.iter().find(|c| **c != audited).unwrap();
+    let cfg = |to: usize| {
+        format!(
+            "main\n{{\n  audit.cpus {audited}\n  lifetime.duration 2 s\n  irq.affinity {to} {irq}\n}}\n\
+             program[0]\n{{\n  cmdline dd if=dio.bin of=/dev/null bs=4k iflag=direct\n  \
+             termination.ok RESPAWN\n}}\n"
+        )
+    };
+    let count_on = |r: &Value| -> u64 {
+        rows_on(r, audited)
+            .iter()
+            .filter(|x| {
+                x["kind"] == "irq"
+                    && x["what"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("IRQ {irq} "))
+            })
+            .map(|x| x["count"].as_u64().unwrap())
+            .sum()
+    };
+    let (o, onto) = run(dir.path(), "onto", &cfg(audited));
+    assert!(o.status.success(), "{}", text(&o));
+    let refused = onto["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("kernel refused"));
+    if refused {
+        // The kernel keeps it where it is: the audit still sees it on the
+        // CPUs it fires on, and on no other.
+        let seen = count_on(&onto);
+        assert_eq!(seen > 0, fired_on.contains(&audited), "{}", onto["audit"]);
+        path_taken(
+            TEST,
+            &format!(
+                "the kernel refused to move IRQ {irq} ({name}): rtlab said so; {seen} on CPU {audited}, where it fires: {}",
+                fired_on.contains(&audited)
+            ),
+        );
+        return;
+    }
+    let (o, away_r) = run(dir.path(), "away", &cfg(away));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        count_on(&onto) > 0,
+        "moved onto CPU {audited}: {}",
+        onto["audit"]
+    );
+    assert_eq!(count_on(&away_r), 0, "moved away: {}", away_r["audit"]);
+    path_taken(
+        TEST,
+        &format!(
+            "IRQ {irq} moved onto CPU {audited}: {} handlers seen there; moved away: none",
+            count_on(&onto)
+        ),
+    );
+}
