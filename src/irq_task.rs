@@ -163,8 +163,8 @@ pub struct Matcher {
     states: HashMap<i32, TaskState>,
     cpus: Vec<CpuContext>,
     pending: Option<Pending>,
-    /// Woken from an IRQ's work, waiting for their switch-in.
-    awaiting: Vec<(i32, Pending)>,
+    /// Woken from an IRQ's work (when), waiting for their switch-in.
+    awaiting: Vec<(i32, Pending, u64)>,
     irq_names: BTreeMap<u32, String>,
     counts: IrqTaskCounts,
     causes: BTreeMap<String, u64>,
@@ -290,7 +290,7 @@ impl Matcher {
         if self.is_task(e.pid, Some(&e.comm)) {
             self.states.insert(e.pid, TaskState::Running);
             if known {
-                self.switched_in(e.pid, e.cpu, since, Some(e.ts_ns - since.min(e.ts_ns)));
+                self.switched_in(e.pid, e.cpu, since, Some(e.ts_ns));
             }
         }
     }
@@ -322,7 +322,7 @@ impl Matcher {
             busy: woken.is_none() && self.task_busy(),
         };
         match woken {
-            Some(tid) => self.awaiting.push((tid, p)),
+            Some(tid) => self.awaiting.push((tid, p, e.ts_ns)),
             None => self.pending = Some(p),
         }
     }
@@ -359,7 +359,7 @@ impl Matcher {
             return;
         };
         match self.other_cause(e) {
-            None => self.awaiting.push((pid, p)),
+            None => self.awaiting.push((pid, p, e.ts_ns)),
             Some(cause) => {
                 let key = if self.causes.len() >= MAX_CAUSES && !self.causes.contains_key(&cause) {
                     "other causes".to_string()
@@ -419,15 +419,17 @@ impl Matcher {
     }
 
     /// `tid` runs on `cpu` from `at`: the sample of the IRQ that woke it.
-    fn switched_in(&mut self, tid: i32, cpu: usize, at: u64, inferred_gap: Option<u64>) {
+    /// `seen_at`: the switch-in was not logged, `at` is a lower bound and
+    /// the task was seen running at `seen_at`.
+    fn switched_in(&mut self, tid: i32, cpu: usize, at: u64, seen_at: Option<u64>) {
         let Some(i) = self.awaiting.iter().position(|a| a.0 == tid) else {
             return;
         };
-        let (_, p) = self.awaiting.swap_remove(i);
-        // A switch-in inferred before the handler ended cannot be its own.
-        let at = at.max(p.exit_ns);
+        let (_, p, woken) = self.awaiting.swap_remove(i);
+        // A switch-in inferred before the wake-up cannot be: it was after.
+        let at = at.max(woken).max(p.exit_ns);
         self.counts.matched += 1;
-        if let Some(gap) = inferred_gap {
+        if let Some(gap) = seen_at.map(|s| s.saturating_sub(at)) {
             self.counts.switch_in_inferred += 1;
             self.counts.inferred_gap_max_ns = self.counts.inferred_gap_max_ns.max(gap);
             self.counts.inferred_gap_total_ns =
