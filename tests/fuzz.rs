@@ -395,6 +395,10 @@ fn reader_seeds() -> Vec<(&'static str, String)> {
     };
     vec![
         ("rtlab.json", file("seeds", "rtlab-result.json")),
+        (
+            "rtlab-trace.json",
+            file("seeds", "rtlab-result-trace-experiments.json"),
+        ),
         ("cyclictest.json", file("seeds", "cyclictest.json")),
         ("cyclictest-nan.json", CYCLICTEST_JSON.to_string()),
         ("cyclictest.hist", file("golden", "cyclictest-stdout.txt")),

@@ -633,6 +633,33 @@ fn a_real_result_is_read_by_the_types_that_wrote_it() {
 }
 
 #[test]
+fn a_result_with_an_audit_and_an_irq_task_reads_back_whole() {
+    // A real run (tests/seeds) with a timer thread, an isolation audit and
+    // an IRQ-to-task measurement: every field written is read back; the
+    // measurement is thread I0 beside T0, and the run's figure is T0's.
+    let seed = include_str!("../../tests/seeds/rtlab-result-trace-experiments.json");
+    let as_written: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    assert_eq!(serde_json::to_value(&model).unwrap(), as_written);
+    let m = &model.irq_tasks[0];
+    let c = &m.counts;
+    assert_eq!(
+        c.irqs,
+        c.matched + c.task_running + c.no_wakeup + c.other_cause_total() + c.unresolved
+    );
+    assert!(model.audit.as_ref().is_some_and(|a| !a.rows.is_empty()));
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "trace.json", seed)).unwrap();
+    let names: Vec<&str> = run.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["T0", "I0"]);
+    assert_eq!(run.threads[1].measures, super::Measures::IrqToTask);
+    assert_eq!(run.threads[1].stats.samples, c.matched);
+    assert_eq!(run.threads[1].stats.max_ns, Some(m.from_exit.max_ns));
+    assert_eq!(run.all, run.threads[0].stats);
+    assert!(run.details.audit.is_some());
+}
+
+#[test]
 fn a_result_written_before_spikes_were_kept_still_loads() {
     // A real run of the version before `spikes` (tests/seeds): the new
     // fields take their defaults, the figures are read as written.
