@@ -35,8 +35,10 @@ const MAX_LINE: usize = 4096;
 /// A running trace stream.
 pub struct TraceStream {
     root: SysRoot,
-    instance: Instance,
+    /// Declared before the instance: fields drop in order, and the
+    /// instance cannot be removed while its pipe is open.
     pipe: Pipe,
+    instance: Instance,
     /// Bytes read and not yet fed (after the last whole line). Kept, with
     /// its capacity, from look to look: freeing a large buffer would make
     /// the kernel flush the TLBs of every CPU this process runs on, an IPI
@@ -252,6 +254,11 @@ impl TraceStream {
         self.look(measured, programs);
         let after = crate::sys::irq::totals(&self.root);
         let lost = self.instance.lost_events(&self.cpus).max(self.lost_lines);
+        // The instance goes now, its pipe first (it cannot be removed while
+        // a file of it is open).
+        let Self { pipe, instance, .. } = self;
+        drop(pipe);
+        drop(instance);
         let audit = self.audit.take().map(|a| {
             let mut r = a.finish(promises, lost);
             if !self.missing.is_empty() {

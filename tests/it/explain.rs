@@ -7,41 +7,15 @@
 //! and checks the refusal path; holds the machine alone (it may mount
 //! tracefs, and its timings need a quiet CPU).
 
-use crate::fixtures::{is_root, measured_cpu, path_taken, text};
+use crate::fixtures::{
+    is_root, leftover_instances, measured_cpu, path_taken, text, tracefs_mounts,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn tracefs_in_kernel() -> bool {
     std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("tracefs"))
-}
-
-fn tracefs_mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-        .map(str::to_string)
-        .collect()
-}
-
-/// rtlab's trace instances left anywhere tracefs is mounted.
-fn leftover_instances() -> Vec<String> {
-    let mut out = Vec::new();
-    for m in tracefs_mounts() {
-        let dir = m.split_whitespace().nth(1).unwrap_or_default().to_string();
-        for e in std::fs::read_dir(format!("{dir}/instances"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("rtlab-") {
-                out.push(format!("{dir}/instances/{name}"));
-            }
-        }
-    }
-    out
 }
 
 fn run(dir: &Path, cfg: &str) -> (Output, Value) {

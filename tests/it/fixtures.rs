@@ -169,3 +169,32 @@ pub fn root_or_refusal(test: &str) -> bool {
     );
     false
 }
+
+/// Every tracefs mount line of this process.
+pub fn tracefs_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// rtlab's trace instances left anywhere tracefs is mounted.
+pub fn leftover_instances() -> Vec<String> {
+    let mut out = Vec::new();
+    for m in tracefs_mounts() {
+        let dir = m.split_whitespace().nth(1).unwrap_or_default().to_string();
+        for e in std::fs::read_dir(format!("{dir}/instances"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rtlab-") {
+                out.push(format!("{dir}/instances/{name}"));
+            }
+        }
+    }
+    out
+}

@@ -6,7 +6,9 @@
 //! Needs root and tracefs in the kernel, else checks rtlab's refusal and
 //! says so; holds the machine alone (it traces every CPU).
 
-use crate::fixtures::{is_root, load_cpu, measured_cpu, online_cpus, path_taken, text};
+use crate::fixtures::{
+    is_root, leftover_instances, load_cpu, measured_cpu, online_cpus, path_taken, text,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -39,6 +41,8 @@ fn run(dir: &Path, name: &str, cfg: &str) -> (Output, Value) {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
+    // However it ended, the run left no trace instance behind.
+    assert_eq!(leftover_instances(), Vec::<String>::new(), "{name}");
     (o, r)
 }
 
@@ -133,7 +137,7 @@ fn disk_irq(dir: &Path) -> Option<(u32, String, Vec<usize>)> {
     })
 }
 
-fn rows_on<'a>(r: &'a Value, cpu: usize) -> Vec<&'a Value> {
+fn rows_on(r: &Value, cpu: usize) -> Vec<&Value> {
     r["audit"]["rows"]
         .as_array()
         .into_iter()

@@ -116,9 +116,14 @@ pub fn mount_points(root: &SysRoot) -> Vec<String> {
         .collect()
 }
 
-/// Where tracefs is mounted (relative to the root), if it is.
+/// Where tracefs is mounted (relative to the root) at one of its usual
+/// places, if it is. A mount elsewhere is not used: the journal trusts
+/// trace instances only under the usual places (a replayed journal must
+/// not remove directories elsewhere), so rtlab then mounts its own.
 pub fn mounted(root: &SysRoot) -> Option<String> {
-    mount_points(root).into_iter().next()
+    mount_points(root)
+        .into_iter()
+        .find(|m| paths::TRACEFS_MOUNTS.contains(&m.as_str()))
 }
 
 /// Whether this kernel offers tracefs at all.
