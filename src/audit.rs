@@ -167,8 +167,8 @@ struct Frame {
     start: u64,
     /// Time of the interrupts nested in it.
     nested: u64,
-    /// For timers: whom the callback woke.
-    woke: Vec<i32>,
+    /// For timers: whom the callback woke (PID, comm).
+    woke: Vec<(i32, String)>,
     /// For the timer interrupt: it ran a callback that is not a measured
     /// thread's wake-up.
     foreign: bool,
@@ -269,8 +269,11 @@ impl Audit {
         if name == "sched_switch" {
             self.switch(e);
         } else if name == "sched_waking" {
-            if let (Some(pid), Some(f)) = (e.num("pid"), self.state[e.cpu].stack.last_mut()) {
-                f.woke.push(pid as i32);
+            if let (Some(pid), Some(f)) = (e.num("pid"), self.state[e.cpu].stack.last_mut())
+                && f.woke.len() < 8
+            {
+                let comm = e.field("comm").unwrap_or("?").to_string();
+                f.woke.push((pid as i32, comm));
             }
         } else if name == "workqueue_execute_start" {
             // `work struct 00000000deadbeef: function vmstat_update`
@@ -384,7 +387,7 @@ impl Audit {
         let gross = e.ts_ns.saturating_sub(f.start);
         let net = gross.saturating_sub(f.nested);
         let measured_wakeup =
-            !f.woke.is_empty() && f.woke.iter().all(|p| self.measured.contains(p));
+            !f.woke.is_empty() && f.woke.iter().all(|(p, _)| self.measured.contains(p));
         let cpu = &mut self.state[e.cpu];
         match cpu.stack.last_mut() {
             Some(outer) => {
@@ -405,11 +408,11 @@ impl Audit {
             let whom: Vec<String> = f
                 .woke
                 .iter()
-                .map(|p| {
+                .map(|(p, comm)| {
                     if self.measured.contains(p) {
                         format!("measured thread {p}")
                     } else {
-                        format!("PID {p}")
+                        format!("{comm} (PID {p})")
                     }
                 })
                 .collect();

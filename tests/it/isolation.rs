@@ -480,3 +480,88 @@ fn mistakes_are_refused_with_a_reason_and_change_nothing() {
     assert!(bench.run(&["partition", "undo"]).status.success());
     assert_same(&before, &snapshot());
 }
+
+#[test]
+fn an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it() {
+    let _one = crate::fixtures::machine_exclusive();
+    const TEST: &str = "an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it";
+    let Some(bench) = Bench::new(TEST) else {
+        return;
+    };
+    if !read("/proc/filesystems").is_some_and(|f| f.contains("tracefs")) {
+        path_taken(TEST, "no tracefs: the audit is not possible here");
+        return;
+    }
+    let rt = rt_cpu();
+    let out = bench.run(&["partition", "create", &rt.to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(bench.dir.path().join("dio.bin"), vec![1u8; 1 << 20]).unwrap();
+    // Load everywhere rtlab may put it (nrt): a hog and direct I/O.
+    let cfg = format!(
+        "main\n{{\n  audit.cpus {rt}\n  lifetime.duration 2 s\n}}\n\
+         timer_thread[0]\n{{\n  cpuset rt\n  cpu_affinity {rt}\n  sched.policy FIFO\n  sched.priority 80\n}}\n\
+         program[0]\n{{\n  cmdline {} hog --duration 30s\n}}\n\
+         program[1]\n{{\n  cmdline dd if=dio.bin of=/dev/null bs=4k iflag=direct\n  termination.ok RESPAWN\n}}\n",
+        env!("CARGO_BIN_EXE_rtlab")
+    );
+    std::fs::write(bench.dir.path().join("part.cfg"), cfg).unwrap();
+    let o = bench.run(&["run", "part.cfg", "--json", "part.json"]);
+    let undo = bench.run(&["partition", "undo"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(undo.status.success(), "{}", text(&undo));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bench.dir.path().join("part.json")).unwrap())
+            .unwrap();
+    let audit = &r["audit"];
+    let rows: Vec<&serde_json::Value> = audit["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["cpu"] == rt)
+        .collect();
+    // The load stayed in nrt: neither program ran on the rt CPU.
+    for p in r["programs"].as_array().unwrap() {
+        let pid = &p["first_pid"];
+        assert!(
+            rows.iter().all(|x| x["pid"] != *pid),
+            "{p} ran on CPU {rt}: {audit}"
+        );
+    }
+    // The timer thread is there and belongs.
+    let timer = &r["timers"][0]["tid"];
+    assert!(
+        rows.iter()
+            .any(|x| x["pid"] == *timer && x["belongs"] == true),
+        "{audit}"
+    );
+    // The partition's promise is checked, and a broken one names a source
+    // the audit listed.
+    let promise = audit["promises"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["promise"] == "partition rt" && p["cpu"] == rt)
+        .unwrap_or_else(|| panic!("no partition promise: {audit}"));
+    if promise["kept"] == false {
+        let detail = promise["detail"].as_str().unwrap();
+        assert!(
+            rows.iter().any(|x| !x["belongs"].as_bool().unwrap()
+                && detail.contains(x["what"].as_str().unwrap())),
+            "{promise}"
+        );
+    }
+    let intruders: Vec<String> = rows
+        .iter()
+        .filter(|x| x["belongs"] == false)
+        .map(|x| format!("{} {}", x["kind"], x["what"]))
+        .collect();
+    path_taken(
+        TEST,
+        &format!(
+            "CPU {rt} in partition rt under load: promise {}; {} sources still reached it: {}",
+            promise["kept"],
+            intruders.len(),
+            intruders.join(", ")
+        ),
+    );
+}
