@@ -232,7 +232,9 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
     if !can_trace(TEST) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    // Under the target directory: on the build's disk (a tmpfs /tmp has no
+    // direct I/O and no disk interrupt).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
         path_taken(
             TEST,
@@ -347,7 +349,9 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
     if !can_trace(TEST) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    // Under the target directory: on the build's disk (a tmpfs /tmp has no
+    // direct I/O and no disk interrupt).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
         path_taken(
             TEST,
