@@ -22,7 +22,11 @@ with its flight recorder on (`trace.threshold US us`: tracefs instance on the
 measured CPU, wake-ups over US explained while the run goes on), and the
 table adds the ratios rtlab+trace / rtlab: what the recorder costs.
 
-Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000]
+With --audit, another variant runs in the same rounds: rtlab auditing the
+measured CPU (`audit.cpus CPU`: its trace stream on every CPU, read while
+the run goes on), and the table adds rtlab+audit / rtlab.
+
+Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000] [--audit]
 Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
 """
 
@@ -110,11 +114,13 @@ def run_tool(argv, thread_name, duration, interval_us):
     return result
 
 
-def rtlab_round(exe, work, a, trace=False):
+def rtlab_round(exe, work, a, variant="rtlab"):
     cfg = os.path.join(work, "bench.cfg")
     main = "  cpuset rt\n" if a.partition else f"  cpu_affinity {a.main_cpu}\n"
-    if trace:
+    if variant == "rtlab+trace":
         main += f"  trace.threshold {a.trace_threshold} us\n"
+    if variant == "rtlab+audit":
+        main += f"  audit.cpus {a.cpu}\n"
     timer_cpuset = "  cpuset rt\n" if a.partition else ""
     with open(cfg, "w") as f:
         f.write(
@@ -171,6 +177,8 @@ def main():
     p.add_argument("--partition", action="store_true", help="isolate the measured CPU with rtlab partition")
     p.add_argument("--trace-threshold", type=int, default=0,
                    help="also run rtlab with its flight recorder at this threshold (µs)")
+    p.add_argument("--audit", action="store_true",
+                   help="also run rtlab auditing the measured CPU (audit.cpus)")
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (both tools need SCHED_FIFO)")
@@ -182,7 +190,7 @@ def main():
     ct_version = next((l for l in ct_version if "cyclictest V" in l), "cyclictest").strip()
     rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
 
-    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": []}
+    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": [], "rtlab+audit": []}
     partition_note = ""
     if a.partition:
         made = subprocess.run([exe, "partition", "create", str(a.cpu)], capture_output=True, text=True)
@@ -207,14 +215,15 @@ def main():
 def rounds(exe, a, rows):
     with tempfile.TemporaryDirectory() as work:
         for i in range(a.rounds):
-            tools = ["rtlab", "cyclictest"] + (["rtlab+trace"] if a.trace_threshold else [])
+            tools = (["rtlab", "cyclictest"] + (["rtlab+trace"] if a.trace_threshold else [])
+                     + (["rtlab+audit"] if a.audit else []))
             shift = i % len(tools)
             order = tools[shift:] + tools[:shift]
             for tool in order:
                 if tool == "cyclictest":
                     r = cyclictest_round(exe, work, a)
                 else:
-                    r = rtlab_round(exe, work, a, trace=tool == "rtlab+trace")
+                    r = rtlab_round(exe, work, a, variant=tool)
                 rows[tool].append(r)
                 print(f"round {i + 1} {tool:11s} samples {r['samples']:6d} median {r['median']:4d} "
                       f"p99 {r['p99']:5d} max {r['max']:6d} us, thread "
@@ -241,23 +250,21 @@ def report(a, rows, rt_version, ct_version, partition_note):
           + ("a SCHED_OTHER busy loop per online CPU" if a.load else "idle machine")
           + "; figures are medians over rounds")
     print()
-    traced = bool(rows["rtlab+trace"])
-    if traced:
+    extras = [v for v in ("rtlab+trace", "rtlab+audit") if rows[v]]
+    if rows["rtlab+trace"]:
         print(f"Flight recorder: trace.threshold {a.trace_threshold} us")
-        print()
-        print("| metric | rtlab | cyclictest | rtlab+trace | rtlab/cyclictest | rtlab+trace/rtlab |")
-        print("|---|---:|---:|---:|---:|---:|")
-    else:
-        print("| metric | rtlab | cyclictest | ratio rtlab/cyclictest |")
-        print("|---|---:|---:|---:|")
+    if rows["rtlab+audit"]:
+        print(f"Audit: audit.cpus {a.cpu}")
+    print()
+    print("| metric | rtlab | cyclictest | " + "".join(f"{v} | " for v in extras)
+          + "rtlab/cyclictest |" + "".join(f" {v}/rtlab |" for v in extras))
+    print("|---|---:|---:|" + "---:|" * (2 * len(extras) + 1))
     for key, label in METRICS:
         r, c = med("rtlab", key), med("cyclictest", key)
         ratio = r / c if c else float("nan")
-        if traced:
-            tr = med("rtlab+trace", key)
-            print(f"| {label} | {r:.0f} | {c:.0f} | {tr:.0f} | {ratio:.2f} | {tr / r if r else float('nan'):.2f} |")
-        else:
-            print(f"| {label} | {r:.0f} | {c:.0f} | {ratio:.2f} |")
+        xs = [med(v, key) for v in extras]
+        print(f"| {label} | {r:.0f} | {c:.0f} | " + "".join(f"{x:.0f} | " for x in xs)
+              + f"{ratio:.2f} |" + "".join(f" {x / r if r else float('nan'):.2f} |" for x in xs))
 
 
 if __name__ == "__main__":

@@ -325,16 +325,16 @@ impl Audit {
         if e.name == "sched_switch" && cpu.current.is_none() {
             return;
         }
-        let ended = cpu.current.take();
-        cpu.current = Some((e.pid, e.comm.clone(), e.ts_ns));
-        let interrupted = std::mem::take(&mut cpu.interrupted);
+        self.runs_from(e.cpu, e.pid, e.comm.clone(), e.ts_ns);
+    }
+
+    /// `pid` runs on `cpu` from `at`: the task before it ran until then.
+    fn runs_from(&mut self, cpu: usize, pid: i32, comm: String, at: u64) {
+        let state = &mut self.state[cpu];
+        let ended = state.current.replace((pid, comm, at));
+        let interrupted = std::mem::take(&mut state.interrupted);
         if let Some((pid, comm, since)) = ended {
-            self.ran(
-                e.cpu,
-                pid,
-                comm,
-                e.ts_ns.saturating_sub(since + interrupted),
-            );
+            self.ran(cpu, pid, comm, at.saturating_sub(since + interrupted));
         }
     }
 
@@ -351,17 +351,7 @@ impl Audit {
     fn switch(&mut self, e: &Event) {
         let next = e.num("next_pid").unwrap_or(0) as i32;
         let comm = e.field("next_comm").unwrap_or("?").to_string();
-        let cpu = &mut self.state[e.cpu];
-        let ended = cpu.current.replace((next, comm, e.ts_ns));
-        let interrupted = std::mem::take(&mut cpu.interrupted);
-        if let Some((pid, comm, since)) = ended {
-            self.ran(
-                e.cpu,
-                pid,
-                comm,
-                e.ts_ns.saturating_sub(since + interrupted),
-            );
-        }
+        self.runs_from(e.cpu, next, comm, e.ts_ns);
     }
 
     fn enter(&mut self, e: &Event, kind: SourceKind, what: String) {
@@ -564,16 +554,7 @@ pub fn per_cpu_kthread(comm: &str, cpu: usize) -> bool {
 fn entry(e: &Event) -> Option<(SourceKind, String)> {
     let name = e.name.as_str();
     Some(match name {
-        "irq_handler_entry" => (
-            SourceKind::Irq,
-            format!(
-                "IRQ {} {}",
-                e.field("irq").unwrap_or("?"),
-                e.field("name").unwrap_or("")
-            )
-            .trim_end()
-            .to_string(),
-        ),
+        "irq_handler_entry" => (SourceKind::Irq, e.irq_label()),
         "softirq_entry" => (
             SourceKind::Softirq,
             format!("softirq {}", e.field("action").unwrap_or("?")),

@@ -218,11 +218,8 @@ fn plan_from_text(text: &str, name: &str, opts: &PlanOptions) -> Result<plan::Ru
 
 /// Runs an experiment given as text (the trace commands write theirs).
 pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs) -> i32 {
-    if let Some(json) = &args.json
-        && let Err(e) = crate::sys::outfile::check(json, false)
-    {
-        errln!("rtlab: --json {}", e.with_hint());
-        return EXIT_REFUSED;
+    if let Err(code) = check_json(args) {
+        return code;
     }
     let opts = PlanOptions {
         outdir: args.outdir.clone(),
@@ -262,12 +259,20 @@ fn journal_dir_trusted(dir: &Path) -> Result<(), i32> {
     Ok(())
 }
 
-fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
+/// `--json FILE` can be written (checked before anything starts).
+fn check_json(args: &RunArgs) -> Result<(), i32> {
     if let Some(json) = &args.json
         && let Err(e) = crate::sys::outfile::check(json, false)
     {
         errln!("rtlab: --json {}", e.with_hint());
-        return EXIT_REFUSED;
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
+    if let Err(code) = check_json(args) {
+        return code;
     }
     let opts = PlanOptions {
         outdir: args.outdir.clone(),

@@ -131,17 +131,7 @@ struct Handler {
 /// The hardirq context an event opens, with the event that closes it.
 fn opens(e: &Event) -> Option<Handler> {
     let (kind, what, exit) = match e.name.as_str() {
-        "irq_handler_entry" => (
-            PartKind::Irq,
-            format!(
-                "IRQ {} {}",
-                e.field("irq").unwrap_or("?"),
-                e.field("name").unwrap_or("")
-            )
-            .trim_end()
-            .to_string(),
-            "irq_handler_exit",
-        ),
+        "irq_handler_entry" => (PartKind::Irq, e.irq_label(), "irq_handler_exit"),
         "local_timer_entry" => (
             PartKind::Irq,
             "local timer interrupt".into(),

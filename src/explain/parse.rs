@@ -36,6 +36,15 @@ impl Event {
         None
     }
 
+    /// An `irq_handler_entry`'s IRQ as the tables name it:
+    /// `IRQ 36 virtio1-req.0`.
+    pub fn irq_label(&self) -> String {
+        let name = self.field("name").unwrap_or("");
+        format!("IRQ {} {name}", self.field("irq").unwrap_or("?"))
+            .trim_end()
+            .to_string()
+    }
+
     /// A numeric field.
     pub fn num(&self, key: &str) -> Option<i64> {
         self.field(key)?.parse().ok()

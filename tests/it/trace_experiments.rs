@@ -137,6 +137,23 @@ fn disk_irq(dir: &Path) -> Option<(u32, String, Vec<usize>)> {
     })
 }
 
+/// A directory for direct I/O and the disk IRQ it raises (see
+/// [`disk_irq`]), or None said for `test`. Under the target directory: on
+/// the build's disk (a tmpfs /tmp has no direct I/O and no disk interrupt).
+fn disk_irq_here(test: &str) -> Option<(tempfile::TempDir, u32, String, Vec<usize>)> {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    match disk_irq(dir.path()) {
+        Some((irq, name, cpus)) => Some((dir, irq, name, cpus)),
+        None => {
+            path_taken(
+                test,
+                "no IRQ counts direct I/O in this machine's target directory",
+            );
+            None
+        }
+    }
+}
+
 fn rows_on(r: &Value, cpu: usize) -> Vec<&Value> {
     r["audit"]["rows"]
         .as_array()
@@ -144,6 +161,16 @@ fn rows_on(r: &Value, cpu: usize) -> Vec<&Value> {
         .flatten()
         .filter(|x| x["cpu"] == cpu)
         .collect()
+}
+
+/// How many handlers of `irq` the audit counted on `cpu`.
+fn irq_count_on(r: &Value, cpu: usize, irq: u32) -> u64 {
+    let label = format!("IRQ {irq} ");
+    rows_on(r, cpu)
+        .iter()
+        .filter(|x| x["kind"] == "irq" && x["what"].as_str().unwrap_or("").starts_with(&label))
+        .map(|x| x["count"].as_u64().unwrap_or(0))
+        .sum()
 }
 
 #[test]
@@ -232,14 +259,7 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
     if !can_trace(TEST) {
         return;
     }
-    // Under the target directory: on the build's disk (a tmpfs /tmp has no
-    // direct I/O and no disk interrupt).
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
-        path_taken(
-            TEST,
-            "no IRQ counts direct I/O on this machine's test directory",
-        );
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
         return;
     };
     let irq_cpu = fired_on[0];
@@ -304,17 +324,7 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
         }
         // The audit of the IRQ's CPU counts the same handlers the
         // measurement saw there.
-        let on_irq_cpu: u64 = rows_on(&r, irq_cpu)
-            .iter()
-            .filter(|x| {
-                x["kind"] == "irq"
-                    && x["what"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with(&format!("IRQ {irq} "))
-            })
-            .map(|x| n(&x["count"]))
-            .sum();
+        let on_irq_cpu = irq_count_on(&r, irq_cpu, irq);
         if fired_on.len() == 1 {
             assert_eq!(on_irq_cpu, irqs, "{}", r["audit"]);
         }
@@ -349,14 +359,7 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
     if !can_trace(TEST) {
         return;
     }
-    // Under the target directory: on the build's disk (a tmpfs /tmp has no
-    // direct I/O and no disk interrupt).
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let Some((irq, name, fired_on)) = disk_irq(dir.path()) else {
-        path_taken(
-            TEST,
-            "no IRQ counts direct I/O on this machine's test directory",
-        );
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
         return;
     };
     let cpus = online_cpus();
@@ -374,19 +377,7 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
              termination.ok RESPAWN\n}}\n"
         )
     };
-    let count_on = |r: &Value| -> u64 {
-        rows_on(r, audited)
-            .iter()
-            .filter(|x| {
-                x["kind"] == "irq"
-                    && x["what"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with(&format!("IRQ {irq} "))
-            })
-            .map(|x| x["count"].as_u64().unwrap())
-            .sum()
-    };
+    let count_on = |r: &Value| irq_count_on(r, audited, irq);
     let (o, onto) = run(dir.path(), "onto", &cfg(audited));
     assert!(o.status.success(), "{}", text(&o));
     let refused = onto["warnings"]
