@@ -42,9 +42,10 @@ pub struct PlotArgs {
     panels: Vec<Panel>,
     #[command(flatten)]
     range: RangeArgs,
-    /// The picture's title.
-    #[arg(long, default_value = "Timer wake-up latency")]
-    title: String,
+    /// The picture's title (default: what the runs measured: "Timer
+    /// wake-up latency", "IRQ-to-task latency", or both).
+    #[arg(long)]
+    title: Option<String>,
     /// Size in pixels, WIDTHxHEIGHT (default 1200x1500, 1200x700 for one panel).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(u32, u32)>,
@@ -183,12 +184,13 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     } else {
         (1200, 1500)
     };
+    let title = args.title.clone().unwrap_or_else(|| default_title(&runs));
     let opts = PlotOptions {
         size: args.size.unwrap_or(default_size),
         panels,
         max_latency_us: args.range.max_latency,
         full_range: args.range.full_range,
-        title: args.title.clone(),
+        title: title.clone(),
     };
     if let Some(out) = &args.output
         && let Some(picture) = export::for_path(out, opts)
@@ -199,9 +201,7 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
         outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
-        let gnuplot = GnuplotScript {
-            title: args.title.clone(),
-        };
+        let gnuplot = GnuplotScript { title };
         if let Err(code) = export(script, &gnuplot, &runs) {
             return code;
         }
@@ -291,6 +291,21 @@ pub fn explain_main(path: &Path) -> i32 {
     0
 }
 
+/// The title of runs' pictures: what their threads measured.
+fn default_title(runs: &[dataset::Run]) -> String {
+    use dataset::Measures;
+    let has = |m: Measures| {
+        runs.iter()
+            .flat_map(|r| &r.threads)
+            .any(|t| t.measures == m)
+    };
+    match (has(Measures::WakeUp), has(Measures::IrqToTask)) {
+        (false, true) => "IRQ-to-task latency (handler exit to task switch-in)".into(),
+        (true, true) => "Timer wake-up and IRQ-to-task latency".into(),
+        _ => "Timer wake-up latency".into(),
+    }
+}
+
 /// `rtlab compare`.
 pub fn compare_main(args: &CompareArgs) -> i32 {
     let runs = match load(&args.inputs) {
@@ -300,7 +315,11 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
     let columns = compare::columns(&runs, args.per_thread);
     let verdicts = compare::gate(&columns, &args.fail_if);
     if args.json {
-        super::print_json(&compare::json(&columns, &verdicts));
+        let mut doc = compare::json(&columns, &verdicts);
+        if let Some(audits) = compare::audits(&runs) {
+            doc["audits"] = serde_json::json!(audits);
+        }
+        super::print_json(&doc);
     } else {
         if args.markdown {
             out!("{}", compare::markdown(&columns));

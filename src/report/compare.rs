@@ -454,17 +454,42 @@ pub fn text(columns: &[Column]) -> String {
     aligned(&table, columns.len())
 }
 
-/// The isolation audits of runs side by side, when one of them has one:
-/// a row per source (threads by name, every CPU audited together), with
-/// its count and total time in each run, then each promise's verdict.
-/// The first row holds the labels.
-pub fn audit_rows(runs: &[Run]) -> Option<Vec<(String, Vec<String>)>> {
+/// One source in the audits side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditSource {
+    /// Whether it belongs on a well-isolated CPU.
+    pub belongs: bool,
+    /// Its kind (`irq`, `task`...).
+    pub kind: crate::audit::SourceKind,
+    /// What it is (threads by name, every CPU audited together).
+    pub what: String,
+    /// Per run: (count, total ns), None when it did not come.
+    pub runs: Vec<Option<(u64, u64)>>,
+}
+
+/// The isolation audits of several runs side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditComparison {
+    /// The runs' labels.
+    pub labels: Vec<String>,
+    /// Per run: how many sources do not belong (None: no audit).
+    pub intruders: Vec<Option<usize>>,
+    /// Every source, those that do not belong first, most time first.
+    pub sources: Vec<AuditSource>,
+    /// Each promise (`partition rt (CPU 1)`) per run: `kept`, `broken`,
+    /// `not made`, or None (no audit, or not audited on that CPU).
+    pub promises: Vec<(String, Vec<Option<&'static str>>)>,
+}
+
+/// The isolation audits of runs side by side, when one of them has one.
+pub fn audits(runs: &[Run]) -> Option<AuditComparison> {
     use std::collections::BTreeMap;
     if runs.iter().all(|r| r.details.audit.is_none()) {
         return None;
     }
-    let mut sources: BTreeMap<(bool, String), Vec<(u64, u64)>> = BTreeMap::new();
-    let mut promises: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    type Key = (bool, crate::audit::SourceKind, String);
+    let mut sources: BTreeMap<Key, Vec<Option<(u64, u64)>>> = BTreeMap::new();
+    let mut promises: BTreeMap<String, Vec<Option<&'static str>>> = BTreeMap::new();
     let mut intruders = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(a) = run
@@ -473,67 +498,90 @@ pub fn audit_rows(runs: &[Run]) -> Option<Vec<(String, Vec<String>)>> {
             .as_ref()
             .filter(|a| a.unavailable.is_none())
         else {
-            intruders.push("-".to_string());
+            intruders.push(None);
             continue;
         };
-        intruders.push(a.intruders().count().to_string());
+        intruders.push(Some(a.intruders().count()));
         for r in &a.rows {
-            let key = (
-                r.belongs,
-                format!("{}: {}", crate::report::audit::kind_name(r.kind), r.what),
-            );
             let cells = sources
-                .entry(key)
-                .or_insert_with(|| vec![(0, 0); runs.len()]);
-            cells[i].0 += r.count;
-            cells[i].1 += r.total_ns;
+                .entry((r.belongs, r.kind, r.what.clone()))
+                .or_insert_with(|| vec![None; runs.len()]);
+            let (n, ns) = cells[i].unwrap_or((0, 0));
+            cells[i] = Some((n.saturating_add(r.count), ns.saturating_add(r.total_ns)));
         }
         for p in &a.promises {
-            let cells = promises
-                .entry(format!("promise {} (CPU {})", p.promise, p.cpu))
-                .or_insert_with(|| vec!["-".to_string(); runs.len()]);
-            cells[i] = match p.kept {
+            promises
+                .entry(format!("{} (CPU {})", p.promise, p.cpu))
+                .or_insert_with(|| vec![None; runs.len()])[i] = Some(match p.kept {
                 Some(true) => "kept",
-                Some(false) => "BROKEN",
+                Some(false) => "broken",
                 None => "not made",
-            }
-            .to_string();
+            });
         }
     }
-    let mut table = vec![(
-        "isolation audit".to_string(),
-        runs.iter().map(|r| r.label.clone()).collect(),
-    )];
-    table.push(("sources that do not belong".into(), intruders));
-    // Those that do not belong first, most time first.
-    let mut rows: Vec<_> = sources.into_iter().collect();
-    rows.sort_by_key(|((belongs, what), cells)| {
-        let total: u64 = cells.iter().map(|c| c.1).sum();
-        (*belongs, std::cmp::Reverse(total), what.clone())
+    let mut sources: Vec<AuditSource> = sources
+        .into_iter()
+        .map(|((belongs, kind, what), runs)| AuditSource {
+            belongs,
+            kind,
+            what,
+            runs,
+        })
+        .collect();
+    sources.sort_by_key(|s| {
+        let total: u64 = s.runs.iter().flatten().map(|c| c.1).sum();
+        (s.belongs, std::cmp::Reverse(total), s.what.clone())
     });
-    for ((belongs, what), cells) in rows {
-        let mark = if belongs { "  " } else { "✗ " };
+    Some(AuditComparison {
+        labels: runs.iter().map(|r| r.label.clone()).collect(),
+        intruders,
+        sources,
+        promises: promises.into_iter().collect(),
+    })
+}
+
+/// The audits side by side as aligned text (see [`audits`]): ✗ marks a
+/// source that does not belong.
+pub fn audit_text(runs: &[Run]) -> Option<String> {
+    let c = audits(runs)?;
+    let dash = || "-".to_string();
+    let mut table = vec![("isolation audit".to_string(), c.labels.clone())];
+    table.push((
+        "sources that do not belong".into(),
+        c.intruders
+            .iter()
+            .map(|n| n.map_or_else(dash, |n| n.to_string()))
+            .collect(),
+    ));
+    for s in &c.sources {
+        let mark = if s.belongs { "  " } else { "✗ " };
         table.push((
-            format!("{mark}{what}"),
-            cells
+            format!(
+                "{mark}{}: {}",
+                crate::report::audit::kind_name(s.kind),
+                s.what
+            ),
+            s.runs
                 .iter()
-                .map(|&(n, ns)| {
-                    if n == 0 {
-                        "-".into()
-                    } else {
-                        format!("{n}× {:.1} µs", ns as f64 / 1000.0)
-                    }
+                .map(|c| {
+                    c.map_or_else(dash, |(n, ns)| format!("{n}× {:.1} µs", ns as f64 / 1000.0))
                 })
                 .collect(),
         ));
     }
-    table.extend(promises);
-    Some(table)
-}
-
-/// The audits side by side as aligned text (see [`audit_rows`]).
-pub fn audit_text(runs: &[Run]) -> Option<String> {
-    let table = audit_rows(runs)?;
+    for (promise, cells) in &c.promises {
+        table.push((
+            format!("promise {promise}"),
+            cells
+                .iter()
+                .map(|k| match k {
+                    Some("broken") => "BROKEN".into(),
+                    Some(k) => k.to_string(),
+                    None => dash(),
+                })
+                .collect(),
+        ));
+    }
     Some(aligned(&table, runs.len()))
 }
 

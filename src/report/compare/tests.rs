@@ -188,3 +188,45 @@ fn golden_table_markdown_and_gnuplot_script() {
         .replace(&dir.path().display().to_string(), "DIR");
     golden("plot.gp", &script);
 }
+
+#[test]
+fn audits_are_set_side_by_side_from_each_runs_rows() {
+    // A real result with an audit (tests/seeds), and the same run without
+    // its audit: every source of the first is in its column, none in the
+    // second; the promises likewise.
+    let seed = include_str!("../../../tests/seeds/rtlab-result-trace-experiments.json");
+    let dir = tempfile::tempdir().unwrap();
+    let with = dir.path().join("with.json");
+    std::fs::write(&with, seed).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    doc.as_object_mut().unwrap().remove("audit");
+    let without = dir.path().join("without.json");
+    std::fs::write(&without, doc.to_string()).unwrap();
+    let runs = crate::dataset::load_all(&[with, without], &[]).unwrap();
+    let c = audits(&runs).unwrap();
+    let audit = runs[0].details.audit.as_ref().unwrap();
+    assert_eq!(c.labels, ["with", "without"]);
+    assert_eq!(c.intruders, [Some(audit.intruders().count()), None]);
+    let total = |f: fn(&(u64, u64)) -> u64| -> u64 {
+        c.sources
+            .iter()
+            .filter_map(|s| s.runs[0].as_ref())
+            .map(f)
+            .sum()
+    };
+    assert_eq!(
+        total(|x| x.0),
+        audit.rows.iter().map(|r| r.count).sum::<u64>()
+    );
+    assert_eq!(
+        total(|x| x.1),
+        audit.rows.iter().map(|r| r.total_ns).sum::<u64>()
+    );
+    assert!(c.sources.iter().all(|s| s.runs[1].is_none()));
+    // Those that do not belong come first.
+    let first_belonging = c.sources.iter().position(|s| s.belongs).unwrap();
+    assert!(c.sources[first_belonging..].iter().all(|s| s.belongs));
+    assert_eq!(c.promises.len(), audit.promises.len());
+    let text = audit_text(&runs).unwrap();
+    assert!(text.lines().nth(1).unwrap().ends_with(" -"), "{text}");
+}
