@@ -19,6 +19,9 @@ const MAX_SOURCES: usize = 2000;
 const MAX_DEPTH: usize = 16;
 /// Highest CPU number followed.
 const MAX_CPU: usize = 4096;
+/// Most tasks whose `/proc` facts are kept (past it, only those of tasks in
+/// the rows stay: a long run that starts many processes stays bounded).
+const MAX_TASKS: usize = 10_000;
 
 /// What kind of source interrupted a CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -230,6 +233,12 @@ impl Audit {
 
     /// What `/proc` says of a task.
     pub fn learn(&mut self, pid: i32, info: TaskInfo) {
+        if self.tasks.len() >= MAX_TASKS {
+            // Keep what the rows (at most MAX_SOURCES) will be judged by.
+            let listed: std::collections::HashSet<i32> =
+                self.sources.keys().filter_map(|k| k.pid).collect();
+            self.tasks.retain(|pid, _| listed.contains(pid));
+        }
         self.tasks.insert(pid, info);
     }
 

@@ -36,6 +36,9 @@ const DEVICE_SOFTIRQS: &[&str] = &["HI", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL"
 const MAX_CAUSES: usize = 32;
 /// Highest CPU number followed (events of higher CPUs are ignored).
 const MAX_CPU: usize = 4096;
+/// Most threads remembered as the task (a program respawned for a week
+/// must not grow the set without end: past it, the set starts again).
+const MAX_TIDS: usize = 4096;
 
 /// The counts of an IRQ-to-task measurement: every handler exit seen is in
 /// exactly one of `matched`, `task_running`, `no_wakeup`, `other_cause`
@@ -209,7 +212,29 @@ impl Matcher {
     /// Sets the task's threads (a task chosen by PID or program, whose
     /// threads the caller reads from `/proc`). Threads already known stay.
     pub fn add_tids(&mut self, tids: impl IntoIterator<Item = i32>) {
-        self.tids.extend(tids);
+        for tid in tids {
+            if self.tids.len() >= MAX_TIDS && !self.tids.contains(&tid) {
+                self.forget_old_tids();
+            }
+            self.tids.insert(tid);
+        }
+    }
+
+    /// Starts the set of threads again, keeping those awaited or running.
+    fn forget_old_tids(&mut self) {
+        let keep: BTreeSet<i32> = self
+            .awaiting
+            .iter()
+            .map(|a| a.0)
+            .chain(
+                self.states
+                    .iter()
+                    .filter(|s| *s.1 != TaskState::Sleeping)
+                    .map(|s| *s.0),
+            )
+            .collect();
+        self.tids.retain(|t| keep.contains(t));
+        self.states.retain(|t, _| keep.contains(t));
     }
 
     fn is_task(&mut self, pid: i32, comm: Option<&str>) -> bool {
@@ -221,7 +246,7 @@ impl Matcher {
         }
         match (&self.spec.task, comm) {
             (TaskSelector::Name(name), Some(c)) if c == name => {
-                self.tids.insert(pid);
+                self.add_tids([pid]);
                 true
             }
             _ => false,
@@ -658,5 +683,23 @@ mod tests {
                 samples: 2
             }]
         );
+    }
+
+    #[test]
+    fn a_task_respawned_without_end_keeps_a_bounded_set_of_threads() {
+        let mut m = Matcher::new(IrqTaskSpec {
+            index: 0,
+            irq: IrqSelector::Number(9),
+            task: TaskSelector::Name("app".into()),
+        })
+        .unwrap();
+        for pid in 1..=(3 * MAX_TIDS as i32) {
+            let line = format!(
+                "  <idle>-0 [000] d..2. 1.{pid:06}: sched_switch: prev_comm=app prev_pid={pid} \
+                 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120"
+            );
+            m.feed(&parse::line(&line).unwrap());
+            assert!(m.tids().len() <= MAX_TIDS && m.states.len() <= MAX_TIDS + 1);
+        }
     }
 }
