@@ -112,6 +112,22 @@ impl FlightRecorder {
         self.marker.clone()
     }
 
+    /// The culprits so far, as (kind, what, main cause of how many), for
+    /// the metrics of a monitoring run.
+    pub fn causes(&self) -> Vec<(String, String, u64)> {
+        verdict::culprits(&self.report.explanations)
+            .into_iter()
+            .filter(|c| c.main_cause > 0)
+            .map(|c| {
+                let kind = serde_json::to_value(c.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                (kind, c.what, c.main_cause as u64)
+            })
+            .collect()
+    }
+
     /// The last explained wake-up's main cause, for the live view.
     pub fn last_cause(&self) -> Option<String> {
         let e = self.report.explanations.last()?;

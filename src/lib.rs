@@ -28,6 +28,7 @@ pub mod isolate;
 pub mod load;
 pub mod measure;
 pub mod messages;
+pub mod monitor;
 pub mod plan;
 pub mod report;
 pub mod result;

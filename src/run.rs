@@ -17,6 +17,7 @@
 use crate::audit::{AuditReport, Promises};
 use crate::config::CpuLoadDisplay;
 use crate::flight::FlightRecorder;
+use crate::monitor::metrics::Metrics;
 use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
@@ -57,6 +58,8 @@ pub struct RunOptions {
     pub journal_dir: PathBuf,
     /// Where the timer threads' wake-ups come from (simulated only in tests).
     pub wake: measure::Wake,
+    /// Monitoring: the run goes on until stopped and exports its figures.
+    pub monitor: Option<crate::monitor::MonitorSpec>,
 }
 
 enum Event {
@@ -173,12 +176,45 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         isolation: IsolationState::read(root, &opts.journal_dir),
         online: crate::sys::online_cpus(root).unwrap_or_default(),
     };
+    // The endpoint is bound first: an address in use refuses the run before
+    // anything is changed.
+    let machine = metrics_machine(&before.system);
+    let exporter = match &opts.monitor {
+        Some(spec) => Some(crate::monitor::Exporter::start(
+            spec,
+            Metrics {
+                machine: machine.clone(),
+                ..Metrics::default()
+            },
+        )?),
+        None => None,
+    };
+    if let Some(addr) = exporter.as_ref().and_then(|e| e.listening()) {
+        errln!("rtlab: metrics at http://{addr}/metrics");
+    }
     let mut main = MainThread::arm(root, plan, &mut warnings)?;
     let (tx, rx) = mpsc::channel::<Event>();
     let signals = SignalThread::start(tx.clone())?;
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
+    watch.exporter = exporter.map(|e| Exporting {
+        exporter: e,
+        machine,
+        partitions: before
+            .isolation
+            .partitions
+            .iter()
+            .map(|p| (p.name.clone(), p.cpus.len()))
+            .collect(),
+    });
     let end = watch.run(&mut armed, &rx, root);
+    if let Some(mut x) = watch.exporter.take() {
+        // The last figures are the final ones: every sample in the last
+        // window, the same counts as the result's.
+        armed.timers.halt();
+        x.refresh(&armed, watch.load.last.as_ref());
+        warnings.extend(x.exporter.finish());
+    }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
     watch.finish(&stopped.final_rows, root);
     drop(signals);
@@ -398,6 +434,21 @@ impl Timers {
         measure::stop_all(&self.handles, &self.stop);
     }
 
+    /// Stops them and waits (a few periods at most, 2 s at the very most)
+    /// until each has published its last sample.
+    fn halt(&self) {
+        self.stop();
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < give_up
+            && self
+                .handles
+                .iter()
+                .any(|t| !t.live.finished.load(Ordering::Acquire))
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Stops them and collects what each measured.
     fn join(&mut self) -> Vec<Joined> {
         self.stop();
@@ -602,6 +653,9 @@ struct Armed {
     stream_unavailable: Option<String>,
     /// When `lifetime.duration` ends the run.
     deadline: Option<Instant>,
+    /// A monitoring run: timer threads that reach their lifetime do not end
+    /// it (only a signal, an abort or `lifetime.duration` do).
+    monitor: bool,
     /// Why the run ended while it was being armed (a program or a timer
     /// that could not start).
     failed: Option<EndReason>,
@@ -668,6 +722,7 @@ impl Armed {
                 .main
                 .lifetime_ns
                 .map(|ns| run_start + Duration::from_nanos(ns)),
+            monitor: opts.monitor.is_some(),
             failed,
         })
     }
@@ -691,7 +746,8 @@ impl Armed {
                 error: "a timer thread could not start".into(),
             });
         }
-        if !timers.is_empty()
+        if !self.monitor
+            && !timers.is_empty()
             && timers
                 .iter()
                 .all(|t| t.live.finished.load(Ordering::Acquire))
@@ -807,6 +863,8 @@ impl LoadSampler {
 /// The watch phase: the live table, CPU load, program supervision and
 /// signals, until the run ends.
 struct Watch {
+    /// The exporters of a monitoring run.
+    exporter: Option<Exporting>,
     view: LiveView,
     load: LoadSampler,
     period: Duration,
@@ -816,6 +874,7 @@ struct Watch {
 impl Watch {
     fn new(plan: &RunPlan, opts: &RunOptions, run_start: Instant) -> Self {
         Watch {
+            exporter: None,
             view: LiveView {
                 tty: std::io::stdout().is_terminal(),
                 every_refresh: opts.every_refresh,
@@ -869,6 +928,9 @@ impl Watch {
             }
             if Instant::now() >= next_refresh {
                 self.load.sample(root);
+                if let Some(x) = self.exporter.as_mut() {
+                    x.refresh(armed, self.load.last.as_ref());
+                }
                 let note = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
                 self.view.show(
                     &rows(&armed.timers.handles),
@@ -900,6 +962,90 @@ impl Watch {
         self.load.sample(root);
         self.view
             .show(final_rows, self.load.last.as_ref(), true, None);
+    }
+}
+
+/// A monitoring run's exporters, and what its metrics say of the machine.
+struct Exporting {
+    exporter: crate::monitor::Exporter,
+    machine: crate::monitor::metrics::Machine,
+    partitions: Vec<(String, usize)>,
+}
+
+impl Exporting {
+    /// Publishes the run's figures now.
+    fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) {
+        use crate::monitor::metrics::{ProgramMetrics, TimerMetrics};
+        let timers = armed
+            .timers
+            .handles
+            .iter()
+            .map(|t| {
+                let s = t.live.read();
+                TimerMetrics {
+                    index: t.spec.index,
+                    cpu: (t.spec.cpus.len() == 1).then(|| t.spec.cpus[0]),
+                    buckets: t.live.buckets().to_vec(),
+                    sum_ns: s.sum_ns,
+                    overruns: s.overruns,
+                    missed_periods: s.missed_periods,
+                    max_ns: s.max_ns,
+                    window_max_ns: t.live.next_window(),
+                    spikes: s.over,
+                }
+            })
+            .collect();
+        let programs = armed
+            .supervisor
+            .results()
+            .iter()
+            .map(|p| ProgramMetrics {
+                index: p.index,
+                command: p
+                    .argv
+                    .first()
+                    .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+                    .unwrap_or_default(),
+                starts: p.starts,
+                exits: p.exits_total,
+            })
+            .collect();
+        let causes = armed
+            .flight
+            .as_ref()
+            .map(FlightRecorder::causes)
+            .unwrap_or_default();
+        let tuning_changes = armed
+            .tuning_changes
+            .iter()
+            .filter(|c| matches!(c.status, crate::tune::knob::KnobStatus::Set { .. }))
+            .count() as u64;
+        self.exporter.update(Metrics {
+            machine: self.machine.clone(),
+            timers,
+            programs,
+            cpu_busy: load
+                .map(|l| l.per_cpu.iter().map(|&(c, b)| (c, b / 100.0)).collect())
+                .unwrap_or_default(),
+            causes,
+            partitions: self.partitions.clone(),
+            tuning_changes,
+        });
+    }
+}
+
+/// The labels of a monitoring run's metrics.
+fn metrics_machine(system: &SystemSnapshot) -> crate::monitor::metrics::Machine {
+    let p = &system.preemption;
+    crate::monitor::metrics::Machine {
+        host: system.hostname.clone(),
+        kernel: system.kernel_release.clone(),
+        preemption: match &p.dynamic_mode {
+            Some(mode) => format!("{} ({mode})", p.model),
+            None => p.model.clone(),
+        },
+        version: env!("CARGO_PKG_VERSION").into(),
+        cmdline_hash: crate::monitor::metrics::fnv1a(&system.cmdline),
     }
 }
 

@@ -382,7 +382,7 @@ const LAYERS: &[&[&str]] = &[
     &["sys"],
     &["stats", "workload", "tune", "explain"],
     &["irq_task", "audit"],
-    &["isolate", "measure", "load", "flight", "stream"],
+    &["isolate", "measure", "load", "flight", "stream", "monitor"],
     &["plan"],
     &["result"],
     &["dataset"],

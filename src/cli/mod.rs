@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicUsize;
 
 mod partition;
 mod show;
+mod monitor;
 mod trace;
 mod tune;
 
@@ -122,6 +123,10 @@ pub enum Command {
     /// One table, a column per run, with differences against the first;
     /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
     Compare(show::CompareArgs),
+    /// Monitoring: run until stopped (FILE, or one FIFO 99 timer thread per
+    /// CPU), exporting metrics for Prometheus (`/metrics`, a node_exporter
+    /// textfile) and each window's histogram to a file.
+    Monitor(monitor::MonitorArgs),
     /// Isolation audit: count every interruption of CPUS by its source for
     /// a while, and check what isolcpus, nohz_full and the partition
     /// promised.
@@ -226,7 +231,7 @@ pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs) -> i32 {
         dbg_level: None,
     };
     match plan_from_text(text, name, &opts) {
-        Ok(plan) => run_plan(&plan, args),
+        Ok(plan) => run_plan(&plan, args, None),
         Err(code) => code,
     }
 }
@@ -279,12 +284,16 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         dbg_level,
     };
     match load_plan(args.file.as_deref(), &opts) {
-        Ok(plan) => run_plan(&plan, args),
+        Ok(plan) => run_plan(&plan, args, None),
         Err(code) => code,
     }
 }
 
-fn run_plan(plan: &plan::RunPlan, args: &RunArgs) -> i32 {
+fn run_plan(
+    plan: &plan::RunPlan,
+    args: &RunArgs,
+    monitor: Option<crate::monitor::MonitorSpec>,
+) -> i32 {
     let journal_dir = crate::sys::journal::default_dir();
     if let Err(code) = journal_dir_trusted(&journal_dir) {
         return code;
@@ -314,6 +323,7 @@ fn run_plan(plan: &plan::RunPlan, args: &RunArgs) -> i32 {
                 crate::measure::Wake::Kernel,
                 crate::measure::Wake::Simulated,
             ),
+        monitor,
     };
     let result = match run::execute(plan, &run_opts) {
         Ok(r) => r,
@@ -388,6 +398,7 @@ pub fn main() -> i32 {
         (Some(Command::Compare(args)), _) => show::compare_main(args),
         (Some(Command::Explain { result }), _) => show::explain_main(result),
         (Some(Command::Audit(args)), _) => trace::audit_main(args),
+        (Some(Command::Monitor(args)), _) => monitor::monitor_main(args, cli.dbg_level),
         (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
         (Some(Command::Check { file }), _) => {
             match load_plan(

@@ -9,6 +9,25 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering, fence};
 
+/// Upper bounds (ns) of the metrics histogram's buckets, from a few µs to
+/// tens of ms (a last bucket holds the rest): what real-time work needs to
+/// tell apart, few enough for a fleet's time series.
+pub const METRIC_BOUNDS_NS: [u64; 14] = [
+    2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000,
+    5_000_000, 10_000_000, 20_000_000, 50_000_000,
+];
+/// Buckets of the metrics histogram: one per bound, and the rest.
+pub const METRIC_BUCKETS: usize = METRIC_BOUNDS_NS.len() + 1;
+
+/// The bucket of a latency.
+#[inline(always)]
+pub fn metric_bucket(latency_ns: u64) -> usize {
+    METRIC_BOUNDS_NS
+        .iter()
+        .position(|&b| latency_ns <= b)
+        .unwrap_or(METRIC_BOUNDS_NS.len())
+}
+
 /// A consistent view of a timer thread's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LiveSnapshot {
@@ -32,6 +51,14 @@ pub struct LiveSnapshot {
     pub over_latency_ns: u64,
     /// and the CPU it woke on (`u64::MAX` when unknown).
     pub over_cpu: u64,
+    /// Wake-ups so late that the next period had begun.
+    pub overruns: u64,
+    /// Periods skipped by them.
+    pub missed_periods: u64,
+    /// The window the next field is for (see [`LiveCounters::next_window`]).
+    pub window: u64,
+    /// The largest latency of that window (ns).
+    pub window_max_ns: u64,
 }
 
 impl LiveSnapshot {
@@ -56,6 +83,15 @@ pub struct LiveCounters {
     over_deadline_ns: AtomicU64,
     over_latency_ns: AtomicU64,
     over_cpu: AtomicU64,
+    overruns: AtomicU64,
+    missed_periods: AtomicU64,
+    window_seen: AtomicU64,
+    window_max_ns: AtomicU64,
+    /// The metrics histogram: samples per bucket of [`METRIC_BOUNDS_NS`].
+    /// Written by the timer thread alone (plain load and store).
+    buckets: [AtomicU64; METRIC_BUCKETS],
+    /// The window being measured, moved on by the main thread.
+    window: AtomicU64,
     /// Kernel thread id, set once the thread started.
     pub tid: AtomicI32,
     /// The thread has ended (lifetime reached, stopped, or failed).
@@ -83,7 +119,42 @@ impl LiveCounters {
         self.over_latency_ns
             .store(s.over_latency_ns, Ordering::Relaxed);
         self.over_cpu.store(s.over_cpu, Ordering::Relaxed);
+        self.overruns.store(s.overruns, Ordering::Relaxed);
+        self.missed_periods
+            .store(s.missed_periods, Ordering::Relaxed);
+        self.window_seen.store(s.window, Ordering::Relaxed);
+        self.window_max_ns.store(s.window_max_ns, Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Counts a sample in the metrics histogram. Only the owning timer
+    /// thread may call this (one writer: a plain load and store).
+    #[inline(always)]
+    pub fn count(&self, latency_ns: u64) {
+        let b = &self.buckets[metric_bucket(latency_ns)];
+        b.store(b.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// The window the timer thread should measure its max for now.
+    #[inline(always)]
+    pub fn window(&self) -> u64 {
+        self.window.load(Ordering::Relaxed)
+    }
+
+    /// The metrics histogram now (a sample may land between two buckets'
+    /// reads: the sum of the buckets is the count that goes with them).
+    pub fn buckets(&self) -> [u64; METRIC_BUCKETS] {
+        std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed))
+    }
+
+    /// Ends the current max window: the largest latency since the last
+    /// call (None when no sample came), and starts the next. Only the main
+    /// thread may call this.
+    pub fn next_window(&self) -> Option<u64> {
+        let current = self.window.load(Ordering::Relaxed);
+        let s = self.read();
+        self.window.store(current.wrapping_add(1), Ordering::Relaxed);
+        (s.window == current && s.samples > 0).then_some(s.window_max_ns)
     }
 
     /// Reads a consistent snapshot (retries while a write is under way).
@@ -105,6 +176,10 @@ impl LiveCounters {
                 over_deadline_ns: self.over_deadline_ns.load(Ordering::Relaxed),
                 over_latency_ns: self.over_latency_ns.load(Ordering::Relaxed),
                 over_cpu: self.over_cpu.load(Ordering::Relaxed),
+                overruns: self.overruns.load(Ordering::Relaxed),
+                missed_periods: self.missed_periods.load(Ordering::Relaxed),
+                window: self.window_seen.load(Ordering::Relaxed),
+                window_max_ns: self.window_max_ns.load(Ordering::Relaxed),
             };
             fence(Ordering::Acquire);
             if self.seq.load(Ordering::Relaxed) == before {
@@ -138,6 +213,7 @@ mod tests {
                         over_deadline_ns: i,
                         over_latency_ns: i,
                         over_cpu: i,
+                        ..LiveSnapshot::default()
                     });
                 }
             })
@@ -153,5 +229,27 @@ mod tests {
         writer.join().unwrap();
         assert_eq!(live.read().samples, 200_000);
         assert_eq!(live.read().mean_ns(), 1);
+    }
+
+    #[test]
+    fn buckets_and_windows_count_every_sample_once() {
+        let live = LiveCounters::default();
+        let latencies = [1_000, 2_000, 2_001, 50_000_000, 50_000_001, u64::MAX];
+        for l in latencies {
+            live.count(l);
+        }
+        let b = live.buckets();
+        assert_eq!(b.iter().sum::<u64>(), latencies.len() as u64);
+        assert_eq!((b[0], b[1], b[METRIC_BUCKETS - 2], b[METRIC_BUCKETS - 1]), (2, 1, 1, 2));
+        // A window with samples gives their max; one without, none.
+        let w = live.window();
+        live.publish(&LiveSnapshot {
+            samples: 3,
+            window: w,
+            window_max_ns: 700,
+            ..LiveSnapshot::default()
+        });
+        assert_eq!(live.next_window(), Some(700));
+        assert_eq!(live.next_window(), None);
     }
 }

@@ -215,6 +215,13 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
+        live.count(latency);
+        let window = live.window();
+        if window != snap.window {
+            snap.window = window;
+            snap.window_max_ns = 0;
+        }
+        snap.window_max_ns = snap.window_max_ns.max(latency);
         if latency >= trace_threshold {
             // Announce it to the flight recorder (plain stores) and mark it
             // in the trace: the only write this loop makes, and only then.
@@ -243,6 +250,8 @@ pub(super) fn run<W: WakeSource>(
         snap.max_ns = rec.max_ns;
         snap.cur_ns = latency;
         snap.sum_ns = rec.sum_ns as u64;
+        snap.overruns = rec.overruns;
+        snap.missed_periods = rec.missed_periods;
         live.publish(&snap);
         next += period;
         if now > next {

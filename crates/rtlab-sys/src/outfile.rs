@@ -365,6 +365,43 @@ impl Drop for Staged {
     }
 }
 
+/// A file put in place whole at once (with its first bytes), then
+/// appended to through the descriptor rtlab made: its path is never opened
+/// again, so a link planted there later cannot redirect the writes.
+#[derive(Debug)]
+pub struct Appender {
+    file: File,
+    path: PathBuf,
+}
+
+impl Appender {
+    /// Makes `path` with `head` as its content (see [`Staged`]).
+    pub fn create(path: &Path, head: &[u8]) -> Result<Appender, OutputError> {
+        let staged = Staged::create(path)?;
+        let write_err =
+            |e: std::io::Error| OutputError::new(path, format!("cannot write: {e}"), "check the free space");
+        let file = match staged.file().write_all(head).and_then(|()| staged.file().try_clone()) {
+            Ok(f) => f,
+            Err(e) => {
+                staged.abandon();
+                return Err(write_err(e));
+            }
+        };
+        staged.commit()?;
+        Ok(Appender {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends `bytes` (whole lines, one write each).
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), OutputError> {
+        (&self.file).write_all(bytes).map_err(|e| {
+            OutputError::new(&self.path, format!("cannot write: {e}"), "check the free space")
+        })
+    }
+}
+
 /// Writes `bytes` as the whole of `path` (see the module comment).
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     let staged = Staged::create(path)?;

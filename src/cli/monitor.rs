@@ -1,0 +1,126 @@
+//! `rtlab monitor`: a run that goes on until stopped, exporting its figures
+//! for Prometheus. The experiment is a file, or one FIFO 99 timer thread
+//! per online CPU; everything else is `rtlab run`'s path.
+
+use super::{EXIT_REFUSED, RunArgs};
+use crate::monitor::MonitorSpec;
+use crate::plan::{self, PlanOptions};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default address of `/metrics`: loopback only (a fleet's Prometheus
+/// reaches it through `--listen 0.0.0.0:9977` or an agent).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9977";
+
+/// `rtlab monitor`.
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// The experiment file (default: one FIFO 99 timer thread per online
+    /// CPU, 1 ms, until stopped). Timer threads with a lifetime stop at it;
+    /// the run goes on until a signal.
+    pub file: Option<PathBuf>,
+    /// Serve `/metrics` at this address (`none`: no endpoint).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR|none")]
+    pub listen: String,
+    /// Also write the metrics to this node_exporter textfile (`.prom`),
+    /// whole, at every refresh (`stats.period`).
+    #[arg(long, value_name = "FILE")]
+    pub textfile: Option<PathBuf>,
+    /// Append each window's histogram to this file (`none`: do not).
+    #[arg(long, default_value = "rtlab-windows.jsonl", value_name = "FILE|none")]
+    pub windows: String,
+    /// How long a window lasts.
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub window: Duration,
+    /// Write the JSON result document to this file at the end.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory of the result files (and of the windows file when its
+    /// name has no directory).
+    #[arg(long, value_name = "DIR")]
+    pub outdir: Option<PathBuf>,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    crate::config::values::duration_ns(text)
+        .map(Duration::from_nanos)
+        .map_err(|e| e.message)
+        .and_then(|d| {
+            if d < Duration::from_secs(1) {
+                Err("a window lasts at least 1 s".into())
+            } else {
+                Ok(d)
+            }
+        })
+}
+
+fn spec(a: &MonitorArgs) -> Result<MonitorSpec, i32> {
+    let listen = if a.listen == "none" {
+        None
+    } else {
+        match a.listen.parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                errln!("rtlab: --listen {:?} is not an address", a.listen);
+                errln!("  hint: IP:PORT, e.g. {DEFAULT_LISTEN}, [::1]:9977, or `none`");
+                return Err(EXIT_REFUSED);
+            }
+        }
+    };
+    let windows_file = (a.windows != "none").then(|| {
+        let path = PathBuf::from(&a.windows);
+        match (&a.outdir, path.parent()) {
+            (Some(dir), Some(p)) if p.as_os_str().is_empty() => dir.join(path),
+            _ => path,
+        }
+    });
+    for f in a.textfile.iter().chain(&windows_file) {
+        if let Err(e) = crate::sys::outfile::check(f, a.outdir.is_some()) {
+            errln!("rtlab: {}", e.with_hint());
+            return Err(EXIT_REFUSED);
+        }
+    }
+    Ok(MonitorSpec {
+        listen,
+        textfile: a.textfile.clone(),
+        windows_file,
+        window: a.window,
+    })
+}
+
+/// `rtlab monitor [FILE]`.
+pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> i32 {
+    let spec = match spec(a) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let args = RunArgs {
+        file: a.file.clone(),
+        json: a.json.clone(),
+        outdir: a.outdir.clone(),
+        ..RunArgs::default()
+    };
+    if let Err(code) = super::check_json(&args) {
+        return code;
+    }
+    let opts = PlanOptions {
+        outdir: a.outdir.clone(),
+        dbg_level,
+    };
+    let plan = match &a.file {
+        Some(_) => super::load_plan(a.file.as_deref(), &opts),
+        None => {
+            use plan::Machine;
+            let root = crate::sys::SysRoot::real();
+            let machine = plan::RealMachine { root: root.clone() };
+            let text = plan::builtin_monitor_text(&machine.online_cpus(), &super::partitions(&root));
+            super::plan_from_text(&text, "<built-in monitor>", &opts)
+        }
+    };
+    match plan {
+        Ok(plan) => super::run_plan(&plan, &args, Some(spec)),
+        Err(code) => code,
+    }
+}

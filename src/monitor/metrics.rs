@@ -1,0 +1,295 @@
+//! The metrics of a monitoring run, as Prometheus reads them: one
+//! [`Metrics`] state that the run's main thread refreshes, encoded by the
+//! official client (`prometheus-client`) for the `/metrics` endpoint and
+//! the node_exporter textfile alike.
+
+use crate::measure::live::METRIC_BOUNDS_NS;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::{Arc, Mutex};
+
+/// Labels of every series: what slices a fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Machine {
+    /// Host name.
+    pub host: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// Preemption model (`PREEMPT_RT`, `PREEMPT_DYNAMIC (full)`...).
+    pub preemption: String,
+    /// rtlab's version.
+    pub version: String,
+    /// A hash of the kernel command line (FNV-1a, hex): boards booted
+    /// alike share it.
+    pub cmdline_hash: String,
+}
+
+/// One timer thread's figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimerMetrics {
+    /// `T<N>`.
+    pub index: usize,
+    /// The CPU it is pinned to, when one.
+    pub cpu: Option<usize>,
+    /// Samples per bucket of [`METRIC_BOUNDS_NS`] and the rest.
+    pub buckets: Vec<u64>,
+    /// Sum of latencies (ns).
+    pub sum_ns: u64,
+    /// Overruns and missed periods.
+    pub overruns: u64,
+    /// Periods skipped by overruns.
+    pub missed_periods: u64,
+    /// Largest latency since the start (ns).
+    pub max_ns: u64,
+    /// Largest latency of the last window (ns), None when it had no sample.
+    pub window_max_ns: Option<u64>,
+    /// Wake-ups at or above the flight recorder's threshold.
+    pub spikes: u64,
+}
+
+/// One load program's figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramMetrics {
+    /// N of `program[N]`.
+    pub index: usize,
+    /// Its command name (argv[0]'s file name).
+    pub command: String,
+    /// Times started (the first start and every respawn).
+    pub starts: u64,
+    /// Times it ended.
+    pub exits: u64,
+}
+
+/// Everything a scrape shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// The machine's labels.
+    pub machine: Machine,
+    /// Per timer thread.
+    pub timers: Vec<TimerMetrics>,
+    /// Per program.
+    pub programs: Vec<ProgramMetrics>,
+    /// Busy fraction (0..1) per CPU over the last refresh.
+    pub cpu_busy: Vec<(usize, f64)>,
+    /// The flight recorder's culprits: (kind, what, main cause of how many).
+    pub causes: Vec<(String, String, u64)>,
+    /// CPUs of each cpuset partition (`rt`, `nrt`).
+    pub partitions: Vec<(String, usize)>,
+    /// System settings the run holds changed.
+    pub tuning_changes: u64,
+}
+
+/// The shared state a scrape reads.
+pub type Shared = Arc<Mutex<Metrics>>;
+
+/// FNV-1a of `text`, as hex: a stable, dependency-free fingerprint.
+pub fn fnv1a(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[derive(Debug)]
+struct MetricsCollector(Shared);
+
+type Labels = Vec<(String, String)>;
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+impl Metrics {
+    fn base(&self) -> Labels {
+        let m = &self.machine;
+        vec![
+            ("host".into(), m.host.clone()),
+            ("kernel".into(), m.kernel.clone()),
+            ("preemption".into(), m.preemption.clone()),
+        ]
+    }
+
+    fn timer_labels(&self, t: &TimerMetrics) -> Labels {
+        let mut l = self.base();
+        l.push(("thread".into(), format!("T{}", t.index)));
+        l.push((
+            "cpu".into(),
+            t.cpu.map_or_else(|| "any".into(), |c| c.to_string()),
+        ));
+        l
+    }
+}
+
+/// Encodes one family: a descriptor, then each (labels, value) with `f`.
+fn family<T>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    rows: &[(Labels, T)],
+    mut f: impl FnMut(&mut prometheus_client::encoding::MetricEncoder, &T) -> std::fmt::Result,
+) -> std::fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut d = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, v) in rows {
+        let mut m = d.encode_family(labels)?;
+        f(&mut m, v)?;
+    }
+    Ok(())
+}
+
+fn counter(m: &mut prometheus_client::encoding::MetricEncoder, v: &u64) -> std::fmt::Result {
+    m.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(v, None)
+}
+
+fn gauge(m: &mut prometheus_client::encoding::MetricEncoder, v: &f64) -> std::fmt::Result {
+    m.encode_gauge(v)
+}
+
+impl Collector for MetricsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let s = self.0.lock().map_err(|_| std::fmt::Error)?.clone();
+        let m = &s.machine;
+        {
+            let info: Labels = vec![
+                ("version".into(), m.version.clone()),
+                ("host".into(), m.host.clone()),
+                ("kernel".into(), m.kernel.clone()),
+                ("preemption".into(), m.preemption.clone()),
+                ("cmdline_hash".into(), m.cmdline_hash.clone()),
+            ];
+            let mut d = encoder.encode_descriptor("rtlab_build", "rtlab and the machine it runs on", None, MetricType::Info)?;
+            d.encode_info(&info)?;
+        }
+        let per_timer = |f: &dyn Fn(&TimerMetrics) -> Option<f64>| -> Vec<(Labels, f64)> {
+            s.timers
+                .iter()
+                .filter_map(|t| Some((s.timer_labels(t), f(t)?)))
+                .collect()
+        };
+        let hist: Vec<(Labels, &TimerMetrics)> =
+            s.timers.iter().map(|t| (s.timer_labels(t), t)).collect();
+        family(
+            &mut encoder,
+            "rtlab_latency_seconds",
+            "wake-up latency of each timer thread: from its deadline to its clock read",
+            MetricType::Histogram,
+            &hist,
+            |m, t| {
+                let buckets: Vec<(f64, u64)> = t
+                    .buckets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| {
+                        let le = METRIC_BOUNDS_NS.get(i).map_or(f64::INFINITY, |&b| secs(b));
+                        (le, n)
+                    })
+                    .collect();
+                let count = t.buckets.iter().sum();
+                m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    secs(t.sum_ns),
+                    count,
+                    &buckets,
+                    None,
+                )
+            },
+        )?;
+        let counts = |f: fn(&TimerMetrics) -> u64| -> Vec<(Labels, u64)> {
+            s.timers.iter().map(|t| (s.timer_labels(t), f(t))).collect()
+        };
+        family(&mut encoder, "rtlab_overruns", "wake-ups so late that the next period had begun", MetricType::Counter, &counts(|t| t.overruns), counter)?;
+        family(&mut encoder, "rtlab_missed_periods", "periods skipped by overruns", MetricType::Counter, &counts(|t| t.missed_periods), counter)?;
+        family(&mut encoder, "rtlab_spikes", "wake-ups at or above the flight recorder's threshold (trace.threshold)", MetricType::Counter, &counts(|t| t.spikes), counter)?;
+        family(
+            &mut encoder,
+            "rtlab_latency_max_seconds",
+            "largest wake-up latency since the start",
+            MetricType::Gauge,
+            &per_timer(&|t| (t.buckets.iter().sum::<u64>() > 0).then(|| secs(t.max_ns))),
+            gauge,
+        )?;
+        family(
+            &mut encoder,
+            "rtlab_latency_window_max_seconds",
+            "largest wake-up latency of the last refresh window",
+            MetricType::Gauge,
+            &per_timer(&|t| t.window_max_ns.map(secs)),
+            gauge,
+        )?;
+        let causes: Vec<(Labels, u64)> = s
+            .causes
+            .iter()
+            .map(|(kind, what, n)| {
+                let mut l = s.base();
+                l.push(("kind".into(), kind.clone()));
+                l.push(("cause".into(), what.clone()));
+                (l, *n)
+            })
+            .collect();
+        family(&mut encoder, "rtlab_spike_causes", "explained late wake-ups by their main cause (the flight recorder)", MetricType::Counter, &causes, counter)?;
+        let programs = |f: fn(&ProgramMetrics) -> u64| -> Vec<(Labels, u64)> {
+            s.programs
+                .iter()
+                .map(|p| {
+                    let mut l = s.base();
+                    l.push(("program".into(), p.index.to_string()));
+                    l.push(("command".into(), p.command.clone()));
+                    (l, f(p))
+                })
+                .collect()
+        };
+        family(&mut encoder, "rtlab_program_starts", "load program starts, respawns included", MetricType::Counter, &programs(|p| p.starts), counter)?;
+        family(&mut encoder, "rtlab_program_exits", "load program ends", MetricType::Counter, &programs(|p| p.exits), counter)?;
+        let busy: Vec<(Labels, f64)> = s
+            .cpu_busy
+            .iter()
+            .map(|(cpu, b)| {
+                let mut l = s.base();
+                l.push(("cpu".into(), cpu.to_string()));
+                (l, *b)
+            })
+            .collect();
+        family(&mut encoder, "rtlab_cpu_busy_ratio", "busy fraction of each CPU over the last refresh", MetricType::Gauge, &busy, gauge)?;
+        let partitions: Vec<(Labels, f64)> = s
+            .partitions
+            .iter()
+            .map(|(name, n)| {
+                let mut l = s.base();
+                l.push(("partition".into(), name.clone()));
+                (l, *n as f64)
+            })
+            .collect();
+        family(&mut encoder, "rtlab_partition_cpus", "CPUs of each cpuset partition", MetricType::Gauge, &partitions, gauge)?;
+        family(
+            &mut encoder,
+            "rtlab_tuning_changes",
+            "system settings the run holds changed (restored at its end)",
+            MetricType::Gauge,
+            &[(s.base(), s.tuning_changes as f64)],
+            gauge,
+        )?;
+        Ok(())
+    }
+}
+
+/// A registry that encodes `shared` on each scrape.
+pub fn registry(shared: Shared) -> Registry {
+    let mut r = Registry::default();
+    r.register_collector(Box::new(MetricsCollector(shared)));
+    r
+}
+
+/// The exposition text (OpenMetrics) of `registry`.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing to a String fails only if a collector fails (a poisoned
+    // lock): the scrape then gets what was written.
+    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
+    out
+}

@@ -1,0 +1,92 @@
+use super::metrics::{Machine, Metrics, ProgramMetrics, TimerMetrics};
+use super::*;
+use crate::measure::live::METRIC_BUCKETS;
+
+fn sample() -> Metrics {
+    let mut buckets = vec![0; METRIC_BUCKETS];
+    buckets[1] = 900;
+    buckets[3] = 99;
+    buckets[METRIC_BUCKETS - 1] = 1;
+    Metrics {
+        machine: Machine {
+            host: "board-7".into(),
+            kernel: "6.18.44".into(),
+            preemption: "PREEMPT_RT".into(),
+            version: "0.1.0".into(),
+            cmdline_hash: metrics::fnv1a("quiet isolcpus=1"),
+        },
+        timers: vec![TimerMetrics {
+            index: 0,
+            cpu: Some(1),
+            buckets,
+            sum_ns: 7_000_000,
+            overruns: 1,
+            missed_periods: 60,
+            max_ns: 61_000_000,
+            window_max_ns: Some(12_000),
+            spikes: 2,
+        }],
+        programs: vec![ProgramMetrics {
+            index: 0,
+            command: "stress-ng".into(),
+            starts: 3,
+            exits: 2,
+        }],
+        cpu_busy: vec![(0, 0.5), (1, 0.01)],
+        causes: vec![("irq".into(), "IRQ 36 virtio1-req.0".into(), 2)],
+        partitions: vec![("rt".into(), 1)],
+        tuning_changes: 3,
+    }
+}
+
+#[test]
+fn the_exposition_holds_every_figure_with_its_labels() {
+    let shared: metrics::Shared = Arc::new(Mutex::new(sample()));
+    let text = metrics::encode(&metrics::registry(shared));
+    let has = |line: &str| assert!(text.contains(line), "no {line:?} in\n{text}");
+    let labels = r#"host="board-7",kernel="6.18.44",preemption="PREEMPT_RT",thread="T0",cpu="1""#;
+    // Buckets are cumulative, in seconds; count and sum agree.
+    has(&format!("rtlab_latency_seconds_bucket{{le=\"0.000005\",{labels}}} 900"));
+    has(&format!("rtlab_latency_seconds_bucket{{le=\"0.00002\",{labels}}} 999"));
+    has(&format!("rtlab_latency_seconds_bucket{{le=\"+Inf\",{labels}}} 1000"));
+    has(&format!("rtlab_latency_seconds_count{{{labels}}} 1000"));
+    has(&format!("rtlab_latency_seconds_sum{{{labels}}} 0.007"));
+    has(&format!("rtlab_overruns_total{{{labels}}} 1"));
+    has(&format!("rtlab_missed_periods_total{{{labels}}} 60"));
+    has(&format!("rtlab_latency_max_seconds{{{labels}}} 0.061"));
+    has(&format!("rtlab_latency_window_max_seconds{{{labels}}} 0.000012"));
+    has("rtlab_program_starts_total{");
+    has(r#"command="stress-ng"} 3"#);
+    has(r#"cause="IRQ 36 virtio1-req.0"} 2"#);
+    has(r#"rtlab_build_info{version="0.1.0""#);
+    assert!(text.ends_with("# EOF\n"));
+    // The textfile form reads as the Prometheus text format.
+    let prom = prometheus_text(&text);
+    assert!(!prom.contains("# EOF") && !prom.contains(" info\n"));
+    assert!(prom.contains("# TYPE rtlab_overruns_total counter\n"));
+    assert!(prom.contains("# HELP rtlab_overruns_total "));
+    assert!(prom.contains("# TYPE rtlab_build_info gauge\n"));
+}
+
+#[test]
+fn windows_hold_each_windows_own_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.jsonl");
+    let mut w = windows::WindowWriter::create(&path, std::time::Duration::from_secs(3600)).unwrap();
+    let mut m = sample();
+    w.observe(&m).unwrap();
+    // 500 more samples in bucket 1 before the run ends.
+    m.timers[0].buckets[1] += 500;
+    m.timers[0].window_max_ns = Some(4_000);
+    w.observe(&m).unwrap();
+    w.finish().unwrap();
+    let (header, windows) = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(header.bounds_ns.len() + 1, METRIC_BUCKETS);
+    assert_eq!(windows.len(), 1);
+    // The first window holds everything since the start.
+    assert_eq!(windows[0].samples, 1500);
+    assert_eq!(windows[0].counts[1], 1400);
+    assert_eq!(windows[0].max_ns, Some(12_000));
+    assert!(windows::parse("{}\n").is_err());
+    assert_eq!(windows::parse("").unwrap_err().0, 1);
+}
