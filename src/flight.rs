@@ -123,7 +123,7 @@ impl FlightRecorder {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                (kind, c.what, c.main_cause as u64)
+                (kind, c.what, c.main_cause)
             })
             .collect()
     }

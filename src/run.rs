@@ -17,11 +17,11 @@
 use crate::audit::{AuditReport, Promises};
 use crate::config::CpuLoadDisplay;
 use crate::flight::FlightRecorder;
-use crate::monitor::metrics::Metrics;
 use crate::isolate::state::IsolationState;
 use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
 use crate::messages;
+use crate::monitor::metrics::Metrics;
 use crate::plan::RunPlan;
 use crate::report::{self, live::LiveRow};
 use crate::result::RunTuning;

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+mod monitor;
 mod partition;
 mod show;
-mod monitor;
 mod trace;
 mod tune;
 

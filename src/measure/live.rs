@@ -153,7 +153,8 @@ impl LiveCounters {
     pub fn next_window(&self) -> Option<u64> {
         let current = self.window.load(Ordering::Relaxed);
         let s = self.read();
-        self.window.store(current.wrapping_add(1), Ordering::Relaxed);
+        self.window
+            .store(current.wrapping_add(1), Ordering::Relaxed);
         (s.window == current && s.samples > 0).then_some(s.window_max_ns)
     }
 
@@ -240,7 +241,10 @@ mod tests {
         }
         let b = live.buckets();
         assert_eq!(b.iter().sum::<u64>(), latencies.len() as u64);
-        assert_eq!((b[0], b[1], b[METRIC_BUCKETS - 2], b[METRIC_BUCKETS - 1]), (2, 1, 1, 2));
+        assert_eq!(
+            (b[0], b[1], b[METRIC_BUCKETS - 2], b[METRIC_BUCKETS - 1]),
+            (2, 1, 1, 2)
+        );
         // A window with samples gives their max; one without, none.
         let w = live.window();
         live.publish(&LiveSnapshot {

@@ -164,7 +164,12 @@ impl Collector for MetricsCollector {
                 ("preemption".into(), m.preemption.clone()),
                 ("cmdline_hash".into(), m.cmdline_hash.clone()),
             ];
-            let mut d = encoder.encode_descriptor("rtlab_build", "rtlab and the machine it runs on", None, MetricType::Info)?;
+            let mut d = encoder.encode_descriptor(
+                "rtlab_build",
+                "rtlab and the machine it runs on",
+                None,
+                MetricType::Info,
+            )?;
             d.encode_info(&info)?;
         }
         let per_timer = |f: &dyn Fn(&TimerMetrics) -> Option<f64>| -> Vec<(Labels, f64)> {
@@ -203,9 +208,30 @@ impl Collector for MetricsCollector {
         let counts = |f: fn(&TimerMetrics) -> u64| -> Vec<(Labels, u64)> {
             s.timers.iter().map(|t| (s.timer_labels(t), f(t))).collect()
         };
-        family(&mut encoder, "rtlab_overruns", "wake-ups so late that the next period had begun", MetricType::Counter, &counts(|t| t.overruns), counter)?;
-        family(&mut encoder, "rtlab_missed_periods", "periods skipped by overruns", MetricType::Counter, &counts(|t| t.missed_periods), counter)?;
-        family(&mut encoder, "rtlab_spikes", "wake-ups at or above the flight recorder's threshold (trace.threshold)", MetricType::Counter, &counts(|t| t.spikes), counter)?;
+        family(
+            &mut encoder,
+            "rtlab_overruns",
+            "wake-ups so late that the next period had begun",
+            MetricType::Counter,
+            &counts(|t| t.overruns),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "rtlab_missed_periods",
+            "periods skipped by overruns",
+            MetricType::Counter,
+            &counts(|t| t.missed_periods),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "rtlab_spikes",
+            "wake-ups at or above the flight recorder's threshold (trace.threshold)",
+            MetricType::Counter,
+            &counts(|t| t.spikes),
+            counter,
+        )?;
         family(
             &mut encoder,
             "rtlab_latency_max_seconds",
@@ -232,7 +258,14 @@ impl Collector for MetricsCollector {
                 (l, *n)
             })
             .collect();
-        family(&mut encoder, "rtlab_spike_causes", "explained late wake-ups by their main cause (the flight recorder)", MetricType::Counter, &causes, counter)?;
+        family(
+            &mut encoder,
+            "rtlab_spike_causes",
+            "explained late wake-ups by their main cause (the flight recorder)",
+            MetricType::Counter,
+            &causes,
+            counter,
+        )?;
         let programs = |f: fn(&ProgramMetrics) -> u64| -> Vec<(Labels, u64)> {
             s.programs
                 .iter()
@@ -244,8 +277,22 @@ impl Collector for MetricsCollector {
                 })
                 .collect()
         };
-        family(&mut encoder, "rtlab_program_starts", "load program starts, respawns included", MetricType::Counter, &programs(|p| p.starts), counter)?;
-        family(&mut encoder, "rtlab_program_exits", "load program ends", MetricType::Counter, &programs(|p| p.exits), counter)?;
+        family(
+            &mut encoder,
+            "rtlab_program_starts",
+            "load program starts, respawns included",
+            MetricType::Counter,
+            &programs(|p| p.starts),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "rtlab_program_exits",
+            "load program ends",
+            MetricType::Counter,
+            &programs(|p| p.exits),
+            counter,
+        )?;
         let busy: Vec<(Labels, f64)> = s
             .cpu_busy
             .iter()
@@ -255,7 +302,14 @@ impl Collector for MetricsCollector {
                 (l, *b)
             })
             .collect();
-        family(&mut encoder, "rtlab_cpu_busy_ratio", "busy fraction of each CPU over the last refresh", MetricType::Gauge, &busy, gauge)?;
+        family(
+            &mut encoder,
+            "rtlab_cpu_busy_ratio",
+            "busy fraction of each CPU over the last refresh",
+            MetricType::Gauge,
+            &busy,
+            gauge,
+        )?;
         let partitions: Vec<(Labels, f64)> = s
             .partitions
             .iter()
@@ -265,7 +319,14 @@ impl Collector for MetricsCollector {
                 (l, *n as f64)
             })
             .collect();
-        family(&mut encoder, "rtlab_partition_cpus", "CPUs of each cpuset partition", MetricType::Gauge, &partitions, gauge)?;
+        family(
+            &mut encoder,
+            "rtlab_partition_cpus",
+            "CPUs of each cpuset partition",
+            MetricType::Gauge,
+            &partitions,
+            gauge,
+        )?;
         family(
             &mut encoder,
             "rtlab_tuning_changes",

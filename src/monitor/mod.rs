@@ -151,8 +151,7 @@ fn serve(
                 {
                     let header = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE)
                         .expect("a constant header");
-                    tiny_http::Response::from_string(metrics::encode(&registry))
-                        .with_header(header)
+                    tiny_http::Response::from_string(metrics::encode(&registry)).with_header(header)
                 } else {
                     tiny_http::Response::from_string("rtlab: the metrics are at /metrics\n")
                         .with_status_code(404)

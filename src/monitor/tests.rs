@@ -46,15 +46,23 @@ fn the_exposition_holds_every_figure_with_its_labels() {
     let has = |line: &str| assert!(text.contains(line), "no {line:?} in\n{text}");
     let labels = r#"host="board-7",kernel="6.18.44",preemption="PREEMPT_RT",thread="T0",cpu="1""#;
     // Buckets are cumulative, in seconds; count and sum agree.
-    has(&format!("rtlab_latency_seconds_bucket{{le=\"0.000005\",{labels}}} 900"));
-    has(&format!("rtlab_latency_seconds_bucket{{le=\"0.00002\",{labels}}} 999"));
-    has(&format!("rtlab_latency_seconds_bucket{{le=\"+Inf\",{labels}}} 1000"));
+    has(&format!(
+        "rtlab_latency_seconds_bucket{{le=\"0.000005\",{labels}}} 900"
+    ));
+    has(&format!(
+        "rtlab_latency_seconds_bucket{{le=\"0.00002\",{labels}}} 999"
+    ));
+    has(&format!(
+        "rtlab_latency_seconds_bucket{{le=\"+Inf\",{labels}}} 1000"
+    ));
     has(&format!("rtlab_latency_seconds_count{{{labels}}} 1000"));
     has(&format!("rtlab_latency_seconds_sum{{{labels}}} 0.007"));
     has(&format!("rtlab_overruns_total{{{labels}}} 1"));
     has(&format!("rtlab_missed_periods_total{{{labels}}} 60"));
     has(&format!("rtlab_latency_max_seconds{{{labels}}} 0.061"));
-    has(&format!("rtlab_latency_window_max_seconds{{{labels}}} 0.000012"));
+    has(&format!(
+        "rtlab_latency_window_max_seconds{{{labels}}} 0.000012"
+    ));
     has("rtlab_program_starts_total{");
     has(r#"command="stress-ng"} 3"#);
     has(r#"cause="IRQ 36 virtio1-req.0"} 2"#);

@@ -14,6 +14,7 @@ mod explain;
 mod fixtures;
 mod hardening;
 mod isolation;
+mod monitor;
 mod reports;
 mod run;
 mod simulated;

@@ -378,9 +378,14 @@ impl Appender {
     /// Makes `path` with `head` as its content (see [`Staged`]).
     pub fn create(path: &Path, head: &[u8]) -> Result<Appender, OutputError> {
         let staged = Staged::create(path)?;
-        let write_err =
-            |e: std::io::Error| OutputError::new(path, format!("cannot write: {e}"), "check the free space");
-        let file = match staged.file().write_all(head).and_then(|()| staged.file().try_clone()) {
+        let write_err = |e: std::io::Error| {
+            OutputError::new(path, format!("cannot write: {e}"), "check the free space")
+        };
+        let file = match staged
+            .file()
+            .write_all(head)
+            .and_then(|()| staged.file().try_clone())
+        {
             Ok(f) => f,
             Err(e) => {
                 staged.abandon();
@@ -397,7 +402,11 @@ impl Appender {
     /// Appends `bytes` (whole lines, one write each).
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), OutputError> {
         (&self.file).write_all(bytes).map_err(|e| {
-            OutputError::new(&self.path, format!("cannot write: {e}"), "check the free space")
+            OutputError::new(
+                &self.path,
+                format!("cannot write: {e}"),
+                "check the free space",
+            )
         })
     }
 }

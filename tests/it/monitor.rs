@@ -1,0 +1,267 @@
+//! `rtlab monitor` against a real Prometheus server (Debian's
+//! `prometheus` package, started here on 127.0.0.1): the counts it stores
+//! are rtlab's exact counts, its histogram quantile falls in the bucket of
+//! rtlab's own percentile, a crash-looping program shows in the restart
+//! counter, a restart of rtlab shows as a counter reset rather than lost
+//! data; the textfile passes `promtool check metrics`; the windows file
+//! holds every sample. Runs as any user (SCHED_OTHER timer); without the
+//! `prometheus` binary it checks the endpoint and the textfile alone and
+//! says so.
+
+use crate::fixtures::{has_command, path_taken, text, wait_until};
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Samples of each run: 10 s at 500 µs, so that Prometheus (whose target
+/// discovery takes about 5 s to start scraping) sees it grow.
+const SAMPLES: u64 = 20_000;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET http://127.0.0.1:PORT/PATH, the body (None when it fails).
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
+/// The value of `name{...thread="T0"...}` in an exposition.
+fn exposed(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains("thread=\"T0\""))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+fn monitor(dir: &Path, port: u16, json: &str) -> Child {
+    let cfg = format!(
+        "main\n{{\n  stats.period 200 ms\n}}\n\
+         timer_thread[0]\n{{\n  timer.period 500 us\n  lifetime.loops {SAMPLES}\n}}\n\
+         program[0]\n{{\n  cmdline sh -c \"exit 3\"\n  termination.ko RESPAWN\n}}\n"
+    );
+    std::fs::write(dir.join("mon.cfg"), cfg).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "monitor",
+            "mon.cfg",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--textfile",
+            "rtlab.prom",
+            "--windows",
+            "w.jsonl",
+            "--window",
+            "1s",
+            "--json",
+            json,
+        ])
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Stops a monitoring rtlab as a service manager does, and its result.
+fn stop(mut child: Child, dir: &Path, json: &str) -> Value {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", text(&o));
+    serde_json::from_slice(&std::fs::read(dir.join(json)).unwrap()).unwrap()
+}
+
+/// Waits until rtlab's own endpoint shows every sample taken.
+fn wait_done(port: u16) {
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            http_get(port, "/metrics").and_then(|t| exposed(&t, "rtlab_latency_seconds_count"))
+                == Some(SAMPLES as f64)
+        }),
+        "the timer thread did not finish its {SAMPLES} samples"
+    );
+}
+
+/// One instant query of Prometheus: the first result's value.
+fn query(port: u16, promql: &str) -> Option<f64> {
+    let q: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let body = http_get(port, &format!("/api/v1/query?query={q}"))?;
+    let v: Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+/// The bucket (lower, upper] of rtlab's metrics histogram holding `ns`.
+fn bucket_of(ns: u64) -> (f64, f64) {
+    let bounds = rtlab::measure::live::METRIC_BOUNDS_NS;
+    let i = rtlab::measure::live::metric_bucket(ns);
+    let lower = if i == 0 { 0 } else { bounds[i - 1] };
+    let upper = bounds.get(i).map_or(f64::INFINITY, |&b| b as f64 / 1e9);
+    (lower as f64 / 1e9, upper)
+}
+
+#[test]
+fn a_real_prometheus_stores_rtlabs_exact_counts() {
+    let _machine = crate::fixtures::machine_shared();
+    const TEST: &str = "a_real_prometheus_stores_rtlabs_exact_counts";
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let prometheus = if has_command("prometheus") {
+        let prom_port = free_port();
+        std::fs::write(
+            dir.path().join("prometheus.yml"),
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: rtlab\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new("prometheus")
+            .args([
+                "--config.file=prometheus.yml",
+                "--storage.tsdb.path=data",
+                &format!("--web.listen-address=127.0.0.1:{prom_port}"),
+            ])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Ready before rtlab starts, so that it scrapes the whole run.
+        assert!(
+            wait_until(Duration::from_secs(60), || http_get(prom_port, "/-/ready")
+                .is_some()),
+            "Prometheus did not start"
+        );
+        Some((child, prom_port))
+    } else {
+        path_taken(
+            TEST,
+            "no prometheus binary: the endpoint, textfile and windows are checked alone",
+        );
+        None
+    };
+    let run = monitor(dir.path(), port, "first.json");
+    wait_done(port);
+    let exposition = http_get(port, "/metrics").unwrap();
+    if let Some((_, prom)) = &prometheus {
+        // Prometheus stores the exact count, and the program's restarts.
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                query(*prom, "rtlab_latency_seconds_count") == Some(SAMPLES as f64)
+            }),
+            "Prometheus never stored {SAMPLES}: {:?}",
+            query(*prom, "rtlab_latency_seconds_count")
+        );
+        assert!(
+            wait_until(Duration::from_secs(30), || {
+                query(*prom, "rtlab_program_starts_total").is_some_and(|n| n > 1.0)
+            }),
+            "no restart seen"
+        );
+    }
+    // The p99 as Prometheus computes it, over all samples and over the last
+    // minute, asked while rtlab still serves them.
+    const P99: [&str; 2] = [
+        "histogram_quantile(0.99, rtlab_latency_seconds_bucket)",
+        "histogram_quantile(0.99, increase(rtlab_latency_seconds_bucket[1m]))",
+    ];
+    let prom_p99: Vec<f64> = match &prometheus {
+        Some((_, prom)) => P99
+            .iter()
+            .map(|q| query(*prom, q).unwrap_or(f64::NAN))
+            .collect(),
+        None => Vec::new(),
+    };
+    let first = stop(run, dir.path(), "first.json");
+    let t = &first["timers"][0]["summary"];
+    assert_eq!(t["samples"], SAMPLES);
+    let p99 = t["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "p99")
+        .unwrap()["value_ns"]
+        .as_u64()
+        .unwrap();
+    let (lower, upper) = bucket_of(p99);
+    // The exposition's histogram is rtlab's own.
+    assert_eq!(
+        exposed(&exposition, "rtlab_latency_seconds_count"),
+        Some(SAMPLES as f64)
+    );
+    assert_eq!(
+        exposed(&exposition, "rtlab_latency_max_seconds"),
+        Some(t["max_ns"].as_u64().unwrap() as f64 / 1e9)
+    );
+    // The textfile reads as the Prometheus text format.
+    if has_command("promtool") {
+        let o = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(dir.path().join("rtlab.prom")).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    // The windows hold every sample once.
+    let windows = std::fs::read_to_string(dir.path().join("w.jsonl")).unwrap();
+    let (_, ws) = rtlab::monitor::windows::parse(&windows).unwrap();
+    assert_eq!(ws.iter().map(|w| w.samples).sum::<u64>(), SAMPLES);
+    let Some((mut prom_child, prom)) = prometheus else {
+        return;
+    };
+    // The p99 Prometheus computed lies in the bucket of rtlab's p99.
+    for (q, v) in P99.iter().zip(&prom_p99) {
+        let v = *v;
+        assert!(
+            v >= lower && v <= upper,
+            "{q} = {v}, rtlab's p99 {p99} ns is in ({lower}, {upper}]"
+        );
+    }
+    // A restart is a counter reset, not lost data.
+    let run = monitor(dir.path(), port, "second.json");
+    wait_done(port);
+    let seen = wait_until(Duration::from_secs(60), || {
+        query(prom, "resets(rtlab_latency_seconds_count[5m])") == Some(1.0)
+            && query(prom, "rtlab_latency_seconds_count") == Some(SAMPLES as f64)
+    });
+    let increase = query(prom, "increase(rtlab_latency_seconds_count[5m])").unwrap_or(0.0);
+    stop(run, dir.path(), "second.json");
+    let _ = prom_child.kill();
+    let _ = prom_child.wait();
+    assert!(seen, "Prometheus did not see one reset");
+    // Both runs counted: more than one run's worth (the first run was
+    // scraped from before its end; the second, from its start).
+    assert!(increase > SAMPLES as f64, "increase {increase}");
+    path_taken(
+        TEST,
+        &format!(
+            "Prometheus stored {SAMPLES} samples, p99 in ({lower}, {upper}] s as rtlab's {p99} ns; \
+             one reset, increase over both runs {increase:.0}"
+        ),
+    );
+}
