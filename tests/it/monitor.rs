@@ -81,7 +81,7 @@ fn monitor(dir: &Path, port: u16, json: &str) -> Child {
 }
 
 /// Stops a monitoring rtlab as a service manager does, and its result.
-fn stop(mut child: Child, dir: &Path, json: &str) -> Value {
+fn stop(child: Child, dir: &Path, json: &str) -> Value {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
