@@ -88,7 +88,8 @@ fn windows_hold_each_windows_own_samples() {
     m.timers[0].window_max_ns = Some(4_000);
     w.observe(&m).unwrap();
     w.finish().unwrap();
-    let (header, windows) = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let f = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (header, windows) = (f.header, f.windows);
     assert_eq!(header.bounds_ns.len() + 1, METRIC_BUCKETS);
     assert_eq!(windows.len(), 1);
     // The first window holds everything since the start.
@@ -97,4 +98,44 @@ fn windows_hold_each_windows_own_samples() {
     assert_eq!(windows[0].max_ns, Some(12_000));
     assert!(windows::parse("{}\n").is_err());
     assert_eq!(windows::parse("").unwrap_err().0, 1);
+}
+
+#[test]
+fn a_restarted_monitor_goes_on_with_its_windows_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.jsonl");
+    let hour = std::time::Duration::from_secs(3600);
+    for _ in 0..2 {
+        let mut w = windows::WindowWriter::create(&path, hour).unwrap();
+        w.observe(&sample()).unwrap();
+        w.finish().unwrap();
+    }
+    // A run that died mid-line, then a third.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"start\":\"2026");
+    std::fs::write(&path, &text).unwrap();
+    let mut w = windows::WindowWriter::create(&path, hour).unwrap();
+    w.observe(&sample()).unwrap();
+    w.finish().unwrap();
+    let f = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(f.windows.len(), 3);
+    assert_eq!(f.cut_lines, 1);
+    // Another file there (not a windows file) is replaced, not appended to.
+    std::fs::write(&path, "not ours\n").unwrap();
+    windows::WindowWriter::create(&path, hour)
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("{\"schema\"")
+    );
+    // A link planted there is refused.
+    let other = dir.path().join("victim");
+    std::fs::write(&other, "keep").unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&other, &path).unwrap();
+    assert!(windows::WindowWriter::create(&path, hour).is_err());
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep");
 }

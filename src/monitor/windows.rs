@@ -59,15 +59,22 @@ pub struct WindowWriter {
 }
 
 impl WindowWriter {
-    /// Makes the file (its header line), whole, at `path`.
+    /// Makes the file (its header line), whole, at `path`, or goes on with
+    /// the one there when it is rtlab's windows file of the same buckets.
     pub fn create(path: &Path, window: Duration) -> Result<WindowWriter, OutputError> {
         let header = Header {
             schema: SCHEMA.into(),
             bounds_ns: METRIC_BOUNDS_NS.to_vec(),
         };
         let line = format!("{}\n", serde_json::to_string(&header).unwrap_or_default());
+        // A restarted monitor (after a reboot) goes on with its file.
+        let (mut file, continued) = Appender::continue_or_create(path, line.as_bytes())?;
+        if continued {
+            // A line the previous run left cut short stays alone on its line.
+            file.append(b"\n")?;
+        }
         Ok(WindowWriter {
-            file: Appender::create(path, line.as_bytes())?,
+            file,
             window: window.max(Duration::from_secs(1)),
             started: Instant::now(),
             started_wall: SystemTime::now(),
@@ -137,9 +144,21 @@ impl WindowWriter {
     }
 }
 
-/// Reads a windows file: its header and windows. Lines that are not
-/// windows are an error with their line number.
-pub fn parse(text: &str) -> Result<(Header, Vec<Window>), (usize, String)> {
+/// A windows file read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowsFile {
+    /// Its header.
+    pub header: Header,
+    /// Its windows, in order.
+    pub windows: Vec<Window>,
+    /// Lines that were not JSON (a line cut short when a run died).
+    pub cut_lines: usize,
+}
+
+/// Reads a windows file. A header that is not rtlab's, and a JSON line
+/// that is not a window, are errors with their line number; a line that is
+/// not JSON at all (cut short) is counted and skipped.
+pub fn parse(text: &str) -> Result<WindowsFile, (usize, String)> {
     let mut lines = text.lines().enumerate();
     let (_, first) = lines.next().ok_or((1, "empty file".to_string()))?;
     let header: Header =
@@ -148,16 +167,25 @@ pub fn parse(text: &str) -> Result<(Header, Vec<Window>), (usize, String)> {
         return Err((1, format!("schema {:?}, not {SCHEMA:?}", header.schema)));
     }
     let mut windows = Vec::new();
+    let mut cut_lines = 0;
     for (i, line) in lines {
         if line.trim().is_empty() {
             continue;
         }
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+            cut_lines += 1;
+            continue;
+        };
         let w: Window =
-            serde_json::from_str(line).map_err(|e| (i + 1, format!("not a window: {e}")))?;
+            serde_json::from_value(value).map_err(|e| (i + 1, format!("not a window: {e}")))?;
         if w.counts.len() != header.bounds_ns.len() + 1 {
             return Err((i + 1, "its counts do not match the header's buckets".into()));
         }
         windows.push(w);
     }
-    Ok((header, windows))
+    Ok(WindowsFile {
+        header,
+        windows,
+        cut_lines,
+    })
 }

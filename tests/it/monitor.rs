@@ -229,7 +229,7 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
     }
     // The windows hold every sample once.
     let windows = std::fs::read_to_string(dir.path().join("w.jsonl")).unwrap();
-    let (_, ws) = rtlab::monitor::windows::parse(&windows).unwrap();
+    let ws = rtlab::monitor::windows::parse(&windows).unwrap().windows;
     assert_eq!(ws.iter().map(|w| w.samples).sum::<u64>(), SAMPLES);
     let Some((mut prom_child, prom)) = prometheus else {
         return;

@@ -399,6 +399,59 @@ impl Appender {
         })
     }
 
+    /// Opens `path` to append to it when it is a regular file of the
+    /// caller (no link followed, checked on the descriptor opened) whose
+    /// content starts with `head`: a run that restarts (after a reboot)
+    /// goes on with the same file. Otherwise makes it as [`Appender::create`].
+    /// The bool says whether it was continued.
+    pub fn continue_or_create(path: &Path, head: &[u8]) -> Result<(Appender, bool), OutputError> {
+        if let Some(file) = Self::open_own(path, head)? {
+            return Ok((
+                Appender {
+                    file,
+                    path: path.to_path_buf(),
+                },
+                true,
+            ));
+        }
+        Ok((Self::create(path, head)?, false))
+    }
+
+    fn open_own(path: &Path, head: &[u8]) -> Result<Option<File>, OutputError> {
+        use std::io::Read;
+        let (dir, name) = split(path)?;
+        let Some(dir_fd) = open_dir(dir, false, true)? else {
+            return Ok(None);
+        };
+        check_target(&dir_fd, name, path)?;
+        let fd = match rustix::fs::openat(
+            &dir_fd,
+            name,
+            OFlags::RDWR | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(OutputError::io(path, "cannot open", e)),
+        };
+        let st =
+            rustix::fs::fstat(&fd).map_err(|e| OutputError::io(path, "cannot look at it", e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+            || st.st_uid != euid()
+            || st.st_nlink != 1
+        {
+            return Err(OutputError::new(
+                path,
+                "is not a regular file of yours with one name",
+                "remove it or choose another name",
+            ));
+        }
+        let mut file = File::from(fd);
+        let mut start = vec![0u8; head.len()];
+        let same = (&mut file).read_exact(&mut start).is_ok() && start == head;
+        Ok(same.then_some(file))
+    }
+
     /// Appends `bytes` (whole lines, one write each).
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), OutputError> {
         (&self.file).write_all(bytes).map_err(|e| {
