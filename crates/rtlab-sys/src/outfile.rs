@@ -448,7 +448,7 @@ impl Appender {
         }
         let mut file = File::from(fd);
         let mut start = vec![0u8; head.len()];
-        let same = (&mut file).read_exact(&mut start).is_ok() && start == head;
+        let same = file.read_exact(&mut start).is_ok() && start == head;
         Ok(same.then_some(file))
     }
 
