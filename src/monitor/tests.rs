@@ -139,3 +139,35 @@ fn a_restarted_monitor_goes_on_with_its_windows_file() {
     assert!(windows::WindowWriter::create(&path, hour).is_err());
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep");
 }
+
+#[test]
+fn every_metric_the_shipped_rules_and_dashboard_use_exists() {
+    let shared: metrics::Shared = Arc::new(Mutex::new(sample()));
+    let exposition = metrics::encode(&metrics::registry(shared));
+    for (file, text) in [
+        (
+            "rtlab-alerts.yml",
+            include_str!("../../contrib/prometheus/rtlab-alerts.yml"),
+        ),
+        (
+            "rtlab-dashboard.json",
+            include_str!("../../contrib/grafana/rtlab-dashboard.json"),
+        ),
+    ] {
+        let mut rest = text;
+        let mut seen = 0;
+        while let Some(at) = rest.find("rtlab_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            seen += 1;
+            assert!(
+                exposition.contains(&format!("\n{name}{{")),
+                "{file} uses {name}, which rtlab does not export"
+            );
+        }
+        assert!(seen > 3, "{file}");
+    }
+}

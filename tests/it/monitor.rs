@@ -265,3 +265,102 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
         ),
     );
 }
+
+#[test]
+fn the_shipped_prometheus_files_pass_promtool() {
+    const TEST: &str = "the_shipped_prometheus_files_pass_promtool";
+    if !has_command("promtool") {
+        path_taken(TEST, "no promtool: not checked");
+        return;
+    }
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/prometheus");
+    for (what, file) in [("rules", "rtlab-alerts.yml"), ("config", "scrape.yml")] {
+        let o = Command::new("promtool")
+            .args(["check", what])
+            .arg(contrib.join(file))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{file}: {}", text(&o));
+    }
+    path_taken(
+        TEST,
+        "alerting rules and scrape configuration checked by promtool",
+    );
+}
+
+/// Resident memory of `pid` (KiB), from `/proc/PID/status`.
+fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded() {
+    // A short soak (the 24-hour one is `bench/soak.sh`): 60 s at a 100 µs
+    // period with a 5 s window and 200 ms refreshes. Memory is sampled once
+    // the first windows are written; it must not grow after.
+    let _machine = crate::fixtures::machine_shared();
+    const TEST: &str = "a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("soak.cfg"),
+        "main\n{\n  stats.period 200 ms\n}\ntimer_thread[0]\n{\n  timer.period 100 us\n}\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "monitor",
+            "soak.cfg",
+            "--listen",
+            "none",
+            "--textfile",
+            "s.prom",
+            "--windows",
+            "w.jsonl",
+            "--window",
+            "5s",
+        ])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut rss = Vec::new();
+    for second in 0..60 {
+        std::thread::sleep(Duration::from_secs(1));
+        if second >= 10 {
+            rss.extend(rss_kib(pid));
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let _ = child.wait();
+    let (first, last, max) = (rss[0], *rss.last().unwrap(), *rss.iter().max().unwrap());
+    let prom = std::fs::metadata(dir.path().join("s.prom")).unwrap().len();
+    let windows = std::fs::read_to_string(dir.path().join("w.jsonl")).unwrap();
+    path_taken(
+        TEST,
+        &format!(
+            "RSS {first} KiB at 10 s, {last} KiB at 60 s (max {max}); textfile {prom} B; \
+             windows file {} B, {} lines",
+            windows.len(),
+            windows.lines().count()
+        ),
+    );
+    // Flat: the process allocates nothing per sample (a page or two of
+    // allocator noise aside).
+    assert!(max <= first + 512, "RSS grew from {first} to {max} KiB");
+    // The textfile is rewritten, not grown; the windows file grows by one
+    // line per window and thread.
+    assert!(prom < 16_384, "{prom}");
+    assert!(windows.lines().count() <= 1 + 60 / 5 + 2, "{windows}");
+}
