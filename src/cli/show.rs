@@ -175,7 +175,7 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
         Err(code) => return code,
     };
     let panels = if args.panels.is_empty() {
-        Panel::ALL.to_vec()
+        Panel::default_for(&runs)
     } else {
         args.panels.clone()
     };

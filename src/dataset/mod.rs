@@ -7,6 +7,7 @@
 mod cyclictest;
 mod rtlab;
 mod systress;
+mod windows;
 
 use crate::stats::QUANTILES;
 use crate::stats::series::LatencySeries;
@@ -25,6 +26,8 @@ pub enum Format {
     CyclictestJson,
     /// A systress-format result file (`timer_threadNN.txt` or `.csv`).
     Systress,
+    /// rtlab monitor's windows file (`rtlab-windows.jsonl`).
+    RtlabWindows,
 }
 
 impl Format {
@@ -35,6 +38,7 @@ impl Format {
             Format::CyclictestHistogram => "cyclictest histogram",
             Format::CyclictestJson => "cyclictest JSON",
             Format::Systress => "systress result file",
+            Format::RtlabWindows => "rtlab windows file",
         }
     }
 }
@@ -126,8 +130,20 @@ pub struct Thread {
     pub series: Option<LatencySeries>,
     /// Its worst wake-ups, worst first (rtlab inputs only).
     pub spikes: Vec<crate::stats::spikes::Spike>,
+    /// Its histogram window by window (windows files only).
+    pub windows: Option<WindowHistograms>,
     #[serde(skip)]
     distribution: Distribution,
+}
+
+/// A thread's histogram window by window (rtlab monitor's windows file).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowHistograms {
+    /// Upper bounds of the buckets (ns); one more bucket holds the rest.
+    pub bounds_ns: Vec<u64>,
+    /// Each window: (from, to) in seconds since the first window's start,
+    /// its counts per bucket, its largest latency (ns).
+    pub windows: Vec<(f64, f64, Vec<u64>, Option<u64>)>,
 }
 
 /// What rtlab knows of a run beyond its numbers (for the report).
@@ -382,6 +398,7 @@ impl Thread {
             histogram_us,
             series,
             spikes: Vec::new(),
+            windows: None,
             distribution,
         }
     }
@@ -559,12 +576,43 @@ fn default_label(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-/// Reads one run, guessing its format from its content.
+/// Reads one run, guessing its format from its content. `FILE@N` names
+/// the N-th window of a windows file (when FILE@N itself does not exist).
 pub fn load(path: &Path) -> Result<Run, LoadError> {
+    if let Some((file, n)) = window_of(path) {
+        return match read_bounded(&file) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                if !windows::looks_like(&text) {
+                    return Err(ParseError::new(
+                        1,
+                        1,
+                        "not a windows file: `@N` picks a window of `rtlab monitor --windows`",
+                        "name a windows file, or the whole file without `@N`",
+                    )
+                    .located(path));
+                }
+                windows::parse(&text, &file, Some(n)).map_err(|e| e.located(path))
+            }
+            Err(e) => Err(e.located(path)),
+        };
+    }
     match read_bounded(path) {
         Ok(bytes) => parse_bytes(&bytes, path),
         Err(e) => Err(e.located(path)),
     }
+}
+
+/// `FILE@N` when FILE@N does not exist and FILE does: (FILE, N).
+fn window_of(path: &Path) -> Option<(std::path::PathBuf, usize)> {
+    if path.exists() {
+        return None;
+    }
+    let text = path.to_str()?;
+    let (file, n) = text.rsplit_once('@')?;
+    let n: usize = n.parse().ok().filter(|&n| n > 0)?;
+    let file = std::path::PathBuf::from(file);
+    file.exists().then_some((file, n))
 }
 
 impl ParseError {
@@ -585,7 +633,9 @@ pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Run, LoadError> {
     let fail = |e: ParseError| e.located(path);
     let text = String::from_utf8_lossy(bytes);
     let trimmed = text.trim_start();
-    if trimmed.starts_with('{') {
+    if windows::looks_like(trimmed) {
+        windows::parse(trimmed, path, None).map_err(fail)
+    } else if trimmed.starts_with('{') {
         if trimmed.contains("\"rtlab_version\"") {
             rtlab::parse(&text, path).map_err(fail)
         } else {

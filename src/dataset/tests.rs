@@ -670,3 +670,42 @@ fn a_result_written_before_spikes_were_kept_still_loads() {
     let run = load(&write(&dir, "old.json", old)).unwrap();
     assert_eq!(run.threads.len(), model.timers.len());
 }
+
+#[test]
+fn a_windows_file_is_a_run_whole_or_window_by_window() {
+    let text = "{\"schema\":\"rtlab-windows/1\",\"bounds_ns\":[2000,5000]}\n\
+        {\"start\":\"2026-11-22T05:00:00Z\",\"seconds\":60.0,\"thread\":\"T0\",\"cpu\":1,\"samples\":100,\"max_ns\":4000,\"counts\":[90,10,0]}\n\
+        {\"start\":\"2026-11-22T05:01:00Z\",\"seconds\":60.0,\"thread\":\"T0\",\"cpu\":1,\"samples\":100,\"max_ns\":9000,\"counts\":[50,49,1]}\n\
+        {\"start\":\"2026-11-22T05:02\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "w.jsonl", text);
+    let run = load(&path).unwrap();
+    assert_eq!(run.format, Format::RtlabWindows);
+    let t = &run.threads[0];
+    assert_eq!((t.stats.samples, t.stats.max_ns), (200, Some(9000)));
+    assert_eq!(t.stats.beyond_histogram, Some(1));
+    // p50: rank 100 falls in the first bucket (140 samples up to 2 µs).
+    assert_eq!(t.stats.percentiles[0].value_ns, Some(2000));
+    let w = t.windows.as_ref().unwrap();
+    assert_eq!(w.windows.len(), 2);
+    assert_eq!((w.windows[1].0, w.windows[1].1), (60.0, 120.0));
+    assert!(run.details.warnings[0].contains("1 lines cut short"));
+    // FILE@2: the second window alone.
+    let second = load(&dir.path().join("w.jsonl@2")).unwrap();
+    assert_eq!(second.label, "w@2");
+    assert_eq!(second.threads[0].stats.samples, 100);
+    assert_eq!(second.threads[0].stats.max_ns, Some(9000));
+    assert!(load(&dir.path().join("w.jsonl@3")).is_err());
+    // A window whose counts do not match the buckets is refused.
+    let bad = text.replace("[90,10,0]", "[90,10]");
+    assert!(load(&write(&dir, "bad.jsonl", &bad)).is_err());
+    // And it draws, its histograms along time first.
+    let panels = crate::report::plot::Panel::default_for(std::slice::from_ref(&run));
+    assert_eq!(panels[0], crate::report::plot::Panel::Windows);
+    let opts = crate::report::plot::PlotOptions {
+        panels,
+        ..crate::report::plot::PlotOptions::default()
+    };
+    let svg = crate::report::plot::svg(&[run], &opts).unwrap();
+    assert!(svg.contains("max per window"));
+}

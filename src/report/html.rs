@@ -520,7 +520,7 @@ pub fn render(
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
-    for panel in Panel::ALL {
+    for panel in Panel::default_for(runs) {
         let svg = plot::panel_svg(runs, panel, (1200, 560), plot_opts)?;
         // The SVG document's XML declaration has no place inside HTML.
         let body = svg.find("<svg").map_or(svg.as_str(), |at| &svg[at..]);

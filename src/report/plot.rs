@@ -44,17 +44,37 @@ pub enum Panel {
     Percentiles,
     /// Max and mean latency per interval over the run.
     Timeline,
+    /// A monitoring run's histograms window by window, stacked along time,
+    /// with the max per window (OSADL's long-term plot).
+    Windows,
 }
 
 impl Panel {
-    /// Every panel, in drawing order.
+    /// Every panel of runs, in drawing order.
     pub const ALL: [Panel; 3] = [Panel::Histogram, Panel::Percentiles, Panel::Timeline];
+
+    /// The panels for `runs` by default: a windows file's histograms along
+    /// time first, where one is given.
+    pub fn default_for(runs: &[Run]) -> Vec<Panel> {
+        let windows = runs
+            .iter()
+            .flat_map(|r| &r.threads)
+            .any(|t| t.windows.is_some());
+        if windows {
+            vec![Panel::Windows, Panel::Histogram, Panel::Percentiles]
+        } else {
+            Panel::ALL.to_vec()
+        }
+    }
 
     fn title(self) -> &'static str {
         match self {
             Panel::Histogram => "Latency histogram (samples per 1 µs, log scale)",
             Panel::Percentiles => "Percentile curve: latency reached by each fraction of wake-ups",
             Panel::Timeline => "Latency over time: max per interval (dark), mean (light)",
+            Panel::Windows => {
+                "Histograms along time: each window's share of samples per bucket (darker: more), max per window (line)"
+            }
         }
     }
 
@@ -203,6 +223,7 @@ fn draw_panel<DB: DrawingBackend>(
         Panel::Histogram => histogram(&area, curves, opts),
         Panel::Percentiles => percentiles(&area, curves, opts),
         Panel::Timeline => timeline(&area, curves, opts),
+        Panel::Windows => windows(&area, curves),
     }
 }
 
@@ -552,6 +573,98 @@ fn timeline<DB: DrawingBackend>(
             ))
             .legend(legend_mark(colour));
     }
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// The first thread with windows: each window a column, each bucket a
+/// cell shaded by its share of the window's samples (log scale), and the
+/// window's max as a line.
+fn windows<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    curves: &[Curve],
+) -> Result<(), String> {
+    let Some((c, w)) = curves.iter().find_map(|c| {
+        Some((
+            c,
+            c.thread
+                .windows
+                .as_ref()
+                .filter(|w| !w.windows.is_empty())?,
+        ))
+    }) else {
+        return no_data(
+            area,
+            Panel::Windows,
+            "no windows in these inputs (only rtlab monitor's windows file has them)",
+        );
+    };
+    // The time axis in hours, minutes or seconds, as the span asks.
+    let span = w.windows.iter().map(|x| x.1).fold(0.0, f64::max);
+    let (unit, per) = if span >= 7200.0 {
+        ("hours", 3600.0)
+    } else if span >= 120.0 {
+        ("minutes", 60.0)
+    } else {
+        ("seconds", 1.0)
+    };
+    let hours = |s: f64| s / per;
+    let x_max = hours(span).max(1e-3);
+    // Bucket edges in µs, log10; the last bucket is drawn one decade high.
+    let edge = |i: usize| -> f64 {
+        let us = |ns: u64| (ns as f64 / 1000.0).max(0.1).log10();
+        match i {
+            0 => us(w.bounds_ns.first().copied().unwrap_or(1000) / 2),
+            i if i <= w.bounds_ns.len() => us(w.bounds_ns[i - 1]),
+            _ => us(w.bounds_ns.last().copied().unwrap_or(1000)) + 1.0,
+        }
+    };
+    let y_max = edge(w.bounds_ns.len() + 1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(Panel::Windows.title(), (FAMILY, 18))
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, edge(0)..y_max)
+        .map_err(err)?;
+    styled(
+        chart
+            .configure_mesh()
+            .x_desc(format!("{unit} since the first window ({})", c.label))
+            .y_desc("latency (µs, log scale)")
+            .y_label_formatter(&|v: &f64| number_label(&10f64.powf(*v))),
+    )
+    .draw()
+    .map_err(err)?;
+    let mut cells = Vec::new();
+    for (from, to, counts, _) in &w.windows {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            continue;
+        }
+        for (i, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            // Share 1e-6 .. 1 onto light .. dark.
+            let share = (n as f64 / total as f64).log10().clamp(-6.0, 0.0);
+            let dark = 1.0 - (share + 6.0) / 6.0 * 0.85;
+            let level = (255.0 * dark) as u8;
+            cells.push(Rectangle::new(
+                [(hours(*from), edge(i)), (hours(*to), edge(i + 1))],
+                RGBColor(level, level, 255).filled(),
+            ));
+        }
+    }
+    chart.draw_series(cells).map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(
+            w.windows.iter().filter_map(|(from, to, _, max)| {
+                Some((
+                    hours((from + to) / 2.0),
+                    (max.map(|m| m as f64 / 1000.0)?).max(0.1).log10(),
+                ))
+            }),
+            BLACK.stroke_width(2),
+        ))
+        .map_err(err)?
+        .label("max per window")
+        .legend(legend_mark(BLACK));
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
