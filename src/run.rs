@@ -200,6 +200,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     watch.exporter = exporter.map(|e| Exporting {
         exporter: e,
         machine,
+        recent: Vec::new(),
         partitions: before
             .isolation
             .partitions
@@ -970,18 +971,37 @@ struct Exporting {
     exporter: crate::monitor::Exporter,
     machine: crate::monitor::metrics::Machine,
     partitions: Vec<(String, usize)>,
+    /// Per timer thread: the max of each refresh of the last minute.
+    recent: Vec<std::collections::VecDeque<(Instant, u64)>>,
 }
+
+/// How far back the exported recent max looks.
+const RECENT: Duration = Duration::from_secs(60);
 
 impl Exporting {
     /// Publishes the run's figures now.
     fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) {
         use crate::monitor::metrics::{ProgramMetrics, TimerMetrics};
+        self.recent
+            .resize(armed.timers.handles.len(), Default::default());
+        let now = Instant::now();
         let timers = armed
             .timers
             .handles
             .iter()
-            .map(|t| {
+            .zip(&mut self.recent)
+            .map(|(t, recent)| {
                 let s = t.live.read();
+                let window_max_ns = t.live.next_window();
+                if let Some(m) = window_max_ns {
+                    recent.push_back((now, m));
+                }
+                while recent
+                    .front()
+                    .is_some_and(|(at, _)| now.duration_since(*at) > RECENT)
+                {
+                    recent.pop_front();
+                }
                 TimerMetrics {
                     index: t.spec.index,
                     cpu: (t.spec.cpus.len() == 1).then(|| t.spec.cpus[0]),
@@ -990,7 +1010,8 @@ impl Exporting {
                     overruns: s.overruns,
                     missed_periods: s.missed_periods,
                     max_ns: s.max_ns,
-                    window_max_ns: t.live.next_window(),
+                    window_max_ns,
+                    recent_max_ns: recent.iter().map(|r| r.1).max(),
                     spikes: s.over,
                 }
             })

@@ -43,8 +43,12 @@ pub struct TimerMetrics {
     pub missed_periods: u64,
     /// Largest latency since the start (ns).
     pub max_ns: u64,
-    /// Largest latency of the last window (ns), None when it had no sample.
+    /// Largest latency of the last refresh (ns), None when it had no
+    /// sample (what the windows file's max per window is made of).
     pub window_max_ns: Option<u64>,
+    /// Largest latency of the last minute, sliding (ns): a scrape every
+    /// minute or more often sees every spike through it.
+    pub recent_max_ns: Option<u64>,
     /// Wake-ups at or above the flight recorder's threshold.
     pub spikes: u64,
 }
@@ -242,10 +246,10 @@ impl Collector for MetricsCollector {
         )?;
         family(
             &mut encoder,
-            "rtlab_latency_window_max_seconds",
-            "largest wake-up latency of the last refresh window",
+            "rtlab_latency_recent_max_seconds",
+            "largest wake-up latency of the last minute (sliding)",
             MetricType::Gauge,
-            &per_timer(&|t| t.window_max_ns.map(secs)),
+            &per_timer(&|t| t.recent_max_ns.map(secs)),
             gauge,
         )?;
         let causes: Vec<(Labels, u64)> = s

@@ -24,6 +24,7 @@ fn sample() -> Metrics {
             missed_periods: 60,
             max_ns: 61_000_000,
             window_max_ns: Some(12_000),
+            recent_max_ns: Some(30_000),
             spikes: 2,
         }],
         programs: vec![ProgramMetrics {
@@ -61,7 +62,7 @@ fn the_exposition_holds_every_figure_with_its_labels() {
     has(&format!("rtlab_missed_periods_total{{{labels}}} 60"));
     has(&format!("rtlab_latency_max_seconds{{{labels}}} 0.061"));
     has(&format!(
-        "rtlab_latency_window_max_seconds{{{labels}}} 0.000012"
+        "rtlab_latency_recent_max_seconds{{{labels}}} 0.00003"
     ));
     has("rtlab_program_starts_total{");
     has(r#"command="stress-ng"} 3"#);

@@ -198,3 +198,13 @@ pub fn leftover_instances() -> Vec<String> {
     }
     out
 }
+
+/// Runs rtlab in `dir` with its own journal directory there.
+pub fn rtlab_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .output()
+        .unwrap()
+}

@@ -14,14 +14,7 @@ use std::time::{Duration, Instant};
 /// The attacker: `nobody`.
 const NOBODY: u32 = 65534;
 
-fn rtlab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(args)
-        .current_dir(dir)
-        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
-        .output()
-        .unwrap()
-}
+use crate::fixtures::rtlab_in as rtlab;
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -17,14 +17,7 @@ fn tracefs_in_kernel() -> bool {
     std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("tracefs"))
 }
 
-fn rtlab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(args)
-        .current_dir(dir)
-        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
-        .output()
-        .unwrap()
-}
+use crate::fixtures::rtlab_in as rtlab;
 
 fn run(dir: &Path, name: &str, cfg: &str) -> (Output, Value) {
     std::fs::write(dir.join(format!("{name}.cfg")), cfg).unwrap();
