@@ -364,3 +364,29 @@ fn a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded() {
     assert!(prom < 16_384, "{prom}");
     assert!(windows.lines().count() <= 1 + 60 / 5 + 2, "{windows}");
 }
+
+#[test]
+fn a_monitor_that_cannot_listen_is_refused_before_anything_changes() {
+    let _machine = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("m.cfg"),
+        "timer_thread[0]\n{\n  lifetime.loops 10\n}\n",
+    )
+    .unwrap();
+    // An address that is not one: refused with a hint (status 2).
+    let o = crate::fixtures::rtlab_in(dir.path(), &["monitor", "m.cfg", "--listen", "localhost"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not an address"), "{}", text(&o));
+    // An address in use: the run does not start, no file is written.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = crate::fixtures::rtlab_in(
+        dir.path(),
+        &["monitor", "m.cfg", "--listen", &addr, "--json", "r.json"],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("cannot listen"), "{}", text(&o));
+    assert!(!dir.path().join("r.json").exists());
+    assert!(!dir.path().join("timer_thread00.txt").exists());
+}
