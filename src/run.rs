@@ -178,43 +178,16 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     };
     // The endpoint is bound first: an address in use refuses the run before
     // anything is changed.
-    let machine = metrics_machine(&before.system);
-    let exporter = match &opts.monitor {
-        Some(spec) => Some(crate::monitor::Exporter::start(
-            spec,
-            Metrics {
-                machine: machine.clone(),
-                ..Metrics::default()
-            },
-        )?),
-        None => None,
-    };
-    if let Some(addr) = exporter.as_ref().and_then(|e| e.listening()) {
-        errln!("rtlab: metrics at http://{addr}/metrics");
-    }
+    let exporting = Exporting::start(opts, &before)?;
     let mut main = MainThread::arm(root, plan, &mut warnings)?;
     let (tx, rx) = mpsc::channel::<Event>();
     let signals = SignalThread::start(tx.clone())?;
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
-    watch.exporter = exporter.map(|e| Exporting {
-        exporter: e,
-        machine,
-        recent: Vec::new(),
-        partitions: before
-            .isolation
-            .partitions
-            .iter()
-            .map(|p| (p.name.clone(), p.cpus.len()))
-            .collect(),
-    });
+    watch.exporter = exporting;
     let end = watch.run(&mut armed, &rx, root);
-    if let Some(mut x) = watch.exporter.take() {
-        // The last figures are the final ones: every sample in the last
-        // window, the same counts as the result's.
-        armed.timers.halt();
-        x.refresh(&armed, watch.load.last.as_ref());
-        warnings.extend(x.exporter.finish());
+    if let Some(x) = watch.exporter.take() {
+        warnings.extend(x.finish(&armed, watch.load.last.as_ref()));
     }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
     watch.finish(&stopped.final_rows, root);
@@ -979,6 +952,42 @@ struct Exporting {
 const RECENT: Duration = Duration::from_secs(60);
 
 impl Exporting {
+    /// Binds the endpoint and makes the files of a monitoring run.
+    fn start(opts: &RunOptions, before: &Before) -> anyhow::Result<Option<Exporting>> {
+        let Some(spec) = &opts.monitor else {
+            return Ok(None);
+        };
+        let machine = metrics_machine(&before.system);
+        let first = Metrics {
+            machine: machine.clone(),
+            ..Metrics::default()
+        };
+        let exporter = crate::monitor::Exporter::start(spec, first)?;
+        if let Some(addr) = exporter.listening() {
+            errln!("rtlab: metrics at http://{addr}/metrics");
+        }
+        Ok(Some(Exporting {
+            exporter,
+            machine,
+            recent: Vec::new(),
+            partitions: before
+                .isolation
+                .partitions
+                .iter()
+                .map(|p| (p.name.clone(), p.cpus.len()))
+                .collect(),
+        }))
+    }
+
+    /// The last figures, once the timer threads have stopped (every sample
+    /// in the last window: the same counts as the result's); then the
+    /// endpoint closes. Gives the exporters' warnings.
+    fn finish(mut self, armed: &Armed, load: Option<&CpuLoad>) -> Vec<String> {
+        armed.timers.halt();
+        self.refresh(armed, load);
+        self.exporter.finish()
+    }
+
     /// Publishes the run's figures now.
     fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) {
         use crate::monitor::metrics::{ProgramMetrics, TimerMetrics};
