@@ -399,6 +399,7 @@ fn reader_seeds() -> Vec<(&'static str, String)> {
             "rtlab-trace.json",
             file("seeds", "rtlab-result-trace-experiments.json"),
         ),
+        ("rtlab-windows.jsonl", file("seeds", "rtlab-windows.jsonl")),
         ("cyclictest.json", file("seeds", "cyclictest.json")),
         ("cyclictest-nan.json", CYCLICTEST_JSON.to_string()),
         ("cyclictest.hist", file("golden", "cyclictest-stdout.txt")),
