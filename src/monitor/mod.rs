@@ -127,7 +127,17 @@ impl Exporter {
             server.unblock();
             let _ = thread.join();
         }
-        self.warnings
+        std::mem::take(&mut self.warnings)
+    }
+}
+
+impl Drop for Exporter {
+    /// A run that ends without `finish` (an error while arming) closes the
+    /// endpoint too.
+    fn drop(&mut self) {
+        if let Some((server, _)) = self.server.take() {
+            server.unblock();
+        }
     }
 }
 
@@ -146,16 +156,17 @@ fn serve(
         .name("rtlab-metrics".into())
         .spawn(move || {
             for request in serving.incoming_requests() {
-                let response = if request.url() == "/metrics"
-                    && *request.method() == tiny_http::Method::Get
-                {
-                    let header = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE)
-                        .expect("a constant header");
-                    tiny_http::Response::from_string(metrics::encode(&registry)).with_header(header)
-                } else {
-                    tiny_http::Response::from_string("rtlab: the metrics are at /metrics\n")
-                        .with_status_code(404)
-                };
+                let response =
+                    if request.url() == "/metrics" && *request.method() == tiny_http::Method::Get {
+                        let body = tiny_http::Response::from_string(metrics::encode(&registry));
+                        match tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE) {
+                            Ok(header) => body.with_header(header),
+                            Err(()) => body,
+                        }
+                    } else {
+                        tiny_http::Response::from_string("rtlab: the metrics are at /metrics\n")
+                            .with_status_code(404)
+                    };
                 let _ = request.respond(response);
             }
         })
