@@ -180,7 +180,8 @@ impl TraceStream {
         };
         // `CPU:1 [LOST 123 EVENTS]`
         if let Some(n) = text
-            .split_once("[LOST ")
+            .strip_prefix("CPU:")
+            .and_then(|t| t.split_once(" [LOST "))
             .and_then(|(_, r)| r.split_whitespace().next())
             .and_then(|n| n.parse::<u64>().ok())
         {
