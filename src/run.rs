@@ -541,7 +541,7 @@ fn start_stream(
             let core: Vec<&String> = s
                 .missing
                 .iter()
-                .filter(|e| crate::stream::CORE_EVENTS.contains(&e.as_str()))
+                .filter(|e| crate::stream::core_events().contains(&e.as_str()))
                 .collect();
             if !core.is_empty() {
                 let names: Vec<&str> = core.iter().map(|e| e.as_str()).collect();

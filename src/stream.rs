@@ -60,18 +60,12 @@ pub struct TraceStream {
     task_filter: Option<String>,
 }
 
-/// The tracepoints without which the stream's figures are wrong (the
-/// others are another architecture's, or add detail).
-pub const CORE_EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_waking",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-];
+/// The tracepoints without which the stream's figures are wrong: the
+/// first of [`trace::STREAM_EVENTS`] (the others are another
+/// architecture's, or add detail).
+pub fn core_events() -> &'static [&'static str] {
+    &trace::STREAM_EVENTS[..trace::STREAM_CORE_EVENTS]
+}
 
 /// The tasks' syscall exits: each bounds a switch-in not logged.
 const SYS_EXIT: &str = "raw_syscalls/sys_exit";

@@ -35,8 +35,13 @@ pub const EVENTS: &[&str] = &[
     "irq_vectors/call_function_single_exit",
 ];
 
+/// How many of [`STREAM_EVENTS`], from the first, the stream's figures
+/// cannot do without.
+pub const STREAM_CORE_EVENTS: usize = 8;
+
 /// The tracepoints of the trace stream (the isolation audit and IRQ-to-task
-/// latency): every way a CPU is interrupted or handed to another task.
+/// latency): every way a CPU is interrupted or handed to another task, the
+/// indispensable ones first.
 pub const STREAM_EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_waking",
@@ -439,6 +444,23 @@ mod tests {
         // The journal holds the instance, for a crash.
         let (_, changes) = crate::journal::read(&root, journal.path()).unwrap();
         assert!(matches!(&changes[..], [Change::TraceInstance { path }] if path == instance.dir()));
+    }
+
+    #[test]
+    fn the_streams_core_events_are_the_ones_its_analyses_need() {
+        let core = &STREAM_EVENTS[..STREAM_CORE_EVENTS];
+        for e in [
+            "sched/sched_switch",
+            "sched/sched_waking",
+            "irq/irq_handler_entry",
+            "irq/irq_handler_exit",
+            "irq/softirq_entry",
+            "irq/softirq_exit",
+            "timer/hrtimer_expire_entry",
+            "timer/hrtimer_expire_exit",
+        ] {
+            assert!(core.contains(&e), "{e}");
+        }
     }
 
     #[test]
