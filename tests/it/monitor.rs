@@ -234,14 +234,24 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
     let Some((mut prom_child, prom)) = prometheus else {
         return;
     };
-    // The p99 Prometheus computed lies in the bucket of rtlab's p99.
-    for (q, v) in P99.iter().zip(&prom_p99) {
-        let v = *v;
-        assert!(
-            v >= lower && v <= upper,
-            "{q} = {v}, rtlab's p99 {p99} ns is in ({lower}, {upper}]"
-        );
-    }
+    // The p99 Prometheus computes over every sample lies in the bucket of
+    // rtlab's p99. Over the last minute it is the p99 of the samples since
+    // Prometheus's first scrape (its target discovery waits about 5 s), not
+    // of every sample: it is only checked to be a latency rtlab measured.
+    let (all, minute) = (prom_p99[0], prom_p99[1]);
+    assert!(
+        all >= lower && all <= upper,
+        "{} = {all}, rtlab's p99 {p99} ns is in ({lower}, {upper}]",
+        P99[0]
+    );
+    let max_s = t["max_ns"].as_u64().unwrap() as f64 / 1e9;
+    assert!(
+        minute.is_finite()
+            && minute > 0.0
+            && minute <= bucket_of(t["max_ns"].as_u64().unwrap()).1.max(max_s),
+        "{} = {minute}",
+        P99[1]
+    );
     // A restart is a counter reset, not lost data.
     let run = monitor(dir.path(), port, "second.json");
     wait_done(port);
