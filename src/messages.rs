@@ -1,5 +1,7 @@
-//! Diagnostics on stderr, filtered by the debug level (`dbg_level`, `-d`).
-//! The only place that prints diagnostics; results go to stdout and files.
+//! Diagnostics on stderr: notes and warnings, and debug lines filtered by the
+//! debug level (`dbg_level`, `-d`). Below the CLI, the only place that prints
+//! diagnostics (a test in `walls.rs` keeps it so); results go to stdout and
+//! files.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -20,4 +22,10 @@ pub fn debug(level: u8, message: &str) {
 /// Prints a warning on stderr (always).
 pub fn warn(message: &str) {
     errln!("rtlab: warning: {message}");
+}
+
+/// Prints a note on stderr (always): what the user should know now, during
+/// a run, that is not a problem.
+pub fn note(message: &str) {
+    errln!("rtlab: {message}");
 }

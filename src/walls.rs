@@ -273,6 +273,27 @@ fn every_print_goes_through_the_escaping_macros() {
 }
 
 #[test]
+fn diagnostics_are_printed_by_the_cli_and_messages_alone() {
+    // Below the CLI, a diagnostic goes through `messages` (one place that
+    // decides how warnings and notes look and what the debug level shows).
+    let needle = format!("{}!(", "errln");
+    let offenders: Vec<String> = source_files()
+        .iter()
+        .filter(|f| code_of(&f.text).contains(&needle))
+        .map(Source::rel)
+        .filter(|rel| {
+            !rel.starts_with("src/cli/")
+                && rel != "src/messages.rs"
+                && !rel.starts_with("crates/rtlab-core/")
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "errln! outside cli/ and messages.rs: {offenders:?}"
+    );
+}
+
+#[test]
 fn unsafe_is_allowed_in_the_syscall_layer_alone() {
     // The pure layer and the binary forbid unsafe_code (which no attribute
     // can lift); the system crate denies it and lifts it for `mod os` only.

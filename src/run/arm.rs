@@ -1,0 +1,558 @@
+//! The arm and stop phases: the guards that hold what a run acquires (main
+//! thread, signal thread, journal, timer threads) and [`Armed`], which arms
+//! them in order and stops them in the order that keeps measurements clean.
+
+use super::traces::{measured_tids, start_flight, start_stream};
+use super::watch::rows;
+use super::{Event, RunOptions};
+use crate::audit::{AuditReport, Promises};
+use crate::flight::FlightRecorder;
+use crate::load::{self, Supervisor};
+use crate::measure::{self, TimerHandle};
+use crate::messages;
+use crate::plan::RunPlan;
+use crate::report::live::LiveRow;
+use crate::result::{EndReason, PmQos};
+use crate::stream::TraceStream;
+use crate::sys::SysRoot;
+use crate::sys::journal::{self, Journal, Owner};
+use crate::sys::os;
+use crate::sys::paths;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Holds the PM QoS request while alive; the kernel drops it on close.
+pub(super) fn hold_pm_qos(
+    root: &SysRoot,
+    requested: Option<u32>,
+) -> (PmQos, Option<std::fs::File>) {
+    let Some(us) = requested else {
+        return (
+            PmQos {
+                requested_us: None,
+                held: false,
+                error: None,
+            },
+            None,
+        );
+    };
+    let attempt = root
+        .open_rw(paths::DMA_LATENCY)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            os::write_pm_qos(&f, us as i32)
+                .map_err(|e| format!("{}: {e}", root.path(paths::DMA_LATENCY).display()))?;
+            Ok(f)
+        });
+    match attempt {
+        Ok(f) => (
+            PmQos {
+                requested_us: Some(us),
+                held: true,
+                error: None,
+            },
+            Some(f),
+        ),
+        Err(e) => (
+            PmQos {
+                requested_us: Some(us),
+                held: false,
+                error: Some(e),
+            },
+            None,
+        ),
+    }
+}
+
+/// The main thread's setup, held until the run ends: the PM QoS request
+/// (the kernel drops it when the file is closed) and locked memory.
+pub(super) struct MainThread {
+    pub(super) pm_qos: PmQos,
+    pub(super) pm_qos_file: Option<std::fs::File>,
+    pub(super) memlock: bool,
+    /// The cpuset it ended up in (`/proc/thread-self/cpuset`).
+    pub(super) cpuset: Option<String>,
+}
+
+impl MainThread {
+    /// Places the main thread first: threads and programs started later
+    /// inherit its cpuset and affinity unless they set their own.
+    pub(super) fn arm(
+        root: &SysRoot,
+        plan: &RunPlan,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let main = &plan.main;
+        if let Some(cs) = &main.cpuset {
+            // v1 places one thread; v2 only whole processes.
+            let id = if cs.v2 { os::getpid() } else { os::gettid() };
+            root.write(&cs.thread_file(), &id.to_string())
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot put the main thread in cpuset {}: {e}", cs.display())
+                })?;
+        }
+        let cpuset = root.read_opt(paths::THREAD_SELF_CPUSET);
+        if let Some(cpus) = &main.cpus {
+            os::set_affinity(0, cpus)
+                .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;
+        }
+        os::set_sched(0, main.sched).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot give the main thread {} {}: {e}",
+                main.sched.policy.name(),
+                main.sched.priority
+            )
+        })?;
+        if main.memlock {
+            os::lock_all_memory().map_err(|e| {
+                anyhow::anyhow!("memlock: mlockall failed: {e} (raise `ulimit -l` or run as root)")
+            })?;
+        }
+        let (pm_qos, pm_qos_file) = hold_pm_qos(root, main.dma_latency_us);
+        if let Some(e) = &pm_qos.error {
+            warnings.push(format!("PM QoS not held: {e}"));
+        }
+        Ok(MainThread {
+            pm_qos,
+            pm_qos_file,
+            memlock: main.memlock,
+            cpuset,
+        })
+    }
+
+    /// Drops the PM QoS request and unlocks memory; what the result needs
+    /// of the main thread stays.
+    pub(super) fn release(&mut self) {
+        self.pm_qos_file = None;
+        if std::mem::take(&mut self.memlock) {
+            os::unlock_all_memory();
+        }
+    }
+}
+
+impl Drop for MainThread {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The thread that turns signals into events, stopped when dropped.
+pub(super) struct SignalThread {
+    pub(super) handle: signal_hook::iterator::Handle,
+    pub(super) thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SignalThread {
+    pub(super) fn start(tx: mpsc::Sender<Event>) -> std::io::Result<Self> {
+        let mut signals = signal_hook::iterator::Signals::new([
+            crate::sys::consts::SIGINT,
+            crate::sys::consts::SIGTERM,
+            crate::sys::consts::SIGHUP,
+            crate::sys::consts::SIGCHLD,
+            crate::sys::consts::SIGUSR1,
+        ])?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("rtlab-signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    let event = match sig {
+                        crate::sys::consts::SIGCHLD => Event::Child,
+                        crate::sys::consts::SIGUSR1 => Event::Snapshot,
+                        _ => Event::Signal(sig),
+                    };
+                    if tx.send(event).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(SignalThread {
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for SignalThread {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The run's journal: every system change from its opening on is recorded
+/// there, and undone when the run ends, however it ends (a SIGKILL leaves it
+/// to the next rtlab).
+pub(super) struct RunJournal(pub(super) Option<Journal>);
+
+impl RunJournal {
+    pub(super) fn open(opts: &RunOptions, warnings: &mut Vec<String>) -> anyhow::Result<Self> {
+        match Journal::open(
+            &opts.root,
+            &opts.journal_dir,
+            &format!("run-{}.journal", os::getpid()),
+            Owner::Run,
+        ) {
+            Ok(j) => Ok(RunJournal(Some(j))),
+            // A journal directory others could tamper with is not used at
+            // all: the run does not start (its changes could not be trusted
+            // back).
+            Err(e @ journal::JournalError::Untrusted(_)) => anyhow::bail!("{e}"),
+            Err(e) => {
+                if os::geteuid() == 0 {
+                    warnings.push(format!("changes of this run are not journalled: {e}"));
+                }
+                Ok(RunJournal(None))
+            }
+        }
+    }
+
+    /// Undoes the run's changes; what could not be undone, as warnings.
+    pub(super) fn close(&mut self) -> Vec<String> {
+        self.0
+            .take()
+            .map(|j| {
+                j.replay_and_close()
+                    .failures()
+                    .map(|f| format!("could not restore {}: {}", f.what, f.detail))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for RunJournal {
+    fn drop(&mut self) {
+        for w in self.close() {
+            messages::warn(&w);
+        }
+    }
+}
+
+/// A timer thread after its end: its spec, its counters, what it measured.
+pub(super) type Joined = (
+    measure::TimerSpec,
+    Arc<measure::live::LiveCounters>,
+    measure::TimerOutcome,
+);
+
+/// The timer threads, stopped and joined when dropped.
+pub(super) struct Timers {
+    pub(super) handles: Vec<TimerHandle>,
+    pub(super) stop: Arc<AtomicBool>,
+}
+
+impl Timers {
+    /// No timer threads (a run that failed before releasing them).
+    fn none() -> Self {
+        Timers {
+            handles: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Starts the timer threads (released together); each tells the watch
+    /// loop through `tx` when it is done.
+    fn start(
+        plan: &RunPlan,
+        opts: &RunOptions,
+        tx: mpsc::Sender<Event>,
+        marker: Option<Arc<std::fs::File>>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, measure::StartError> {
+        let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
+        let notify = move || {
+            let _ = tx.send(Event::TimerDone);
+        };
+        if let measure::Wake::Simulated(seed) = opts.wake {
+            warnings.push(format!(
+                "SIMULATED wake-ups (RTLAB_SIMULATED_WAKE={seed}, for tests): these latencies were not measured"
+            ));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let handles = measure::start(specs, &opts.root, stop.clone(), notify, opts.wake, marker)?;
+        Ok(Timers { handles, stop })
+    }
+
+    /// Asks them to stop and wakes them.
+    pub(super) fn stop(&self) {
+        measure::stop_all(&self.handles, &self.stop);
+    }
+
+    /// Stops them and waits (a few periods at most, 2 s at the very most)
+    /// until each has published its last sample.
+    pub(super) fn halt(&self) {
+        self.stop();
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < give_up
+            && self
+                .handles
+                .iter()
+                .any(|t| !t.live.finished.load(Ordering::Acquire))
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Stops them and collects what each measured.
+    pub(super) fn join(&mut self) -> Vec<Joined> {
+        self.stop();
+        self.handles.drain(..).map(TimerHandle::join).collect()
+    }
+}
+
+impl Drop for Timers {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// Applies the `main` tuning keys through the run's journal; refusals and
+/// problems become warnings.
+pub(super) fn tune(
+    root: &SysRoot,
+    journal: &mut RunJournal,
+    plan: &RunPlan,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::tune::Outcome> {
+    let (changes, problems) = match journal.0.as_mut() {
+        Some(j) if !plan.main.tuning.is_empty() => crate::tune::apply(root, j, &plan.main.tuning),
+        None if !plan.main.tuning.is_empty() => (
+            Vec::new(),
+            vec!["the tuning keys were not applied: no journal to restore them from".into()],
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    for o in changes.iter().filter(|o| o.refused()) {
+        warnings.push(format!("kernel refused: {}", o.line().trim_end()));
+    }
+    warnings.extend(problems);
+    changes
+}
+
+/// Everything a run holds once armed. Rust drops fields in the order they
+/// are declared, so they are declared in reverse order of arming: if the
+/// run ends without its stop phase (a panic), the timers stop first, then
+/// the flight recorder's instance goes, then the programs, and last the
+/// journal undoes the tuning (and the tracefs mount).
+pub(super) struct Armed {
+    pub(super) timers: Timers,
+    /// The trace stream, when the run audits or measures IRQ-to-task
+    /// latency.
+    pub(super) stream: Option<TraceStream>,
+    /// The flight recorder, when the run traces.
+    pub(super) flight: Option<FlightRecorder>,
+    pub(super) supervisor: Supervisor,
+    pub(super) journal: RunJournal,
+    pub(super) start_wall: SystemTime,
+    pub(super) run_start: Instant,
+    pub(super) tuning_changes: Vec<crate::tune::Outcome>,
+    pub(super) timers_start: Instant,
+    /// Why the run that wanted a trace has none.
+    pub(super) trace_unavailable: Option<crate::explain::TraceReport>,
+    /// Why the run that wanted a trace stream has none.
+    pub(super) stream_unavailable: Option<String>,
+    /// When `lifetime.duration` ends the run.
+    pub(super) deadline: Option<Instant>,
+    /// A monitoring run: timer threads that reach their lifetime do not end
+    /// it (only a signal, an abort or `lifetime.duration` do).
+    pub(super) monitor: bool,
+    /// Why the run ended while it was being armed (a program or a timer
+    /// that could not start).
+    pub(super) failed: Option<EndReason>,
+}
+
+impl Armed {
+    pub(super) fn arm(
+        plan: &RunPlan,
+        opts: &RunOptions,
+        online: &[usize],
+        tx: mpsc::Sender<Event>,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let root = &opts.root;
+        let start_wall = SystemTime::now();
+        let run_start = Instant::now();
+        let mut journal = RunJournal::open(opts, warnings)?;
+        let tuning_changes = tune(root, &mut journal, plan, warnings);
+        let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
+        let marker = flight.as_ref().and_then(FlightRecorder::marker);
+        let (stream, stream_unavailable) = start_stream(root, &mut journal, plan, online, warnings);
+        let mut supervisor = Supervisor::new(
+            &plan.programs,
+            &plan.cpu_groups,
+            root,
+            online.to_vec(),
+            run_start,
+            journal.0.as_mut(),
+        );
+        let failure = |error: String| Some(EndReason::Failed { error });
+        let mut failed = supervisor
+            .start_all()
+            .err()
+            .and_then(|e| failure(e.to_string()));
+        let timers = match failed {
+            Some(_) => Timers::none(),
+            None => Timers::start(plan, opts, tx, marker, warnings).unwrap_or_else(|e| {
+                failed = failure(e.to_string());
+                Timers::none()
+            }),
+        };
+        messages::debug(
+            1,
+            &format!("{} timer threads released", timers.handles.len()),
+        );
+        Ok(Armed {
+            start_wall,
+            run_start,
+            journal,
+            tuning_changes,
+            supervisor,
+            timers,
+            timers_start: Instant::now(),
+            flight,
+            trace_unavailable,
+            stream,
+            stream_unavailable,
+            deadline: plan
+                .main
+                .lifetime_ns
+                .map(|ns| run_start + Duration::from_nanos(ns)),
+            monitor: opts.monitor.is_some(),
+            failed,
+        })
+    }
+
+    /// Reads what the traces recorded since the last look: the flight
+    /// recorder explains the latest announced late wake-ups, the stream feeds
+    /// the audit and the IRQ-to-task matchers.
+    pub(super) fn read_traces(&mut self) {
+        if let Some(f) = self.flight.as_mut() {
+            f.look(&self.timers.handles);
+        }
+        if let Some(s) = self.stream.as_mut() {
+            s.look(
+                &measured_tids(&self.timers.handles),
+                &self.supervisor.running(),
+            );
+        }
+    }
+
+    /// Why the run should end now, if it should (a program's end that
+    /// aborts it, a timer that failed, every timer done).
+    pub(super) fn ending(&mut self) -> Option<EndReason> {
+        if let Some(abort) = self.supervisor.poll() {
+            return Some(EndReason::Aborted {
+                program: abort.index,
+                command: abort.command,
+                status: abort.status,
+            });
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Some(EndReason::Completed);
+        }
+        let timers = &self.timers.handles;
+        if timers.iter().any(|t| t.live.failed.load(Ordering::Relaxed)) {
+            return Some(EndReason::Failed {
+                error: "a timer thread could not start".into(),
+            });
+        }
+        if !self.monitor
+            && !timers.is_empty()
+            && timers
+                .iter()
+                .all(|t| t.live.finished.load(Ordering::Acquire))
+        {
+            return Some(EndReason::Completed);
+        }
+        None
+    }
+
+    /// Stops the run: timers first (they measure), then the programs, then
+    /// the system changes are undone.
+    pub(super) fn stop(mut self, promises: &Promises, warnings: &mut Vec<String>) -> Stopped {
+        self.timers.stop();
+        let measured = measured_tids(&self.timers.handles);
+        let (audit, irq_tasks) = match self.stream.take() {
+            Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
+            None => (None, Vec::new()),
+        };
+        let audit = audit.or_else(|| {
+            let why = self.stream_unavailable.clone()?;
+            Some(AuditReport {
+                unavailable: Some(why),
+                ..AuditReport::default()
+            })
+        });
+        // The last announced wake-ups, then the instance goes (before the
+        // journal would remove it).
+        let (trace, trace_windows) = match self.flight.take() {
+            Some(f) => {
+                let (report, windows) = f.finish(&self.timers.handles);
+                (Some(report), windows)
+            }
+            None => (self.trace_unavailable.take(), Vec::new()),
+        };
+        let final_rows = rows(&self.timers.handles);
+        let joined = self.timers.join();
+        let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
+        self.supervisor.stop_all();
+        // Read before the journal removes the bandwidth groups.
+        let cpu_bandwidth = self.supervisor.bandwidth_results();
+        warnings.append(&mut self.supervisor.warnings);
+        warnings.extend(self.journal.close());
+        Stopped {
+            start_wall: self.start_wall,
+            elapsed_ns,
+            final_rows,
+            joined,
+            cpu_bandwidth,
+            programs: self.supervisor.results(),
+            tuning_changes: std::mem::take(&mut self.tuning_changes),
+            trace,
+            trace_windows,
+            audit,
+            irq_tasks,
+        }
+    }
+}
+
+/// What a stopped run leaves for its result.
+pub(super) struct Stopped {
+    pub(super) start_wall: SystemTime,
+    pub(super) elapsed_ns: u64,
+    pub(super) final_rows: Vec<LiveRow>,
+    pub(super) joined: Vec<Joined>,
+    pub(super) cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
+    pub(super) programs: Vec<load::ProgramResult>,
+    pub(super) tuning_changes: Vec<crate::tune::Outcome>,
+    pub(super) trace: Option<crate::explain::TraceReport>,
+    pub(super) trace_windows: Vec<(String, String)>,
+    pub(super) audit: Option<AuditReport>,
+    pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+}
+
+#[cfg(test)]
+mod drop_order {
+    /// Armed's fields drop in declaration order: the timers and the trace
+    /// instance must go before the programs, and those before the journal
+    /// undoes what they ran on.
+    #[test]
+    fn armed_releases_in_reverse_order_of_arming() {
+        let src = include_str!("arm.rs");
+        let start = src.find("struct Armed {").unwrap();
+        let body = &src[start..start + src[start..].find("\n}").unwrap()];
+        let at = |field: &str| {
+            body.find(&format!(" {field}: "))
+                .unwrap_or_else(|| panic!("{field} not in Armed"))
+        };
+        assert!(at("timers") < at("stream"));
+        assert!(at("stream") < at("flight"));
+        assert!(at("flight") < at("supervisor"));
+        assert!(at("supervisor") < at("journal"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The collect phase, and the outputs: the result assembled from what the
+//! stopped run left, then written (result files, JSON, closing lines).
+
+use super::Before;
+use super::arm::MainThread;
+use super::arm::{Joined, Stopped};
+use super::watch::Watch;
+use crate::measure;
+use crate::plan::RunPlan;
+use crate::report;
+use crate::result::RunTuning;
+use crate::result::{EndReason, RunResult, SCHEMA, TimerResult};
+use crate::result::{Placement, RunIsolation};
+use crate::stats::{hdr_buckets, nonzero_buckets, summarize};
+use crate::sys::os;
+use crate::sys::outfile;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+/// Assembles the result of a stopped run.
+pub(super) fn collect(
+    plan: &RunPlan,
+    before: Before,
+    main: MainThread,
+    stopped: Stopped,
+    watch: Watch,
+    mut end: EndReason,
+    mut warnings: Vec<String>,
+) -> RunResult {
+    let mut placement = vec![Placement {
+        who: "main".into(),
+        id: os::getpid(),
+        cpuset: main.cpuset.clone(),
+        cpus: plan.main.cpus.clone(),
+    }];
+    let timer_results = timer_results(
+        plan,
+        stopped.joined,
+        &mut end,
+        &mut warnings,
+        &mut placement,
+    );
+    placement.extend(stopped.programs.iter().map(program_placement));
+    RunResult {
+        schema: SCHEMA.into(),
+        rtlab_version: env!("CARGO_PKG_VERSION").into(),
+        plan: plan.clone(),
+        system: before.system,
+        start_time: humantime::format_rfc3339_seconds(stopped.start_wall).to_string(),
+        end_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        elapsed_ns: stopped.elapsed_ns,
+        interrupted: matches!(end, EndReason::Interrupted { .. }),
+        end,
+        pm_qos: main.pm_qos.clone(),
+        timers: timer_results,
+        isolation: RunIsolation {
+            state: before.isolation,
+            placement,
+        },
+        programs: stopped.programs,
+        tuning: RunTuning {
+            changes: stopped.tuning_changes,
+            cpu_bandwidth: stopped.cpu_bandwidth,
+        },
+        cpu_load: watch.load.series,
+        warnings,
+        trace: stopped.trace,
+        trace_windows: stopped.trace_windows,
+        audit: stopped.audit,
+        irq_tasks: stopped.irq_tasks,
+    }
+}
+
+/// The timer threads' results and placements. A thread that failed fails
+/// a run that would otherwise have completed.
+fn timer_results(
+    plan: &RunPlan,
+    joined: Vec<Joined>,
+    end: &mut EndReason,
+    warnings: &mut Vec<String>,
+    placement: &mut Vec<Placement>,
+) -> Vec<TimerResult> {
+    let mut results = Vec::new();
+    for (tp, (spec, live, outcome)) in plan.timers.iter().zip(joined) {
+        if let Some(e) = &outcome.error {
+            let msg = format!("timer_thread[{}]: {e}", spec.index);
+            if matches!(end, EndReason::Completed | EndReason::Failed { .. }) {
+                *end = EndReason::Failed { error: msg.clone() };
+            }
+            warnings.push(msg);
+        }
+        placement.push(Placement {
+            who: format!("timer_thread[{}]", spec.index),
+            id: live.tid.load(Ordering::Relaxed),
+            cpuset: outcome.cpuset_seen.clone(),
+            cpus: Some(spec.cpus.clone()),
+        });
+        results.extend(timer_result(tp, &spec, &live, outcome));
+    }
+    results
+}
+
+/// Where a program ran (its first instance).
+pub(super) fn program_placement(p: &crate::load::ProgramResult) -> Placement {
+    Placement {
+        who: format!("program[{}]", p.index),
+        id: p.first_pid.unwrap_or(0),
+        cpuset: p.cpuset.clone(),
+        cpus: p
+            .cpus_allowed
+            .as_deref()
+            .and_then(|c| crate::cpulist::parse(c).ok()),
+    }
+}
+
+/// One timer thread's result, if it recorded anything.
+pub(super) fn timer_result(
+    tp: &crate::plan::TimerPlan,
+    spec: &measure::TimerSpec,
+    live: &measure::live::LiveCounters,
+    outcome: measure::TimerOutcome,
+) -> Option<TimerResult> {
+    let rec = outcome.recorder?;
+    Some(TimerResult {
+        index: spec.index,
+        tid: live.tid.load(Ordering::Relaxed),
+        cpus: spec.cpus.clone(),
+        cpu_first: outcome.cpus_seen.0,
+        cpu_last: outcome.cpus_seen.1,
+        sched: outcome.sched_seen.unwrap_or(spec.sched),
+        period_ns: spec.period_ns,
+        // Where the file really is (under --outdir), as systress names it
+        // when there is none.
+        result_file: tp
+            .path
+            .strip_prefix(".")
+            .unwrap_or(&tp.path)
+            .display()
+            .to_string(),
+        summary: summarize(&rec),
+        histo_size_us: rec.histo_size_us(),
+        histogram_us: nonzero_buckets(&rec),
+        hdr_histogram: hdr_buckets(&rec),
+        series: rec.series.intervals(),
+        spikes: rec.spikes.list(),
+        error: outcome.error,
+    })
+}
+
+/// Writes every output of a result: the timer threads' result files (into
+/// directories made before the run), the JSON document if asked, and the
+/// closing lines on stdout. A file that cannot be written does not stop the
+/// others: every one that can be is written, then the failures are returned.
+pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let plan = &result.plan;
+    let mut failures = Vec::new();
+    for t in &result.timers {
+        let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
+            continue;
+        };
+        let text = report::files::render(t, plan.main.stats_format);
+        if let Err(e) = outfile::write_whole(&tp.path, text.as_bytes()) {
+            failures.push(format!("cannot write {}", e.with_hint()));
+        }
+    }
+    if let Some(path) = json
+        && let Err(e) = outfile::write_whole(path, report::json::render(result).as_bytes())
+    {
+        failures.push(format!("cannot write {}", e.with_hint()));
+    }
+    for (name, json) in &result.trace_windows {
+        let path = plan.outdir.join(name);
+        if let Err(e) = outfile::write_whole(&path, json.as_bytes()) {
+            failures.push(format!("cannot write {}", e.with_hint()));
+        }
+    }
+    out!("{}", report::live::closing_lines(result));
+    if let Some(trace) = &result.trace {
+        out!("{}", report::explain::verdict(trace));
+    }
+    for m in &result.irq_tasks {
+        out!("{}", report::audit::irq_task(m));
+    }
+    if let Some(audit) = &result.audit {
+        out!("{}", report::audit::audit(audit));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(failures.join("\n")))
+    }
+}

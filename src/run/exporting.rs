@@ -1,0 +1,166 @@
+//! A monitoring run's exporters: the figures the watch phase publishes at
+//! each refresh for Prometheus, the textfile and the windows file.
+
+use super::arm::Armed;
+use super::{Before, RunOptions};
+use crate::flight::FlightRecorder;
+use crate::load::ProgramResult;
+use crate::measure::TimerHandle;
+use crate::messages;
+use crate::monitor::metrics::{Metrics, ProgramMetrics, TimerMetrics};
+use crate::stats::cpu_load::CpuLoad;
+use crate::sys::info::SystemSnapshot;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// A monitoring run's exporters, and what its metrics say of the machine.
+pub(super) struct Exporting {
+    pub(super) exporter: crate::monitor::Exporter,
+    pub(super) machine: crate::monitor::metrics::Machine,
+    pub(super) partitions: Vec<(String, usize)>,
+    /// Per timer thread: the max of each refresh of the last minute.
+    pub(super) recent: Vec<VecDeque<(Instant, u64)>>,
+}
+
+/// How far back the exported recent max looks.
+pub(super) const RECENT: Duration = Duration::from_secs(60);
+
+impl Exporting {
+    /// Binds the endpoint and makes the files of a monitoring run.
+    pub(super) fn start(opts: &RunOptions, before: &Before) -> anyhow::Result<Option<Exporting>> {
+        let Some(spec) = &opts.monitor else {
+            return Ok(None);
+        };
+        let machine = metrics_machine(&before.system);
+        let first = Metrics {
+            machine: machine.clone(),
+            ..Metrics::default()
+        };
+        let exporter = crate::monitor::Exporter::start(spec, first)?;
+        if let Some(addr) = exporter.listening() {
+            messages::note(&format!("metrics at http://{addr}/metrics"));
+        }
+        Ok(Some(Exporting {
+            exporter,
+            machine,
+            recent: Vec::new(),
+            partitions: before
+                .isolation
+                .partitions
+                .iter()
+                .map(|p| (p.name.clone(), p.cpus.len()))
+                .collect(),
+        }))
+    }
+
+    /// The last figures, once the timer threads have stopped (every sample
+    /// in the last window: the same counts as the result's); then the
+    /// endpoint closes. Gives the exporters' warnings.
+    pub(super) fn finish(mut self, armed: &Armed, load: Option<&CpuLoad>) -> Vec<String> {
+        armed.timers.halt();
+        self.refresh(armed, load);
+        self.exporter.finish()
+    }
+
+    /// Publishes the run's figures now.
+    pub(super) fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) {
+        self.recent
+            .resize(armed.timers.handles.len(), Default::default());
+        let now = Instant::now();
+        let timers = armed
+            .timers
+            .handles
+            .iter()
+            .zip(&mut self.recent)
+            .map(|(t, recent)| timer_metrics(t, recent, now))
+            .collect();
+        let programs = armed
+            .supervisor
+            .results()
+            .iter()
+            .map(program_metrics)
+            .collect();
+        let causes = armed
+            .flight
+            .as_ref()
+            .map(FlightRecorder::causes)
+            .unwrap_or_default();
+        let tuning_changes = armed
+            .tuning_changes
+            .iter()
+            .filter(|c| matches!(c.status, crate::tune::knob::KnobStatus::Set { .. }))
+            .count() as u64;
+        self.exporter.update(Metrics {
+            machine: self.machine.clone(),
+            timers,
+            programs,
+            cpu_busy: load
+                .map(|l| l.per_cpu.iter().map(|&(c, b)| (c, b / 100.0)).collect())
+                .unwrap_or_default(),
+            causes,
+            partitions: self.partitions.clone(),
+            tuning_changes,
+        });
+    }
+}
+
+/// One timer thread's figures now; `recent` keeps the max of each refresh
+/// of the last [`RECENT`], from which the recent max is taken.
+fn timer_metrics(
+    t: &TimerHandle,
+    recent: &mut VecDeque<(Instant, u64)>,
+    now: Instant,
+) -> TimerMetrics {
+    let s = t.live.read();
+    let window_max_ns = t.live.next_window();
+    if let Some(m) = window_max_ns {
+        recent.push_back((now, m));
+    }
+    while recent
+        .front()
+        .is_some_and(|(at, _)| now.duration_since(*at) > RECENT)
+    {
+        recent.pop_front();
+    }
+    TimerMetrics {
+        index: t.spec.index,
+        cpu: (t.spec.cpus.len() == 1).then(|| t.spec.cpus[0]),
+        buckets: t.live.buckets().to_vec(),
+        sum_ns: s.sum_ns,
+        overruns: s.overruns,
+        missed_periods: s.missed_periods,
+        max_ns: s.max_ns,
+        window_max_ns,
+        recent_max_ns: recent.iter().map(|r| r.1).max(),
+        spikes: s.over,
+    }
+}
+
+/// One program's starts and exits, under its command's base name.
+fn program_metrics(p: &ProgramResult) -> ProgramMetrics {
+    ProgramMetrics {
+        index: p.index,
+        command: p
+            .argv
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+            .unwrap_or_default(),
+        starts: p.starts,
+        exits: p.exits_total,
+    }
+}
+
+/// The labels of a monitoring run's metrics.
+pub(super) fn metrics_machine(system: &SystemSnapshot) -> crate::monitor::metrics::Machine {
+    let p = &system.preemption;
+    crate::monitor::metrics::Machine {
+        host: system.hostname.clone(),
+        kernel: system.kernel_release.clone(),
+        preemption: match &p.dynamic_mode {
+            Some(mode) => format!("{} ({mode})", p.model),
+            None => p.model.clone(),
+        },
+        version: env!("CARGO_PKG_VERSION").into(),
+        cmdline_hash: crate::monitor::metrics::fnv1a(&system.cmdline),
+    }
+}

@@ -1,0 +1,137 @@
+//! The conductor: runs a validated [`RunPlan`] and returns its [`RunResult`].
+//!
+//! Phases, each a function or a type, each in its file:
+//!
+//! 1. recover ([`recover_dead_runs`], here): undo what a run that died left;
+//! 2. arm (`arm.rs`: [`MainThread::arm`], [`SignalThread::start`],
+//!    [`Armed::arm`]; `traces.rs`): main thread (cpuset, affinity, policy,
+//!    mlockall, PM QoS), signals, journal, tuning, traces, programs, timers,
+//!    each held by a guard;
+//! 3. watch (`watch.rs`: [`Watch::run`]): live table, CPU load, traces,
+//!    program supervision, signals, until the run ends; a monitoring run
+//!    also publishes its figures (`exporting.rs`);
+//! 4. stop (`arm.rs`: [`Armed::stop`]): timers, then traces, then programs,
+//!    then the system changes;
+//! 5. collect (`collect.rs`: [`collect`]): the result.
+//!
+//! Writing outputs is the caller's job ([`write_outputs`]), so that an
+//! interrupted run writes the same way as a completed one.
+
+use crate::isolate::state::IsolationState;
+use crate::measure;
+use crate::messages;
+use crate::plan::RunPlan;
+use crate::result::RunResult;
+use crate::sys::SysRoot;
+use crate::sys::info::SystemSnapshot;
+use crate::sys::journal::{self, Owner};
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+mod arm;
+mod collect;
+mod exporting;
+mod traces;
+mod watch;
+
+use arm::{Armed, MainThread, SignalThread};
+use collect::collect;
+pub use collect::write_outputs;
+use exporting::Exporting;
+use traces::promises;
+use watch::Watch;
+
+/// Options of a run that are not in the experiment file.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Write the JSON result here.
+    pub json: Option<PathBuf>,
+    /// Print every refresh of the live table even when stdout is not a
+    /// terminal.
+    pub every_refresh: bool,
+    /// Root of kernel files.
+    pub root: SysRoot,
+    /// Directory of the journal of system changes.
+    pub journal_dir: PathBuf,
+    /// Where the timer threads' wake-ups come from (simulated only in tests).
+    pub wake: measure::Wake,
+    /// Monitoring: the run goes on until stopped and exports its figures.
+    pub monitor: Option<crate::monitor::MonitorSpec>,
+}
+
+enum Event {
+    Signal(i32),
+    /// SIGUSR1: print a snapshot of the live statistics and go on
+    /// (cyclictest's behaviour).
+    Snapshot,
+    Child,
+    TimerDone,
+}
+
+/// Runs the plan in its phases: recover what a dead run left, arm (main
+/// thread, signals, journal, tuning, programs, timers), watch, stop, and
+/// collect the result. Everything armed is held by a guard that releases it
+/// when dropped, in reverse order, however the run ends (completion, a
+/// signal, a failure, an early return or a panic); the stop phase releases
+/// the same things explicitly, in the order that keeps measurements clean
+/// (timers, then programs, then the system changes).
+///
+/// Errors are failures before anything started; once the run has started,
+/// failures end it with [`EndReason::Failed`] and still give a result.
+pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
+    let root = &opts.root;
+    let mut warnings = recover_dead_runs(root, &opts.journal_dir);
+    let before = Before {
+        system: SystemSnapshot::read(root),
+        isolation: IsolationState::read(root, &opts.journal_dir),
+        online: crate::sys::online_cpus(root).unwrap_or_default(),
+    };
+    // The endpoint is bound first: an address in use refuses the run before
+    // anything is changed.
+    let exporting = Exporting::start(opts, &before)?;
+    let mut main = MainThread::arm(root, plan, &mut warnings)?;
+    let (tx, rx) = mpsc::channel::<Event>();
+    let signals = SignalThread::start(tx.clone())?;
+    let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
+    let mut watch = Watch::new(plan, opts, armed.run_start);
+    watch.exporter = exporting;
+    let end = watch.run(&mut armed, &rx, root);
+    if let Some(x) = watch.exporter.take() {
+        warnings.extend(x.finish(&armed, watch.load.last.as_ref()));
+    }
+    let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
+    watch.finish(&stopped.final_rows, root);
+    drop(signals);
+    main.release();
+    Ok(collect(plan, before, main, stopped, watch, end, warnings))
+}
+
+/// A run that died (SIGKILL, power cut of its process) may have left system
+/// changes: they are put back before anything is measured. Returns the
+/// warnings for the result.
+fn recover_dead_runs(root: &SysRoot, journal_dir: &std::path::Path) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let recovered = journal::restore_all(root, journal_dir, Some(Owner::Run));
+    for refusal in &recovered.refused {
+        messages::warn(refusal);
+        warnings.push(refusal.clone());
+    }
+    if !recovered.journals.is_empty() {
+        messages::note(&format!(
+            "a run that ended without cleaning up left a journal; restored first:\n{}",
+            recovered.lines().join("\n")
+        ));
+        warnings.push(format!(
+            "restored the changes left by a run that died ({})",
+            recovered.journals.join(", ")
+        ));
+    }
+    warnings
+}
+
+/// What the machine was before the run touched it.
+struct Before {
+    system: SystemSnapshot,
+    isolation: IsolationState,
+    online: Vec<usize>,
+}

@@ -1,0 +1,219 @@
+//! The watch phase: the live table, CPU load, trace reading, program
+//! supervision and signals, until the run ends.
+
+use super::arm::Armed;
+use super::exporting::Exporting;
+use super::{Event, RunOptions};
+use crate::config::CpuLoadDisplay;
+use crate::flight::FlightRecorder;
+use crate::load;
+use crate::measure::TimerHandle;
+use crate::plan::RunPlan;
+use crate::report::{self, live::LiveRow};
+use crate::result::EndReason;
+use crate::stats::cpu_load::{self, CpuLoad};
+use crate::sys::SysRoot;
+use crate::sys::proc_stat::{self, ProcStat};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Prints the live table, redrawing it in place on a terminal.
+pub(super) struct LiveView {
+    pub(super) tty: bool,
+    pub(super) every_refresh: bool,
+    pub(super) lines_shown: usize,
+    pub(super) display: CpuLoadDisplay,
+}
+
+impl LiveView {
+    pub(super) fn show(
+        &mut self,
+        rows: &[LiveRow],
+        load: Option<&CpuLoad>,
+        last: bool,
+        note: Option<String>,
+    ) {
+        if !(self.tty || self.every_refresh || last) {
+            return;
+        }
+        let mut text = report::live::table(rows, load, self.display);
+        if let Some(note) = note {
+            text.push_str(&note);
+            text.push('\n');
+        }
+        let mut out = std::io::stdout().lock();
+        if self.tty && self.lines_shown > 0 {
+            let _ = write!(out, "\x1b[{}A", self.lines_shown);
+        }
+        for line in text.lines() {
+            if self.tty {
+                let _ = write!(out, "\x1b[2K");
+            }
+            let _ = writeln!(out, "{}", crate::text::terminal(line));
+        }
+        if !self.tty && self.every_refresh {
+            let _ = writeln!(out);
+        }
+        let _ = out.flush();
+        self.lines_shown = if self.tty { text.lines().count() } else { 0 };
+    }
+}
+
+pub(super) fn rows(timers: &[TimerHandle]) -> Vec<LiveRow> {
+    timers
+        .iter()
+        .map(|t| LiveRow {
+            index: t.spec.index,
+            tid: t.live.tid.load(Ordering::Relaxed),
+            snap: t.live.read(),
+        })
+        .collect()
+}
+
+/// CPU load between samples of `/proc/stat`, kept in a bounded series.
+pub(super) struct LoadSampler {
+    pub(super) prev: Option<(ProcStat, Instant)>,
+    pub(super) series: Vec<CpuLoad>,
+    pub(super) last: Option<CpuLoad>,
+    pub(super) run_start: Instant,
+}
+
+impl LoadSampler {
+    pub(super) fn new(root: &SysRoot, run_start: Instant) -> Self {
+        LoadSampler {
+            prev: proc_stat::read(root).ok().map(|s| (s, Instant::now())),
+            series: Vec::new(),
+            last: None,
+            run_start,
+        }
+    }
+
+    /// Samples the load since the last sample (the last one stays if
+    /// `/proc/stat` cannot be read).
+    pub(super) fn sample(&mut self, root: &SysRoot) {
+        let now = Instant::now();
+        let Ok(stat) = proc_stat::read(root) else {
+            return;
+        };
+        let Some((before, t0)) = self.prev.replace((stat.clone(), now)) else {
+            return;
+        };
+        let load = cpu_load::between(
+            &before,
+            &stat,
+            now.duration_since(self.run_start).as_secs_f64(),
+            now.duration_since(t0).as_secs_f64(),
+        );
+        cpu_load::push_bounded(&mut self.series, load.clone());
+        self.last = Some(load);
+    }
+}
+
+/// The watch phase: the live table, CPU load, program supervision and
+/// signals, until the run ends.
+pub(super) struct Watch {
+    /// The exporters of a monitoring run.
+    pub(super) exporter: Option<Exporting>,
+    pub(super) view: LiveView,
+    pub(super) load: LoadSampler,
+    pub(super) period: Duration,
+    pub(super) run_start: Instant,
+}
+
+impl Watch {
+    pub(super) fn new(plan: &RunPlan, opts: &RunOptions, run_start: Instant) -> Self {
+        Watch {
+            exporter: None,
+            view: LiveView {
+                tty: std::io::stdout().is_terminal(),
+                every_refresh: opts.every_refresh,
+                lines_shown: 0,
+                display: plan.main.cpu_load,
+            },
+            load: LoadSampler::new(&opts.root, run_start),
+            period: Duration::from_nanos(plan.main.stats_period_ns),
+            run_start,
+        }
+    }
+
+    /// Watches until the run ends; returns why it ended.
+    pub(super) fn run(
+        &mut self,
+        armed: &mut Armed,
+        rx: &mpsc::Receiver<Event>,
+        root: &SysRoot,
+    ) -> EndReason {
+        if let Some(failed) = armed.failed.take() {
+            return failed;
+        }
+        let mut next_refresh = Instant::now() + self.period;
+        loop {
+            let mut wake_at = armed
+                .supervisor
+                .next_respawn()
+                .map_or(next_refresh, |r| r.min(next_refresh));
+            if armed.flight.is_some() || armed.stream.is_some() {
+                wake_at = wake_at.min(Instant::now() + crate::flight::LOOK_EVERY);
+            }
+            if let Some(d) = armed.deadline {
+                wake_at = wake_at.min(d);
+            }
+            match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
+                Ok(Event::Signal(sig)) => {
+                    return EndReason::Interrupted {
+                        signal: load::signal_name(sig).to_string(),
+                        number: sig,
+                    };
+                }
+                Ok(Event::Snapshot) => self.snapshot(&armed.timers.handles),
+                Ok(Event::Child | Event::TimerDone) | Err(_) => {}
+            }
+            armed.read_traces();
+            if let Some(end) = armed.ending() {
+                return end;
+            }
+            if Instant::now() >= next_refresh {
+                self.refresh(armed, root);
+                next_refresh += self.period;
+                if next_refresh < Instant::now() {
+                    next_refresh = Instant::now() + self.period;
+                }
+            }
+        }
+    }
+
+    /// Every `stats.period`: CPU load, the exported figures, the live table.
+    fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
+        self.load.sample(root);
+        if let Some(x) = self.exporter.as_mut() {
+            x.refresh(armed, self.load.last.as_ref());
+        }
+        let note = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
+        self.view.show(
+            &rows(&armed.timers.handles),
+            self.load.last.as_ref(),
+            false,
+            note,
+        );
+    }
+
+    /// SIGUSR1: the live table on stderr, and the run goes on.
+    pub(super) fn snapshot(&self, timers: &[TimerHandle]) {
+        let table = report::live::table(&rows(timers), self.load.last.as_ref(), self.view.display);
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "rtlab: snapshot at {:.1} s (SIGUSR1)\n{table}",
+            self.run_start.elapsed().as_secs_f64()
+        );
+    }
+
+    /// The last load sample and the final table.
+    pub(super) fn finish(&mut self, final_rows: &[LiveRow], root: &SysRoot) {
+        self.load.sample(root);
+        self.view
+            .show(final_rows, self.load.last.as_ref(), true, None);
+    }
+}
