@@ -410,163 +410,14 @@ pub fn build(
     };
     let outdir = opts.outdir.clone().unwrap_or_else(|| PathBuf::from("."));
     let started_in = machine.cpuset(None).ok();
-    let (main_cpuset, _) = p.place(
-        StanzaKind::Main,
-        "main",
-        &exp.main.cpuset,
-        &exp.main.cpu_affinity,
-        started_in.as_ref(),
-    );
+    let main = p.main_plan(exp, opts, started_in.as_ref());
     // Threads and programs without a cpuset key stay where main is.
-    let inherited = main_cpuset.clone().or(started_in);
-    let main = MainPlan {
-        cpuset: main_cpuset,
-        cpus: p.cpus(&exp.main.cpu_affinity),
-        sched: exp.main.sched.value,
-        stats_period_ns: exp.main.stats_period_ns,
-        stats_format: exp.main.stats_format,
-        cpu_load: exp.main.cpu_load,
-        memlock: exp.main.memlock,
-        dma_latency_us: exp.main.dma_latency_us,
-        dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
-        tuning: p.tuning(&exp.main.tuning),
-        trace: exp
-            .main
-            .trace_threshold_ns
-            .map(|threshold_ns| crate::flight::TraceSpec {
-                threshold_ns,
-                max_spikes: exp.main.trace_max_spikes,
-            }),
-        lifetime_ns: exp.main.lifetime_ns,
-        audit_cpus: p.cpus(&exp.main.audit_cpus),
-    };
-    let ext = match exp.main.stats_format {
-        StatsFormat::Txt => "txt",
-        StatsFormat::Csv => "csv",
-    };
-    let mut timers = Vec::new();
-    for t in &exp.timers {
-        let (cpuset, allowed) = p.place(
-            StanzaKind::Timer,
-            &format!("timer_thread[{}]", t.index),
-            &t.cpuset,
-            &t.cpu_affinity,
-            inherited.as_ref(),
-        );
-        let cpus = p
-            .cpus(&t.cpu_affinity)
-            .unwrap_or_else(|| allowed.unwrap_or_else(|| p.online.clone()));
-        let filename = t.filename.as_ref().map_or_else(
-            || format!("timer_thread{:02}.{ext}", t.index),
-            |f| f.value.clone(),
-        );
-        let path = outdir_join(&outdir, &filename);
-        // The run makes missing directories of result files before it starts.
-        if let Err(e) = crate::sys::outfile::check(&path, true) {
-            p.diags.push(
-                Diagnostic::new(t.filename.as_ref().map_or(t.pos, |f| f.pos), e.to_string())
-                    .with_hint(Some(e.hint)),
-            );
-        }
-        if let Some(first) = timers.iter().find(|o: &&TimerPlan| o.path == path) {
-            p.diags.push(
-                Diagnostic::new(
-                    t.filename.as_ref().map_or(t.pos, |f| f.pos),
-                    format!(
-                        "result file `{filename}` is also timer_thread[{}]'s",
-                        first.spec.index
-                    ),
-                )
-                .with_hint(Some(
-                    "give each timer thread its own `stats.filename`".into(),
-                )),
-            );
-        }
-        timers.push(TimerPlan {
-            spec: TimerSpec {
-                index: t.index,
-                cpus,
-                sched: t.sched.value,
-                period_ns: t.period_ns,
-                duration_ns: t.duration_ns,
-                loops: t.loops,
-                histo_size_us: t.histo_size_us,
-                cpuset,
-                spikes: crate::stats::spikes::SpikeSpec {
-                    worst: exp.main.spikes_worst,
-                    threshold_ns: exp.main.spikes_threshold_ns,
-                    max_over: exp.main.spikes_max,
-                },
-                trace_threshold_ns: exp.main.trace_threshold_ns,
-            },
-            filename,
-            path,
-        });
-    }
+    let inherited = main.cpuset.clone().or(started_in);
+    let timers = p.timer_plans(exp, &outdir, inherited.as_ref());
     let (group_of, cpu_groups) = p.bandwidth_groups(exp);
-    let mut group_of = group_of.into_iter();
-    let mut programs = Vec::new();
-    for prog in &exp.programs {
-        let name = prog.argv.value.first().cloned().unwrap_or_default();
-        let executable = match machine.find_command(&name) {
-            Some(path) => path,
-            None => {
-                p.diags.push(
-                    Diagnostic::new(
-                        prog.argv.pos,
-                        format!("program[{}]: command `{name}` not found", prog.index),
-                    )
-                    .with_hint(Some(if name.contains('/') {
-                        "check the path, and that the file is executable".into()
-                    } else {
-                        format!("install `{name}` or give its full path; PATH is searched as a shell would")
-                    })),
-                );
-                PathBuf::from(&name)
-            }
-        };
-        let (cpuset, _) = p.place(
-            StanzaKind::Program,
-            &format!("program[{}]", prog.index),
-            &prog.cpuset,
-            &prog.cpu_affinity,
-            inherited.as_ref(),
-        );
-        programs.push(ProgramSpec {
-            cpuset,
-            cpu_group: group_of.next().flatten(),
-            index: prog.index,
-            argv: prog.argv.value.clone(),
-            executable,
-            cpus: p.cpus(&prog.cpu_affinity),
-            sched: prog.sched.value,
-            out: p.path_target(&prog.out),
-            err: p.path_target(&prog.err),
-            on_ok: prog.on_ok,
-            on_ko: prog.on_ko,
-            grace_ns: prog.grace_ns,
-        });
-    }
+    let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
-    let traces = exp.main.audit_cpus.is_some() || !exp.irq_tasks.is_empty();
-    if traces && !p.machine.privileges().root {
-        let pos = exp
-            .irq_tasks
-            .first()
-            .map(|m| m.pos)
-            .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
-            .unwrap_or_default();
-        p.diags.push(
-            Diagnostic::new(pos, "the isolation audit and IRQ-to-task latency read kernel tracepoints: they need root")
-                .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
-        );
-    }
-    if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
-        p.diags.push(
-            Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
-                .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
-        );
-    }
+    p.check_something_runs(exp);
     check_privileges(&mut p, exp);
     if !p.diags.is_empty() {
         p.diags.sort_by_key(|d| d.pos);
@@ -581,6 +432,192 @@ pub fn build(
         cpu_groups,
         irq_tasks,
     })
+}
+
+impl Planner<'_> {
+    /// The `main` stanza: where the main thread goes, and the run's keys.
+    fn main_plan(
+        &mut self,
+        exp: &Experiment,
+        opts: &PlanOptions,
+        started_in: Option<&CpusetTarget>,
+    ) -> MainPlan {
+        let (cpuset, _) = self.place(
+            StanzaKind::Main,
+            "main",
+            &exp.main.cpuset,
+            &exp.main.cpu_affinity,
+            started_in,
+        );
+        MainPlan {
+            cpuset,
+            cpus: self.cpus(&exp.main.cpu_affinity),
+            sched: exp.main.sched.value,
+            stats_period_ns: exp.main.stats_period_ns,
+            stats_format: exp.main.stats_format,
+            cpu_load: exp.main.cpu_load,
+            memlock: exp.main.memlock,
+            dma_latency_us: exp.main.dma_latency_us,
+            dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
+            tuning: self.tuning(&exp.main.tuning),
+            trace: exp
+                .main
+                .trace_threshold_ns
+                .map(|threshold_ns| crate::flight::TraceSpec {
+                    threshold_ns,
+                    max_spikes: exp.main.trace_max_spikes,
+                }),
+            lifetime_ns: exp.main.lifetime_ns,
+            audit_cpus: self.cpus(&exp.main.audit_cpus),
+        }
+    }
+
+    /// The `timer_thread[N]` stanzas: CPUs, result files (each its own,
+    /// each writable).
+    fn timer_plans(
+        &mut self,
+        exp: &Experiment,
+        outdir: &Path,
+        inherited: Option<&CpusetTarget>,
+    ) -> Vec<TimerPlan> {
+        let ext = match exp.main.stats_format {
+            StatsFormat::Txt => "txt",
+            StatsFormat::Csv => "csv",
+        };
+        let mut timers: Vec<TimerPlan> = Vec::new();
+        for t in &exp.timers {
+            let (cpuset, allowed) = self.place(
+                StanzaKind::Timer,
+                &format!("timer_thread[{}]", t.index),
+                &t.cpuset,
+                &t.cpu_affinity,
+                inherited,
+            );
+            let cpus = self
+                .cpus(&t.cpu_affinity)
+                .unwrap_or_else(|| allowed.unwrap_or_else(|| self.online.clone()));
+            let filename = t.filename.as_ref().map_or_else(
+                || format!("timer_thread{:02}.{ext}", t.index),
+                |f| f.value.clone(),
+            );
+            let path = outdir_join(outdir, &filename);
+            let at = t.filename.as_ref().map_or(t.pos, |f| f.pos);
+            // The run makes missing directories of result files before it starts.
+            if let Err(e) = crate::sys::outfile::check(&path, true) {
+                self.diags
+                    .push(Diagnostic::new(at, e.to_string()).with_hint(Some(e.hint)));
+            }
+            if let Some(first) = timers.iter().find(|o| o.path == path) {
+                self.diags.push(
+                    Diagnostic::new(
+                        at,
+                        format!(
+                            "result file `{filename}` is also timer_thread[{}]'s",
+                            first.spec.index
+                        ),
+                    )
+                    .with_hint(Some(
+                        "give each timer thread its own `stats.filename`".into(),
+                    )),
+                );
+            }
+            timers.push(TimerPlan {
+                spec: TimerSpec {
+                    index: t.index,
+                    cpus,
+                    sched: t.sched.value,
+                    period_ns: t.period_ns,
+                    duration_ns: t.duration_ns,
+                    loops: t.loops,
+                    histo_size_us: t.histo_size_us,
+                    cpuset,
+                    spikes: crate::stats::spikes::SpikeSpec {
+                        worst: exp.main.spikes_worst,
+                        threshold_ns: exp.main.spikes_threshold_ns,
+                        max_over: exp.main.spikes_max,
+                    },
+                    trace_threshold_ns: exp.main.trace_threshold_ns,
+                },
+                filename,
+                path,
+            });
+        }
+        timers
+    }
+
+    /// The `program[N]` stanzas: commands found on this machine, places,
+    /// bandwidth groups (`group_of`, one per program), output targets.
+    fn program_specs(
+        &mut self,
+        exp: &Experiment,
+        group_of: Vec<Option<String>>,
+        inherited: Option<&CpusetTarget>,
+    ) -> Vec<ProgramSpec> {
+        let mut group_of = group_of.into_iter();
+        let mut programs = Vec::new();
+        for prog in &exp.programs {
+            let name = prog.argv.value.first().cloned().unwrap_or_default();
+            let executable = self.machine.find_command(&name).unwrap_or_else(|| {
+                self.diags.push(
+                    Diagnostic::new(
+                        prog.argv.pos,
+                        format!("program[{}]: command `{name}` not found", prog.index),
+                    )
+                    .with_hint(Some(if name.contains('/') {
+                        "check the path, and that the file is executable".into()
+                    } else {
+                        format!("install `{name}` or give its full path; PATH is searched as a shell would")
+                    })),
+                );
+                PathBuf::from(&name)
+            });
+            let (cpuset, _) = self.place(
+                StanzaKind::Program,
+                &format!("program[{}]", prog.index),
+                &prog.cpuset,
+                &prog.cpu_affinity,
+                inherited,
+            );
+            programs.push(ProgramSpec {
+                cpuset,
+                cpu_group: group_of.next().flatten(),
+                index: prog.index,
+                argv: prog.argv.value.clone(),
+                executable,
+                cpus: self.cpus(&prog.cpu_affinity),
+                sched: prog.sched.value,
+                out: self.path_target(&prog.out),
+                err: self.path_target(&prog.err),
+                on_ok: prog.on_ok,
+                on_ko: prog.on_ko,
+                grace_ns: prog.grace_ns,
+            });
+        }
+        programs
+    }
+
+    /// A run must have something to run, and traces need root.
+    fn check_something_runs(&mut self, exp: &Experiment) {
+        let traces = exp.main.audit_cpus.is_some() || !exp.irq_tasks.is_empty();
+        if traces && !self.machine.privileges().root {
+            let pos = exp
+                .irq_tasks
+                .first()
+                .map(|m| m.pos)
+                .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
+                .unwrap_or_default();
+            self.diags.push(
+                Diagnostic::new(pos, "the isolation audit and IRQ-to-task latency read kernel tracepoints: they need root")
+                    .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
+            );
+        }
+        if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
+            self.diags.push(
+                Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
+                    .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
+            );
+        }
+    }
 }
 
 /// The `irq_task[N]` stanzas, checked: an IRQ number this machine has, a
