@@ -24,10 +24,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Holds the PM QoS request while alive; the kernel drops it on close.
-pub(super) fn hold_pm_qos(
-    root: &SysRoot,
-    requested: Option<u32>,
-) -> (PmQos, Option<std::fs::File>) {
+fn hold_pm_qos(root: &SysRoot, requested: Option<u32>) -> (PmQos, Option<std::fs::File>) {
     let Some(us) = requested else {
         return (
             PmQos {
@@ -70,8 +67,8 @@ pub(super) fn hold_pm_qos(
 /// (the kernel drops it when the file is closed) and locked memory.
 pub(super) struct MainThread {
     pub(super) pm_qos: PmQos,
-    pub(super) pm_qos_file: Option<std::fs::File>,
-    pub(super) memlock: bool,
+    pm_qos_file: Option<std::fs::File>,
+    memlock: bool,
     /// The cpuset it ended up in (`/proc/thread-self/cpuset`).
     pub(super) cpuset: Option<String>,
 }
@@ -140,8 +137,8 @@ impl Drop for MainThread {
 
 /// The thread that turns signals into events, stopped when dropped.
 pub(super) struct SignalThread {
-    pub(super) handle: signal_hook::iterator::Handle,
-    pub(super) thread: Option<std::thread::JoinHandle<()>>,
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SignalThread {
@@ -190,7 +187,7 @@ impl Drop for SignalThread {
 pub(super) struct RunJournal(pub(super) Option<Journal>);
 
 impl RunJournal {
-    pub(super) fn open(opts: &RunOptions, warnings: &mut Vec<String>) -> anyhow::Result<Self> {
+    fn open(opts: &RunOptions, warnings: &mut Vec<String>) -> anyhow::Result<Self> {
         match Journal::open(
             &opts.root,
             &opts.journal_dir,
@@ -212,7 +209,7 @@ impl RunJournal {
     }
 
     /// Undoes the run's changes; what could not be undone, as warnings.
-    pub(super) fn close(&mut self) -> Vec<String> {
+    fn close(&mut self) -> Vec<String> {
         self.0
             .take()
             .map(|j| {
@@ -243,7 +240,7 @@ pub(super) type Joined = (
 /// The timer threads, stopped and joined when dropped.
 pub(super) struct Timers {
     pub(super) handles: Vec<TimerHandle>,
-    pub(super) stop: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Timers {
@@ -279,7 +276,7 @@ impl Timers {
     }
 
     /// Asks them to stop and wakes them.
-    pub(super) fn stop(&self) {
+    fn stop(&self) {
         measure::stop_all(&self.handles, &self.stop);
     }
 
@@ -299,7 +296,7 @@ impl Timers {
     }
 
     /// Stops them and collects what each measured.
-    pub(super) fn join(&mut self) -> Vec<Joined> {
+    fn join(&mut self) -> Vec<Joined> {
         self.stop();
         self.handles.drain(..).map(TimerHandle::join).collect()
     }
@@ -313,7 +310,7 @@ impl Drop for Timers {
 
 /// Applies the `main` tuning keys through the run's journal; refusals and
 /// problems become warnings.
-pub(super) fn tune(
+fn tune(
     root: &SysRoot,
     journal: &mut RunJournal,
     plan: &RunPlan,
@@ -347,20 +344,20 @@ pub(super) struct Armed {
     /// The flight recorder, when the run traces.
     pub(super) flight: Option<FlightRecorder>,
     pub(super) supervisor: Supervisor,
-    pub(super) journal: RunJournal,
-    pub(super) start_wall: SystemTime,
+    journal: RunJournal,
+    start_wall: SystemTime,
     pub(super) run_start: Instant,
     pub(super) tuning_changes: Vec<crate::tune::Outcome>,
-    pub(super) timers_start: Instant,
+    timers_start: Instant,
     /// Why the run that wanted a trace has none.
-    pub(super) trace_unavailable: Option<crate::explain::TraceReport>,
+    trace_unavailable: Option<crate::explain::TraceReport>,
     /// Why the run that wanted a trace stream has none.
-    pub(super) stream_unavailable: Option<String>,
+    stream_unavailable: Option<String>,
     /// When `lifetime.duration` ends the run.
     pub(super) deadline: Option<Instant>,
     /// A monitoring run: timer threads that reach their lifetime do not end
     /// it (only a signal, an abort or `lifetime.duration` do).
-    pub(super) monitor: bool,
+    monitor: bool,
     /// Why the run ended while it was being armed (a program or a timer
     /// that could not start).
     pub(super) failed: Option<EndReason>,

@@ -101,7 +101,7 @@ fn timer_results(
 }
 
 /// Where a program ran (its first instance).
-pub(super) fn program_placement(p: &crate::load::ProgramResult) -> Placement {
+fn program_placement(p: &crate::load::ProgramResult) -> Placement {
     Placement {
         who: format!("program[{}]", p.index),
         id: p.first_pid.unwrap_or(0),
@@ -114,7 +114,7 @@ pub(super) fn program_placement(p: &crate::load::ProgramResult) -> Placement {
 }
 
 /// One timer thread's result, if it recorded anything.
-pub(super) fn timer_result(
+fn timer_result(
     tp: &crate::plan::TimerPlan,
     spec: &measure::TimerSpec,
     live: &measure::live::LiveCounters,

@@ -15,15 +15,15 @@ use std::time::{Duration, Instant};
 
 /// A monitoring run's exporters, and what its metrics say of the machine.
 pub(super) struct Exporting {
-    pub(super) exporter: crate::monitor::Exporter,
-    pub(super) machine: crate::monitor::metrics::Machine,
-    pub(super) partitions: Vec<(String, usize)>,
+    exporter: crate::monitor::Exporter,
+    machine: crate::monitor::metrics::Machine,
+    partitions: Vec<(String, usize)>,
     /// Per timer thread: the max of each refresh of the last minute.
-    pub(super) recent: Vec<VecDeque<(Instant, u64)>>,
+    recent: Vec<VecDeque<(Instant, u64)>>,
 }
 
 /// How far back the exported recent max looks.
-pub(super) const RECENT: Duration = Duration::from_secs(60);
+const RECENT: Duration = Duration::from_secs(60);
 
 impl Exporting {
     /// Binds the endpoint and makes the files of a monitoring run.
@@ -151,7 +151,7 @@ fn program_metrics(p: &ProgramResult) -> ProgramMetrics {
 }
 
 /// The labels of a monitoring run's metrics.
-pub(super) fn metrics_machine(system: &SystemSnapshot) -> crate::monitor::metrics::Machine {
+fn metrics_machine(system: &SystemSnapshot) -> crate::monitor::metrics::Machine {
     let p = &system.preemption;
     crate::monitor::metrics::Machine {
         host: system.hostname.clone(),

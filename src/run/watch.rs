@@ -20,21 +20,15 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Prints the live table, redrawing it in place on a terminal.
-pub(super) struct LiveView {
-    pub(super) tty: bool,
-    pub(super) every_refresh: bool,
-    pub(super) lines_shown: usize,
-    pub(super) display: CpuLoadDisplay,
+struct LiveView {
+    tty: bool,
+    every_refresh: bool,
+    lines_shown: usize,
+    display: CpuLoadDisplay,
 }
 
 impl LiveView {
-    pub(super) fn show(
-        &mut self,
-        rows: &[LiveRow],
-        load: Option<&CpuLoad>,
-        last: bool,
-        note: Option<String>,
-    ) {
+    fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool, note: Option<String>) {
         if !(self.tty || self.every_refresh || last) {
             return;
         }
@@ -74,10 +68,10 @@ pub(super) fn rows(timers: &[TimerHandle]) -> Vec<LiveRow> {
 
 /// CPU load between samples of `/proc/stat`, kept in a bounded series.
 pub(super) struct LoadSampler {
-    pub(super) prev: Option<(ProcStat, Instant)>,
+    prev: Option<(ProcStat, Instant)>,
     pub(super) series: Vec<CpuLoad>,
     pub(super) last: Option<CpuLoad>,
-    pub(super) run_start: Instant,
+    run_start: Instant,
 }
 
 impl LoadSampler {
@@ -92,7 +86,7 @@ impl LoadSampler {
 
     /// Samples the load since the last sample (the last one stays if
     /// `/proc/stat` cannot be read).
-    pub(super) fn sample(&mut self, root: &SysRoot) {
+    fn sample(&mut self, root: &SysRoot) {
         let now = Instant::now();
         let Ok(stat) = proc_stat::read(root) else {
             return;
@@ -116,10 +110,10 @@ impl LoadSampler {
 pub(super) struct Watch {
     /// The exporters of a monitoring run.
     pub(super) exporter: Option<Exporting>,
-    pub(super) view: LiveView,
+    view: LiveView,
     pub(super) load: LoadSampler,
-    pub(super) period: Duration,
-    pub(super) run_start: Instant,
+    period: Duration,
+    run_start: Instant,
 }
 
 impl Watch {
@@ -185,7 +179,7 @@ impl Watch {
     }
 
     /// Every `stats.period`: CPU load, the exported figures, the live table.
-    fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
+    pub(super) fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
         self.load.sample(root);
         if let Some(x) = self.exporter.as_mut() {
             x.refresh(armed, self.load.last.as_ref());
@@ -200,7 +194,7 @@ impl Watch {
     }
 
     /// SIGUSR1: the live table on stderr, and the run goes on.
-    pub(super) fn snapshot(&self, timers: &[TimerHandle]) {
+    fn snapshot(&self, timers: &[TimerHandle]) {
         let table = report::live::table(&rows(timers), self.load.last.as_ref(), self.view.display);
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
