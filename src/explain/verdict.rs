@@ -24,18 +24,22 @@ pub struct Culprit {
 }
 
 /// The culprits of `explanations`, the timer threads themselves left out,
-/// most costly first.
+/// most costly first. A culprit with several parts in one wake-up (a thread
+/// that ran before and after the wake-up) counts once for it, with their
+/// sum.
 pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
     let mut out: Vec<Culprit> = Vec::new();
     for e in explanations {
         let main = e.parts.iter().find(|p| p.kind != PartKind::TimerThread);
+        // This wake-up's share of each culprit: (index in `out`, ns, main).
+        let mut shares: Vec<(usize, u64, bool)> = Vec::new();
         for p in e.parts.iter().filter(|p| p.kind != PartKind::TimerThread) {
             let is_main = main.is_some_and(|m| std::ptr::eq(m, p));
-            let c = match out
-                .iter_mut()
-                .find(|c| c.kind == p.kind && c.what == p.what && c.pid == p.pid)
+            let at = match out
+                .iter()
+                .position(|c| c.kind == p.kind && c.what == p.what && c.pid == p.pid)
             {
-                Some(c) => c,
+                Some(at) => at,
                 None => {
                     out.push(Culprit {
                         kind: p.kind,
@@ -46,13 +50,23 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
                         total_ns: 0,
                         max_ns: 0,
                     });
-                    out.last_mut().expect("just pushed")
+                    out.len() - 1
                 }
             };
+            match shares.iter_mut().find(|s| s.0 == at) {
+                Some(s) => {
+                    s.1 = s.1.saturating_add(p.ns);
+                    s.2 |= is_main;
+                }
+                None => shares.push((at, p.ns, is_main)),
+            }
+        }
+        for (at, ns, is_main) in shares {
+            let c = &mut out[at];
             c.spikes += 1;
             c.main_cause += u64::from(is_main);
-            c.total_ns = c.total_ns.saturating_add(p.ns);
-            c.max_ns = c.max_ns.max(p.ns);
+            c.total_ns = c.total_ns.saturating_add(ns);
+            c.max_ns = c.max_ns.max(ns);
         }
     }
     out.sort_by_key(|c| (std::cmp::Reverse(c.total_ns), c.what.clone()));
@@ -112,5 +126,23 @@ mod tests {
         );
         assert_eq!((c[0].total_ns, c[0].max_ns), (2100, 2000));
         assert_eq!((c[1].what.as_str(), c[1].main_cause), ("IRQ 36 eth0", 1));
+    }
+
+    #[test]
+    fn a_thread_before_and_after_the_wake_up_counts_once_with_its_sum() {
+        let mut one = spike(&[
+            (PartKind::Thread, "hog", 2000),
+            (PartKind::Irq, "IRQ 36 eth0", 700),
+            (PartKind::Thread, "hog", 500),
+        ]);
+        one.parts[2].before_wake = true;
+        let two = spike(&[(PartKind::Thread, "hog", 1000)]);
+        let c = culprits(&[one, two]);
+        assert_eq!(
+            (c[0].what.as_str(), c[0].spikes, c[0].main_cause),
+            ("hog", 2, 2)
+        );
+        assert_eq!((c[0].total_ns, c[0].max_ns), (3500, 2500));
+        assert_eq!((c[1].spikes, c[1].main_cause), (1, 0));
     }
 }
