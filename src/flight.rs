@@ -1,11 +1,13 @@
 //! The flight recorder: while the run goes on, rtlab traces the measured
 //! CPUs in its own tracefs instance (overwrite mode: only the last moments
-//! are kept) and, each time a timer thread announces a wake-up at least
-//! `trace.threshold` late, takes the window from before its deadline to
-//! its wake-up out of the buffer and explains it ([`crate::explain`]). The
-//! analysis runs on the main thread, bounded: at most 10 a second and
-//! `trace.max_spikes` a run, each reading one CPU's buffer.
+//! are kept). A timer thread whose wake-up is at least `trace.threshold`
+//! late announces it (live counters) and marks it in the trace; the main
+//! thread then reads that CPU's buffer once and explains every marked
+//! wake-up still in it ([`crate::explain`]), from before its deadline to its
+//! wake-up. Bounded: at most 10 reads a second, each explaining at most
+//! [`MAX_PER_READ`], and `trace.max_spikes` a run; the rest are counted.
 
+use crate::explain::parse::Marker;
 use crate::explain::{TraceReport, analyze, parse, verdict};
 use crate::measure::TimerHandle;
 use crate::sys::SysRoot;
@@ -29,8 +31,14 @@ pub struct TraceSpec {
 pub const BUFFER_KB: u64 = 512;
 /// How often the watch loop calls [`FlightRecorder::look`].
 pub const LOOK_EVERY: Duration = Duration::from_millis(20);
-/// At most this many explanations a second (a flood is counted, not read).
+/// At most 10 buffer reads a second: announced wake-ups wait for the next
+/// read (the buffer keeps them meanwhile; those it overwrote are counted).
 const MIN_GAP: Duration = Duration::from_millis(100);
+/// Most wake-ups explained from one read (the latest first; a flood is
+/// counted, not read).
+pub const MAX_PER_READ: usize = 10;
+/// Most event lines indexed from one CPU's buffer.
+const MAX_BUFFER_LINES: usize = 1 << 20;
 /// The window starts this long before the deadline (what ran then decides
 /// who owned the CPU at the deadline).
 const LOOKBACK_NS: u64 = 2_000_000;
@@ -45,9 +53,9 @@ pub struct FlightRecorder {
     marker: Option<Arc<File>>,
     spec: TraceSpec,
     report: TraceReport,
-    /// Per timer thread: the `over` count already handled.
-    seen: Vec<u64>,
-    last_look: Option<Instant>,
+    /// Per timer thread: its announced wake-ups, and how far they are read.
+    threads: Vec<ThreadState>,
+    last_read: Option<Instant>,
     /// The trace-event JSON of each explained window, by file name.
     windows: Vec<(String, String)>,
 }
@@ -87,8 +95,8 @@ impl FlightRecorder {
             instance,
             marker,
             spec: spec.clone(),
-            seen: Vec::new(),
-            last_look: None,
+            threads: Vec::new(),
+            last_read: None,
             windows: Vec::new(),
         })
     }
@@ -143,70 +151,117 @@ impl FlightRecorder {
         ))
     }
 
-    /// Looks for wake-ups announced since the last look and explains the
-    /// latest of each thread, within the rate limit.
+    /// Looks for wake-ups announced since the last look and, within the
+    /// rate limit, reads the buffers they are in and explains them.
     pub fn look(&mut self, timers: &[TimerHandle]) {
-        self.seen.resize(timers.len(), 0);
-        for (i, t) in timers.iter().enumerate() {
+        self.take_announced(timers);
+        let limited = self.last_read.is_some_and(|l| l.elapsed() < MIN_GAP);
+        if !limited {
+            self.read_pending(timers);
+        }
+    }
+
+    /// Counts what each timer thread announced since the last look, and
+    /// keeps the latest to read.
+    fn take_announced(&mut self, timers: &[TimerHandle]) {
+        self.threads.resize(timers.len(), ThreadState::default());
+        for (t, state) in timers.iter().zip(&mut self.threads) {
             let s = t.live.read();
-            let new = s.over.saturating_sub(self.seen[i]);
+            let new = s.over.saturating_sub(state.announced);
             if new == 0 {
                 continue;
             }
-            self.seen[i] = s.over;
+            state.announced = s.over;
             self.report.over_threshold += new;
-            // Only the latest can still be in the buffer for sure.
-            self.report.not_explained += new - 1;
-            let limited = self.report.explanations.len() >= self.spec.max_spikes
-                || self.last_look.is_some_and(|l| l.elapsed() < MIN_GAP);
-            if limited {
-                self.report.not_explained += 1;
-                continue;
-            }
-            self.last_look = Some(Instant::now());
-            let tid = t.live.tid.load(std::sync::atomic::Ordering::Relaxed);
             // The CPU it woke on (a thread allowed on several may move).
             let cpu = usize::try_from(s.over_cpu)
                 .ok()
                 .filter(|&c| s.over_cpu != u64::MAX && t.spec.cpus.contains(&c))
                 .or_else(|| t.spec.cpus.first().copied())
                 .unwrap_or(0);
-            self.explain(
-                t.spec.index,
-                tid,
+            state.pending = Some(Latest {
                 cpu,
-                s.over_sample,
-                s.over_deadline_ns,
-                s.over_latency_ns,
-            );
+                marker: Marker {
+                    timer: t.spec.index,
+                    pid: t.live.tid.load(std::sync::atomic::Ordering::Relaxed),
+                    sample: s.over_sample,
+                    deadline_ns: s.over_deadline_ns,
+                    latency_ns: s.over_latency_ns,
+                },
+            });
         }
     }
 
-    fn explain(
-        &mut self,
-        timer: usize,
-        tid: i32,
-        cpu: usize,
-        sample: u64,
-        deadline: u64,
-        latency: u64,
-    ) {
-        let text = match self.instance.read_cpu(cpu, MAX_BUFFER_TEXT) {
-            Ok(t) => t,
-            Err(e) => {
-                self.report.not_explained += 1;
-                if self.report.notes.len() < 10 {
-                    self.report.notes.push(format!("CPU {cpu}: {e}"));
-                }
-                return;
+    /// Reads each CPU that has announced wake-ups pending, once, and
+    /// explains the wake-ups marked there since the last read.
+    fn read_pending(&mut self, timers: &[TimerHandle]) {
+        let mut by_cpu: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (i, state) in self.threads.iter().enumerate() {
+            if let Some(p) = &state.pending {
+                by_cpu.entry(p.cpu).or_default().push(i);
             }
-        };
+        }
+        if by_cpu.is_empty() {
+            return;
+        }
+        self.last_read = Some(Instant::now());
+        for (cpu, threads) in by_cpu {
+            let room = self
+                .spec
+                .max_spikes
+                .saturating_sub(self.report.explanations.len());
+            let text = if room == 0 {
+                None
+            } else {
+                self.instance
+                    .read_cpu(cpu, MAX_BUFFER_TEXT)
+                    .map_err(|e| self.note(format!("CPU {cpu}: {e}")))
+                    .ok()
+            };
+            let buffer = text
+                .as_deref()
+                .map(|t| parse::Buffer::new(t, MAX_BUFFER_LINES));
+            for i in threads {
+                let state = &mut self.threads[i];
+                let Some(latest) = state.pending.take() else {
+                    continue;
+                };
+                let after = state.read_upto.replace(latest.marker.sample);
+                let Some(buffer) = &buffer else {
+                    continue;
+                };
+                let tid = timers[i]
+                    .live
+                    .tid
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                let marks = to_explain(buffer, latest.marker, after);
+                let room = self
+                    .spec
+                    .max_spikes
+                    .saturating_sub(self.report.explanations.len())
+                    .min(MAX_PER_READ);
+                for m in &marks[marks.len().saturating_sub(room)..] {
+                    self.explain(buffer, cpu, tid, m);
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, note: String) {
+        if self.report.notes.len() < 10 {
+            self.report.notes.push(note);
+        }
+    }
+
+    fn explain(&mut self, buffer: &parse::Buffer, cpu: usize, tid: i32, m: &Marker) {
+        let (deadline, latency) = (m.deadline_ns, m.latency_ns);
         let from = deadline.saturating_sub(LOOKBACK_NS);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
-        let lines = parse::window_lines(&text, from, to, MAX_EVENTS);
+        let lines = buffer.window(from, to, MAX_EVENTS);
         let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
-        let mut e = analyze::explain(&events, timer, tid, sample, deadline, latency);
-        let stem = format!("rtlab-spike-T{timer}-{sample}");
+        let mut e = analyze::explain(&events, m.timer, tid, m.sample, deadline, latency);
+        e.cpu = cpu;
+        let stem = format!("rtlab-spike-T{}-{}", m.timer, m.sample);
         let json = format!("{stem}.json");
         let raw = format!("{stem}.trace.txt");
         self.windows
@@ -220,10 +275,50 @@ impl FlightRecorder {
     /// Stops tracing (the instance is removed) and gives the report and the
     /// windows to write beside the result.
     pub fn finish(mut self, timers: &[TimerHandle]) -> (TraceReport, Vec<(String, String)>) {
-        self.look(timers);
-        self.report.culprits = verdict::culprits(&self.report.explanations);
+        // The last announced wake-ups are read whatever the rate limit.
+        self.take_announced(timers);
+        self.read_pending(timers);
+        let r = &mut self.report;
+        r.explanations.sort_by_key(|e| (e.deadline_ns, e.timer));
+        r.not_explained = r.over_threshold.saturating_sub(r.explanations.len() as u64);
+        r.culprits = verdict::culprits(&r.explanations);
         (self.report, self.windows)
     }
+}
+
+/// One timer thread's late wake-ups, as the recorder follows them.
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadState {
+    /// How many it announced (its live `over` count) so far.
+    announced: u64,
+    /// The latest announced and not read yet.
+    pending: Option<Latest>,
+    /// The sample of the latest read: markers up to it are done.
+    read_upto: Option<u64>,
+}
+
+/// The latest late wake-up a timer thread announced, and its CPU.
+#[derive(Debug, Clone, Copy)]
+struct Latest {
+    cpu: usize,
+    marker: Marker,
+}
+
+/// The wake-ups to explain from one CPU's buffer, oldest first: those the
+/// timer thread of `latest` marked there after sample `after`, up to
+/// `latest`; and `latest` itself though its marker be missing (a failed
+/// write). Only markers written by that thread count.
+fn to_explain(buffer: &parse::Buffer, latest: Marker, after: Option<u64>) -> Vec<Marker> {
+    let mut marks: Vec<Marker> = buffer
+        .markers()
+        .filter(|m| m.timer == latest.timer && m.pid == latest.pid)
+        .filter(|m| after.is_none_or(|a| m.sample > a) && m.sample <= latest.sample)
+        .collect();
+    if marks.last().map(|m| m.sample) != Some(latest.sample) {
+        marks.retain(|m| m.sample < latest.sample);
+        marks.push(latest);
+    }
+    marks
 }
 
 /// The window's lines with the header of the kernel's text format, as
@@ -301,6 +396,51 @@ pub fn trace_events(events: &[parse::Event], tid: i32, deadline: u64, latency: u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_wake_up_marked_since_the_last_read_is_explained_once() {
+        let mark = |pid: i32, t: usize, sample: u64, ts: &str| {
+            format!(
+                "rtlab-timer0-{pid} [001] ..... {ts}: tracing_mark_write: rtlab T{t} sample {sample} deadline {} latency 2000000\n",
+                sample * 1_000_000
+            )
+        };
+        let text = [
+            "# tracer: nop\n".to_string(),
+            mark(10, 0, 5, "1.000005"),
+            mark(10, 0, 7, "1.000007"),
+            // Another thread's (or a forger's) marker, another timer's.
+            mark(99, 0, 8, "1.000008"),
+            mark(11, 1, 8, "1.000008"),
+            mark(10, 0, 9, "1.000009"),
+            "  <idle>-0 [001] d..2. 1.000010: cpu_idle: state=1 cpu_id=1\n".to_string(),
+        ]
+        .concat();
+        let buffer = parse::Buffer::new(&text, 100);
+        let latest = |sample: u64| Marker {
+            timer: 0,
+            pid: 10,
+            sample,
+            deadline_ns: sample * 1_000_000,
+            latency_ns: 2_000_000,
+        };
+        let samples = |v: Vec<Marker>| v.iter().map(|m| m.sample).collect::<Vec<_>>();
+        // First read: all of them, oldest first.
+        assert_eq!(samples(to_explain(&buffer, latest(9), None)), [5, 7, 9]);
+        // After sample 5 was read: not again.
+        assert_eq!(samples(to_explain(&buffer, latest(9), Some(5))), [7, 9]);
+        // Markers past the latest announced wait for their announcement.
+        assert_eq!(samples(to_explain(&buffer, latest(7), None)), [5, 7]);
+        // The latest announced is explained though its marker is missing.
+        let lost = to_explain(&buffer, latest(12), Some(9));
+        assert_eq!(lost, [latest(12)]);
+        // The marker's figures are the ones explained.
+        assert_eq!(to_explain(&buffer, latest(9), Some(7)), [latest(9)]);
+        // The window of each is found by time in the one indexed read.
+        assert_eq!(buffer.window(1_000_007_000, 1_000_010_000, 100).len(), 5);
+        assert_eq!(buffer.window(1_000_007_000, 1_000_010_000, 2).len(), 2);
+        assert_eq!(buffer.markers().count(), 5);
+    }
 
     #[test]
     fn a_window_is_trace_event_json_with_named_tracks_and_the_latency_covered() {

@@ -26,8 +26,9 @@ pub struct TraceReport {
     pub over_threshold: u64,
     /// Those explained, in the order they happened.
     pub explanations: Vec<analyze::Explanation>,
-    /// Those not explained: more than one between two looks, the rate
-    /// limit, or `trace.max_spikes` reached.
+    /// Those not explained: overwritten in the buffer before it was read,
+    /// more than the most explained from one read, or `trace.max_spikes`
+    /// reached.
     pub not_explained: u64,
     /// The culprits over the explained wake-ups, most costly first.
     pub culprits: Vec<verdict::Culprit>,

@@ -90,6 +90,44 @@ pub fn line(text: &str) -> Option<Event> {
     })
 }
 
+/// A late wake-up as its timer thread marked it in the trace
+/// (`tracing_mark_write: rtlab T0 sample N deadline NS latency NS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    /// The timer thread's index.
+    pub timer: usize,
+    /// The thread that wrote it.
+    pub pid: i32,
+    /// The sample's number.
+    pub sample: u64,
+    /// Its deadline (CLOCK_MONOTONIC, ns).
+    pub deadline_ns: u64,
+    /// How late it woke (ns).
+    pub latency_ns: u64,
+}
+
+/// The marker of a late wake-up on this line, if it holds one.
+pub fn marker(text: &str) -> Option<Marker> {
+    let (_, pid, _, _, rest) = split(text)?;
+    let mark = rest.strip_prefix("tracing_mark_write: rtlab T")?;
+    let mut words = mark.split(' ');
+    let timer = words.next()?.parse().ok()?;
+    let mut value = |key: &str| -> Option<u64> {
+        (words.next()? == key).then_some(())?;
+        words.next()?.trim_end().parse().ok()
+    };
+    let sample = value("sample")?;
+    let deadline_ns = value("deadline")?;
+    let latency_ns = value("latency")?;
+    Some(Marker {
+        timer,
+        pid,
+        sample,
+        deadline_ns,
+        latency_ns,
+    })
+}
+
 /// `11692.596950` (seconds, micro- or nanoseconds) in ns.
 fn timestamp_ns(text: &str) -> Option<u64> {
     let (s, frac) = text.split_once('.')?;
@@ -102,41 +140,75 @@ fn timestamp_ns(text: &str) -> Option<u64> {
     s.checked_mul(1_000_000_000)?.checked_add(frac * scale)
 }
 
-/// Every event of `text` whose time is in `[from_ns, to_ns]`, in order
-/// (a CPU's buffer is in time order: reading stops past `to_ns`). Bounded
-/// by `max` events (those nearest the end of the window are dropped past
-/// it). Only the lines in the window are copied.
-pub fn window(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<Event> {
-    window_lines(text, from_ns, to_ns, max)
-        .into_iter()
-        .filter_map(line)
-        .collect()
+/// A CPU's buffer text, its event lines indexed by time once, so that
+/// each window and each marker is found without reading the text again.
+pub struct Buffer<'a> {
+    /// Each event line with its time (ns), in the buffer's (time) order.
+    lines: Vec<(u64, &'a str)>,
 }
 
-/// The event lines of `text` in `[from_ns, to_ns]`, as the kernel wrote
-/// them (see [`window`]).
-pub fn window_lines(text: &str, from_ns: u64, to_ns: u64, max: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    for l in text.lines() {
-        let Some((_, _, _, ts, rest)) = split(l) else {
-            continue;
-        };
-        if ts > to_ns {
-            break;
-        }
-        if ts >= from_ns && rest.contains(':') {
-            out.push(l);
-            if out.len() >= max {
-                break;
-            }
-        }
+impl<'a> Buffer<'a> {
+    /// Indexes the event lines of `text` (at most `max` of them: a CPU's
+    /// buffer holds far fewer; past it the newest are dropped).
+    pub fn new(text: &'a str, max: usize) -> Self {
+        let lines = text
+            .lines()
+            .filter_map(|l| {
+                let (_, _, _, ts, rest) = split(l)?;
+                rest.contains(':').then_some((ts, l))
+            })
+            .take(max)
+            .collect();
+        Buffer { lines }
     }
-    out
+
+    /// The event lines in `[from_ns, to_ns]`, as the kernel wrote them, at
+    /// most `max` (those nearest the end of the window are dropped).
+    pub fn window(&self, from_ns: u64, to_ns: u64, max: usize) -> Vec<&'a str> {
+        let start = self.lines.partition_point(|&(ts, _)| ts < from_ns);
+        self.lines[start..]
+            .iter()
+            .take_while(|&&(ts, _)| ts <= to_ns)
+            .take(max)
+            .map(|&(_, l)| l)
+            .collect()
+    }
+
+    /// The late wake-ups marked in the buffer, oldest first.
+    pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
+        self.lines
+            .iter()
+            .filter(|(_, l)| l.contains("tracing_mark_write: rtlab T"))
+            .filter_map(|&(_, l)| marker(l))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_a_late_wake_ups_marker() {
+        let m = marker("    rtlab-timer0-16157   [001] ..... 11692.598950: tracing_mark_write: rtlab T3 sample 8767 deadline 11692596928077 latency 2075000").unwrap();
+        assert_eq!(
+            m,
+            Marker {
+                timer: 3,
+                pid: 16157,
+                sample: 8767,
+                deadline_ns: 11_692_596_928_077,
+                latency_ns: 2_075_000
+            }
+        );
+        for other in [
+            "x-1 [001] ..... 1.000000: tracing_mark_write: hello T3 sample 1 deadline 2 latency 3",
+            "x-1 [001] ..... 1.000000: tracing_mark_write: rtlab T3 sample 1 deadline 2",
+            "x-1 [001] ..... 1.000000: tracing_mark_write: rtlab T3 sample 1 latency 2 deadline 3",
+            "x-1 [001] ..... 1.000000: sched_switch: rtlab T3 sample 1 deadline 2 latency 3",
+        ] {
+            assert_eq!(marker(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn reads_the_kernel_line_format() {

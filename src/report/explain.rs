@@ -17,10 +17,11 @@ pub fn verdict(r: &TraceReport) -> String {
         return out;
     }
     out.push_str(&format!(
-        "  {} at or above, {} explained, {} not (several between two looks, the rate limit or trace.max_spikes)\n",
+        "  {} at or above, {} explained, {} not (overwritten before a read, more than {} in one read, or trace.max_spikes)\n",
         r.over_threshold,
         r.explanations.len(),
-        r.not_explained
+        r.not_explained,
+        crate::flight::MAX_PER_READ
     ));
     if !r.events_missing.is_empty() {
         out.push_str(&format!(

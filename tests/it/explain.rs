@@ -43,7 +43,7 @@ fn experiment(with_hog: bool) -> String {
         env!("CARGO_BIN_EXE_rtlab")
     );
     format!(
-        "main\n{{\n  trace.threshold 1 ms\n}}\n\
+        "main\n{{\n  trace.threshold 1 ms\n  spikes.threshold 1 ms\n}}\n\
          timer_thread[0]\n{{\n  cpu_affinity {cpu}\n  sched.policy FIFO\n  sched.priority 90\n  \
          lifetime.duration 3 s\n}}\n{}",
         if with_hog { hog } else { String::new() }
@@ -86,6 +86,66 @@ fn parts_add_up(r: &Value) {
             .map(|p| p["ns"].as_u64().unwrap())
             .sum();
         assert_eq!(sum, e["latency_ns"].as_u64().unwrap(), "{e}");
+    }
+    explained_wake_ups_are_the_timer_threads_own(r);
+}
+
+/// Each explained wake-up (its sample, deadline and latency, read back from
+/// the trace marker) is one the timer thread kept itself above the same
+/// threshold (`spikes.threshold`, an independent record), once; and every
+/// wake-up over the threshold is either explained or counted as not.
+fn explained_wake_ups_are_the_timer_threads_own(r: &Value) {
+    let trace = &r["trace"];
+    let key = |v: &Value| {
+        (
+            v["sample"].as_u64().unwrap(),
+            v["deadline_ns"].as_u64().unwrap(),
+            v["latency_ns"].as_u64().unwrap(),
+        )
+    };
+    let mut kept = std::collections::BTreeSet::new();
+    let mut total = 0;
+    for t in r["timers"].as_array().unwrap() {
+        let spikes = &t["spikes"];
+        assert_eq!(spikes["threshold_ns"], trace["threshold_ns"], "{spikes}");
+        total += spikes["over_threshold_total"].as_u64().unwrap();
+        let over = spikes["over_threshold"].as_array().unwrap();
+        assert_eq!(
+            over.len() as u64,
+            spikes["over_threshold_total"].as_u64().unwrap()
+        );
+        kept.extend(over.iter().map(|s| (t["index"].as_u64().unwrap(), key(s))));
+    }
+    assert_eq!(trace["over_threshold"].as_u64(), Some(total), "{trace}");
+    let explained = trace["explanations"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for e in explained {
+        let k = (e["timer"].as_u64().unwrap(), key(e));
+        assert!(kept.contains(&k), "explained {k:?}, not a kept wake-up");
+        assert!(seen.insert(k), "explained twice: {k:?}");
+    }
+    assert_eq!(
+        explained.len() as u64 + trace["not_explained"].as_u64().unwrap(),
+        total,
+        "{trace}"
+    );
+    // Each culprit's counts, recounted from the explanations by brute force.
+    for c in trace["culprits"].as_array().unwrap() {
+        let theirs = |e: &&Value| -> u64 {
+            e["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| {
+                    p["kind"] == c["kind"] && p["what"] == c["what"] && p["pid"] == c["pid"]
+                })
+                .map(|p| p["ns"].as_u64().unwrap())
+                .sum()
+        };
+        let took_part = explained.iter().filter(|e| theirs(e) > 0).count() as u64;
+        let total_ns: u64 = explained.iter().map(|e| theirs(&e)).sum();
+        assert_eq!(c["spikes"].as_u64(), Some(took_part), "{c}");
+        assert_eq!(c["total_ns"].as_u64(), Some(total_ns), "{c}");
     }
 }
 
@@ -275,7 +335,7 @@ fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
     // A SCHED_OTHER ping flood of 60 kB packets on the timer thread's CPU:
     // the loopback's receive softirq runs there, in the sender's context.
     let cfg = format!(
-        "main\n{{\n  trace.threshold 30 us\n  trace.max_spikes 200\n}}\n\
+        "main\n{{\n  trace.threshold 30 us\n  trace.max_spikes 200\n  spikes.threshold 30 us\n  spikes.max 100000\n}}\n\
          timer_thread[0]\n{{\n  cpu_affinity {cpu}\n  sched.policy FIFO\n  sched.priority 90\n  \
          lifetime.duration 4 s\n}}\n\
          program[0]\n{{\n  cmdline ping -f -q -s 60000 127.0.0.1\n  cpu_affinity {cpu}\n}}\n"
