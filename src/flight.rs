@@ -4,8 +4,9 @@
 //! late announces it (live counters) and marks it in the trace; the main
 //! thread then reads that CPU's buffer once and explains every marked
 //! wake-up still in it ([`crate::explain`]), from before its deadline to its
-//! wake-up. Bounded: at most 10 reads a second, each explaining at most
-//! [`MAX_PER_READ`], and `trace.max_spikes` a run; the rest are counted.
+//! wake-up. Bounded: at most 10 reads a second and no more than 5 % of the
+//! main thread's time in reads, each explaining at most [`MAX_PER_READ`],
+//! and `trace.max_spikes` a run; the rest are counted.
 
 use crate::explain::parse::Marker;
 use crate::explain::{TraceReport, analyze, parse, verdict};
@@ -34,6 +35,10 @@ pub const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// At most 10 buffer reads a second: announced wake-ups wait for the next
 /// read (the buffer keeps them meanwhile; those it overwrote are counted).
 const MIN_GAP: Duration = Duration::from_millis(100);
+/// And no more than 1/`READ_BUDGET` of the main thread's time in reads: the
+/// kernel formats a whole CPU buffer for each (tens of milliseconds for a
+/// full one), so the next read waits this many times the last one's length.
+const READ_BUDGET: u32 = 20;
 /// Most wake-ups explained from one read (the latest first; a flood is
 /// counted, not read).
 pub const MAX_PER_READ: usize = 10;
@@ -55,7 +60,8 @@ pub struct FlightRecorder {
     report: TraceReport,
     /// Per timer thread: its announced wake-ups, and how far they are read.
     threads: Vec<ThreadState>,
-    last_read: Option<Instant>,
+    /// No read before this (the rate limit and the time budget).
+    next_read: Option<Instant>,
     /// The trace-event JSON of each explained window, by file name.
     windows: Vec<(String, String)>,
 }
@@ -96,7 +102,7 @@ impl FlightRecorder {
             marker,
             spec: spec.clone(),
             threads: Vec::new(),
-            last_read: None,
+            next_read: None,
             windows: Vec::new(),
         })
     }
@@ -155,7 +161,7 @@ impl FlightRecorder {
     /// rate limit, reads the buffers they are in and explains them.
     pub fn look(&mut self, timers: &[TimerHandle]) {
         self.take_announced(timers);
-        let limited = self.last_read.is_some_and(|l| l.elapsed() < MIN_GAP);
+        let limited = self.next_read.is_some_and(|at| Instant::now() < at);
         if !limited {
             self.read_pending(timers);
         }
@@ -204,7 +210,7 @@ impl FlightRecorder {
         if by_cpu.is_empty() {
             return;
         }
-        self.last_read = Some(Instant::now());
+        let started = Instant::now();
         for (cpu, threads) in by_cpu {
             let room = self
                 .spec
@@ -213,10 +219,11 @@ impl FlightRecorder {
             let text = if room == 0 {
                 None
             } else {
-                self.instance
-                    .read_cpu(cpu, MAX_BUFFER_TEXT)
-                    .map_err(|e| self.note(format!("CPU {cpu}: {e}")))
-                    .ok()
+                self.report.reads += 1;
+                let read = Instant::now();
+                let text = self.instance.read_cpu(cpu, MAX_BUFFER_TEXT);
+                self.report.read_ns += read.elapsed().as_nanos() as u64;
+                text.map_err(|e| self.note(format!("CPU {cpu}: {e}"))).ok()
             };
             let buffer = text
                 .as_deref()
@@ -245,6 +252,8 @@ impl FlightRecorder {
                 }
             }
         }
+        let spent = started.elapsed();
+        self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));
     }
 
     fn note(&mut self, note: String) {

@@ -30,6 +30,13 @@ pub struct TraceReport {
     /// more than the most explained from one read, or `trace.max_spikes`
     /// reached.
     pub not_explained: u64,
+    /// Reads of a CPU's buffer (each explains the wake-ups marked there).
+    #[serde(default)]
+    pub reads: u64,
+    /// The time those reads took on the main thread (ns): the kernel
+    /// formats the whole buffer for each.
+    #[serde(default)]
+    pub read_ns: u64,
     /// The culprits over the explained wake-ups, most costly first.
     pub culprits: Vec<verdict::Culprit>,
     /// What else the reader should know (a window cut short...).

@@ -23,6 +23,13 @@ pub fn verdict(r: &TraceReport) -> String {
         r.not_explained,
         crate::flight::MAX_PER_READ
     ));
+    if r.reads > 0 {
+        out.push_str(&format!(
+            "  {} reads of the trace buffer, {:.1} ms of the main thread in all\n",
+            r.reads,
+            r.read_ns as f64 / 1e6
+        ));
+    }
     if !r.events_missing.is_empty() {
         out.push_str(&format!(
             "  not seen (this kernel lacks them): {}\n",

@@ -129,6 +129,12 @@ fn explained_wake_ups_are_the_timer_threads_own(r: &Value) {
         total,
         "{trace}"
     );
+    // Every explanation came from a read of the buffer, and the reads are
+    // reported.
+    if !explained.is_empty() {
+        assert!(trace["reads"].as_u64().unwrap() > 0, "{trace}");
+        assert!(trace["read_ns"].as_u64().unwrap() > 0, "{trace}");
+    }
     // Each culprit's counts, recounted from the explanations by brute force.
     for c in trace["culprits"].as_array().unwrap() {
         let theirs = |e: &&Value| -> u64 {
