@@ -132,7 +132,12 @@ def rtlab_round(exe, work, a, variant="rtlab"):
     out = os.path.join(work, "rtlab.json")
     r = run_tool([exe, "run", cfg, "--json", out, "--outdir", work], "rtlab-timer0", a.duration, a.interval)
     with open(out) as f:
-        t = json.load(f)["timers"][0]
+        doc = json.load(f)
+    t = doc["timers"][0]
+    trace = doc.get("trace") or {}
+    if variant == "rtlab+trace":
+        r["trace"] = {k: trace.get(k, 0) for k in ("over_threshold", "not_explained", "reads", "read_ns")}
+        r["trace"]["explained"] = len(trace.get("explanations", []))
     hist = {us: c for us, c in t["histogram_us"]}
     s = t["summary"]
     r.update(samples=s["samples"], median=percentile_from_hist(hist, 0.5),
@@ -253,6 +258,12 @@ def report(a, rows, rt_version, ct_version, partition_note):
     extras = [v for v in ("rtlab+trace", "rtlab+audit") if rows[v]]
     if rows["rtlab+trace"]:
         print(f"Flight recorder: trace.threshold {a.trace_threshold} us")
+        tot = {k: sum(r["trace"][k] for r in rows["rtlab+trace"])
+               for k in ("over_threshold", "explained", "not_explained", "reads", "read_ns")}
+        print(f"  over all its rounds: {tot['over_threshold']} wake-ups over the threshold, "
+              f"{tot['explained']} explained, {tot['not_explained']} not; {tot['reads']} buffer reads, "
+              f"{tot['read_ns'] / 1e6:.0f} ms in all "
+              f"({tot['read_ns'] / 1e6 / max(1, tot['reads']):.1f} ms each)")
     if rows["rtlab+audit"]:
         print(f"Audit: audit.cpus {a.cpu}")
     print()
