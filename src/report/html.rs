@@ -182,11 +182,16 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
     }
     let _ = writeln!(
         out,
-        "<p>{} wake-ups of {} µs or more, {} explained, {} not (rate limit or floods).</p>",
+        "<p>{} wake-ups of {} µs or more, {} explained, {} not (overwritten before a read, \
+         more than {} in one read, or <code>trace.max_spikes</code>); {} reads of the trace \
+         buffer, {:.1} ms of the main thread in all.</p>",
         r.over_threshold,
         us(r.threshold_ns),
         r.explanations.len(),
-        r.not_explained
+        r.not_explained,
+        crate::flight::MAX_PER_READ,
+        r.reads,
+        r.read_ns as f64 / 1e6
     );
     let head = ["culprit", "main cause of", "in", "total (µs)", "max (µs)"].map(String::from);
     let rows: Vec<Vec<String>> = r
