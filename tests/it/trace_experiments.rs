@@ -225,7 +225,7 @@ fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
     // The hog's row: time in the first run, none in the second.
     let line = out
         .lines()
-        .find(|l| l.starts_with("✗ task: rtlab "))
+        .find(|l| l.starts_with("✗ task: rtlab-hog "))
         .unwrap_or_else(|| panic!("no row of the hog: {out}"));
     assert!(line.trim_end().ends_with(" -"), "{line}");
     assert!(
