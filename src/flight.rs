@@ -212,11 +212,7 @@ impl FlightRecorder {
         }
         let started = Instant::now();
         for (cpu, threads) in by_cpu {
-            let room = self
-                .spec
-                .max_spikes
-                .saturating_sub(self.report.explanations.len());
-            let text = if room == 0 {
+            let text = if self.report.explanations.len() >= self.spec.max_spikes {
                 None
             } else {
                 self.report.reads += 1;
