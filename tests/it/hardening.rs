@@ -236,7 +236,35 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
         serde_json::json!({"change": "write", "path": path, "old": "pwned", "new": "precious"})
             .to_string()
     };
-    let cases: Vec<(u32, Vec<String>, &str)> = vec![
+    // The audit's attack: a v1 hierarchy's `release_agent` (with
+    // `notify_on_release`) and a machine-check `trigger`, beside files
+    // rtlab does write; at the top of every cgroup mount this machine has.
+    let mut runners: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() > 2 && f[2].starts_with("cgroup")).then(|| f[1].trim_start_matches('/'))
+        })
+        .flat_map(|m| {
+            [
+                format!("{m}/release_agent"),
+                format!("{m}/notify_on_release"),
+                format!("{m}/rt/notify_on_release"),
+            ]
+        })
+        .collect();
+    runners.push("sys/devices/system/machinecheck/machinecheck0/trigger".into());
+    let runner = |path: &str| {
+        serde_json::json!({"change": "write", "path": path,
+            "old": format!("/bin/touch {}", victim.path.display()), "new": ""})
+        .to_string()
+    };
+    let mut cases: Vec<(u32, Vec<String>, &str)> = runners
+        .iter()
+        .map(|p| (0o700, vec![runner(p)], "not a kernel knob"))
+        .collect();
+    cases.extend(vec![
         // A directory others can write: refused, whatever it holds.
         (0o777, vec![], "group or others"),
         // A path outside the kernel's knobs.
@@ -269,7 +297,7 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
             ],
             "not a change",
         ),
-    ];
+    ]);
     for (mode, changes, why) in cases {
         let work = tempfile::tempdir().unwrap();
         let jdir = work.path().join("journal");

@@ -1,0 +1,263 @@
+//! What a journal may name: the kernel files, cgroups, trace instances and
+//! mounts rtlab itself changes, by name. A journal is input like any other
+//! (anyone with root, or a bug, may have written it), and replaying it
+//! writes as root: every change is checked against these rules first, and
+//! one that fails refuses the whole journal.
+
+use super::Change;
+use crate::{SysRoot, paths};
+
+/// Cgroups rtlab makes, by their first component below a mount point:
+/// the partition's `rt` and `nrt`, and a run's `rtlab-PID` (with its CPU
+/// bandwidth groups inside).
+fn is_rtlab_cgroup_name(name: &str) -> bool {
+    name == "rt"
+        || name == "nrt"
+        || name.strip_prefix("rtlab-").is_some_and(|pid| {
+            !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// A path of a journal, relative to the system root (rtlab's system layer
+/// reads `/x` and `x` alike, and some changes are journalled with the `/`).
+pub(super) fn rel(p: &str) -> &str {
+    p.strip_prefix('/').unwrap_or(p)
+}
+
+/// A clean relative path: no `/` at either end, no empty, `.` or `..`
+/// component, no NUL, of a sane length.
+fn clean_path(p: &str) -> Result<(), String> {
+    if p.is_empty() || p.len() > 4096 || p.contains('\0') || p.starts_with('/') {
+        return Err(format!(
+            "path `{}` is not a relative kernel path",
+            p.escape_debug()
+        ));
+    }
+    if p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(format!(
+            "path `{}` has an empty, `.` or `..` component",
+            p.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// The components of cgroup path `p` below the cgroup mount point it lies
+/// in (empty for the mount point itself), or None outside every mount.
+fn cgroup_parts<'a>(p: &'a str, mounts: &[String]) -> Option<Vec<&'a str>> {
+    mounts.iter().find_map(|m| {
+        let rest = p.strip_prefix(m.as_str())?;
+        if rest.is_empty() {
+            Some(Vec::new())
+        } else {
+            Some(rest.strip_prefix('/')?.split('/').collect())
+        }
+    })
+}
+
+/// A cgroup rtlab made: its first component below a mount point is one of
+/// rtlab's names.
+fn is_rtlab_cgroup(p: &str, mounts: &[String]) -> bool {
+    cgroup_parts(p, mounts)
+        .is_some_and(|parts| parts.first().is_some_and(|c| is_rtlab_cgroup_name(c)))
+}
+
+/// The cgroup mount points of this machine, relative to the system root:
+/// what a journal's cgroup paths are checked against.
+pub fn cgroup_mounts(root: &SysRoot) -> Vec<String> {
+    crate::cgroup::mounts(root)
+        .into_iter()
+        .map(|m| m.path.trim_matches('/').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// Whether `path` is one of the kernel files rtlab writes and journals,
+/// named exactly: the three sysctls, IRQ affinities, the workqueue and
+/// writeback masks, machine-check polling intervals, cpufreq governors and
+/// cpuidle state switches. An allowlist of file names, never a directory
+/// prefix: a file such as machinecheckN/`trigger` or a cgroup's
+/// `release_agent` lies beside the knobs and makes root run a program.
+fn is_rtlab_knob(path: &str) -> bool {
+    if paths::SYSCTLS.contains(&path)
+        || path == paths::DEFAULT_SMP_AFFINITY
+        || path == paths::WORKQUEUE_CPUMASK
+        || path == paths::WRITEBACK_NUMA
+    {
+        return true;
+    }
+    let under = |dir: &str| {
+        path.strip_prefix(dir)
+            .and_then(|p| p.strip_prefix('/'))
+            .map(|p| p.split('/').collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let numbered = |s: &str, prefix: &str| {
+        s.strip_prefix(prefix).is_some_and(|n| {
+            !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    let name = |s: &str| !s.is_empty() && s.len() <= 64 && !s.starts_with('.');
+    match under(paths::IRQ_DIR).as_slice() {
+        [n, "smp_affinity_list" | "smp_affinity"] if numbered(n, "") => return true,
+        _ => {}
+    }
+    match under(paths::WORKQUEUE_DIR).as_slice() {
+        [wq, "cpumask"] if name(wq) => return true,
+        _ => {}
+    }
+    match under(paths::MACHINECHECK_DIR).as_slice() {
+        [mc, "check_interval"] if numbered(mc, "machinecheck") => return true,
+        _ => {}
+    }
+    match under(paths::CPUFREQ_DIR).as_slice() {
+        [policy, "scaling_governor"] if numbered(policy, "policy") => return true,
+        _ => {}
+    }
+    matches!(under(paths::CPU_DIR).as_slice(),
+        [cpu, "cpuidle", state, "disable"] if numbered(cpu, "cpu") && numbered(state, "state"))
+}
+
+/// The cgroup files rtlab writes through the journal: the root cpuset's
+/// load balancing (cgroup v1, with or without the `cpuset.` prefix), at the
+/// top of a hierarchy; nothing else there (`release_agent`,
+/// `notify_on_release`, `cgroup.procs` are never rtlab's to write back).
+fn is_rtlab_cgroup_knob(path: &str, mounts: &[String]) -> bool {
+    cgroup_parts(path, mounts).is_some_and(|parts| {
+        matches!(
+            parts.as_slice(),
+            ["cpuset.sched_load_balance" | "sched_load_balance"]
+        )
+    })
+}
+
+/// Whether `change` stays within the kernel interfaces rtlab changes:
+/// sysctl (`proc/sys`), IRQ (`proc/irq`) and `sys` knobs, rtlab's own
+/// cgroups; tasks and processes only within cgroups rtlab made.
+pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
+    let tasks_file = |f: &str| {
+        if f == "tasks" || f == "cgroup.procs" {
+            Ok(())
+        } else {
+            Err(format!("`{}` is not a cgroup tasks file", f.escape_debug()))
+        }
+    };
+    let rtlab_cgroup = |p: &str| {
+        let p = rel(p);
+        clean_path(p)?;
+        if is_rtlab_cgroup(p, mounts) {
+            Ok(())
+        } else {
+            Err(format!("`{p}` is not a cgroup rtlab makes"))
+        }
+    };
+    match change {
+        Change::Write { path, .. } => {
+            let path = rel(path);
+            clean_path(path)?;
+            if is_rtlab_knob(path) || is_rtlab_cgroup_knob(path, mounts) {
+                Ok(())
+            } else {
+                Err(format!("`{path}` is not a kernel knob rtlab changes"))
+            }
+        }
+        Change::Mkdir {
+            path,
+            tasks_file: f,
+        } => {
+            rtlab_cgroup(path)?;
+            tasks_file(f)
+        }
+        Change::MoveTasks {
+            from,
+            to,
+            tasks_file: f,
+            tasks,
+        } => {
+            let from = rel(from);
+            clean_path(from)?;
+            if cgroup_parts(from, mounts).is_none() {
+                return Err(format!("`{from}` is not a cgroup"));
+            }
+            rtlab_cgroup(to)?;
+            tasks_file(f)?;
+            if let Some(t) = tasks
+                .iter()
+                .find(|t| t.tid <= 0 || rtlab_core::cpulist::parse(&t.cpus).is_err())
+            {
+                return Err(format!(
+                    "task {} with CPUs `{}` is not a task",
+                    t.tid,
+                    t.cpus.escape_debug()
+                ));
+            }
+            Ok(())
+        }
+        Change::EnableController { path, controller } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let dir = path
+                .strip_suffix("/cgroup.subtree_control")
+                .ok_or_else(|| format!("`{path}` is not a cgroup.subtree_control"))?;
+            if cgroup_parts(dir, mounts).is_none() {
+                return Err(format!("`{path}` is not in the cgroup tree"));
+            }
+            if controller == "cpuset" || controller == "cpu" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "controller `{}` is not one rtlab enables",
+                    controller.escape_debug()
+                ))
+            }
+        }
+        Change::TrackingCgroup { path } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let last = path.rsplit('/').next().unwrap_or_default();
+            if cgroup_parts(path, mounts).is_some_and(|p| p.len() == 1)
+                && last.starts_with("rtlab-")
+                && is_rtlab_cgroup_name(last)
+            {
+                Ok(())
+            } else {
+                Err(format!("`{path}` is not a run's tracking cgroup"))
+            }
+        }
+        Change::Sched { tid, .. } => {
+            if *tid > 0 {
+                Ok(())
+            } else {
+                Err(format!("thread {tid} is not a thread"))
+            }
+        }
+        Change::TraceInstance { path } => {
+            let path = rel(path);
+            clean_path(path)?;
+            let name = crate::paths::TRACEFS_MOUNTS
+                .iter()
+                .find_map(|m| path.strip_prefix(&format!("{m}/instances/")));
+            let pid = name.and_then(|n| n.strip_prefix("rtlab-")).map(|n| {
+                crate::trace::INSTANCE_SUFFIXES
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .find_map(|s| n.strip_suffix(s))
+                    .unwrap_or(n)
+            });
+            match pid {
+                Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+                _ => Err(format!("`{path}` is not a trace instance rtlab makes")),
+            }
+        }
+        Change::MountTracefs { path } => {
+            if rel(path) == crate::paths::TRACEFS {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{}` is not where rtlab mounts tracefs",
+                    path.escape_debug()
+                ))
+            }
+        }
+    }
+}
