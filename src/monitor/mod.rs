@@ -2,8 +2,10 @@
 //! exported for Prometheus (an HTTP `/metrics` endpoint, and/or a
 //! node_exporter textfile written whole every refresh) and its histogram
 //! kept on disk window by window. The run's main thread refreshes one
-//! [`metrics::Metrics`]; the HTTP server's thread only encodes it.
+//! [`metrics::Metrics`]; the endpoint's thread ([`endpoint`]) only encodes
+//! it, once per refresh, whatever the number of scrapes.
 
+pub mod endpoint;
 pub mod metrics;
 pub mod windows;
 
@@ -12,6 +14,7 @@ use metrics::{Metrics, Shared};
 use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,25 +51,37 @@ pub enum MonitorError {
 pub struct Exporter {
     shared: Shared,
     registry: Arc<Registry>,
-    server: Option<(Arc<tiny_http::Server>, std::thread::JoinHandle<()>)>,
+    generation: Arc<AtomicU64>,
+    endpoint: Option<endpoint::Endpoint>,
+    /// What of the endpoint's health was already said.
+    told: endpoint::Health,
     textfile: Option<PathBuf>,
     windows: Option<windows::WindowWriter>,
-    /// Problems met while exporting (a textfile that could not be written),
-    /// the first few.
+    /// Problems met while exporting (a textfile that could not be written,
+    /// an endpoint that died), the first few.
     pub warnings: Vec<String>,
 }
-
-/// The content type of the endpoint: the OpenMetrics text that
-/// `prometheus-client` writes.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 impl Exporter {
     /// Starts the endpoint and makes the output files.
     pub fn start(spec: &MonitorSpec, first: Metrics) -> Result<Exporter, MonitorError> {
         let shared: Shared = Arc::new(Mutex::new(first));
         let registry = Arc::new(metrics::registry(shared.clone()));
-        let server = match spec.listen {
-            Some(addr) => Some(serve(addr, registry.clone())?),
+        let generation = Arc::new(AtomicU64::new(0));
+        let endpoint = match spec.listen {
+            Some(addr) => Some(
+                endpoint::Endpoint::start(
+                    addr,
+                    endpoint::Source {
+                        registry: registry.clone(),
+                        generation: generation.clone(),
+                    },
+                )
+                .map_err(|e| MonitorError::Listen {
+                    addr,
+                    why: e.to_string(),
+                })?,
+            ),
             None => None,
         };
         let windows = match &spec.windows_file {
@@ -76,7 +91,9 @@ impl Exporter {
         Ok(Exporter {
             shared,
             registry,
-            server,
+            generation,
+            endpoint,
+            told: endpoint::Health::default(),
             textfile: spec.textfile.clone(),
             windows,
             warnings: Vec::new(),
@@ -85,9 +102,7 @@ impl Exporter {
 
     /// The address the endpoint listens on.
     pub fn listening(&self) -> Option<SocketAddr> {
-        self.server
-            .as_ref()
-            .and_then(|(s, _)| s.server_addr().to_ip())
+        self.endpoint.as_ref().map(endpoint::Endpoint::addr)
     }
 
     /// Publishes fresh figures: to the endpoint, the textfile and, when a
@@ -101,6 +116,7 @@ impl Exporter {
         if let Ok(mut s) = self.shared.lock() {
             *s = m;
         }
+        self.generation.fetch_add(1, Ordering::Relaxed);
         if let Some(path) = &self.textfile {
             let text = prometheus_text(&metrics::encode(&self.registry));
             if let Err(e) = outfile::write_whole(path, text.as_bytes()) {
@@ -110,71 +126,61 @@ impl Exporter {
         }
     }
 
+    /// What went wrong with the endpoint since the last call, as messages
+    /// (each said once): a death, descriptors run out.
+    pub fn endpoint_news(&mut self) -> Vec<String> {
+        let Some(e) = &self.endpoint else {
+            return Vec::new();
+        };
+        let now = e.health();
+        let mut news = Vec::new();
+        if let (Some(why), None) = (&now.died, &self.told.died) {
+            news.push(format!(
+                "the metrics endpoint http://{}/metrics is gone ({why}): Prometheus sees the target down; the run goes on and its results are written",
+                e.addr()
+            ));
+        }
+        if now.out_of_descriptors > 0 && self.told.out_of_descriptors == 0 {
+            news.push(format!(
+                "the metrics endpoint ran out of file descriptors (EMFILE) and closed its oldest connections to go on; raise `ulimit -n` (it holds at most {} connections)",
+                endpoint::MAX_CONNECTIONS
+            ));
+        }
+        self.told = now;
+        for n in &news {
+            self.warn(n.clone());
+        }
+        news
+    }
+
     fn warn(&mut self, msg: String) {
         if self.warnings.len() < 5 && !self.warnings.contains(&msg) {
             self.warnings.push(msg);
         }
     }
 
-    /// Stops the endpoint; the windows file gets the last, partial window.
+    /// Stops the endpoint (never waiting on a client); the windows file
+    /// gets the last, partial window.
     pub fn finish(mut self) -> Vec<String> {
         if let Some(w) = self.windows.take()
             && let Err(e) = w.finish()
         {
             self.warn(e.with_hint());
         }
-        if let Some((server, thread)) = self.server.take() {
-            server.unblock();
-            let _ = thread.join();
+        self.endpoint_news();
+        let told = self.told.out_of_descriptors;
+        if told > 1 {
+            self.warn(format!(
+                "the metrics endpoint could not accept {told} connections for want of file descriptors"
+            ));
+        }
+        if let Some(e) = self.endpoint.take()
+            && let Some(late) = e.stop()
+        {
+            self.warn(late);
         }
         std::mem::take(&mut self.warnings)
     }
-}
-
-impl Drop for Exporter {
-    /// A run that ends without `finish` (an error while arming) closes the
-    /// endpoint too.
-    fn drop(&mut self) {
-        if let Some((server, _)) = self.server.take() {
-            server.unblock();
-        }
-    }
-}
-
-/// Serves `/metrics` on `addr` from a thread of its own.
-fn serve(
-    addr: SocketAddr,
-    registry: Arc<Registry>,
-) -> Result<(Arc<tiny_http::Server>, std::thread::JoinHandle<()>), MonitorError> {
-    let server = tiny_http::Server::http(addr).map_err(|e| MonitorError::Listen {
-        addr,
-        why: e.to_string(),
-    })?;
-    let server = Arc::new(server);
-    let serving = server.clone();
-    let thread = std::thread::Builder::new()
-        .name("rtlab-metrics".into())
-        .spawn(move || {
-            for request in serving.incoming_requests() {
-                let response =
-                    if request.url() == "/metrics" && *request.method() == tiny_http::Method::Get {
-                        let body = tiny_http::Response::from_string(metrics::encode(&registry));
-                        match tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE) {
-                            Ok(header) => body.with_header(header),
-                            Err(()) => body,
-                        }
-                    } else {
-                        tiny_http::Response::from_string("rtlab: the metrics are at /metrics\n")
-                            .with_status_code(404)
-                    };
-                let _ = request.respond(response);
-            }
-        })
-        .map_err(|e| MonitorError::Listen {
-            addr,
-            why: e.to_string(),
-        })?;
-    Ok((server, thread))
 }
 
 /// OpenMetrics text made readable by the Prometheus text parser (what the

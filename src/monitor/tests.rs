@@ -172,3 +172,80 @@ fn every_metric_the_shipped_rules_and_dashboard_use_exists() {
         assert!(seen > 3, "{file}");
     }
 }
+
+#[test]
+fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
+    let spec = MonitorSpec {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        textfile: None,
+        windows_file: None,
+        window: Duration::from_secs(60),
+    };
+    let mut x = Exporter::start(&spec, sample()).unwrap();
+    assert!(x.endpoint_news().is_empty());
+    x.endpoint
+        .as_ref()
+        .unwrap()
+        .mark_dead("waiting for clients failed: EBADF");
+    let news = x.endpoint_news();
+    assert_eq!(news.len(), 1, "{news:?}");
+    assert!(
+        news[0].contains("is gone (waiting for clients failed: EBADF)"),
+        "{news:?}"
+    );
+    assert!(x.endpoint_news().is_empty(), "said twice");
+    let warnings = x.finish();
+    assert!(
+        warnings.iter().any(|w| w.contains("is gone")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn the_endpoint_stops_at_once_with_a_client_that_never_reads() {
+    use std::io::Write;
+    let spec = MonitorSpec {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        textfile: None,
+        windows_file: None,
+        window: Duration::from_secs(60),
+    };
+    let x = Exporter::start(&spec, sample()).unwrap();
+    let addr = x.listening().unwrap();
+    let mut hog = std::net::TcpStream::connect(addr).unwrap();
+    hog.set_nonblocking(true).unwrap();
+    for _ in 0..20_000 {
+        if hog
+            .write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .is_err()
+        {
+            break;
+        }
+    }
+    // The thread is joined, not left behind: no "did not close" warning.
+    let warnings = x.finish();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn the_shipped_unit_takes_a_stop_as_a_success() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/contrib/systemd/rtlab-monitor.service"
+    ))
+    .unwrap();
+    let key = |k: &str| {
+        unit.lines()
+            .filter_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .flat_map(str::split_whitespace)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key("KillSignal"), ["SIGTERM"]);
+    let stopped = rtlab_core::exit::signal(crate::sys::consts::SIGTERM).to_string();
+    assert!(key("SuccessExitStatus").contains(&stopped), "{unit}");
+    // Documentation names what an installed machine has, not a web page.
+    for doc in key("Documentation") {
+        assert!(doc.starts_with("file:///") || doc.starts_with("man:"), "{doc}");
+    }
+}

@@ -62,8 +62,9 @@ impl Exporting {
         self.exporter.finish()
     }
 
-    /// Publishes the run's figures now.
-    pub(super) fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) {
+    /// Publishes the run's figures now. Gives what went wrong with the
+    /// endpoint since the last refresh (each problem once).
+    pub(super) fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) -> Vec<String> {
         self.recent
             .resize(armed.timers.handles.len(), Default::default());
         let now = Instant::now();
@@ -101,6 +102,7 @@ impl Exporting {
             partitions: self.partitions.clone(),
             tuning_changes,
         });
+        self.exporter.endpoint_news()
     }
 }
 

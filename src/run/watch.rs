@@ -114,6 +114,8 @@ pub(super) struct Watch {
     pub(super) load: LoadSampler,
     period: Duration,
     run_start: Instant,
+    /// What the live view keeps saying of the endpoint once it failed.
+    endpoint_note: Option<String>,
 }
 
 impl Watch {
@@ -129,6 +131,7 @@ impl Watch {
             load: LoadSampler::new(&opts.root, run_start),
             period: Duration::from_nanos(plan.main.stats_period_ns),
             run_start,
+            endpoint_note: None,
         }
     }
 
@@ -182,9 +185,16 @@ impl Watch {
     pub(super) fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
         self.load.sample(root);
         if let Some(x) = self.exporter.as_mut() {
-            x.refresh(armed, self.load.last.as_ref());
+            for news in x.refresh(armed, self.load.last.as_ref()) {
+                crate::messages::warn(&news);
+                self.endpoint_note = Some(format!("warning: {news}"));
+            }
         }
-        let note = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
+        let cause = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
+        let note = match (cause, &self.endpoint_note) {
+            (Some(c), Some(e)) => Some(format!("{c}\n{e}")),
+            (c, e) => c.or_else(|| e.clone()),
+        };
         self.view.show(
             &rows(&armed.timers.handles),
             self.load.last.as_ref(),

@@ -19,7 +19,7 @@ use std::time::Duration;
 /// discovery takes about 5 s to start scraping) sees it grow.
 const SAMPLES: u64 = 20_000;
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -28,7 +28,7 @@ fn free_port() -> u16 {
 }
 
 /// GET http://127.0.0.1:PORT/PATH, the body (None when it fails).
-fn http_get(port: u16, path: &str) -> Option<String> {
+pub fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -299,7 +299,7 @@ fn the_shipped_prometheus_files_pass_promtool() {
 }
 
 /// Resident memory of `pid` (KiB), from `/proc/PID/status`.
-fn rss_kib(pid: u32) -> Option<u64> {
+pub fn rss_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
         .lines()

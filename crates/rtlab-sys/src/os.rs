@@ -442,3 +442,65 @@ mod tests {
         assert!(set_affinity(0, &[100_000]).is_err());
     }
 }
+
+/// What [`poll`] is to wait for on one descriptor.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait<'a> {
+    /// The descriptor.
+    pub fd: std::os::fd::BorrowedFd<'a>,
+    /// Wait until it can be read (or accepted on).
+    pub read: bool,
+    /// Wait until it can be written.
+    pub write: bool,
+}
+
+/// What [`poll`] found on one descriptor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ready {
+    /// It can be read (or accepted on), or the peer closed it.
+    pub read: bool,
+    /// It can be written.
+    pub write: bool,
+    /// An error or a hang-up: the next read or write says which.
+    pub broken: bool,
+}
+
+/// Waits until one of `waits` is ready or `timeout` passes (`poll(2)`,
+/// `ppoll` where the kernel has it). Gives one [`Ready`] per wait, in
+/// order; an interrupted wait (EINTR) is an empty answer, not an error.
+pub fn poll(waits: &[Wait<'_>], timeout: std::time::Duration) -> io::Result<Vec<Ready>> {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds: Vec<PollFd<'_>> = waits
+        .iter()
+        .map(|w| {
+            let mut flags = PollFlags::empty();
+            if w.read {
+                flags |= PollFlags::IN;
+            }
+            if w.write {
+                flags |= PollFlags::OUT;
+            }
+            PollFd::from_borrowed_fd(w.fd, flags)
+        })
+        .collect();
+    let timeout = rustix::event::Timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(_) => {}
+        Err(rustix::io::Errno::INTR) => return Ok(vec![Ready::default(); waits.len()]),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(fds
+        .iter()
+        .map(|f| {
+            let r = f.revents();
+            Ready {
+                read: r.intersects(PollFlags::IN | PollFlags::HUP),
+                write: r.contains(PollFlags::OUT),
+                broken: r.intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL),
+            }
+        })
+        .collect())
+}
