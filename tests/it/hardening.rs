@@ -172,6 +172,74 @@ fn a_link_in_a_directory_of_another_user_is_not_followed() {
     }
 }
 
+/// Sets `fs.protected_hardlinks`, giving the value it had.
+fn protected_hardlinks(value: &str) -> String {
+    let path = "/proc/sys/fs/protected_hardlinks";
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    std::fs::write(path, value).unwrap();
+    old.trim().to_string()
+}
+
+#[test]
+fn a_hard_link_to_roots_link_is_not_followed() {
+    // Changes a sysctl for a moment: alone.
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "a_hard_link_to_roots_link_is_not_followed";
+    if !is_root() {
+        path_taken(TEST, "not root; skipped");
+        return;
+    }
+    path_taken(
+        TEST,
+        "root: with fs.protected_hardlinks=0, uid 65534 hard-links a root-owned link to the victim's directory into its own directory",
+    );
+    let work = tempfile::tempdir().unwrap();
+    chmod(work.path(), 0o755);
+    std::fs::write(work.path().join("exp.cfg"), EXPERIMENT).unwrap();
+    seed_result(work.path());
+    let victim = Victim::new();
+    let victim_dir = victim.path.parent().unwrap().to_path_buf();
+    // Root's own link, as `/var/run` is, in root's own directory.
+    let roots = work.path().join("roots");
+    std::fs::create_dir(&roots).unwrap();
+    chmod(&roots, 0o755);
+    std::os::unix::fs::symlink(&victim_dir, roots.join("run")).unwrap();
+    let theirs = work.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    let old = protected_hardlinks("0");
+    let linked = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "ln",
+            "-P",
+        ])
+        .arg(roots.join("run"))
+        .arg(theirs.join("results"))
+        .output();
+    protected_hardlinks(&old);
+    let linked = linked.unwrap();
+    assert!(linked.status.success(), "{}", text(&linked));
+    for args in [
+        vec!["run", "exp.cfg", "--outdir", "theirs/results"],
+        vec!["run", "exp.cfg", "--json", "theirs/results/precious"],
+        vec!["plot", "seed.json", "-o", "theirs/results/precious.svg"],
+    ] {
+        let o = rtlab(work.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("others can write"), "{args:?}: {err}");
+        assert!(victim.untouched());
+        assert_eq!(
+            std::fs::read_dir(&victim_dir).unwrap().count(),
+            1,
+            "{args:?} wrote there"
+        );
+    }
+}
+
 #[test]
 fn outputs_are_written_whole_and_replace_the_callers_own_files() {
     let _machine = crate::fixtures::machine_shared();
@@ -589,6 +657,65 @@ fn pathological_files_are_answered_in_bounded_time_and_memory() {
         );
         slowest = slowest.max((took, name));
     }
+    // Windows files as the audit crafted them (smaller): read whole, one
+    // window (`@1`), or refused at their line, all within the same bounds.
+    let head = "{\"schema\":\"rtlab-windows/1\",\"bounds_ns\":[2000]}\n";
+    let line = "{\"start\":\"2026-11-22T05:00:00Z\",\"seconds\":1.0,\"thread\":\"T0\",\"cpu\":0,\"samples\":1,\"max_ns\":1500,\"counts\":[1,0]}\n";
+    let windows: Vec<(&str, String, &str, i32)> = vec![
+        (
+            "many.jsonl",
+            format!("{head}{}", fill(line, 3 * mb)),
+            "many.jsonl",
+            0,
+        ),
+        ("many.jsonl", String::new(), "many.jsonl@1", 0),
+        (
+            "longline.jsonl",
+            format!("{head}{{\"start\":\"{}\"}}\n", fill("x", 3 * mb)),
+            "longline.jsonl",
+            2,
+        ),
+        (
+            "threads.jsonl",
+            format!(
+                "{head}{}",
+                (0..2000)
+                    .map(|i| line.replace("\"T0\"", &format!("\"T{i}\"")))
+                    .collect::<String>()
+            ),
+            "threads.jsonl",
+            2,
+        ),
+        (
+            "counts.jsonl",
+            format!(
+                "{{\"schema\":\"rtlab-windows/1\",\"bounds_ns\":[{}]}}\n{line}",
+                (1..200_000)
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            "counts.jsonl",
+            2,
+        ),
+        (
+            "spaced.jsonl",
+            format!(
+                "{{\"schema\": \"rtlab-windows/1\", \"bounds_ns\": [2000]}}\n{}",
+                line.repeat(1000)
+            ),
+            "spaced.jsonl",
+            0,
+        ),
+    ];
+    for (name, body, arg, code) in &windows {
+        if !body.is_empty() {
+            std::fs::write(d.join(name), body).unwrap();
+        }
+        let (o, took) = bounded(d, &["compare", arg]);
+        assert_eq!(o.status.code(), Some(*code), "{arg}: {}", text(&o));
+        slowest = slowest.max((took, arg));
+    }
     // A device that never ends is refused unread; a file past the size
     // limit is refused before it is read (a sparse file: no disk used).
     let (o, took) = bounded(d, &["compare", "/dev/zero"]);
@@ -603,10 +730,55 @@ fn pathological_files_are_answered_in_bounded_time_and_memory() {
     path_taken(
         TEST,
         &format!(
-            "{} files, each refused within {ADDRESS_SPACE_KIB} KiB of address space; slowest {} in {:.2?} (debug build)",
-            files.len() + results.len() + 1,
+            "{} files, each refused or read within {ADDRESS_SPACE_KIB} KiB of address space; slowest {} in {:.2?} (debug build)",
+            files.len() + results.len() + windows.len() + 1,
             slowest.1,
             slowest.0
         ),
     );
+}
+
+#[test]
+fn an_outdir_on_a_pseudo_filesystem_is_refused_before_the_run() {
+    let _machine = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("exp.cfg"), EXPERIMENT).unwrap();
+    let kinds = ["proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs"];
+    let mounts: Vec<(String, String)> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() > 2 && kinds.contains(&f[2])).then(|| (f[1].to_string(), f[2].to_string()))
+        })
+        .collect();
+    let mut dirs: Vec<(String, String)> = mounts
+        .iter()
+        .map(|(m, k)| (format!("{m}/rtlab-outdir-test"), k.clone()))
+        .collect();
+    dirs.push(("/proc/self/rtlab-outdir-test".into(), "proc".into()));
+    let instances: Vec<(String, String)> = mounts
+        .iter()
+        .filter(|(_, k)| k == "tracefs")
+        .map(|(m, k)| (format!("{m}/instances/rtlab-outdir-test"), k.clone()))
+        .collect();
+    dirs.extend(instances);
+    path_taken(
+        "an_outdir_on_a_pseudo_filesystem_is_refused_before_the_run",
+        &format!(
+            "{} directories on {:?}",
+            dirs.len(),
+            mounts
+                .iter()
+                .map(|m| &m.1)
+                .collect::<std::collections::BTreeSet<_>>()
+        ),
+    );
+    for (dir, kind) in dirs {
+        let o = rtlab(work.path(), &["run", "exp.cfg", "--outdir", &dir]);
+        assert_eq!(o.status.code(), Some(2), "{dir}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("is on {kind}")), "{dir}: {err}");
+        assert!(!Path::new(&dir).exists(), "{dir} was made");
+    }
 }

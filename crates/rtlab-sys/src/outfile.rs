@@ -76,6 +76,75 @@ fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == euid()
 }
 
+/// Filesystems whose files are the kernel's interfaces, not storage, by
+/// their `statfs` magic: a result written there makes cgroups or trace
+/// instances, or is lost.
+const PSEUDO_FILESYSTEMS: [(i64, &str); 17] = [
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x7472_6163, "tracefs"),
+    (0x6462_6720, "debugfs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6165_676c, "pstore"),
+    (0x6265_6570, "configfs"),
+    (0x1cd1, "devpts"),
+    (0xde5e_81e4, "efivarfs"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x4341_5d53, "smackfs"),
+    (0x6573_5543, "fusectl"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x1980_0202, "mqueue"),
+];
+
+/// Refuses a directory on a pseudo-filesystem (see [`PSEUDO_FILESYSTEMS`]).
+fn check_filesystem(fd: &OwnedFd, dir: &Path) -> Result<(), OutputError> {
+    let st = rustix::fs::fstatfs(fd).map_err(|e| OutputError::io(dir, "cannot look at it", e))?;
+    #[allow(clippy::unnecessary_cast)] // f_type is i32 on some targets
+    let magic = st.f_type as i64 & 0xffff_ffff;
+    match PSEUDO_FILESYSTEMS.iter().find(|(m, _)| *m == magic) {
+        Some((_, name)) => Err(OutputError::new(
+            dir,
+            format!("is on {name}, a kernel interface, not storage"),
+            "write results to a directory on a disk or tmpfs",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a symbolic link (`link`) found in directory `parent` may be
+/// followed: it belongs to root or the caller and, when others may write
+/// the directory (its owner is neither, or it is group- or
+/// world-writable), it belongs to the directory's owner and has one name.
+/// `fs.protected_symlinks` alone would follow root's `/var/run` hard-linked
+/// by another user into their own directory.
+fn link_trusted(link: &rustix::fs::Stat, parent: &rustix::fs::Stat) -> Result<(), String> {
+    if !trusted_owner(link.st_uid) {
+        return Err(format!(
+            "is a symbolic link owned by uid {}, neither root nor you",
+            link.st_uid
+        ));
+    }
+    let others_write = !trusted_owner(parent.st_uid)
+        || parent.st_mode & 0o002 != 0
+        || (parent.st_mode & 0o020 != 0 && parent.st_gid != 0);
+    if others_write && link.st_uid != parent.st_uid {
+        return Err(format!(
+            "is a symbolic link of uid {} in a directory of uid {} that others can write",
+            link.st_uid, parent.st_uid
+        ));
+    }
+    if others_write && link.st_nlink > 1 {
+        return Err(format!(
+            "is a symbolic link with {} names in a directory others can write (a hard link to someone's link)",
+            link.st_nlink
+        ));
+    }
+    Ok(())
+}
+
 /// Opens directory `dir` component by component (see the module comment).
 /// With `create`, missing directories are made (mode 0755 less the umask);
 /// without it a missing directory is an error, or `Ok(None)` when
@@ -118,6 +187,7 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                     ));
                 }
                 just_made = true;
+                check_filesystem(&fd, dir)?;
                 match rustix::fs::mkdirat(&fd, &name, Mode::from_raw_mode(0o755)) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(OutputError::io(dir, "cannot make the directory", e)),
@@ -125,7 +195,10 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                 todo.push_front(name);
                 continue;
             }
-            Err(Errno::NOENT) if missing_ok => return Ok(None),
+            Err(Errno::NOENT) if missing_ok => {
+                check_filesystem(&fd, dir)?;
+                return Ok(None);
+            }
             Err(Errno::NOENT) => {
                 return Err(OutputError::new(
                     dir,
@@ -150,14 +223,12 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                 })?;
             }
             FileType::Symlink => {
-                if !trusted_owner(st.st_uid) {
+                let parent = rustix::fs::fstat(&fd)
+                    .map_err(|e| OutputError::io(dir, "cannot look at a directory", e))?;
+                if let Err(why) = link_trusted(&st, &parent) {
                     return Err(OutputError::new(
                         dir,
-                        format!(
-                            "`{}` is a symbolic link owned by uid {}, neither root nor you",
-                            name.to_string_lossy(),
-                            st.st_uid
-                        ),
+                        format!("`{}` {why}", name.to_string_lossy()),
                         LINK_HINT,
                     ));
                 }
@@ -193,6 +264,7 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
             }
         }
     }
+    check_filesystem(&fd, dir)?;
     Ok(Some(fd))
 }
 
@@ -558,5 +630,84 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "previous");
         s.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new output");
+    }
+
+    /// Mount points of this machine's pseudo-filesystems (proc at least).
+    fn pseudo_mounts() -> Vec<String> {
+        let kinds = ["proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs"];
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.len() > 2 && kinds.contains(&f[2])).then(|| f[1].to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn directories_on_pseudo_filesystems_are_refused_before_anything_is_made() {
+        let mounts = pseudo_mounts();
+        assert!(mounts.iter().any(|m| m == "/proc"), "{mounts:?}");
+        for m in &mounts {
+            let dir = Path::new(m).join("rtlab-outdir-test");
+            let e = check(&dir.join("out.txt"), true).unwrap_err();
+            assert!(e.problem.contains("kernel interface"), "{m}: {e}");
+            assert!(create_dirs(&dir).is_err(), "{m}");
+            assert!(!dir.exists(), "{m}: a directory was made");
+            assert!(write_whole(&Path::new(m).join("rtlab-test.txt"), b"x").is_err());
+        }
+        // /proc/self is on proc too, reached through its link.
+        assert!(check(Path::new("/proc/self/rtlab.json"), false).is_err());
+        // A tmpfs or disk directory is fine.
+        let dir = tempfile::tempdir().unwrap();
+        check(&dir.path().join("x/out.txt"), true).unwrap();
+    }
+
+    fn chown(path: &Path, uid: u32) {
+        std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    }
+
+    #[test]
+    fn a_link_is_followed_only_where_link_and_directory_trust_each_other() {
+        if euid() != 0 {
+            eprintln!("not root: other users' directories cannot be made; skipped");
+            return;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let victim = work.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let own = work.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        symlink(&victim, own.join("run")).unwrap();
+        // Root's own link in root's own directory: followed.
+        check(&own.join("run/out.txt"), false).unwrap();
+        // Hard-linked into another user's directory: refused.
+        let theirs = work.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        chown(&theirs, 65534);
+        std::fs::hard_link(own.join("run"), theirs.join("link")).unwrap();
+        let e = check(&theirs.join("link/out.txt"), false).unwrap_err();
+        assert!(e.problem.contains("others can write"), "{e}");
+        assert!(write_whole(&theirs.join("link/out.txt"), b"x").is_err());
+        // Into a sticky world-writable directory of root: refused for its
+        // second name, where a link root made there itself is followed.
+        let sticky = work.path().join("sticky");
+        std::fs::create_dir(&sticky).unwrap();
+        std::fs::set_permissions(
+            &sticky,
+            std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+        )
+        .unwrap();
+        std::fs::hard_link(own.join("run"), sticky.join("link")).unwrap();
+        let e = check(&sticky.join("link/out.txt"), false).unwrap_err();
+        assert!(e.problem.contains("names"), "{e}");
+        symlink(&victim, sticky.join("fresh")).unwrap();
+        check(&sticky.join("fresh/out.txt"), false).unwrap();
+        // Another user's link in their own directory: refused as before.
+        symlink(&victim, theirs.join("theirs")).unwrap();
+        chown(&theirs.join("theirs"), 65534);
+        assert!(check(&theirs.join("theirs/out.txt"), false).is_err());
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
     }
 }
