@@ -56,16 +56,34 @@ def results():
     }
 
 
+def windows():
+    """Windows files (`rtlab monitor --windows`) as the audit crafted them,
+    each under 64 MiB (the readers' file limit): read under a 256 MiB
+    address space, as the audit did (`ulimit -v 262144`)."""
+    head = '{"schema":"rtlab-windows/1","bounds_ns":[2000]}\n'
+    line = '{"start":"2026-11-22T05:00:00Z","seconds":1.0,"thread":"T0","cpu":0,"samples":1,"max_ns":1500,"counts":[1,0]}\n'
+    return {
+        "windows-many.jsonl": head + line * ((60 * MB) // len(line)),
+        "windows-longline.jsonl": head + '{"start":"' + fill("x", 60 * MB) + '"}\n',
+        "windows-threads.jsonl": head + "".join(
+            line.replace('"T0"', f'"T{i}"') for i in range(2000)
+        ),
+        "windows-counts.jsonl": '{"schema":"rtlab-windows/1","bounds_ns":[' + ",".join(
+            str(i) for i in range(1, 200_000)) + ']}\n' + line,
+        "windows-spaced.jsonl": '{"schema": "rtlab-windows/1", "bounds_ns": [2000]}\n' + line * 1000,
+    }
+
+
 def own_rss():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
 
 
-def run(binary, args, cwd):
+def run(binary, args, cwd, limit=4 << 30):
     start = time.monotonic()
     proc = subprocess.Popen(
         [binary] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
         env=dict(os.environ, RTLAB_JOURNAL_DIR=os.path.join(cwd, "journal")),
     )
     # A hang detector: the process is killed after TIMEOUT_S (exit -9).
@@ -87,9 +105,12 @@ EXPERIMENT_NAMES = ["garbage.cfg", "stanzas.cfg", "mains.cfg", "props.cfg", "cpu
 RESULT_NAMES = ["nested.json", "deep-rtlab.json", "columns.hist", "rows.hist", "tlines.hist",
                 "threads.json", "huge.hist"]
 
+WINDOWS_NAMES = ["windows-many.jsonl", "windows-longline.jsonl", "windows-threads.jsonl",
+                 "windows-counts.jsonl", "windows-spaced.jsonl"]
+
 
 def write_files(d):
-    for name, body in {**experiments(), **results()}.items():
+    for name, body in {**experiments(), **results(), **windows()}.items():
         with open(os.path.join(d, name), "w") as f:
             f.write(body)
 
@@ -112,6 +133,12 @@ def main():
         for name in RESULT_NAMES:
             rows.append((name, os.path.getsize(os.path.join(d, name)), *run(binary, ["compare", name], d)))
         rows.append(("/dev/zero", 0, *run(binary, ["compare", "/dev/zero"], d)))
+        # Windows files under 256 MiB of address space, whole and FILE@1.
+        for name in WINDOWS_NAMES:
+            size = os.path.getsize(os.path.join(d, name))
+            rows.append((name + " (AS 256M)", size, *run(binary, ["compare", name], d, 256 << 20)))
+        rows.append(("windows-many.jsonl@1 (AS 256M)", os.path.getsize(os.path.join(d, "windows-many.jsonl")),
+                     *run(binary, ["compare", "windows-many.jsonl@1"], d, 256 << 20)))
         # Baselines: a real experiment and a real result.
         rows.append(("examples/host2.cfg", os.path.getsize(os.path.join(root, "examples/host2.cfg")),
                      *run(binary, ["check", os.path.join(root, "examples/host2.cfg")], d)))

@@ -423,6 +423,12 @@ fn result_file_readers() {
             let bytes = mutate(seed.as_bytes(), &mutations);
             let lines = bytes.split(|&b| b == b'\n').count();
             guarded(&(name, &mutations), || {
+                if name.ends_with(".jsonl") {
+                    // FILE@N: one window of each thread.
+                    for n in [1, 2, 7] {
+                        let _ = rtlab::dataset::parse_window_bytes(&bytes, Path::new(name), n);
+                    }
+                }
                 match rtlab::dataset::parse_bytes(&bytes, Path::new(name)) {
                     Ok(run) => {
                         // What was read must render.

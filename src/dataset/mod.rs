@@ -581,19 +581,10 @@ fn default_label(path: &Path) -> String {
 pub fn load(path: &Path) -> Result<Run, LoadError> {
     if let Some((file, n)) = window_of(path) {
         return match read_bounded(&file) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                if !windows::looks_like(&text) {
-                    return Err(ParseError::new(
-                        1,
-                        1,
-                        "not a windows file: `@N` picks a window of `rtlab monitor --windows`",
-                        "name a windows file, or the whole file without `@N`",
-                    )
-                    .located(path));
-                }
-                windows::parse(&text, &file, Some(n)).map_err(|e| e.located(path))
-            }
+            Ok(bytes) => parse_window_bytes(&bytes, &file, n).map_err(|mut e| {
+                e.path = path.display().to_string();
+                e
+            }),
             Err(e) => Err(e.located(path)),
         };
     }
@@ -601,6 +592,22 @@ pub fn load(path: &Path) -> Result<Run, LoadError> {
         Ok(bytes) => parse_bytes(&bytes, path),
         Err(e) => Err(e.located(path)),
     }
+}
+
+/// The `n`-th window (from 1) of each thread of the windows file whose
+/// bytes are `bytes` (`FILE@N`).
+pub fn parse_window_bytes(bytes: &[u8], path: &Path, n: usize) -> Result<Run, LoadError> {
+    let text = String::from_utf8_lossy(bytes);
+    if !windows::looks_like(text.trim_start()) {
+        return Err(ParseError::new(
+            1,
+            1,
+            "not a windows file: `@N` picks a window of `rtlab monitor --windows`",
+            "name a windows file, or the whole file without `@N`",
+        )
+        .located(path));
+    }
+    windows::parse(text.trim_start(), path, Some(n)).map_err(|e| e.located(path))
 }
 
 /// `FILE@N` when FILE@N does not exist and FILE does: (FILE, N).

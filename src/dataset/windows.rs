@@ -3,10 +3,20 @@
 //! threads hold the summed bucket counts. Its percentiles are the upper
 //! bounds of the buckets they fall in (2, 5, 10, 20... µs): coarse, and
 //! said so; min, mean and deviation are not known.
+//!
+//! Read in one pass, each line typed as it comes (no JSON value tree), in
+//! memory bounded whatever the file: the sums are exact over every window,
+//! and each thread keeps at most [`MAX_COLUMNS`] windows for the long-term
+//! plot (past that, neighbours are merged in pairs: the plot's columns get
+//! wider, never wrong).
 
 use super::{Context, Details, Distribution, Format, ParseError, Run, Stats, Thread};
 use crate::monitor::windows::{self, Window};
+use std::collections::HashMap;
 use std::path::Path;
+
+/// Windows kept per thread for the long-term plot.
+pub const MAX_COLUMNS: usize = 2048;
 
 /// Seconds since the epoch of an RFC 3339 time (0 when it is not one).
 fn start_s(text: &str) -> f64 {
@@ -16,16 +26,138 @@ fn start_s(text: &str) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Whether `text` is a windows file (its first line names the schema).
+/// Whether `text` is a windows file: its first line parses as the header
+/// of the windows schema (however it is spaced).
 pub(super) fn looks_like(text: &str) -> bool {
-    text.lines()
-        .next()
-        .is_some_and(|l| l.contains(&format!("\"schema\":\"{}\"", windows::SCHEMA)))
+    windows::header(text).is_some()
 }
 
-/// Parses a windows file; `only` picks one window (1-based, per thread).
-pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run, ParseError> {
-    let file = windows::parse(text).map_err(|(line, message)| {
+/// One plot column: (from, to) in seconds since the thread's first
+/// window, counts per bucket, largest latency.
+type Column = (f64, f64, Vec<u64>, Option<u64>);
+
+/// One thread's windows, summed as they are read.
+struct Acc {
+    name: String,
+    cpu: Option<usize>,
+    /// Windows of this thread seen so far (taken or not).
+    seen: usize,
+    counts: Vec<u64>,
+    max_ns: Option<u64>,
+    seconds: f64,
+    origin: Option<f64>,
+    first_start: Option<String>,
+    columns: Vec<Column>,
+    /// Windows per column now, and the column being filled.
+    per_column: usize,
+    filling: Option<(Column, usize)>,
+}
+
+fn merge(a: &mut Column, b: &Column) {
+    a.0 = a.0.min(b.0);
+    a.1 = a.1.max(b.1);
+    for (x, y) in a.2.iter_mut().zip(&b.2) {
+        *x = x.saturating_add(*y);
+    }
+    a.3 = a.3.max(b.3);
+}
+
+impl Acc {
+    fn new(name: String, cpu: Option<usize>, buckets: usize) -> Acc {
+        Acc {
+            name,
+            cpu,
+            seen: 0,
+            counts: vec![0; buckets],
+            max_ns: None,
+            seconds: 0.0,
+            origin: None,
+            first_start: None,
+            columns: Vec::new(),
+            per_column: 1,
+            filling: None,
+        }
+    }
+
+    fn take(&mut self, w: Window) {
+        for (c, n) in self.counts.iter_mut().zip(&w.counts) {
+            *c = c.saturating_add(*n);
+        }
+        self.max_ns = self.max_ns.max(w.max_ns);
+        self.seconds += w.seconds.max(0.0);
+        let start = start_s(&w.start);
+        let origin = *self.origin.get_or_insert(start);
+        self.first_start.get_or_insert(w.start);
+        let from = start - origin;
+        let column = (from, from + w.seconds.max(0.0), w.counts, w.max_ns);
+        match self.filling.as_mut() {
+            Some((c, n)) => {
+                merge(c, &column);
+                *n += 1;
+            }
+            None => self.filling = Some((column, 1)),
+        }
+        if self
+            .filling
+            .as_ref()
+            .is_some_and(|f| f.1 >= self.per_column)
+        {
+            self.close_column();
+        }
+    }
+
+    fn close_column(&mut self) {
+        let Some((c, _)) = self.filling.take() else {
+            return;
+        };
+        self.columns.push(c);
+        if self.columns.len() >= MAX_COLUMNS {
+            // Halve: each pair of columns becomes one, and so do the next.
+            let old = std::mem::take(&mut self.columns);
+            for pair in old.chunks(2) {
+                let mut c = pair[0].clone();
+                if let Some(b) = pair.get(1) {
+                    merge(&mut c, b);
+                }
+                self.columns.push(c);
+            }
+            self.per_column *= 2;
+        }
+    }
+}
+
+/// Reads every window of `text` into per-thread sums; `only` takes the
+/// N-th window (1-based) of each thread alone.
+fn accumulate(
+    text: &str,
+    only: Option<usize>,
+) -> Result<(windows::Header, Vec<Acc>, usize, usize), ParseError> {
+    let mut accs: Vec<Acc> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut taken = 0usize;
+    let mut buckets = 0;
+    let read = windows::read(text, |line, w| {
+        buckets = w.counts.len();
+        let i = match index.get(&w.thread) {
+            Some(&i) => i,
+            None => {
+                if accs.len() >= super::MAX_THREADS {
+                    return Err((line, "too many threads".into()));
+                }
+                index.insert(w.thread.clone(), accs.len());
+                accs.push(Acc::new(w.thread.clone(), w.cpu, buckets));
+                accs.len() - 1
+            }
+        };
+        let acc = &mut accs[i];
+        acc.seen += 1;
+        if only.is_none_or(|n| n == acc.seen) {
+            acc.take(w);
+            taken += 1;
+        }
+        Ok(())
+    });
+    let (header, cut) = read.map_err(|(line, message)| {
         ParseError::new(
             line,
             1,
@@ -33,30 +165,18 @@ pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run,
             "was the file edited, or written by another tool?",
         )
     })?;
-    let bounds = &file.header.bounds_ns;
-    let mut names: Vec<String> = Vec::new();
-    for w in &file.windows {
-        if !names.contains(&w.thread) {
-            if names.len() >= super::MAX_THREADS {
-                return Err(ParseError::new(
-                    1,
-                    1,
-                    "too many threads",
-                    "the file was altered",
-                ));
-            }
-            names.push(w.thread.clone());
-        }
+    accs.retain(|a| a.first_start.is_some());
+    for a in &mut accs {
+        a.close_column();
     }
-    let pick = |thread: &str| -> Vec<&Window> {
-        let all: Vec<&Window> = file.windows.iter().filter(|w| w.thread == thread).collect();
-        match only {
-            Some(n) => all.get(n.wrapping_sub(1)).copied().into_iter().collect(),
-            None => all,
-        }
-    };
+    Ok((header, accs, taken, cut))
+}
+
+/// Parses a windows file; `only` picks one window (1-based, per thread).
+pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run, ParseError> {
+    let (header, accs, taken, cut_lines) = accumulate(text, only)?;
     if let Some(n) = only
-        && names.iter().all(|t| pick(t).is_empty())
+        && accs.is_empty()
     {
         return Err(ParseError::new(
             0,
@@ -65,85 +185,28 @@ pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run,
             "windows are numbered from 1, per thread, in the order written",
         ));
     }
-    let mut threads = Vec::new();
-    for name in &names {
-        let ws = pick(name);
-        if ws.is_empty() {
-            continue;
-        }
-        let mut counts = vec![0u64; bounds.len() + 1];
-        for w in &ws {
-            for (c, n) in counts.iter_mut().zip(&w.counts) {
-                *c = c.saturating_add(*n);
-            }
-        }
-        let samples = counts.iter().fold(0u64, |a, &b| a.saturating_add(b));
-        let max_ns = ws.iter().filter_map(|w| w.max_ns).max();
-        let beyond = *counts.last().unwrap_or(&0);
-        let distribution = Distribution::new(
-            bounds.iter().copied().zip(counts.iter().copied()).collect(),
-            beyond,
-        );
-        let stats = Stats {
-            samples,
-            min_ns: None,
-            mean_ns: None,
-            max_ns,
-            stddev_ns: None,
-            percentiles: distribution.quantiles(max_ns),
-            overruns: None,
-            beyond_histogram: Some(beyond),
-        };
-        let histogram_us = bounds
-            .iter()
-            .zip(&counts)
-            .filter(|(_, c)| **c > 0)
-            .map(|(b, c)| (b / 1000, *c))
-            .collect();
-        let origin = start_s(&ws[0].start);
-        let per_window = ws
-            .iter()
-            .map(|w| {
-                let from = start_s(&w.start) - origin;
-                (from, from + w.seconds.max(0.0), w.counts.clone(), w.max_ns)
-            })
-            .collect();
-        let mut thread = Thread::new(
-            name.clone(),
-            ws[0].cpu,
-            stats,
-            histogram_us,
-            None,
-            distribution,
-        );
-        thread.windows = Some(super::WindowHistograms {
-            bounds_ns: bounds.clone(),
-            windows: per_window,
-        });
-        threads.push(thread);
-    }
-    let first = file
-        .windows
-        .iter()
-        .filter(|w| only.is_none() || pick(&w.thread).contains(w))
-        .collect::<Vec<_>>();
+    let bounds = &header.bounds_ns;
     let context = Context {
-        started: first.first().map(|w| w.start.clone()),
-        duration_s: names
-            .first()
-            .map(|n| pick(n).iter().map(|w| w.seconds).sum()),
+        started: accs.first().and_then(|a| a.first_start.clone()),
+        duration_s: accs.first().map(|a| a.seconds),
         ..Context::default()
     };
+    let merged = accs.iter().map(|a| a.per_column).max().unwrap_or(1);
+    let threads = accs.into_iter().map(|a| thread(a, bounds)).collect();
+    let mut warning = format!(
+        "percentiles of a windows file are the upper bounds of its buckets ({taken} windows"
+    );
+    if cut_lines > 0 {
+        warning.push_str(&format!(", {cut_lines} lines cut short skipped"));
+    }
+    if merged > 1 {
+        warning.push_str(&format!(
+            "; the long-term plot shows {merged} windows per column"
+        ));
+    }
+    warning.push(')');
     let details = Details {
-        warnings: vec![format!(
-            "percentiles of a windows file are the upper bounds of its buckets ({} windows{})",
-            first.len(),
-            if file.cut_lines > 0 {
-                format!(", {} lines cut short skipped", file.cut_lines)
-            } else {
-                String::new()
-            }
-        )],
+        warnings: vec![warning],
         ..Details::default()
     };
     let mut run = Run::new(path, Format::RtlabWindows, context, threads, details);
@@ -151,4 +214,40 @@ pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run,
         run.label = format!("{}@{n}", run.label);
     }
     Ok(run)
+}
+
+/// One thread of the run: its summed histogram and its plot columns.
+fn thread(a: Acc, bounds: &[u64]) -> Thread {
+    let samples = a.counts.iter().fold(0u64, |x, &y| x.saturating_add(y));
+    let beyond = *a.counts.last().unwrap_or(&0);
+    let distribution = Distribution::new(
+        bounds
+            .iter()
+            .copied()
+            .zip(a.counts.iter().copied())
+            .collect(),
+        beyond,
+    );
+    let stats = Stats {
+        samples,
+        min_ns: None,
+        mean_ns: None,
+        max_ns: a.max_ns,
+        stddev_ns: None,
+        percentiles: distribution.quantiles(a.max_ns),
+        overruns: None,
+        beyond_histogram: Some(beyond),
+    };
+    let histogram_us = bounds
+        .iter()
+        .zip(&a.counts)
+        .filter(|(_, c)| **c > 0)
+        .map(|(b, c)| (b / 1000, *c))
+        .collect();
+    let mut thread = Thread::new(a.name, a.cpu, stats, histogram_us, None, distribution);
+    thread.windows = Some(super::WindowHistograms {
+        bounds_ns: bounds.to_vec(),
+        windows: a.columns,
+    });
+    thread
 }

@@ -302,12 +302,7 @@ impl Server {
 
 impl Conn {
     /// Reads, answers and writes what the socket allows now, never waiting.
-    fn progress_io(
-        &mut self,
-        now: Instant,
-        cache: &mut Option<Bodies>,
-        source: &Source,
-    ) {
+    fn progress_io(&mut self, now: Instant, cache: &mut Option<Bodies>, source: &Source) {
         if self.sending.is_none() {
             self.read_head(now);
         }
@@ -351,12 +346,7 @@ impl Conn {
 
     /// Parses a buffered head and starts its response; false when no whole
     /// head is buffered yet.
-    fn answer(
-        &mut self,
-        now: Instant,
-        cache: &mut Option<Bodies>,
-        source: &Source,
-    ) -> bool {
+    fn answer(&mut self, now: Instant, cache: &mut Option<Bodies>, source: &Source) -> bool {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         let (used, response) = match req.parse(&self.head) {
@@ -416,11 +406,7 @@ impl Conn {
 
 /// The figures as `openmetrics` or classic text, encoded once per
 /// generation.
-fn body(
-    cache: &mut Option<Bodies>,
-    source: &Source,
-    openmetrics: bool,
-) -> Arc<Vec<u8>> {
+fn body(cache: &mut Option<Bodies>, source: &Source, openmetrics: bool) -> Arc<Vec<u8>> {
     let generation = source.generation.load(Ordering::Relaxed);
     let fresh = match cache {
         Some((g, om, text)) if *g == generation => (om.clone(), text.clone()),

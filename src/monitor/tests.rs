@@ -246,6 +246,9 @@ fn the_shipped_unit_takes_a_stop_as_a_success() {
     assert!(key("SuccessExitStatus").contains(&stopped), "{unit}");
     // Documentation names what an installed machine has, not a web page.
     for doc in key("Documentation") {
-        assert!(doc.starts_with("file:///") || doc.starts_with("man:"), "{doc}");
+        assert!(
+            doc.starts_with("file:///") || doc.starts_with("man:"),
+            "{doc}"
+        );
     }
 }

@@ -144,7 +144,16 @@ impl WindowWriter {
     }
 }
 
-/// A windows file read back.
+/// Longest line the reader takes (a window of rtlab's 15 buckets is about
+/// 300 bytes): a longer one is an error, never a buffer grown to fit.
+pub const MAX_LINE: usize = 64 << 10;
+/// Most buckets a header may declare.
+pub const MAX_BUCKETS: usize = 256;
+/// Longest thread name.
+pub const MAX_THREAD_NAME: usize = 64;
+
+/// A windows file read back whole (for tests and small files; the
+/// dataset reader goes through [`read`] and keeps what it needs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowsFile {
     /// Its header.
@@ -155,34 +164,83 @@ pub struct WindowsFile {
     pub cut_lines: usize,
 }
 
-/// Reads a windows file. A header that is not rtlab's, and a JSON line
-/// that is not a window, are errors with their line number; a line that is
-/// not JSON at all (cut short) is counted and skipped.
-pub fn parse(text: &str) -> Result<WindowsFile, (usize, String)> {
+/// The header of `text` when its first line is a windows file's: parsed,
+/// so spacing does not matter (None otherwise, or when that line is longer
+/// than [`MAX_LINE`]).
+pub fn header(text: &str) -> Option<Header> {
+    let first = text.lines().next()?;
+    if first.len() > MAX_LINE {
+        return None;
+    }
+    let h: Header = serde_json::from_str(first).ok()?;
+    (h.schema == SCHEMA).then_some(h)
+}
+
+/// Reads a windows file line by line, giving each window (with its line
+/// number) to `each`, in one pass and typed: nothing of a line is kept but
+/// what `each` keeps. A header that is not rtlab's, a JSON line that is
+/// not a window, a line longer than [`MAX_LINE`] are errors with their
+/// line number; a line that is not JSON at all (cut short) is counted and
+/// skipped. Gives the header and the count of lines skipped.
+pub fn read(
+    text: &str,
+    mut each: impl FnMut(usize, Window) -> Result<(), (usize, String)>,
+) -> Result<(Header, usize), (usize, String)> {
     let mut lines = text.lines().enumerate();
     let (_, first) = lines.next().ok_or((1, "empty file".to_string()))?;
+    if first.len() > MAX_LINE {
+        return Err((1, format!("line longer than {MAX_LINE} bytes")));
+    }
     let header: Header =
         serde_json::from_str(first).map_err(|e| (1, format!("not a windows header: {e}")))?;
     if header.schema != SCHEMA {
         return Err((1, format!("schema {:?}, not {SCHEMA:?}", header.schema)));
     }
-    let mut windows = Vec::new();
+    let b = &header.bounds_ns;
+    if b.is_empty() || b.len() > MAX_BUCKETS || b.windows(2).any(|w| w[0] >= w[1]) {
+        return Err((
+            1,
+            format!("bucket bounds must be 1 to {MAX_BUCKETS} increasing values"),
+        ));
+    }
     let mut cut_lines = 0;
     for (i, line) in lines {
+        let n = i + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-            cut_lines += 1;
-            continue;
-        };
-        let w: Window =
-            serde_json::from_value(value).map_err(|e| (i + 1, format!("not a window: {e}")))?;
-        if w.counts.len() != header.bounds_ns.len() + 1 {
-            return Err((i + 1, "its counts do not match the header's buckets".into()));
+        if line.len() > MAX_LINE {
+            return Err((n, format!("line longer than {MAX_LINE} bytes")));
         }
-        windows.push(w);
+        let w: Window = match serde_json::from_str(line) {
+            Ok(w) => w,
+            Err(e) if e.is_eof() || e.is_syntax() => {
+                cut_lines += 1;
+                continue;
+            }
+            Err(e) => return Err((n, format!("not a window: {e}"))),
+        };
+        if w.counts.len() != header.bounds_ns.len() + 1 {
+            return Err((n, "its counts do not match the header's buckets".into()));
+        }
+        if w.thread.is_empty() || w.thread.len() > MAX_THREAD_NAME {
+            return Err((n, format!("thread names are 1 to {MAX_THREAD_NAME} bytes")));
+        }
+        if !w.seconds.is_finite() {
+            return Err((n, "its length in seconds is not a number".into()));
+        }
+        each(n, w)?;
     }
+    Ok((header, cut_lines))
+}
+
+/// Reads a whole windows file into memory (see [`read`]).
+pub fn parse(text: &str) -> Result<WindowsFile, (usize, String)> {
+    let mut windows = Vec::new();
+    let (header, cut_lines) = read(text, |_, w| {
+        windows.push(w);
+        Ok(())
+    })?;
     Ok(WindowsFile {
         header,
         windows,
