@@ -782,3 +782,62 @@ fn an_outdir_on_a_pseudo_filesystem_is_refused_before_the_run() {
         assert!(!Path::new(&dir).exists(), "{dir} was made");
     }
 }
+
+#[test]
+fn an_output_replaced_during_the_run_keeps_its_data_under_a_name_rtlab_chose() {
+    let _machine = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    std::fs::write(
+        d.join("exp.cfg"),
+        "timer_thread[0]\n{\n  timer.period 1 ms\n  lifetime.loops 3000\n}\n\
+         program[0]\n{\n  cmdline sh -c \"echo measured; touch started; sleep 30\"\n  output.out prog.out\n}\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "exp.cfg", "--json", "out.json"])
+        .current_dir(d)
+        .env("RTLAB_JOURNAL_DIR", d.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the run has started (its program runs), the names become
+    // directories: what the audit's racer left at the end.
+    assert!(crate::fixtures::wait_until(Duration::from_secs(30), || d
+        .join("started")
+        .exists()));
+    std::fs::create_dir(d.join("out.json")).unwrap();
+    std::fs::create_dir(d.join("prog.out")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let kept = |name: &str| {
+        let prefix = format!("{name}.rtlab-");
+        let found: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(found.len(), 1, "{name}: {found:?}\n{err}");
+        assert!(
+            err.contains(&format!("kept as {}", found[0].display()))
+                || err.contains(&format!(
+                    "kept as {}",
+                    found[0].file_name().unwrap().to_string_lossy()
+                )),
+            "{name}: {err}"
+        );
+        std::fs::read_to_string(&found[0]).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&kept("out.json")).unwrap();
+    assert_eq!(json["timers"][0]["summary"]["samples"], 3000);
+    assert_eq!(kept("prog.out"), "measured\n");
+    let tmp: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+}

@@ -415,10 +415,42 @@ impl Staged {
                 rustix::fs::renameat(&self.dir, &self.tmp, &self.dir, &self.name)
                     .map_err(|e| OutputError::io(&self.path, "cannot put the file in place", e))
             });
-        if done.is_err() {
-            let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+        done.map_err(|mut e| {
+            // Never lose what was written: it stays under a name of its
+            // own, said in the error.
+            e.problem = match self.keep() {
+                Ok(kept) => format!(
+                    "{}; what was written is kept as {}",
+                    e.problem,
+                    kept.display()
+                ),
+                Err(_) => format!(
+                    "{}; what was written is kept as {}",
+                    e.problem,
+                    self.path.with_file_name(&self.tmp).display()
+                ),
+            };
+            e
+        })
+    }
+
+    /// Gives the temporary file a visible name beside the target,
+    /// `NAME.rtlab-PID-N`, that nothing else holds (`linkat` never
+    /// replaces: a link planted there makes it try the next N).
+    fn keep(&self) -> Result<PathBuf, Errno> {
+        for n in 0..100 {
+            let mut name = self.name.clone();
+            name.push(format!(".rtlab-{}-{n}", std::process::id()));
+            match rustix::fs::linkat(&self.dir, &self.tmp, &self.dir, &name, AtFlags::empty()) {
+                Ok(()) => {
+                    let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+                    return Ok(self.path.with_file_name(name));
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(e),
+            }
         }
-        done
+        Err(Errno::EXIST)
     }
 }
 
@@ -536,9 +568,50 @@ impl Appender {
     }
 }
 
+/// When `path` cannot be written (its name taken by a link, a directory,
+/// another user's file), writes `bytes` beside it under a name of its own,
+/// `NAME.rtlab-PID-N` (created, never opened if it exists), and says so
+/// in the error: what was measured is never lost for a name.
+fn keep_aside(path: &Path, bytes: &[u8], mut e: OutputError) -> OutputError {
+    let Ok((dir, name)) = split(path) else {
+        return e;
+    };
+    let Ok(Some(dir_fd)) = open_dir(dir, false, false) else {
+        return e;
+    };
+    for n in 0..100 {
+        let mut kept = name.to_os_string();
+        kept.push(format!(".rtlab-{}-{n}", std::process::id()));
+        let fd = match rustix::fs::openat(
+            &dir_fd,
+            &kept,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => continue,
+            Err(_) => return e,
+        };
+        let file = File::from(fd);
+        if (&file)
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .is_ok()
+        {
+            e.problem = format!(
+                "{}; what was written is kept as {}",
+                e.problem,
+                path.with_file_name(&kept).display()
+            );
+        }
+        return e;
+    }
+    e
+}
+
 /// Writes `bytes` as the whole of `path` (see the module comment).
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let staged = Staged::create(path)?;
+    let staged = Staged::create(path).map_err(|e| keep_aside(path, bytes, e))?;
     if let Err(e) = staged.file().write_all(bytes) {
         let err = OutputError::new(path, format!("cannot write: {e}"), "check the free space");
         staged.abandon();
@@ -635,7 +708,8 @@ mod tests {
     /// Mount points of this machine's pseudo-filesystems (proc at least).
     fn pseudo_mounts() -> Vec<String> {
         let kinds = ["proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs"];
-        std::fs::read_to_string("/proc/self/mounts")
+        let root = crate::SysRoot::real();
+        root.read("proc/self/mounts")
             .unwrap()
             .lines()
             .filter_map(|l| {
@@ -648,7 +722,8 @@ mod tests {
     #[test]
     fn directories_on_pseudo_filesystems_are_refused_before_anything_is_made() {
         let mounts = pseudo_mounts();
-        assert!(mounts.iter().any(|m| m == "/proc"), "{mounts:?}");
+        let proc = crate::SysRoot::real().path("proc");
+        assert!(mounts.iter().any(|m| Path::new(m) == proc), "{mounts:?}");
         for m in &mounts {
             let dir = Path::new(m).join("rtlab-outdir-test");
             let e = check(&dir.join("out.txt"), true).unwrap_err();
@@ -658,7 +733,7 @@ mod tests {
             assert!(write_whole(&Path::new(m).join("rtlab-test.txt"), b"x").is_err());
         }
         // /proc/self is on proc too, reached through its link.
-        assert!(check(Path::new("/proc/self/rtlab.json"), false).is_err());
+        assert!(check(&proc.join("self/rtlab.json"), false).is_err());
         // A tmpfs or disk directory is fine.
         let dir = tempfile::tempdir().unwrap();
         check(&dir.path().join("x/out.txt"), true).unwrap();
@@ -671,7 +746,7 @@ mod tests {
     #[test]
     fn a_link_is_followed_only_where_link_and_directory_trust_each_other() {
         if euid() != 0 {
-            eprintln!("not root: other users' directories cannot be made; skipped");
+            // Not root: other users' directories cannot be made.
             return;
         }
         let work = tempfile::tempdir().unwrap();
@@ -709,5 +784,49 @@ mod tests {
         chown(&theirs.join("theirs"), 65534);
         assert!(check(&theirs.join("theirs/out.txt"), false).is_err());
         assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_target_replaced_at_the_end_keeps_the_data_under_a_name_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("timer_thread00.txt");
+        let kept = |n: usize| {
+            dir.path().join(format!(
+                "timer_thread00.txt.rtlab-{}-{n}",
+                std::process::id()
+            ))
+        };
+        // Replaced by a link, then by a directory, while it was written;
+        // the second time a link also waits at the first kept name.
+        for (round, plant) in ["link", "dir"].iter().enumerate() {
+            let _ = std::fs::remove_file(&p);
+            let s = Staged::create(&p).unwrap();
+            s.file().write_all(b"measured").unwrap();
+            match *plant {
+                "link" => symlink(&victim, &p).unwrap(),
+                _ => {
+                    std::fs::create_dir(&p).unwrap();
+                    symlink(&victim, kept(round)).unwrap();
+                }
+            }
+            let e = s.commit().unwrap_err();
+            // Round 1: kept(0) is round 0's file, kept(1) the planted link.
+            let at = kept(if round == 0 { 0 } else { 2 });
+            assert!(
+                e.problem.contains(&format!("kept as {}", at.display())),
+                "{e}"
+            );
+            assert_eq!(std::fs::read_to_string(&at).unwrap(), "measured");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        // No temporary file is left.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }
