@@ -329,6 +329,12 @@ fn run_plan(
         Ok(r) => r,
         Err(e) => {
             errln!("rtlab: {e:#}");
+            // The exporters start before the run changes anything: an
+            // address in use or a windows file that is not rtlab's is a
+            // refusal.
+            if e.downcast_ref::<crate::monitor::MonitorError>().is_some() {
+                return EXIT_REFUSED;
+            }
             return EXIT_FAILED;
         }
     };

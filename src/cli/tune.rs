@@ -242,8 +242,9 @@ fn change_with_journal(
     ) {
         Ok(j) => j,
         Err(e) => {
+            // Nothing changed yet: a refusal.
             errln!("rtlab: {e}");
-            return EXIT_FAILED;
+            return EXIT_REFUSED;
         }
     };
     report(what, change(&root, &mut journal), json)
@@ -640,7 +641,7 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             Ok(j) => journal = Some(j),
             Err(e) => {
                 errln!("rtlab: {e}");
-                return EXIT_FAILED;
+                return EXIT_REFUSED;
             }
         }
     }

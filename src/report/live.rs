@@ -53,7 +53,8 @@ pub fn closing_lines(result: &RunResult) -> String {
     for t in &result.timers {
         out.push_str(&format!(
             "Statistics for timer_thread[{}] in '{}'\n",
-            t.index, t.result_file
+            t.index,
+            crate::text::one_line(&t.result_file)
         ));
     }
     let minutes = result.elapsed_ns / 60_000_000_000;

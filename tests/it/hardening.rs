@@ -841,3 +841,43 @@ fn an_output_replaced_during_the_run_keeps_its_data_under_a_name_rtlab_chose() {
         .collect();
     assert!(tmp.is_empty(), "{tmp:?}");
 }
+
+#[test]
+fn a_tuning_command_with_an_untrusted_journal_directory_is_refused_with_2() {
+    let _machine = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    let real = work.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    chmod(&real, 0o700);
+    symlink(&real, work.path().join("journal")).unwrap();
+    // `rtlab` here sets RTLAB_JOURNAL_DIR to WORK/journal: a link.
+    let o = rtlab(work.path(), &["irq", "move", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0);
+}
+
+#[test]
+fn an_outdir_with_a_line_feed_or_an_invisible_character_is_shown_escaped() {
+    let _machine = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("exp.cfg"),
+        "timer_thread[0]\n{\n  lifetime.loops 5\n}\n",
+    )
+    .unwrap();
+    let o = rtlab(
+        work.path(),
+        &["run", "exp.cfg", "--outdir", "a\nFAKE LINE\u{200b}"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Statistics for"))
+        .unwrap();
+    assert!(
+        line.contains("a\\nFAKE LINE\\u{200b}/timer_thread00.txt"),
+        "{line}"
+    );
+    assert!(!out.lines().any(|l| l.starts_with("FAKE LINE")), "{out}");
+}

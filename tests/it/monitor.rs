@@ -395,8 +395,27 @@ fn a_monitor_that_cannot_listen_is_refused_before_anything_changes() {
         dir.path(),
         &["monitor", "m.cfg", "--listen", &addr, "--json", "r.json"],
     );
-    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("cannot listen"), "{}", text(&o));
     assert!(!dir.path().join("r.json").exists());
     assert!(!dir.path().join("timer_thread00.txt").exists());
+    // A windows file with a second name (a hard link): refused, status 2.
+    std::fs::write(dir.path().join("other"), "theirs\n").unwrap();
+    std::fs::hard_link(dir.path().join("other"), dir.path().join("w.jsonl")).unwrap();
+    let o = crate::fixtures::rtlab_in(
+        dir.path(),
+        &[
+            "monitor",
+            "m.cfg",
+            "--listen",
+            "none",
+            "--windows",
+            "w.jsonl",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("other")).unwrap(),
+        "theirs\n"
+    );
 }

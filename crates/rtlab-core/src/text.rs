@@ -10,10 +10,20 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Whether `c` does something on a terminal or in a document instead of
-/// showing a glyph: C0 controls, DEL, C1 controls, and the Unicode
-/// direction overrides and isolates (which can reorder what is shown).
+/// showing a glyph: C0 controls, DEL, C1 controls, the Unicode direction
+/// marks, overrides and isolates (which can reorder what is shown), and
+/// the invisible ones (zero-width spaces and joiners, the line and
+/// paragraph separators, the byte-order mark), which make two different
+/// names look the same.
 pub fn is_active(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c,
+            '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{061c}'
+            | '\u{180e}'
+            | '\u{feff}')
 }
 
 fn escape_char(out: &mut String, c: char) {
@@ -77,6 +87,8 @@ mod tests {
         assert_eq!(terminal("\u{9b}31m\u{7f}\r"), "\\x9b31m\\x7f\\r");
         assert_eq!(one_line("two\nlines"), "two\\nlines");
         assert_eq!(one_line("rlo\u{202e}txt"), "rlo\\u{202e}txt");
+        assert_eq!(terminal("zero\u{200b}width"), "zero\\u{200b}width");
+        assert_eq!(terminal("a\u{2028}b\u{feff}"), "a\\u{2028}b\\u{feff}");
         assert!(matches!(terminal("nothing to do"), Cow::Borrowed(_)));
     }
 }
