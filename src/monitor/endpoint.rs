@@ -56,8 +56,6 @@ pub struct Health {
     pub died: Option<String>,
     /// Connections it could not accept for want of file descriptors.
     pub out_of_descriptors: u64,
-    /// Connections closed to make room for newer ones.
-    pub evicted: u64,
 }
 
 /// The figures' generation and their OpenMetrics and classic encodings.
@@ -160,11 +158,29 @@ impl Drop for Endpoint {
     }
 }
 
-/// A response being taken by its client.
+/// A response being taken by its client: its own head, then a body
+/// shared by every connection answered in the same refresh.
 struct Sending {
-    bytes: Vec<u8>,
+    head: Vec<u8>,
+    body: Arc<Vec<u8>>,
     sent: usize,
     close: bool,
+}
+
+impl Sending {
+    /// What is left to send, from the head or the body.
+    fn rest(&self) -> &[u8] {
+        match self.sent.checked_sub(self.head.len()) {
+            None => &self.head[self.sent..],
+            Some(in_body) => self.body.get(in_body..).unwrap_or_default(),
+        }
+    }
+
+    /// The whole response, for the tests.
+    #[cfg(test)]
+    fn bytes(&self) -> Vec<u8> {
+        [self.head.as_slice(), self.body.as_slice()].concat()
+    }
 }
 
 /// One client.
@@ -295,7 +311,6 @@ impl Server {
     fn evict_stalest(&mut self) {
         if let Some(i) = (0..self.conns.len()).min_by_key(|&i| self.conns[i].progress) {
             self.conns.swap_remove(i);
-            self.note(|h| h.evicted += 1);
         }
     }
 }
@@ -374,8 +389,8 @@ impl Conn {
         let Some(s) = self.sending.as_mut() else {
             return true;
         };
-        while s.sent < s.bytes.len() {
-            match self.stream.write(&s.bytes[s.sent..]) {
+        while !s.rest().is_empty() {
+            match self.stream.write(s.rest()) {
                 Ok(0) => {
                     self.done = true;
                     return false;
@@ -486,18 +501,20 @@ impl Asked {
                     "",
                 ),
             };
-        let mut bytes = format!(
+        let head = format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}{}\r\n",
             reason(status),
             content.len(),
             if close { "Connection: close\r\n" } else { "" }
         )
         .into_bytes();
-        if self.method != "HEAD" {
-            bytes.extend_from_slice(&content);
-        }
         Sending {
-            bytes,
+            head,
+            body: if self.method == "HEAD" {
+                Arc::default()
+            } else {
+                content
+            },
             sent: 0,
             close,
         }
@@ -519,12 +536,13 @@ fn reason(status: u16) -> &'static str {
 fn error(status: u16, why: &str) -> Sending {
     let text = format!("rtlab: {why}\n");
     Sending {
-        bytes: format!(
+        head: format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
             reason(status),
             text.len()
         )
         .into_bytes(),
+        body: Arc::default(),
         sent: 0,
         close: true,
     }
@@ -587,21 +605,22 @@ mod tests {
     #[test]
     fn head_answers_as_get_without_the_body_and_other_methods_get_405() {
         let figures = || Arc::new(b"x 1\n".to_vec());
-        let get = String::from_utf8(asked("GET", "/metrics").respond(|_| figures()).bytes).unwrap();
+        let get =
+            String::from_utf8(asked("GET", "/metrics").respond(|_| figures()).bytes()).unwrap();
         let head =
-            String::from_utf8(asked("HEAD", "/metrics").respond(|_| figures()).bytes).unwrap();
+            String::from_utf8(asked("HEAD", "/metrics").respond(|_| figures()).bytes()).unwrap();
         assert!(get.starts_with("HTTP/1.1 200 OK\r\n"), "{get}");
         assert!(get.ends_with("\r\n\r\nx 1\n"), "{get}");
         assert_eq!(head, get.trim_end_matches("x 1\n"));
         assert!(head.contains(&format!("Content-Type: {TEXT}")));
         for m in ["POST", "PUT", "DELETE", "OPTIONS", "TRACE", "BREW"] {
-            let r = String::from_utf8(asked(m, "/metrics").respond(|_| figures()).bytes).unwrap();
+            let r = String::from_utf8(asked(m, "/metrics").respond(|_| figures()).bytes()).unwrap();
             assert!(
                 r.starts_with("HTTP/1.1 405 ") && r.contains("Allow: GET, HEAD"),
                 "{r}"
             );
         }
-        let r = String::from_utf8(asked("GET", "/").respond(|_| figures()).bytes).unwrap();
+        let r = String::from_utf8(asked("GET", "/").respond(|_| figures()).bytes()).unwrap();
         assert!(r.starts_with("HTTP/1.1 404 "), "{r}");
         // A body is never read: the connection closes after the answer.
         let mut post = asked("POST", "/metrics");

@@ -168,12 +168,6 @@ impl Exporter {
             self.warn(e.with_hint());
         }
         self.endpoint_news();
-        let told = self.told.out_of_descriptors;
-        if told > 1 {
-            self.warn(format!(
-                "the metrics endpoint could not accept {told} connections for want of file descriptors"
-            ));
-        }
         if let Some(e) = self.endpoint.take()
             && let Some(late) = e.stop()
         {
