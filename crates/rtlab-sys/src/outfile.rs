@@ -352,15 +352,26 @@ pub struct Staged {
 impl Staged {
     /// Starts the file that will become `path`.
     pub fn create(path: &Path) -> Result<Staged, OutputError> {
+        let (dir_fd, name) = Self::open_dir_of(path)?;
+        check_target(&dir_fd, name, path)?;
+        Self::stage(dir_fd, name, path)
+    }
+
+    /// The held directory of `path` and its file name.
+    fn open_dir_of(path: &Path) -> Result<(OwnedFd, &OsStr), OutputError> {
         let (dir, name) = split(path)?;
-        let Some(dir_fd) = open_dir(dir, false, false)? else {
-            return Err(OutputError::new(
+        match open_dir(dir, false, false)? {
+            Some(fd) => Ok((fd, name)),
+            None => Err(OutputError::new(
                 path,
                 "its directory does not exist",
                 "create it first",
-            ));
-        };
-        check_target(&dir_fd, name, path)?;
+            )),
+        }
+    }
+
+    /// A fresh temporary file in `dir_fd` that will become `name`.
+    fn stage(dir_fd: OwnedFd, name: &OsStr, path: &Path) -> Result<Staged, OutputError> {
         let tmp = OsString::from(format!(
             ".rtlab-{}-{}.tmp",
             std::process::id(),
@@ -569,42 +580,32 @@ impl Appender {
 }
 
 /// When `path` cannot be written (its name taken by a link, a directory,
-/// another user's file), writes `bytes` beside it under a name of its own,
-/// `NAME.rtlab-PID-N` (created, never opened if it exists), and says so
-/// in the error: what was measured is never lost for a name.
+/// another user's file), writes `bytes` beside it under a name of its own
+/// ([`Staged::keep`]) and says so in the error: what was measured is never
+/// lost for a name.
 fn keep_aside(path: &Path, bytes: &[u8], mut e: OutputError) -> OutputError {
-    let Ok((dir, name)) = split(path) else {
+    let Ok((dir_fd, name)) = Staged::open_dir_of(path) else {
         return e;
     };
-    let Ok(Some(dir_fd)) = open_dir(dir, false, false) else {
+    let Ok(mut staged) = Staged::stage(dir_fd, name, path) else {
         return e;
     };
-    for n in 0..100 {
-        let mut kept = name.to_os_string();
-        kept.push(format!(".rtlab-{}-{n}", std::process::id()));
-        let fd = match rustix::fs::openat(
-            &dir_fd,
-            &kept,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::EXIST) => continue,
-            Err(_) => return e,
-        };
-        let file = File::from(fd);
-        if (&file)
-            .write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .is_ok()
-        {
+    staged.done = true;
+    let written = staged
+        .file
+        .write_all(bytes)
+        .and_then(|()| staged.file.sync_all());
+    match written.map_err(|_| Errno::IO).and_then(|()| staged.keep()) {
+        Ok(kept) => {
             e.problem = format!(
                 "{}; what was written is kept as {}",
                 e.problem,
-                path.with_file_name(&kept).display()
-            );
+                kept.display()
+            )
         }
-        return e;
+        Err(_) => {
+            let _ = rustix::fs::unlinkat(&staged.dir, &staged.tmp, AtFlags::empty());
+        }
     }
     e
 }
