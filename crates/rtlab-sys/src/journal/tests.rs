@@ -314,6 +314,18 @@ const PROGRAM_RUNNERS: [&str; 12] = [
     "request_key",
 ];
 
+/// What the trust rules say of a journal's write to `path`.
+fn check_write(path: &str, mounts: &[String]) -> Result<(), String> {
+    check_change(
+        &Change::Write {
+            path: path.into(),
+            old: "x".into(),
+            new: "y".into(),
+        },
+        mounts,
+    )
+}
+
 #[test]
 fn no_file_that_runs_a_program_is_accepted_anywhere() {
     let mounts: Vec<String> = vec![
@@ -321,16 +333,7 @@ fn no_file_that_runs_a_program_is_accepted_anywhere() {
         "sys/fs/cgroup/cpu,cpuacct".into(),
         "sys/fs/cgroup".into(),
     ];
-    let write = |path: &str| {
-        check_change(
-            &Change::Write {
-                path: path.into(),
-                old: "x".into(),
-                new: "y".into(),
-            },
-            &mounts,
-        )
-    };
+    let write = |path: &str| check_write(path, &mounts);
     // Every directory holding a file rtlab writes, and the cgroup trees.
     let dirs = [
         "proc/sys/kernel",
@@ -370,16 +373,7 @@ fn no_file_that_runs_a_program_is_accepted_anywhere() {
 #[test]
 fn the_knobs_rtlab_writes_are_accepted_by_name() {
     let mounts: Vec<String> = vec!["sys/fs/cgroup/cpuset".into(), "sys/fs/cgroup".into()];
-    let write = |path: &str| {
-        check_change(
-            &Change::Write {
-                path: path.into(),
-                old: "x".into(),
-                new: "y".into(),
-            },
-            &mounts,
-        )
-    };
+    let write = |path: &str| check_write(path, &mounts);
     for ok in [
         paths::WATCHDOG_CPUMASK,
         paths::TIMER_MIGRATION,
