@@ -133,6 +133,28 @@ fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
     }
 }
 
+/// Every output through `theirs/results` (a link to the victim's
+/// directory) is refused with `why`, exit 2, and nothing is written there.
+fn refused_through_theirs_results(work: &Path, victim: &Victim, why: &str) {
+    let victim_dir = victim.path.parent().unwrap();
+    for args in [
+        vec!["run", "exp.cfg", "--outdir", "theirs/results"],
+        vec!["run", "exp.cfg", "--json", "theirs/results/precious"],
+        vec!["plot", "seed.json", "-o", "theirs/results/precious.svg"],
+    ] {
+        let o = rtlab(work, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(victim.untouched());
+        assert_eq!(
+            std::fs::read_dir(victim_dir).unwrap().count(),
+            1,
+            "{args:?} wrote there"
+        );
+    }
+}
+
 #[test]
 fn a_link_in_a_directory_of_another_user_is_not_followed() {
     let _machine = crate::fixtures::machine_shared();
@@ -154,22 +176,7 @@ fn a_link_in_a_directory_of_another_user_is_not_followed() {
     let victim_dir = victim.path.parent().unwrap().to_path_buf();
     plant(&theirs, "results", &victim_dir);
     std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
-    for args in [
-        vec!["run", "exp.cfg", "--outdir", "theirs/results"],
-        vec!["run", "exp.cfg", "--json", "theirs/results/precious"],
-        vec!["plot", "seed.json", "-o", "theirs/results/precious.svg"],
-    ] {
-        let o = rtlab(work.path(), &args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("owned by uid 65534"), "{args:?}: {err}");
-        assert!(victim.untouched());
-        assert_eq!(
-            std::fs::read_dir(&victim_dir).unwrap().count(),
-            1,
-            "{args:?} wrote there"
-        );
-    }
+    refused_through_theirs_results(work.path(), &victim, "owned by uid 65534");
 }
 
 /// Sets `fs.protected_hardlinks`, giving the value it had.
@@ -222,22 +229,7 @@ fn a_hard_link_to_roots_link_is_not_followed() {
     protected_hardlinks(&old);
     let linked = linked.unwrap();
     assert!(linked.status.success(), "{}", text(&linked));
-    for args in [
-        vec!["run", "exp.cfg", "--outdir", "theirs/results"],
-        vec!["run", "exp.cfg", "--json", "theirs/results/precious"],
-        vec!["plot", "seed.json", "-o", "theirs/results/precious.svg"],
-    ] {
-        let o = rtlab(work.path(), &args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("others can write"), "{args:?}: {err}");
-        assert!(victim.untouched());
-        assert_eq!(
-            std::fs::read_dir(&victim_dir).unwrap().count(),
-            1,
-            "{args:?} wrote there"
-        );
-    }
+    refused_through_theirs_results(work.path(), &victim, "others can write");
 }
 
 #[test]
