@@ -587,64 +587,15 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> i32 {
 }
 
 fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
-    let online = crate::sys::online_cpus(root).unwrap_or_default();
-    if !online.contains(&args.cpu) {
-        errln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
-        return EXIT_REFUSED;
-    }
-    if !(1..=99).contains(&args.priority) || args.loops == 0 || args.loop_us == 0 {
-        errln!("rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1");
-        return EXIT_REFUSED;
-    }
-    if let Some(e) = args
-        .csv
-        .as_deref()
-        .and_then(|p| crate::sys::outfile::check(p, false).err())
-    {
-        errln!("rtlab: --csv {}", e.with_hint());
-        return EXIT_REFUSED;
+    if let Err(code) = ramp_refusals(root, args) {
+        return code;
     }
     let has_cpufreq = !power::freq_policies(root).is_empty();
-    let mut governors = args.governors.clone();
-    let mut unavailable = false;
-    if !has_cpufreq {
-        errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
-        if !governors.is_empty() {
-            errln!(
-                "  the governors asked for cannot be set; the loops run once, at whatever \
-                 speed the machine gives (exit status {EXIT_UNAVAILABLE})"
-            );
-            unavailable = true;
-        }
-        governors = vec!["(no cpufreq)".into()];
-    } else if governors.is_empty() {
-        governors = vec![
-            power::freq_policies(root)
-                .into_iter()
-                .find(|p| p.cpus.contains(&args.cpu))
-                .map_or("(current)".into(), |p| p.governor),
-        ];
-    }
-    // Governors are changed for the experiment only: a run journal, replayed
-    // at the end (or by the next rtlab if this one dies).
-    let mut journal = None;
-    if has_cpufreq && !args.governors.is_empty() {
-        if let Err(code) = need_root("cpufreq ramp --governors") {
-            return code;
-        }
-        match Journal::open(
-            root,
-            &journal::default_dir(),
-            &format!("run-{}.journal", std::process::id()),
-            Owner::Run,
-        ) {
-            Ok(j) => journal = Some(j),
-            Err(e) => {
-                errln!("rtlab: {e}");
-                return EXIT_REFUSED;
-            }
-        }
-    }
+    let (governors, unavailable) = ramp_governors(root, args, has_cpufreq);
+    let mut journal = match ramp_journal(root, args, has_cpufreq) {
+        Ok(j) => j,
+        Err(code) => return code,
+    };
     let opts = ramp::RampOptions {
         cpu: args.cpu,
         priority: args.priority,
@@ -672,21 +623,106 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             return EXIT_FAILED;
         }
     };
-    if let Some(path) = &args.csv {
-        let mut text = String::from("governor,loop,start_us,duration_us\n");
-        for r in &runs {
-            for (i, l) in r.loops.iter().enumerate() {
-                text += &format!(
-                    "{},{i},{:.3},{:.3}\n",
-                    r.governor, l.start_us, l.duration_us
-                );
-            }
+    if let Some(path) = &args.csv
+        && let Err(code) = ramp_csv(path, &runs)
+    {
+        return code;
+    }
+    print_ramp(args, iterations, &runs, has_cpufreq);
+    if unavailable { EXIT_UNAVAILABLE } else { 0 }
+}
+
+/// What `cpufreq ramp` refuses before anything runs.
+fn ramp_refusals(root: &SysRoot, args: &RampArgs) -> Result<(), i32> {
+    let online = crate::sys::online_cpus(root).unwrap_or_default();
+    if !online.contains(&args.cpu) {
+        errln!("rtlab: cpufreq ramp: CPU {} is not online", args.cpu);
+        return Err(EXIT_REFUSED);
+    }
+    if !(1..=99).contains(&args.priority) || args.loops == 0 || args.loop_us == 0 {
+        errln!("rtlab: cpufreq ramp: --priority takes 1..99, --loops and --loop-us at least 1");
+        return Err(EXIT_REFUSED);
+    }
+    if let Some(e) = args
+        .csv
+        .as_deref()
+        .and_then(|p| crate::sys::outfile::check(p, false).err())
+    {
+        errln!("rtlab: --csv {}", e.with_hint());
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+/// The governors the loops run under, and whether those asked for cannot
+/// be had (no cpufreq).
+fn ramp_governors(root: &SysRoot, args: &RampArgs, has_cpufreq: bool) -> (Vec<String>, bool) {
+    if !has_cpufreq {
+        errln!("rtlab: no cpufreq: {}", power::no_cpufreq_reason(root));
+        let unavailable = !args.governors.is_empty();
+        if unavailable {
+            errln!(
+                "  the governors asked for cannot be set; the loops run once, at whatever \
+                 speed the machine gives (exit status {EXIT_UNAVAILABLE})"
+            );
         }
-        if let Err(e) = crate::sys::outfile::write_whole(path, text.as_bytes()) {
-            errln!("rtlab: cannot write {}", e.with_hint());
-            return EXIT_FAILED;
+        return (vec!["(no cpufreq)".into()], unavailable);
+    }
+    if !args.governors.is_empty() {
+        return (args.governors.clone(), false);
+    }
+    let current = power::freq_policies(root)
+        .into_iter()
+        .find(|p| p.cpus.contains(&args.cpu))
+        .map_or("(current)".into(), |p| p.governor);
+    (vec![current], false)
+}
+
+/// Governors are changed for the experiment only: a run journal, replayed
+/// at the end (or by the next rtlab if this one dies). None when no
+/// governor is set.
+fn ramp_journal(
+    root: &SysRoot,
+    args: &RampArgs,
+    has_cpufreq: bool,
+) -> Result<Option<Journal>, i32> {
+    if !has_cpufreq || args.governors.is_empty() {
+        return Ok(None);
+    }
+    need_root("cpufreq ramp --governors")?;
+    Journal::open(
+        root,
+        &journal::default_dir(),
+        &format!("run-{}.journal", std::process::id()),
+        Owner::Run,
+    )
+    .map(Some)
+    .map_err(|e| {
+        // Nothing changed yet: a refusal.
+        errln!("rtlab: {e}");
+        EXIT_REFUSED
+    })
+}
+
+/// Every loop of every governor, as CSV.
+fn ramp_csv(path: &std::path::Path, runs: &[ramp::RampRun]) -> Result<(), i32> {
+    let mut text = String::from("governor,loop,start_us,duration_us\n");
+    for r in runs {
+        for (i, l) in r.loops.iter().enumerate() {
+            text += &format!(
+                "{},{i},{:.3},{:.3}\n",
+                r.governor, l.start_us, l.duration_us
+            );
         }
     }
+    crate::sys::outfile::write_whole(path, text.as_bytes()).map_err(|e| {
+        errln!("rtlab: cannot write {}", e.with_hint());
+        EXIT_FAILED
+    })
+}
+
+/// The ramp's table, or its JSON.
+fn print_ramp(args: &RampArgs, iterations: u64, runs: &[ramp::RampRun], has_cpufreq: bool) {
     if args.json {
         #[derive(serde::Serialize)]
         struct Ramp<'a> {
@@ -701,37 +737,36 @@ fn ramp_main(root: &SysRoot, args: &RampArgs) -> i32 {
             priority: args.priority,
             iterations_per_loop: iterations,
             cpufreq: has_cpufreq,
-            runs: &runs,
+            runs,
         });
-    } else {
-        outln!(
-            "CPU {} FIFO {}: {} loops of {iterations} iterations (~{} us at full speed), after {} idle",
-            args.cpu,
-            args.priority,
-            args.loops,
-            args.loop_us,
-            humantime::format_duration(args.idle)
-        );
-        outln!(
-            "{:<14} {:>10} {:>10} {:>10} {:>12}",
-            "GOVERNOR",
-            "FIRST us",
-            "SLOWEST us",
-            "FULL us",
-            "RAMP us"
-        );
-        for r in &runs {
-            outln!(
-                "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>12}",
-                r.governor,
-                r.first_us,
-                r.slowest_us,
-                r.full_speed_us,
-                r.ramp_us.map_or("never".into(), |v| format!("{v:.0}"))
-            );
-        }
+        return;
     }
-    if unavailable { EXIT_UNAVAILABLE } else { 0 }
+    outln!(
+        "CPU {} FIFO {}: {} loops of {iterations} iterations (~{} us at full speed), after {} idle",
+        args.cpu,
+        args.priority,
+        args.loops,
+        args.loop_us,
+        humantime::format_duration(args.idle)
+    );
+    outln!(
+        "{:<14} {:>10} {:>10} {:>10} {:>12}",
+        "GOVERNOR",
+        "FIRST us",
+        "SLOWEST us",
+        "FULL us",
+        "RAMP us"
+    );
+    for r in runs {
+        outln!(
+            "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>12}",
+            r.governor,
+            r.first_us,
+            r.slowest_us,
+            r.full_speed_us,
+            r.ramp_us.map_or("never".into(), |v| format!("{v:.0}"))
+        );
+    }
 }
 
 /// `rtlab cstates ...`.
