@@ -376,3 +376,93 @@ fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
     );
     assert!(leftover_instances().is_empty());
 }
+
+/// Instances of rtlab's in tracefs, looked for by mounting tracefs at a
+/// directory of the test's own for the moment (tracefs is one tree however
+/// often it is mounted), then unmounted.
+fn instances_anywhere(scratch: &std::path::Path) -> Vec<String> {
+    let at = scratch.join("look");
+    std::fs::create_dir_all(&at).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tracefs", "nodev"])
+        .arg(&at)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let found = std::fs::read_dir(at.join("instances"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("rtlab-"))
+        .collect();
+    assert!(Command::new("umount").arg(&at).status().unwrap().success());
+    found
+}
+
+#[test]
+fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
+    // Unmounts tracefs machine-wide for a moment: alone.
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "an_instance_is_removed_after_tracefs_was_unmounted_under_the_run";
+    if !is_root() || !tracefs_in_kernel() {
+        path_taken(TEST, "no root or no tracefs: nothing to leave behind");
+        return;
+    }
+    path_taken(
+        TEST,
+        "root: `umount -l` of tracefs while a trace.threshold run records",
+    );
+    let mounts_before = tracefs_mounts();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.cfg"),
+        "main\n{\n  trace.threshold 500 us\n}\ntimer_thread[0]\n{\n  lifetime.duration 4 s\n}\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "t.cfg"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        crate::fixtures::wait_until(std::time::Duration::from_secs(30), || {
+            !leftover_instances().is_empty()
+        }),
+        "no instance appeared"
+    );
+    // The audit's move: every tracefs mount detached while the run records.
+    for m in tracefs_mounts() {
+        let at = m.split_whitespace().nth(1).unwrap().to_string();
+        assert!(
+            Command::new("umount")
+                .args(["-l", &at])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let o = child.wait_with_output().unwrap();
+    // Put tracefs back where it was before anything else is checked.
+    for m in &mounts_before {
+        let at = m.split_whitespace().nth(1).unwrap();
+        if !tracefs_mounts()
+            .iter()
+            .any(|l| l.split_whitespace().nth(1) == Some(at))
+        {
+            let _ = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", at])
+                .status();
+        }
+    }
+    assert!(o.status.success(), "{}", text(&o));
+    let left = instances_anywhere(dir.path());
+    assert!(left.is_empty(), "left behind: {left:?}\n{}", text(&o));
+    // Every undo done: the run's journal is gone.
+    let journals: Vec<_> = std::fs::read_dir(dir.path().join("journal"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(journals.is_empty(), "{journals:?}");
+    assert_eq!(tracefs_mounts(), mounts_before);
+}

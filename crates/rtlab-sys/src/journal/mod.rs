@@ -816,24 +816,54 @@ fn move_all(root: &SysRoot, dir: &str, to: &str, tasks_file: &str) -> Vec<(i32, 
     stuck
 }
 
+/// Removes an instance of rtlab's wherever tracefs is mounted now: at the
+/// journalled place, at another mount point (tracefs is one tree however
+/// often it is mounted), or, when it is mounted nowhere (`umount -l` during
+/// the run), at its usual place for the moment of the removal. "Not found"
+/// counts as gone only where tracefs is mounted: otherwise the undo fails
+/// and the journal keeps the entry.
 fn undo_trace_instance(root: &SysRoot, path: &str) -> Undo {
     let what = format!("{path}: trace instance made by rtlab");
-    match root.rmdir(path) {
-        Ok(()) => Undo {
-            what,
-            ok: true,
-            detail: "removed".into(),
-        },
-        Err(SysError::NotFound(_)) => Undo {
-            what,
-            ok: true,
-            detail: UNCHANGED.into(),
-        },
-        Err(e) => Undo {
-            what,
-            ok: false,
-            detail: format!("cannot remove it: {e}"),
-        },
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let mounts = crate::trace::mount_points(root);
+    let at_journalled = mounts
+        .iter()
+        .any(|m| rel(path).strip_prefix(m.as_str()) == Some(&format!("/instances/{name}")));
+    let undo = |ok: bool, detail: String| Undo {
+        what: what.clone(),
+        ok,
+        detail,
+    };
+    if at_journalled {
+        return remove_instance(root, rel(path), undo);
+    }
+    if let Some(m) = mounts.first() {
+        return remove_instance(root, &format!("{m}/instances/{name}"), undo);
+    }
+    if !crate::trace::available(root) {
+        // A kernel without tracefs has no instance to remove.
+        return undo(true, UNCHANGED.into());
+    }
+    let tracefs = crate::paths::TRACEFS;
+    if let Err(e) = super::os::mount_tracefs(&root.path(tracefs)) {
+        return undo(
+            false,
+            format!(
+                "tracefs is mounted nowhere and could not be mounted to look ({e}); the journal keeps it"
+            ),
+        );
+    }
+    let done = remove_instance(root, &format!("{tracefs}/instances/{name}"), undo);
+    let _ = super::os::unmount(&root.path(tracefs));
+    done
+}
+
+/// `rmdir` of an instance directory under a mounted tracefs.
+fn remove_instance(root: &SysRoot, dir: &str, undo: impl Fn(bool, String) -> Undo) -> Undo {
+    match root.rmdir(dir) {
+        Ok(()) => undo(true, format!("removed ({dir})")),
+        Err(SysError::NotFound(_)) => undo(true, UNCHANGED.into()),
+        Err(e) => undo(false, format!("cannot remove {dir}: {e}")),
     }
 }
 

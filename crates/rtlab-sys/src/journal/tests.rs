@@ -285,16 +285,39 @@ fn undoing_a_gone_instance_or_an_unmounted_tracefs_changes_nothing() {
         unmounted.ok && unmounted.detail == UNCHANGED,
         "{unmounted:?}"
     );
-    // An instance directory that exists is removed.
+    // Where tracefs is mounted, an instance that exists is removed...
+    let mounts = |text: &str| std::fs::write(dir.path().join("proc/self/mounts"), text).unwrap();
+    mounts("proc /proc proc rw 0 0\ntracefs /sys/kernel/tracing tracefs rw 0 0\n");
     let inst = dir.path().join("sys/kernel/tracing/instances/rtlab-2");
     std::fs::create_dir_all(&inst).unwrap();
-    let removed = undo(
-        &root,
-        &Change::TraceInstance {
-            path: "sys/kernel/tracing/instances/rtlab-2".into(),
-        },
-    );
+    let instance = |path: &str| undo(&root, &Change::TraceInstance { path: path.into() });
+    let removed = instance("sys/kernel/tracing/instances/rtlab-2");
     assert!(removed.ok && !inst.exists(), "{removed:?}");
+    // ...and found where tracefs is mounted now, when it moved.
+    mounts("tracefs /mnt/t tracefs rw 0 0\n");
+    let moved = dir.path().join("mnt/t/instances/rtlab-3");
+    std::fs::create_dir_all(&moved).unwrap();
+    let found = instance("sys/kernel/tracing/instances/rtlab-3");
+    assert!(found.ok && !moved.exists(), "{found:?}");
+    // Mounted nowhere, on a kernel that has tracefs: root mounts it (the
+    // real tracefs, here on the fake tree) to look, and unmounts it after;
+    // anyone else cannot look, and the journal keeps the entry.
+    mounts("proc /proc proc rw 0 0\n");
+    std::fs::write(dir.path().join("proc/filesystems"), "nodev\ttracefs\n").unwrap();
+    let at = dir.path().join("sys/kernel/tracing");
+    std::fs::create_dir_all(&at).unwrap();
+    let unseen = instance("sys/kernel/tracing/instances/rtlab-4");
+    let real_mounts = || SysRoot::real().read("proc/self/mounts").unwrap();
+    if crate::os::geteuid() == 0 && crate::trace::available(&SysRoot::real()) {
+        assert!(unseen.ok && unseen.detail == UNCHANGED, "{unseen:?}");
+        assert!(
+            !real_mounts().contains(&*at.to_string_lossy()),
+            "left mounted"
+        );
+    } else {
+        assert!(!unseen.ok, "{unseen:?}");
+        assert!(unseen.detail.contains("journal keeps it"), "{unseen:?}");
+    }
 }
 
 /// Kernel files that make the kernel run a program (or crash the machine)
