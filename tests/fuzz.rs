@@ -468,6 +468,8 @@ const JOURNAL: &str = concat!(
     "\n",
     r#"{"change":"sched","tid":5,"start":9,"name":"ksoftirqd/1","old":{"policy":"OTHER","priority":0},"new":{"policy":"FIFO","priority":2}}"#,
     "\n",
+    r#"{"change":"staged_file","path":"/var/lib/rtlab/.rtlab-7-0.tmp"}"#,
+    "\n",
 );
 
 /// The journal's reader: what it accepts stays within rtlab's knobs and
@@ -485,6 +487,22 @@ fn journal_reader() {
             let parsed = guarded(&mutations, || rtlab::sys::journal::parse(&bytes, &mounts))?;
             use rtlab::sys::journal::Change;
             for change in parsed.map(|j| j.1).unwrap_or_default() {
+                if let Change::StagedFile { path } = &change {
+                    // Anywhere, but only a file rtlab stages, by a clean path.
+                    let name = path.rsplit('/').next().unwrap_or_default();
+                    prop_assert!(
+                        name.starts_with(".rtlab-") && name.ends_with(".tmp"),
+                        "{change:?}"
+                    );
+                    prop_assert!(path.starts_with('/'), "{change:?}");
+                    prop_assert!(
+                        !path[1..]
+                            .split('/')
+                            .any(|c| c == ".." || c == "." || c.is_empty()),
+                        "{change:?}"
+                    );
+                    continue;
+                }
                 let paths: Vec<&str> = match &change {
                     Change::Write { path, .. }
                     | Change::Mkdir { path, .. }
@@ -493,7 +511,7 @@ fn journal_reader() {
                     | Change::TraceInstance { path }
                     | Change::MountTracefs { path } => vec![path],
                     Change::MoveTasks { from, to, .. } => vec![from, to],
-                    Change::Sched { .. } => vec![],
+                    Change::Sched { .. } | Change::StagedFile { .. } => vec![],
                 };
                 for p in paths {
                     let p = p.trim_start_matches('/');

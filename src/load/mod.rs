@@ -230,6 +230,31 @@ pub struct Supervisor {
     pub warnings: Vec<String>,
 }
 
+/// Each program's output file, staged and journalled before its programs
+/// start: a run killed before the outputs are put in place leaves no
+/// temporary file behind (the journal's replay removes it). One that
+/// cannot be staged now is tried again, and refused, when its program
+/// starts.
+fn stage_outputs(
+    plans: &[ProgramSpec],
+    mut journal: Option<&mut Journal>,
+) -> Vec<(PathBuf, Staged)> {
+    let mut outputs: Vec<(PathBuf, Staged)> = Vec::new();
+    for path in plans.iter().flat_map(|p| [&p.out, &p.err]) {
+        if path == Path::new("/dev/null") || outputs.iter().any(|(p, _)| p == path) {
+            continue;
+        }
+        let staged = match journal.as_deref_mut() {
+            Some(j) => Staged::create_journalled(path, j),
+            None => Staged::create(path),
+        };
+        if let Ok(s) = staged {
+            outputs.push((path.clone(), s));
+        }
+    }
+    outputs
+}
+
 impl Supervisor {
     /// Prepares supervision: guard process, tracking cgroup and CPU
     /// bandwidth groups (only when there are programs).
@@ -275,6 +300,7 @@ impl Supervisor {
                 )),
             }
         }
+        let outputs = stage_outputs(plans, journal.as_deref_mut());
         let (mut groups, mut groups_error) = (None, None);
         if !cpu_groups.is_empty() {
             let made = match journal {
@@ -334,7 +360,7 @@ impl Supervisor {
             run_start,
             all_cpus,
             root: root.clone(),
-            outputs: Vec::new(),
+            outputs,
             warnings,
         }
     }

@@ -873,3 +873,61 @@ fn an_outdir_with_a_line_feed_or_an_invisible_character_is_shown_escaped() {
     );
     assert!(!out.lines().any(|l| l.starts_with("FAKE LINE")), "{out}");
 }
+
+/// The staging files (`.rtlab-*.tmp`) in `dir`.
+fn staged_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(".rtlab-") && n.ends_with(".tmp"))
+        .collect()
+}
+
+#[test]
+fn a_run_killed_before_its_outputs_are_in_place_leaves_no_staging_file() {
+    let _machine = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    std::fs::write(
+        d.join("exp.cfg"),
+        "timer_thread[0]\n{\n  timer.period 1 ms\n}\n\
+         program[0]\n{\n  cmdline sh -c \"echo partial; touch started; sleep 30\"\n  output.out prog.out\n  output.err prog.err\n}\n",
+    )
+    .unwrap();
+    for recovery in ["restore", "run"] {
+        let _ = std::fs::remove_file(d.join("started"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .args(["run", "exp.cfg"])
+            .current_dir(d)
+            .env("RTLAB_JOURNAL_DIR", d.join("journal"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(crate::fixtures::wait_until(Duration::from_secs(30), || d
+            .join("started")
+            .exists()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let left = staged_in(d);
+        assert_eq!(left.len(), 2, "the killed run's output and error: {left:?}");
+        // `rtlab restore`, or the next run, replays the dead run's journal.
+        let o = if recovery == "restore" {
+            rtlab(d, &["restore"])
+        } else {
+            std::fs::write(
+                d.join("quick.cfg"),
+                "timer_thread[0]\n{\n  lifetime.loops 5\n}\n",
+            )
+            .unwrap();
+            rtlab(d, &["run", "quick.cfg"])
+        };
+        assert!(o.status.success(), "{recovery}: {}", text(&o));
+        assert!(
+            staged_in(d).is_empty(),
+            "{recovery}: {:?}\n{}",
+            staged_in(d),
+            text(&o)
+        );
+    }
+}

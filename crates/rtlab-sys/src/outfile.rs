@@ -15,6 +15,7 @@
 //!   (a symbolic link, a directory, a device, someone else's file) is
 //!   refused, by [`check`] before a run starts and again when writing.
 
+use crate::journal::{Change, Journal};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -354,7 +355,16 @@ impl Staged {
     pub fn create(path: &Path) -> Result<Staged, OutputError> {
         let (dir_fd, name) = Self::open_dir_of(path)?;
         check_target(&dir_fd, name, path)?;
-        Self::stage(dir_fd, name, path)
+        Self::stage(dir_fd, name, path, None)
+    }
+
+    /// As [`Staged::create`], the temporary file recorded in `journal`
+    /// before it is made (a run killed before [`Staged::commit`] leaves
+    /// nothing behind: the journal's replay removes it).
+    pub fn create_journalled(path: &Path, journal: &mut Journal) -> Result<Staged, OutputError> {
+        let (dir_fd, name) = Self::open_dir_of(path)?;
+        check_target(&dir_fd, name, path)?;
+        Self::stage(dir_fd, name, path, Some(journal))
     }
 
     /// The held directory of `path` and its file name.
@@ -370,13 +380,36 @@ impl Staged {
         }
     }
 
-    /// A fresh temporary file in `dir_fd` that will become `name`.
-    fn stage(dir_fd: OwnedFd, name: &OsStr, path: &Path) -> Result<Staged, OutputError> {
+    /// A fresh temporary file in `dir_fd` that will become `name`,
+    /// recorded in `journal` first when one is given.
+    fn stage(
+        dir_fd: OwnedFd,
+        name: &OsStr,
+        path: &Path,
+        journal: Option<&mut Journal>,
+    ) -> Result<Staged, OutputError> {
         let tmp = OsString::from(format!(
             ".rtlab-{}-{}.tmp",
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)
         ));
+        if let Some(j) = journal {
+            let at = dir_path(&dir_fd)
+                .ok_or_else(|| {
+                    OutputError::new(path, "its directory has no name now", "create it again")
+                })?
+                .join(&tmp);
+            j.record(&Change::StagedFile {
+                path: at.to_string_lossy().into_owned(),
+            })
+            .map_err(|e| {
+                OutputError::new(
+                    path,
+                    format!("cannot journal it: {e}"),
+                    "check the journal directory",
+                )
+            })?;
+        }
         let fd = rustix::fs::openat(
             &dir_fd,
             &tmp,
@@ -579,6 +612,39 @@ impl Appender {
     }
 }
 
+/// The absolute path of the directory held by `fd`, as the kernel names it
+/// (no link, no `..`); None once it was removed.
+fn dir_path(fd: &OwnedFd) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let link = crate::SysRoot::real().path(&format!("proc/self/fd/{}", fd.as_raw_fd()));
+    let dir = std::fs::read_link(link).ok()?;
+    (dir.is_absolute() && !dir.to_string_lossy().ends_with(" (deleted)")).then_some(dir)
+}
+
+/// Removes `path`, a file rtlab staged ([`Staged::create_journalled`]), when
+/// it is still a regular file of the caller reached without a foreign
+/// link: true when removed, false when it was gone; an error (nothing
+/// removed) for anything else found there.
+pub fn remove_staged(path: &Path) -> Result<bool, String> {
+    let (dir, name) = split(path).map_err(|e| e.problem)?;
+    let Some(dir_fd) = open_dir(dir, false, true).map_err(|e| e.problem)? else {
+        return Ok(false);
+    };
+    let st = match rustix::fs::statat(&dir_fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(false),
+        Err(e) => return Err(std::io::Error::from(e).to_string()),
+    };
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != euid() {
+        return Err("not a regular file of rtlab's user".into());
+    }
+    match rustix::fs::unlinkat(&dir_fd, name, AtFlags::empty()) {
+        Ok(()) => Ok(true),
+        Err(Errno::NOENT) => Ok(false),
+        Err(e) => Err(std::io::Error::from(e).to_string()),
+    }
+}
+
 /// When `path` cannot be written (its name taken by a link, a directory,
 /// another user's file), writes `bytes` beside it under a name of its own
 /// ([`Staged::keep`]) and says so in the error: what was measured is never
@@ -587,7 +653,7 @@ fn keep_aside(path: &Path, bytes: &[u8], mut e: OutputError) -> OutputError {
     let Ok((dir_fd, name)) = Staged::open_dir_of(path) else {
         return e;
     };
-    let Ok(mut staged) = Staged::stage(dir_fd, name, path) else {
+    let Ok(mut staged) = Staged::stage(dir_fd, name, path, None) else {
         return e;
     };
     staged.done = true;

@@ -141,6 +141,13 @@ pub enum Change {
         /// The instance directory (`sys/kernel/tracing/instances/rtlab-PID`).
         path: String,
     },
+    /// A program's output being written under its temporary name during a
+    /// run (put in place when the programs stop): undo removes what a run
+    /// killed before that left.
+    StagedFile {
+        /// The temporary file, absolute (`/DIR/.rtlab-PID-N.tmp`).
+        path: String,
+    },
     /// rtlab mounted tracefs because it was not mounted: undo unmounts it.
     MountTracefs {
         /// The mount point (`sys/kernel/tracing`).
@@ -650,6 +657,7 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
         Change::Write { path, old, .. } => undo_write(root, path, old),
         Change::Mkdir { path, tasks_file } => undo_mkdir(root, path, tasks_file),
         Change::TraceInstance { path } => undo_trace_instance(root, path),
+        Change::StagedFile { path } => undo_staged(path),
         Change::MountTracefs { path } => undo_mount(root, path),
         Change::MoveTasks {
             from,
@@ -856,6 +864,19 @@ fn undo_trace_instance(root: &SysRoot, path: &str) -> Undo {
     let done = remove_instance(root, &format!("{tracefs}/instances/{name}"), undo);
     let _ = super::os::unmount(&root.path(tracefs));
     done
+}
+
+/// Removes a staged output a killed run left, if it is still a regular
+/// file of rtlab's user reached without a foreign link; anything else
+/// there is not rtlab's to remove, and is left.
+fn undo_staged(path: &str) -> Undo {
+    let what = format!("{path}: output being written by a run that died");
+    let (ok, detail) = match super::outfile::remove_staged(Path::new(path)) {
+        Ok(true) => (true, "removed".to_string()),
+        Ok(false) => (true, UNCHANGED.to_string()),
+        Err(why) => (true, format!("left in place: {why}")),
+    };
+    Undo { what, ok, detail }
 }
 
 /// `rmdir` of an instance directory under a mounted tracefs.

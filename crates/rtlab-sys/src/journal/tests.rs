@@ -431,3 +431,47 @@ fn the_knobs_rtlab_writes_are_accepted_by_name() {
         assert!(write(bad).is_err(), "{bad} was accepted");
     }
 }
+
+#[test]
+fn a_staged_output_is_named_exactly_and_removed_only_if_it_is_rtlabs() {
+    let staged = |path: &str| check_change(&Change::StagedFile { path: path.into() }, &[]);
+    assert!(staged("/var/lib/rtlab/.rtlab-4242-0.tmp").is_ok());
+    for bad in [
+        "var/lib/rtlab/.rtlab-4242-0.tmp",
+        "/var/lib/../etc/.rtlab-1-0.tmp",
+        "/etc/passwd",
+        "/x/.rtlab-1-0.tmp.x",
+        "/x/.rtlab--0.tmp",
+        "/x/.rtlab-1-.tmp",
+        "/x//.rtlab-1-0.tmp",
+    ] {
+        assert!(staged(bad).is_err(), "{bad} was accepted");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = SysRoot::at(dir.path());
+    let undo_at = |name: &str| {
+        undo(
+            &root,
+            &Change::StagedFile {
+                path: dir.path().join(name).to_string_lossy().into(),
+            },
+        )
+    };
+    // Its own file: removed; then gone.
+    std::fs::write(dir.path().join(".rtlab-1-0.tmp"), "partial").unwrap();
+    let u = undo_at(".rtlab-1-0.tmp");
+    assert!(u.ok && u.detail == "removed", "{u:?}");
+    assert!(!dir.path().join(".rtlab-1-0.tmp").exists());
+    assert_eq!(undo_at(".rtlab-1-0.tmp").detail, UNCHANGED);
+    // A link planted at the name: left, and so is what it points to.
+    std::fs::write(dir.path().join("victim"), "precious").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("victim"), dir.path().join(".rtlab-1-1.tmp"))
+        .unwrap();
+    let u = undo_at(".rtlab-1-1.tmp");
+    assert!(u.ok && u.detail.starts_with("left in place"), "{u:?}");
+    assert!(dir.path().join(".rtlab-1-1.tmp").symlink_metadata().is_ok());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("victim")).unwrap(),
+        "precious"
+    );
+}

@@ -131,6 +131,16 @@ fn is_rtlab_cgroup_knob(path: &str, mounts: &[String]) -> bool {
     })
 }
 
+/// `.rtlab-PID-N.tmp`: the name of a file rtlab is writing (see
+/// `outfile::Staged`).
+fn is_staged_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
+    name.strip_prefix(".rtlab-")
+        .and_then(|n| n.strip_suffix(".tmp"))
+        .and_then(|n| n.split_once('-'))
+        .is_some_and(|(pid, n)| digits(pid) && digits(n))
+}
+
 /// Whether `change` stays within the kernel interfaces rtlab changes:
 /// sysctl (`proc/sys`), IRQ (`proc/irq`) and `sys` knobs, rtlab's own
 /// cgroups; tasks and processes only within cgroups rtlab made.
@@ -229,6 +239,21 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
                 Ok(())
             } else {
                 Err(format!("thread {tid} is not a thread"))
+            }
+        }
+        Change::StagedFile { path } => {
+            let rest = path
+                .strip_prefix('/')
+                .ok_or_else(|| format!("`{}` is not an absolute path", path.escape_debug()))?;
+            clean_path(rest)?;
+            let name = rest.rsplit('/').next().unwrap_or_default();
+            if is_staged_name(name) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{}` is not a file rtlab stages",
+                    path.escape_debug()
+                ))
             }
         }
         Change::TraceInstance { path } => {
