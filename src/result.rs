@@ -132,6 +132,10 @@ pub struct RunIsolation {
     pub state: IsolationState,
     /// Where each thread and program ran.
     pub placement: Vec<Placement>,
+    /// Partitions of the start removed or changed while the run went on
+    /// (then the figures are not those of the partition above).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions_changed: Vec<String>,
 }
 
 /// What the run changed on the system for its duration (each change with

@@ -179,6 +179,10 @@ fn isolation(r: &RunResult) -> String {
     if !cpusets.is_empty() {
         parts.push(format!("timers in cpuset {}", cpusets.join(", ")));
     }
+    if !r.isolation.partitions_changed.is_empty() {
+        // The partition above did not hold for the whole run.
+        parts.push(r.isolation.partitions_changed.join("; "));
+    }
     if parts.is_empty() {
         "none".to_string()
     } else {

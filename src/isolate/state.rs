@@ -113,6 +113,37 @@ fn partition(root: &SysRoot, h: &Hierarchy, name: &str) -> Option<Partition> {
     })
 }
 
+/// How the partitions of `before` (read when a run started) differ now:
+/// one line per partition removed or given other CPUs. Reads only each
+/// partition's directory and effective CPUs (not its tasks): cheap enough
+/// for every refresh of a run.
+pub fn partition_changes(root: &SysRoot, before: &[Partition]) -> Vec<String> {
+    let h = Hierarchy::find(root);
+    before
+        .iter()
+        .filter_map(|p| {
+            let now = h
+                .as_ref()
+                .filter(|h| root.exists(&h.dir(&p.name)))
+                .map(|h| h.cpus(root, &p.name).unwrap_or_default());
+            match now {
+                None => Some(format!(
+                    "partition `{}` (CPUs {}) was removed during the run: what was placed in it ran where the kernel moved it",
+                    p.name,
+                    cpulist::format(&p.cpus)
+                )),
+                Some(cpus) if cpus != p.cpus => Some(format!(
+                    "partition `{}` changed from CPUs {} to CPUs {} during the run",
+                    p.name,
+                    cpulist::format(&p.cpus),
+                    cpulist::format(&cpus)
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect()
+}
+
 impl IsolationState {
     /// Reads the state; `journal_dir` gives the knobs the partition changed.
     pub fn read(root: &SysRoot, journal_dir: &Path) -> Self {

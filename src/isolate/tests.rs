@@ -344,3 +344,29 @@ fn no_cpuset_controller_is_refused() {
     assert_eq!(err.exit_code(), 2);
     assert!(err.hint().unwrap().contains("mount"));
 }
+
+#[test]
+fn partitions_removed_or_changed_under_a_run_are_told() {
+    let tree = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
+    let (root, _kernel) = fake::v1_machine(tree.path(), Kernel::default());
+    let rt = parse_rt_cpus("0x8", &[0, 1, 2, 3]).unwrap();
+    create(&root, jdir.path(), &rt, &never).unwrap();
+    let start = crate::isolate::state::IsolationState::read(&root, jdir.path()).partitions;
+    assert_eq!(start.len(), 2, "{start:?}");
+    assert!(crate::isolate::state::partition_changes(&root, &start).is_empty());
+    let cs = tree.path().join("sys/fs/cgroup/cpuset");
+    std::fs::write(cs.join("rt/cpuset.effective_cpus"), "2-3\n").unwrap();
+    let changed = crate::isolate::state::partition_changes(&root, &start);
+    assert_eq!(
+        changed,
+        ["partition `rt` changed from CPUs 3 to CPUs 2-3 during the run"]
+    );
+    std::fs::remove_dir_all(cs.join("rt")).unwrap();
+    let removed = crate::isolate::state::partition_changes(&root, &start);
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(
+        removed[0].starts_with("partition `rt` (CPUs 3) was removed"),
+        "{removed:?}"
+    );
+}

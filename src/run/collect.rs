@@ -41,6 +41,7 @@ pub(super) fn collect(
         &mut placement,
     );
     placement.extend(stopped.programs.iter().map(program_placement));
+    warnings.extend(watch.partitions_changed.iter().cloned());
     RunResult {
         schema: SCHEMA.into(),
         rtlab_version: env!("CARGO_PKG_VERSION").into(),
@@ -56,6 +57,7 @@ pub(super) fn collect(
         isolation: RunIsolation {
             state: before.isolation,
             placement,
+            partitions_changed: watch.partitions_changed.clone(),
         },
         programs: stopped.programs,
         tuning: RunTuning {

@@ -95,11 +95,13 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
     watch.exporter = exporting;
+    watch.partitions.clone_from(&before.isolation.partitions);
     let end = watch.run(&mut armed, &rx, root);
     if let Some(x) = watch.exporter.take() {
         warnings.extend(x.finish(&armed, watch.load.last.as_ref()));
     }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
+    watch.check_partitions(root, false);
     watch.finish(&stopped.final_rows, root);
     drop(signals);
     main.release();

@@ -116,6 +116,10 @@ pub(super) struct Watch {
     run_start: Instant,
     /// What the live view keeps saying of the endpoint once it failed.
     endpoint_note: Option<String>,
+    /// The partitions when the run started, checked at every refresh.
+    pub(super) partitions: Vec<crate::isolate::state::Partition>,
+    /// How they changed since, each said once.
+    pub(super) partitions_changed: Vec<String>,
 }
 
 impl Watch {
@@ -132,6 +136,8 @@ impl Watch {
             period: Duration::from_nanos(plan.main.stats_period_ns),
             run_start,
             endpoint_note: None,
+            partitions: Vec::new(),
+            partitions_changed: Vec::new(),
         }
     }
 
@@ -181,9 +187,26 @@ impl Watch {
         }
     }
 
+    /// Keeps each change of the start's partitions seen now, said at once
+    /// when `live` (the result's warnings say them again at the end).
+    pub(super) fn check_partitions(&mut self, root: &SysRoot, live: bool) {
+        if self.partitions.is_empty() {
+            return;
+        }
+        for change in crate::isolate::state::partition_changes(root, &self.partitions) {
+            if !self.partitions_changed.contains(&change) {
+                if live {
+                    crate::messages::warn(&change);
+                }
+                self.partitions_changed.push(change);
+            }
+        }
+    }
+
     /// Every `stats.period`: CPU load, the exported figures, the live table.
     pub(super) fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
         self.load.sample(root);
+        self.check_partitions(root, true);
         if let Some(x) = self.exporter.as_mut() {
             for news in x.refresh(armed, self.load.last.as_ref()) {
                 crate::messages::warn(&news);
@@ -191,10 +214,17 @@ impl Watch {
             }
         }
         let cause = armed.flight.as_ref().and_then(FlightRecorder::last_cause);
-        let note = match (cause, &self.endpoint_note) {
-            (Some(c), Some(e)) => Some(format!("{c}\n{e}")),
-            (c, e) => c.or_else(|| e.clone()),
-        };
+        let warnings = self.endpoint_note.iter().cloned().chain(
+            self.partitions_changed
+                .iter()
+                .map(|p| format!("warning: {p}")),
+        );
+        let note = cause
+            .into_iter()
+            .chain(warnings)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let note = (!note.is_empty()).then_some(note);
         self.view.show(
             &rows(&armed.timers.handles),
             self.load.last.as_ref(),

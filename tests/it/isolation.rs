@@ -565,3 +565,54 @@ fn an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it() {
         ),
     );
 }
+
+#[test]
+fn a_partition_undone_under_a_run_is_told_and_kept_in_the_result() {
+    let _one = crate::fixtures::machine_exclusive();
+    let Some(bench) = Bench::new("a_partition_undone_under_a_run_is_told_and_kept_in_the_result")
+    else {
+        return;
+    };
+    let rt = rt_cpu();
+    let before = snapshot();
+    let out = bench.run(&["partition", "create", &format!("{:#x}", 1u64 << rt)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let cfg = bench.dir.path().join("p.cfg");
+    let json = bench.dir.path().join("p.json");
+    std::fs::write(
+        &cfg,
+        "main\n{\n  stats.period 100 ms\n}\ntimer_thread[0]\n{\n  cpuset rt\n  lifetime.duration 3 s\n}\n",
+    )
+    .unwrap();
+    let child = bench
+        .cmd(&[
+            "run",
+            cfg.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || bench
+        .journals()
+        .iter()
+        .any(|j| j.starts_with("run-"))));
+    let out = bench.run(&["partition", "undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let said = format!("partition `rt` (CPUs {rt}) was removed during the run");
+    assert!(err.contains(&said), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let changed = r["isolation"]["partitions_changed"].as_array().unwrap();
+    assert!(
+        changed
+            .iter()
+            .any(|c| c.as_str().unwrap_or("").starts_with(&said)),
+        "{changed:?}"
+    );
+    assert_same(&before, &snapshot());
+}
