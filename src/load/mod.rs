@@ -230,6 +230,49 @@ pub struct Supervisor {
     pub warnings: Vec<String>,
 }
 
+/// The guard process and the tracking cgroup that keep programs from
+/// outliving rtlab, journalled first: if rtlab and its guard both die, the
+/// next rtlab (or `rtlab restore`) empties and removes the cgroup. What
+/// cannot be had is said in `warnings`.
+fn track(
+    root: &SysRoot,
+    name: &str,
+    journal: Option<&mut Journal>,
+    warnings: &mut Vec<String>,
+) -> (
+    Option<guard::Guard>,
+    Option<TrackingCgroup>,
+    Option<std::fs::File>,
+) {
+    let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
+    match guard::Guard::start() {
+        Ok(g) => guard = Some(g),
+        Err(e) => warnings.push(format!(
+            "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
+        )),
+    }
+    // Journalled first: if rtlab and its guard both die, the next
+    // rtlab (or `rtlab restore`) empties and removes it.
+    if let (Some(j), Ok(dir)) = (journal, TrackingCgroup::dir_for(root, name))
+        && let Err(e) = j.record(&Change::TrackingCgroup { path: dir })
+    {
+        warnings.push(format!("{e}"));
+    }
+    match TrackingCgroup::create(root, name).and_then(|cg| cg.open_procs().map(|f| (cg, f))) {
+        Ok((cg, f)) => {
+            if let Some(g) = guard.as_mut() {
+                g.tell(&format!("cgroup {}", cg.dir()));
+            }
+            cgroup = Some(cg);
+            cgroup_procs = Some(f);
+        }
+        Err(e) => warnings.push(format!(
+            "no tracking cgroup ({e}): programs are tracked by process group only"
+        )),
+    }
+    (guard, cgroup, cgroup_procs)
+}
+
 /// Each program's output file, staged and journalled before its programs
 /// start: a run killed before the outputs are put in place leaves no
 /// temporary file behind (the journal's replay removes it). One that
@@ -267,39 +310,13 @@ impl Supervisor {
         mut journal: Option<&mut Journal>,
     ) -> Self {
         let mut warnings = Vec::new();
-        let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
         // The tracking cgroup and the v1 bandwidth groups' parent share it.
         let name = format!("rtlab-{}", os::getpid());
-        if !plans.is_empty() {
-            match guard::Guard::start() {
-                Ok(g) => guard = Some(g),
-                Err(e) => warnings.push(format!(
-                    "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
-                )),
-            }
-            // Journalled first: if rtlab and its guard both die, the next
-            // rtlab (or `rtlab restore`) empties and removes it.
-            if let (Some(j), Ok(dir)) =
-                (journal.as_deref_mut(), TrackingCgroup::dir_for(root, &name))
-                && let Err(e) = j.record(&Change::TrackingCgroup { path: dir })
-            {
-                warnings.push(format!("{e}"));
-            }
-            match TrackingCgroup::create(root, &name)
-                .and_then(|cg| cg.open_procs().map(|f| (cg, f)))
-            {
-                Ok((cg, f)) => {
-                    if let Some(g) = guard.as_mut() {
-                        g.tell(&format!("cgroup {}", cg.dir()));
-                    }
-                    cgroup = Some(cg);
-                    cgroup_procs = Some(f);
-                }
-                Err(e) => warnings.push(format!(
-                    "no tracking cgroup ({e}): programs are tracked by process group only"
-                )),
-            }
-        }
+        let (guard, cgroup, cgroup_procs) = if plans.is_empty() {
+            (None, None, None)
+        } else {
+            track(root, &name, journal.as_deref_mut(), &mut warnings)
+        };
         let outputs = stage_outputs(plans, journal.as_deref_mut());
         let (mut groups, mut groups_error) = (None, None);
         if !cpu_groups.is_empty() {

@@ -152,24 +152,9 @@ fn link_trusted(link: &rustix::fs::Stat, parent: &rustix::fs::Stat) -> Result<()
 /// `missing_ok` (the directory will be made later).
 fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd>, OutputError> {
     let start = if dir.is_absolute() { "/" } else { "." };
-    let open = |at: &dyn AsFd, name: &OsStr| {
-        rustix::fs::openat(
-            at,
-            name,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-    };
     let mut fd =
-        open(&CWD, OsStr::new(start)).map_err(|e| OutputError::io(dir, "cannot open", e))?;
-    let mut todo: VecDeque<OsString> = dir
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect();
+        open_path(&CWD, OsStr::new(start)).map_err(|e| OutputError::io(dir, "cannot open", e))?;
+    let mut todo = steps(dir);
     let (mut links, mut just_made) = (0, false);
     while let Some(name) = todo.pop_front() {
         let st = match rustix::fs::statat(&fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -211,7 +196,7 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
         };
         match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => {
-                fd = open(&fd, &name).map_err(|e| match e {
+                fd = open_path(&fd, &name).map_err(|e| match e {
                     Errno::NOTDIR | Errno::LOOP => OutputError::new(
                         dir,
                         format!(
@@ -224,15 +209,6 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                 })?;
             }
             FileType::Symlink => {
-                let parent = rustix::fs::fstat(&fd)
-                    .map_err(|e| OutputError::io(dir, "cannot look at a directory", e))?;
-                if let Err(why) = link_trusted(&st, &parent) {
-                    return Err(OutputError::new(
-                        dir,
-                        format!("`{}` {why}", name.to_string_lossy()),
-                        LINK_HINT,
-                    ));
-                }
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(OutputError::new(
@@ -241,20 +217,7 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
                         LINK_HINT,
                     ));
                 }
-                let target = rustix::fs::readlinkat(&fd, &name, Vec::new())
-                    .map_err(|e| OutputError::io(dir, "cannot read a link", e))?;
-                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
-                if target.is_absolute() {
-                    fd = open(&CWD, OsStr::new("/"))
-                        .map_err(|e| OutputError::io(dir, "cannot open /", e))?;
-                }
-                for c in target.components().rev() {
-                    match c {
-                        Component::Normal(n) => todo.push_front(n.to_os_string()),
-                        Component::ParentDir => todo.push_front(OsString::from("..")),
-                        _ => {}
-                    }
-                }
+                follow_link(&mut fd, &name, &st, dir, &mut todo)?;
             }
             _ => {
                 return Err(OutputError::new(
@@ -267,6 +230,60 @@ fn open_dir(dir: &Path, create: bool, missing_ok: bool) -> Result<Option<OwnedFd
     }
     check_filesystem(&fd, dir)?;
     Ok(Some(fd))
+}
+
+/// `openat(O_PATH|O_DIRECTORY|O_NOFOLLOW)`: a directory held, never
+/// through a link.
+fn open_path(at: &dyn AsFd, name: &OsStr) -> Result<OwnedFd, Errno> {
+    rustix::fs::openat(
+        at,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// The names to walk through for `path` (`..` kept, as the shell's).
+fn steps(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Follows link `name` (with `st`) found in directory `fd`, if it may be
+/// ([`link_trusted`]): its target's steps go first in `todo`, from `/`
+/// when it is absolute.
+fn follow_link(
+    fd: &mut OwnedFd,
+    name: &OsStr,
+    st: &rustix::fs::Stat,
+    dir: &Path,
+    todo: &mut VecDeque<OsString>,
+) -> Result<(), OutputError> {
+    let parent = rustix::fs::fstat(&*fd)
+        .map_err(|e| OutputError::io(dir, "cannot look at a directory", e))?;
+    if let Err(why) = link_trusted(st, &parent) {
+        return Err(OutputError::new(
+            dir,
+            format!("`{}` {why}", name.to_string_lossy()),
+            LINK_HINT,
+        ));
+    }
+    let target = rustix::fs::readlinkat(&*fd, name, Vec::new())
+        .map_err(|e| OutputError::io(dir, "cannot read a link", e))?;
+    let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+    if target.is_absolute() {
+        *fd = open_path(&CWD, OsStr::new("/"))
+            .map_err(|e| OutputError::io(dir, "cannot open /", e))?;
+    }
+    for step in steps(&target).into_iter().rev() {
+        todo.push_front(step);
+    }
+    Ok(())
 }
 
 /// The directory part and the file name of `path`.

@@ -143,24 +143,9 @@ fn is_staged_name(name: &str) -> bool {
 
 /// Whether `change` stays within the kernel interfaces rtlab changes:
 /// sysctl (`proc/sys`), IRQ (`proc/irq`) and `sys` knobs, rtlab's own
-/// cgroups; tasks and processes only within cgroups rtlab made.
+/// cgroups, trace instances and staged files; tasks and processes only
+/// within cgroups rtlab made.
 pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
-    let tasks_file = |f: &str| {
-        if f == "tasks" || f == "cgroup.procs" {
-            Ok(())
-        } else {
-            Err(format!("`{}` is not a cgroup tasks file", f.escape_debug()))
-        }
-    };
-    let rtlab_cgroup = |p: &str| {
-        let p = rel(p);
-        clean_path(p)?;
-        if is_rtlab_cgroup(p, mounts) {
-            Ok(())
-        } else {
-            Err(format!("`{p}` is not a cgroup rtlab makes"))
-        }
-    };
     match change {
         Change::Write { path, .. } => {
             let path = rel(path);
@@ -171,11 +156,58 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
                 Err(format!("`{path}` is not a kernel knob rtlab changes"))
             }
         }
+        Change::Sched { tid, .. } => {
+            if *tid > 0 {
+                Ok(())
+            } else {
+                Err(format!("thread {tid} is not a thread"))
+            }
+        }
+        Change::StagedFile { path } => check_staged(path),
+        Change::TraceInstance { path } => check_trace_instance(path),
+        Change::MountTracefs { path } => {
+            if rel(path) == crate::paths::TRACEFS {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{}` is not where rtlab mounts tracefs",
+                    path.escape_debug()
+                ))
+            }
+        }
+        cgroup => check_cgroup_change(cgroup, mounts),
+    }
+}
+
+/// `tasks` or `cgroup.procs`.
+fn tasks_file(f: &str) -> Result<(), String> {
+    if f == "tasks" || f == "cgroup.procs" {
+        Ok(())
+    } else {
+        Err(format!("`{}` is not a cgroup tasks file", f.escape_debug()))
+    }
+}
+
+/// A clean path of a cgroup rtlab makes.
+fn rtlab_cgroup(p: &str, mounts: &[String]) -> Result<(), String> {
+    let p = rel(p);
+    clean_path(p)?;
+    if is_rtlab_cgroup(p, mounts) {
+        Ok(())
+    } else {
+        Err(format!("`{p}` is not a cgroup rtlab makes"))
+    }
+}
+
+/// The cgroup changes: directories, task moves, controllers, the tracking
+/// cgroup.
+fn check_cgroup_change(change: &Change, mounts: &[String]) -> Result<(), String> {
+    match change {
         Change::Mkdir {
             path,
             tasks_file: f,
         } => {
-            rtlab_cgroup(path)?;
+            rtlab_cgroup(path, mounts)?;
             tasks_file(f)
         }
         Change::MoveTasks {
@@ -189,19 +221,19 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
             if cgroup_parts(from, mounts).is_none() {
                 return Err(format!("`{from}` is not a cgroup"));
             }
-            rtlab_cgroup(to)?;
+            rtlab_cgroup(to, mounts)?;
             tasks_file(f)?;
-            if let Some(t) = tasks
+            match tasks
                 .iter()
                 .find(|t| t.tid <= 0 || rtlab_core::cpulist::parse(&t.cpus).is_err())
             {
-                return Err(format!(
+                Some(t) => Err(format!(
                     "task {} with CPUs `{}` is not a task",
                     t.tid,
                     t.cpus.escape_debug()
-                ));
+                )),
+                None => Ok(()),
             }
-            Ok(())
         }
         Change::EnableController { path, controller } => {
             let path = rel(path);
@@ -234,55 +266,43 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
                 Err(format!("`{path}` is not a run's tracking cgroup"))
             }
         }
-        Change::Sched { tid, .. } => {
-            if *tid > 0 {
-                Ok(())
-            } else {
-                Err(format!("thread {tid} is not a thread"))
-            }
-        }
-        Change::StagedFile { path } => {
-            let rest = path
-                .strip_prefix('/')
-                .ok_or_else(|| format!("`{}` is not an absolute path", path.escape_debug()))?;
-            clean_path(rest)?;
-            let name = rest.rsplit('/').next().unwrap_or_default();
-            if is_staged_name(name) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "`{}` is not a file rtlab stages",
-                    path.escape_debug()
-                ))
-            }
-        }
-        Change::TraceInstance { path } => {
-            let path = rel(path);
-            clean_path(path)?;
-            let name = crate::paths::TRACEFS_MOUNTS
-                .iter()
-                .find_map(|m| path.strip_prefix(&format!("{m}/instances/")));
-            let pid = name.and_then(|n| n.strip_prefix("rtlab-")).map(|n| {
-                crate::trace::INSTANCE_SUFFIXES
-                    .iter()
-                    .filter(|s| !s.is_empty())
-                    .find_map(|s| n.strip_suffix(s))
-                    .unwrap_or(n)
-            });
-            match pid {
-                Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
-                _ => Err(format!("`{path}` is not a trace instance rtlab makes")),
-            }
-        }
-        Change::MountTracefs { path } => {
-            if rel(path) == crate::paths::TRACEFS {
-                Ok(())
-            } else {
-                Err(format!(
-                    "`{}` is not where rtlab mounts tracefs",
-                    path.escape_debug()
-                ))
-            }
-        }
+        other => Err(format!("{other:?} is not a cgroup change")),
+    }
+}
+
+/// An absolute, clean path whose name is one rtlab stages.
+fn check_staged(path: &str) -> Result<(), String> {
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| format!("`{}` is not an absolute path", path.escape_debug()))?;
+    clean_path(rest)?;
+    let name = rest.rsplit('/').next().unwrap_or_default();
+    if is_staged_name(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not a file rtlab stages",
+            path.escape_debug()
+        ))
+    }
+}
+
+/// `instances/rtlab-PID[suffix]` under one of tracefs's usual places.
+fn check_trace_instance(path: &str) -> Result<(), String> {
+    let path = rel(path);
+    clean_path(path)?;
+    let name = crate::paths::TRACEFS_MOUNTS
+        .iter()
+        .find_map(|m| path.strip_prefix(&format!("{m}/instances/")));
+    let pid = name.and_then(|n| n.strip_prefix("rtlab-")).map(|n| {
+        crate::trace::INSTANCE_SUFFIXES
+            .iter()
+            .filter(|s| !s.is_empty())
+            .find_map(|s| n.strip_suffix(s))
+            .unwrap_or(n)
+    });
+    match pid {
+        Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+        _ => Err(format!("`{path}` is not a trace instance rtlab makes")),
     }
 }
