@@ -173,14 +173,19 @@ fn every_metric_the_shipped_rules_and_dashboard_use_exists() {
     }
 }
 
-#[test]
-fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
-    let spec = MonitorSpec {
+/// An endpoint on a free loopback port, no file.
+fn loopback_only() -> MonitorSpec {
+    MonitorSpec {
         listen: Some("127.0.0.1:0".parse().unwrap()),
         textfile: None,
         windows_file: None,
         window: Duration::from_secs(60),
-    };
+    }
+}
+
+#[test]
+fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
+    let spec = loopback_only();
     let mut x = Exporter::start(&spec, sample()).unwrap();
     assert!(x.endpoint_news().is_empty());
     x.endpoint
@@ -204,12 +209,7 @@ fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
 #[test]
 fn the_endpoint_stops_at_once_with_a_client_that_never_reads() {
     use std::io::Write;
-    let spec = MonitorSpec {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        textfile: None,
-        windows_file: None,
-        window: Duration::from_secs(60),
-    };
+    let spec = loopback_only();
     let x = Exporter::start(&spec, sample()).unwrap();
     let addr = x.listening().unwrap();
     let mut hog = std::net::TcpStream::connect(addr).unwrap();
