@@ -56,7 +56,9 @@ pub struct IrqTaskCounts {
     /// The task woke for another cause, by cause (`a timer`, `IRQ 24`,
     /// `softirq TIMER`, `woken by bash`).
     pub other_cause: Vec<(String, u64)>,
-    /// The run ended before the task woke or ran.
+    /// The run ended before the task woke or ran, or the task was seen
+    /// running again without a switch-in to pair (its CPU's earlier events
+    /// were not in the trace): never paired with a later switch-in.
     pub unresolved: u64,
     /// Handler exits whose entry was before the trace began (their
     /// entry-based delay is taken from the exit).
@@ -126,7 +128,35 @@ pub struct IrqTaskResult {
     /// Events the kernel could not keep (the counts are then lower bounds).
     #[serde(default)]
     pub lost_events: u64,
+    /// The worst samples, worst first, with their time: to find an outlier
+    /// in a trace (absent in older results, and when none was taken).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worst: Vec<IrqTaskSample>,
+    /// The first and last handler exits seen, on CLOCK_MONOTONIC (ns): the
+    /// stretch of a trace recorded beside the run that this one covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exits_span_ns: Option<(u64, u64)>,
 }
+
+/// One kept IRQ-to-task sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqTaskSample {
+    /// The handler's exit on CLOCK_MONOTONIC (ns): the trace clock.
+    pub exit_ns: u64,
+    /// The delay from it to the task's switch-in (ns).
+    pub latency_ns: u64,
+    /// Where the handler ran.
+    pub irq_cpu: usize,
+    /// Where the task was switched in.
+    pub task_cpu: usize,
+    /// The thread woken.
+    pub tid: i32,
+    /// The switch-in was not logged: the delay is a lower bound.
+    pub inferred: bool,
+}
+
+/// How many of the worst samples an IRQ-to-task measurement keeps.
+pub const WORST_KEPT: usize = 20;
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -174,6 +204,8 @@ pub struct Matcher {
     from_exit: Recorder,
     from_entry: Recorder,
     pairs: BTreeMap<(usize, usize), u64>,
+    worst: Vec<IrqTaskSample>,
+    exits_span: Option<(u64, u64)>,
 }
 
 impl Matcher {
@@ -196,6 +228,8 @@ impl Matcher {
             from_exit: Recorder::new(1_000).ok()?,
             from_entry: Recorder::new(1_000).ok()?,
             pairs: BTreeMap::new(),
+            worst: Vec::with_capacity(WORST_KEPT + 1),
+            exits_span: None,
         })
     }
 
@@ -316,8 +350,31 @@ impl Matcher {
             self.states.insert(e.pid, TaskState::Running);
             if known {
                 self.switched_in(e.pid, e.cpu, since, Some(e.ts_ns));
+            } else {
+                // Running, and no earlier event of its CPU to place the
+                // switch-in: what waited for it can no longer pair.
+                self.drop_awaited(e.pid);
             }
         }
+    }
+
+    /// Counts as unresolved what waits for `tid`'s switch-in.
+    fn drop_awaited(&mut self, tid: i32) {
+        let before = self.awaiting.len();
+        self.awaiting.retain(|a| a.0 != tid);
+        self.counts.unresolved += (before - self.awaiting.len()) as u64;
+    }
+
+    /// `tid`, woken at `woken` by the work of the handler exit `p`, waits
+    /// for its switch-in. A wake-up can only follow a sleep, so an older
+    /// entry of `tid` is stale (its switch-in went unseen) and never pairs.
+    fn await_switch_in(&mut self, tid: i32, p: Pending, woken: u64) {
+        self.drop_awaited(tid);
+        self.awaiting.push((tid, p, woken));
+    }
+
+    fn is_running(&self, tid: i32) -> bool {
+        self.states.get(&tid) == Some(&TaskState::Running)
     }
 
     fn handler_exit(&mut self, e: &Event) {
@@ -329,6 +386,8 @@ impl Matcher {
             return;
         }
         self.counts.irqs += 1;
+        let first = self.exits_span.map_or(e.ts_ns, |s| s.0);
+        self.exits_span = Some((first, e.ts_ns));
         if let Some(p) = self.pending.take() {
             self.unwoken(p);
         }
@@ -347,7 +406,7 @@ impl Matcher {
             busy: woken.is_none() && self.task_busy(),
         };
         match woken {
-            Some(tid) => self.awaiting.push((tid, p, e.ts_ns)),
+            Some(tid) => self.await_switch_in(tid, p, e.ts_ns),
             None => self.pending = Some(p),
         }
     }
@@ -368,7 +427,12 @@ impl Matcher {
         if !self.is_task(pid, e.field("comm")) {
             return;
         }
-        self.states.insert(pid, TaskState::Runnable);
+        // Woken while still on its CPU (about to sleep, not yet switched
+        // out): it runs on, and no switch-in will come for this wake-up.
+        let running = self.is_running(pid);
+        if !running {
+            self.states.insert(pid, TaskState::Runnable);
+        }
         let in_handler = self.cpus[e.cpu]
             .irq
             .is_some_and(|(n, _)| self.irq_matches(n, None));
@@ -377,14 +441,19 @@ impl Matcher {
             if let Some(p) = self.pending.take() {
                 self.unwoken(p);
             }
-            self.cpus[e.cpu].woken_in_handler = Some(pid);
+            // Running: its exit finds the task busy.
+            self.cpus[e.cpu].woken_in_handler = (!running).then_some(pid);
             return;
         }
         let Some(p) = self.pending.take() else {
             return;
         };
+        if running {
+            self.counts.task_running += 1;
+            return;
+        }
         match self.other_cause(e) {
-            None => self.awaiting.push((pid, p, e.ts_ns)),
+            None => self.await_switch_in(pid, p, e.ts_ns),
             Some(cause) => {
                 let key = if self.causes.len() >= MAX_CAUSES && !self.causes.contains_key(&cause) {
                     "other causes".to_string()
@@ -463,6 +532,29 @@ impl Matcher {
         self.from_exit.record(at - p.exit_ns);
         self.from_entry.record(at - p.entry_ns.min(at));
         *self.pairs.entry((p.cpu, cpu)).or_default() += 1;
+        self.keep_worst(IrqTaskSample {
+            exit_ns: p.exit_ns,
+            latency_ns: at - p.exit_ns,
+            irq_cpu: p.cpu,
+            task_cpu: cpu,
+            tid,
+            inferred: seen_at.is_some(),
+        });
+    }
+
+    /// Keeps `s` among the [`WORST_KEPT`] worst (ties: the earliest).
+    fn keep_worst(&mut self, s: IrqTaskSample) {
+        if self.worst.len() == WORST_KEPT
+            && self
+                .worst
+                .last()
+                .is_some_and(|w| w.latency_ns >= s.latency_ns)
+        {
+            return;
+        }
+        let at = self.worst.partition_point(|w| w.latency_ns >= s.latency_ns);
+        self.worst.insert(at, s);
+        self.worst.truncate(WORST_KEPT);
     }
 
     /// The result, once every event is fed: what still waits is unresolved.
@@ -495,211 +587,11 @@ impl Matcher {
             kernel_count,
             kernel_count_within: None,
             lost_events: 0,
+            worst: self.worst,
+            exits_span_ns: self.exits_span,
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::explain::parse;
-
-    fn run(text: &str, irq: IrqSelector, task: TaskSelector) -> IrqTaskResult {
-        let mut m = Matcher::new(IrqTaskSpec {
-            index: 0,
-            irq,
-            task,
-        })
-        .unwrap();
-        for e in text.lines().filter_map(parse::line) {
-            m.feed(&e);
-        }
-        m.finish(None)
-    }
-
-    /// Brute force over the text: each handler exit of the IRQ, paired with
-    /// the next switch-in of `comm` logged after a waking of it.
-    fn by_hand(text: &str, irq: &str, comm: &str) -> Vec<u64> {
-        let events: Vec<Event> = text.lines().filter_map(parse::line).collect();
-        let mut out = Vec::new();
-        for (i, e) in events.iter().enumerate() {
-            if e.name != "irq_handler_exit" || e.field("irq") != Some(irq) {
-                continue;
-            }
-            let rest = &events[i + 1..];
-            let next_irq = rest
-                .iter()
-                .position(|x| x.name == "irq_handler_exit" && x.field("irq") == Some(irq))
-                .unwrap_or(rest.len());
-            let Some(w) = rest[..next_irq]
-                .iter()
-                .position(|x| x.name == "sched_waking" && x.field("comm") == Some(comm))
-            else {
-                continue;
-            };
-            if let Some(s) = rest[w..]
-                .iter()
-                .find(|x| x.name == "sched_switch" && x.field("next_comm") == Some(comm))
-            {
-                out.push(s.ts_ns - e.ts_ns);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn direct_io_on_another_cpu_is_matched_exactly() {
-        let text = include_str!("../tests/traces/dio-task-on-other-cpu.txt");
-        let r = run(
-            text,
-            IrqSelector::Name("virtio1-req.0".into()),
-            TaskSelector::Name("dd".into()),
-        );
-        let want = by_hand(text, "36", "dd");
-        assert_eq!(r.irq_names, vec![(36, "virtio1-req.0".to_string())]);
-        assert_eq!(r.counts.matched as usize, want.len(), "{:?}", r.counts);
-        assert_eq!(r.from_exit.max_ns, *want.iter().max().unwrap());
-        assert_eq!(r.from_exit.min_ns, *want.iter().min().unwrap());
-        let sum: u64 = want.iter().sum();
-        assert!((r.from_exit.mean_ns - sum as f64 / want.len() as f64).abs() < 1e-6);
-        assert_eq!(r.counts.switch_in_inferred, 0);
-        // The handler on CPU 1, dd on CPU 0.
-        assert_eq!(r.cpu_pairs.len(), 1);
-        assert_eq!((r.cpu_pairs[0].irq_cpu, r.cpu_pairs[0].task_cpu), (1, 0));
-        // Every handler exit is accounted for once.
-        let c = &r.counts;
-        assert_eq!(
-            c.irqs,
-            c.matched + c.task_running + c.no_wakeup + c.other_cause_total() + c.unresolved
-        );
-        let exits = text
-            .lines()
-            .filter(|l| l.contains("irq_handler_exit: irq=36 "))
-            .count();
-        assert_eq!(c.irqs as usize, exits);
-        // From the entry: never shorter than from the exit.
-        assert!(r.from_entry.min_ns >= r.from_exit.min_ns);
-    }
-
-    #[test]
-    fn a_switch_in_the_kernel_did_not_log_is_inferred_and_said() {
-        // On the IRQ's CPU this kernel logs no switch from idle to dd:
-        // dd's next event is its own switch-out.
-        let text = include_str!("../tests/traces/dio-task-on-irq-cpu.txt");
-        let r = run(
-            text,
-            IrqSelector::Number(36),
-            TaskSelector::Name("dd".into()),
-        );
-        let c = &r.counts;
-        assert!(c.matched > 10, "{c:?}");
-        assert_eq!(c.switch_in_inferred, c.matched);
-        assert!(c.inferred_gap_max_ns > 0);
-        assert_eq!(r.cpu_pairs[0].irq_cpu, r.cpu_pairs[0].task_cpu);
-        // The lower bound: the softirq that woke dd ended, then dd ran.
-        let events: Vec<Event> = text.lines().filter_map(parse::line).collect();
-        let mut lower = Vec::new();
-        for (i, e) in events.iter().enumerate() {
-            if e.name == "irq_handler_exit" {
-                let rest = &events[i + 1..];
-                let Some(run_at) = rest.iter().position(|x| x.comm == "dd") else {
-                    continue;
-                };
-                if rest[..run_at].iter().any(|x| x.name == "sched_waking") {
-                    let before = if run_at == 0 { e } else { &rest[run_at - 1] };
-                    lower.push(before.ts_ns - e.ts_ns);
-                }
-            }
-        }
-        assert_eq!(lower.len() as u64, c.matched);
-        assert_eq!(r.from_exit.max_ns, *lower.iter().max().unwrap());
-    }
-
-    #[test]
-    fn other_causes_and_a_running_task_are_counted_not_sampled() {
-        let text = "\
-  <idle>-0 [001] d.h1. 10.000100: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [001] d.h1. 10.000110: irq_handler_exit: irq=9 ret=handled
-  <idle>-0 [001] d.h1. 10.000200: hrtimer_expire_entry: hrtimer=x function=hrtimer_wakeup now=1
-  <idle>-0 [001] d.h1. 10.000201: sched_waking: comm=app pid=50 prio=120 target_cpu=001
-  <idle>-0 [001] d.h1. 10.000202: hrtimer_expire_exit: hrtimer=x
-  <idle>-0 [001] d..2. 10.000210: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=50 next_prio=120
-     app-50 [001] d.h1. 10.000300: irq_handler_entry: irq=9 name=dev
-     app-50 [001] d.h1. 10.000310: irq_handler_exit: irq=9 ret=handled
-     app-50 [001] d..2. 10.000400: sched_switch: prev_comm=app prev_pid=50 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-  <idle>-0 [001] d.h1. 10.000500: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [001] d.h1. 10.000510: irq_handler_exit: irq=9 ret=handled
-  <idle>-0 [001] d.h1. 10.000600: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [001] d.h1. 10.000605: sched_waking: comm=app pid=50 prio=120 target_cpu=001
-  <idle>-0 [001] d.h1. 10.000610: irq_handler_exit: irq=9 ret=handled
-  <idle>-0 [001] d..2. 10.000650: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=50 next_prio=120
-  <idle>-0 [000] d.h1. 10.000700: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [000] d.h1. 10.000710: irq_handler_exit: irq=9 ret=handled
-";
-        let r = run(text, IrqSelector::Number(9), TaskSelector::Pid(50));
-        let c = &r.counts;
-        // 1: woken by a timer; 2: app running; 3: slept on to the next
-        // IRQ; 4: woke app in its handler: 40 µs from its exit to the
-        // switch-in; 5: app is running, and the run ends.
-        assert_eq!(c.irqs, 5);
-        assert_eq!(c.other_cause, vec![("a timer (hrtimer)".to_string(), 1)]);
-        assert_eq!(c.task_running, 1);
-        assert_eq!(c.no_wakeup, 1);
-        assert_eq!(c.matched, 1);
-        assert_eq!(c.unresolved, 1);
-        assert_eq!((r.from_exit.min_ns, r.from_exit.max_ns), (40_000, 40_000));
-        assert_eq!(r.from_entry.max_ns, 50_000);
-    }
-
-    #[test]
-    fn a_wake_up_in_a_device_softirq_or_the_irq_thread_is_the_irqs() {
-        let text = "\
-  <idle>-0 [000] d.h1. 20.000100: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [000] d.h1. 20.000110: irq_handler_exit: irq=9 ret=handled
-  <idle>-0 [000] ..s1. 20.000120: softirq_entry: vec=3 [action=NET_RX]
-  <idle>-0 [000] d.s3. 20.000130: sched_waking: comm=app pid=50 prio=120 target_cpu=001
-  <idle>-0 [000] ..s1. 20.000140: softirq_exit: vec=3 [action=NET_RX]
-  <idle>-0 [001] d..2. 20.000150: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=50 next_prio=120
-     app-50 [001] d..2. 20.000200: sched_switch: prev_comm=app prev_pid=50 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-  <idle>-0 [000] d.h1. 20.000300: irq_handler_entry: irq=9 name=dev
-  <idle>-0 [000] d.h1. 20.000301: irq_handler_exit: irq=9 ret=wake_thread
- irq/9-dev-77 [000] d..2. 20.000350: sched_waking: comm=app pid=50 prio=120 target_cpu=001
-  <idle>-0 [001] d..2. 20.000400: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=50 next_prio=120
-";
-        let r = run(
-            text,
-            IrqSelector::Number(9),
-            TaskSelector::Name("app".into()),
-        );
-        assert_eq!(r.counts.matched, 2, "{:?}", r.counts);
-        assert_eq!(r.from_exit.min_ns, 40_000);
-        assert_eq!(r.from_exit.max_ns, 99_000);
-        assert_eq!(r.from_entry.max_ns, 100_000);
-        assert_eq!(
-            r.cpu_pairs,
-            vec![CpuPair {
-                irq_cpu: 0,
-                task_cpu: 1,
-                samples: 2
-            }]
-        );
-    }
-
-    #[test]
-    fn a_task_respawned_without_end_keeps_a_bounded_set_of_threads() {
-        let mut m = Matcher::new(IrqTaskSpec {
-            index: 0,
-            irq: IrqSelector::Number(9),
-            task: TaskSelector::Name("app".into()),
-        })
-        .unwrap();
-        for pid in 1..=(3 * MAX_TIDS as i32) {
-            let line = format!(
-                "  <idle>-0 [000] d..2. 1.{pid:06}: sched_switch: prev_comm=app prev_pid={pid} \
-                 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120"
-            );
-            m.feed(&parse::line(&line).unwrap());
-            assert!(m.tids().len() <= MAX_TIDS && m.states.len() <= MAX_TIDS + 1);
-        }
-    }
-}
+mod tests;

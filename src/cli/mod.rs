@@ -163,8 +163,19 @@ pub struct RunArgs {
 }
 
 fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
+    print_diagnostics_from(file, diags, &[]);
+}
+
+/// Diagnostics of an experiment generated from command-line options:
+/// `origins[line - 1]` names the option that wrote that line, and the
+/// diagnostic names it instead of a line of a file the user never saw.
+fn print_diagnostics_from(file: &str, diags: &[Diagnostic], origins: &[Option<String>]) {
     for d in diags {
-        errln!("{}", d.render(file));
+        let origin = d.pos.line.checked_sub(1).and_then(|i| origins.get(i));
+        match origin {
+            Some(Some(option)) => errln!("{}", d.render_at(&format!("{file}: {option}"))),
+            _ => errln!("{}", d.render(file)),
+        }
     }
     errln!(
         "rtlab: {} problem{} in {file}; nothing was started",
@@ -208,21 +219,28 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
             )
         }
     };
-    plan_from_text(&text, &name, opts)
+    plan_from_text(&text, &name, opts, &[])
 }
 
-fn plan_from_text(text: &str, name: &str, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
+/// Plans `text`; `origins` as in [`print_diagnostics_from`].
+fn plan_from_text(
+    text: &str,
+    name: &str,
+    opts: &PlanOptions,
+    origins: &[Option<String>],
+) -> Result<plan::RunPlan, i32> {
     let machine = RealMachine {
         root: SysRoot::real(),
     };
     plan::plan_text(text, name, &machine, opts).map_err(|diags| {
-        print_diagnostics(name, &diags);
+        print_diagnostics_from(name, &diags, origins);
         EXIT_REFUSED
     })
 }
 
-/// Runs an experiment given as text (the trace commands write theirs).
-pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs) -> i32 {
+/// Runs an experiment given as text (the trace commands write theirs, with
+/// the option that wrote each line: `origins`).
+pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs, origins: &[Option<String>]) -> i32 {
     if let Err(code) = check_json(args) {
         return code;
     }
@@ -230,7 +248,7 @@ pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs) -> i32 {
         outdir: args.outdir.clone(),
         dbg_level: None,
     };
-    match plan_from_text(text, name, &opts) {
+    match plan_from_text(text, name, &opts, origins) {
         Ok(plan) => run_plan(&plan, args, None),
         Err(code) => code,
     }

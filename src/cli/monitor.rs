@@ -117,7 +117,7 @@ pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> i32 {
             let machine = plan::RealMachine { root: root.clone() };
             let text =
                 plan::builtin_monitor_text(&machine.online_cpus(), &super::partitions(&root));
-            super::plan_from_text(&text, "<built-in monitor>", &opts)
+            super::plan_from_text(&text, "<built-in monitor>", &opts, &[])
         }
     };
     match plan {

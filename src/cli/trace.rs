@@ -70,7 +70,38 @@ fn one_line(what: &str, value: &str) -> Result<String, i32> {
     Ok(value.trim().to_string())
 }
 
-fn run_generated(text: String, name: &str, json: Option<PathBuf>, print: bool) -> i32 {
+/// An experiment written from command-line options: its lines, each with
+/// the option that wrote it, so that a refusal names the option.
+#[derive(Debug, Default, PartialEq)]
+struct Generated {
+    lines: Vec<(String, Option<String>)>,
+}
+
+impl Generated {
+    fn line(&mut self, text: impl Into<String>) -> &mut Self {
+        self.lines.push((text.into(), None));
+        self
+    }
+
+    /// A line written from `option` (`--duration 2x`).
+    fn from(&mut self, text: impl Into<String>, option: &str, value: &str) -> &mut Self {
+        let shown = crate::text::one_line(value);
+        self.lines
+            .push((text.into(), Some(format!("{option} {shown}"))));
+        self
+    }
+
+    fn text(&self) -> String {
+        self.lines.iter().map(|l| format!("{}\n", l.0)).collect()
+    }
+
+    fn origins(&self) -> Vec<Option<String>> {
+        self.lines.iter().map(|l| l.1.clone()).collect()
+    }
+}
+
+fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) -> i32 {
+    let text = g.text();
     if print {
         out!("# the experiment `{name}` runs\n{text}");
     }
@@ -81,34 +112,44 @@ fn run_generated(text: String, name: &str, json: Option<PathBuf>, print: bool) -
             json,
             ..RunArgs::default()
         },
+        &g.origins(),
     )
 }
 
 /// `rtlab audit CPUS --duration D`.
 pub fn audit_main(args: &AuditArgs) -> i32 {
-    let text = match (|| -> Result<String, i32> {
-        Ok(format!(
-            "main\n{{\n  audit.cpus {}\n  lifetime.duration {}\n}}\n",
-            one_line("the CPU list", &args.cpus)?,
-            one_line("the duration", &args.duration)?
-        ))
-    })() {
-        Ok(t) => t,
+    let g = match audit_text(args) {
+        Ok(g) => g,
         Err(code) => return code,
     };
-    run_generated(text, "rtlab audit", args.json.clone(), args.print)
+    run_generated(&g, "rtlab audit", args.json.clone(), args.print)
+}
+
+fn audit_text(a: &AuditArgs) -> Result<Generated, i32> {
+    let mut g = Generated::default();
+    g.line("main").line("{");
+    let cpus = one_line("the CPU list", &a.cpus)?;
+    g.from(format!("  audit.cpus {cpus}"), "CPUS", &a.cpus);
+    let duration = one_line("the duration", &a.duration)?;
+    g.from(
+        format!("  lifetime.duration {duration}"),
+        "--duration",
+        &a.duration,
+    );
+    g.line("}");
+    Ok(g)
 }
 
 /// `rtlab irq-task IRQ --task NAME|--pid PID|-- CMD --duration D`.
 pub fn irq_task_main(args: &IrqTaskArgs) -> i32 {
-    let text = match irq_task_text(args) {
-        Ok(t) => t,
+    let g = match irq_task_text(args) {
+        Ok(g) => g,
         Err(code) => return code,
     };
-    run_generated(text, "rtlab irq-task", args.json.clone(), args.print)
+    run_generated(&g, "rtlab irq-task", args.json.clone(), args.print)
 }
 
-fn irq_task_text(a: &IrqTaskArgs) -> Result<String, i32> {
+fn irq_task_text(a: &IrqTaskArgs) -> Result<Generated, i32> {
     let chosen = usize::from(a.task.is_some()) + usize::from(a.pid.is_some());
     if chosen == 0 && a.command.is_empty() || chosen == 1 && !a.command.is_empty() {
         errln!("rtlab: name the task once: --task NAME, --pid PID, or a command after `--`");
@@ -117,47 +158,55 @@ fn irq_task_text(a: &IrqTaskArgs) -> Result<String, i32> {
         );
         return Err(EXIT_REFUSED);
     }
-    let mut main = format!(
-        "main\n{{\n  lifetime.duration {}\n",
-        one_line("the duration", &a.duration)?
+    if a.command.is_empty() && a.cpu.is_some() {
+        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
+        return Err(EXIT_REFUSED);
+    }
+    let mut g = Generated::default();
+    g.line("main").line("{");
+    let duration = one_line("the duration", &a.duration)?;
+    g.from(
+        format!("  lifetime.duration {duration}"),
+        "--duration",
+        &a.duration,
     );
     if let Some(cpus) = &a.audit {
-        main.push_str(&format!(
-            "  audit.cpus {}\n",
-            one_line("the CPU list", cpus)?
-        ));
+        let list = one_line("the CPU list", cpus)?;
+        g.from(format!("  audit.cpus {list}"), "--audit", cpus);
     }
-    main.push_str("}\n");
-    let task = match (&a.task, a.pid) {
-        (Some(name), _) => format!("task.name {}", one_line("the task name", name)?),
-        (None, Some(pid)) => format!("task.pid {pid}"),
-        (None, None) => "task.program 0".to_string(),
+    g.line("}").line("irq_task[0]").line("{");
+    let irq = one_line("the IRQ", &a.irq)?;
+    g.from(format!("  irq {irq}"), "IRQ", &a.irq);
+    match (&a.task, a.pid) {
+        (Some(name), _) => {
+            let name_ = one_line("the task name", name)?;
+            g.from(format!("  task.name {name_}"), "--task", name)
+        }
+        (None, Some(pid)) => g.from(format!("  task.pid {pid}"), "--pid", &pid.to_string()),
+        (None, None) => g.line("  task.program 0"),
     };
-    let mut text = format!(
-        "{main}irq_task[0]\n{{\n  irq {}\n  {task}\n}}\n",
-        one_line("the IRQ", &a.irq)?
-    );
+    g.line("}");
     if !a.command.is_empty() {
         let Some(cmdline) = quote_cmdline(&a.command) else {
             errln!("rtlab: this command line cannot be written in an experiment file");
             errln!("  hint: put it in a script, or write the experiment file yourself");
             return Err(EXIT_REFUSED);
         };
-        text.push_str(&format!(
-            "program[0]\n{{\n  cmdline {cmdline}\n  termination.ok RESPAWN\n  termination.ko RESPAWN\n"
-        ));
+        g.line("program[0]").line("{");
+        g.from(
+            format!("  cmdline {cmdline}"),
+            "the command after `--`:",
+            &cmdline,
+        );
+        g.line("  termination.ok RESPAWN")
+            .line("  termination.ko RESPAWN");
         if let Some(cpus) = &a.cpu {
-            text.push_str(&format!(
-                "  cpu_affinity {}\n",
-                one_line("the CPU list", cpus)?
-            ));
+            let list = one_line("the CPU list", cpus)?;
+            g.from(format!("  cpu_affinity {list}"), "--cpu", cpus);
         }
-        text.push_str("}\n");
-    } else if a.cpu.is_some() {
-        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
-        return Err(EXIT_REFUSED);
+        g.line("}");
     }
-    Ok(text)
+    Ok(g)
 }
 
 #[cfg(test)]
@@ -180,8 +229,8 @@ mod tests {
 
     #[test]
     fn the_generated_experiment_reads_back_as_asked() {
-        let text = irq_task_text(&args(&["dd", "if=a b#c", "iflag=direct"])).unwrap();
-        let exp = crate::config::parse(&text).unwrap();
+        let g = irq_task_text(&args(&["dd", "if=a b#c", "iflag=direct"])).unwrap();
+        let exp = crate::config::parse(&g.text()).unwrap();
         assert_eq!(
             exp.programs[0].argv.value,
             ["dd", "if=a b#c", "iflag=direct"]
@@ -200,5 +249,35 @@ mod tests {
         let mut a = args(&[]);
         a.cpu = None;
         assert_eq!(irq_task_text(&a), Err(EXIT_REFUSED), "no task named");
+    }
+
+    #[test]
+    fn a_refusal_names_the_option_that_wrote_the_line() {
+        let mut a = args(&["dd"]);
+        a.duration = "2x".into();
+        a.irq = "virtio1-req0".into();
+        let g = irq_task_text(&a).unwrap();
+        let exp = crate::config::parse(&g.text());
+        let d = match exp {
+            Err(d) => d,
+            Ok(_) => panic!("2x read as a duration"),
+        };
+        let origins = g.origins();
+        let line = d[0].pos.line;
+        assert_eq!(origins[line - 1].as_deref(), Some("--duration 2x"));
+        let irq_line = g
+            .text()
+            .lines()
+            .position(|l| l.contains("irq virtio1-req0"))
+            .unwrap();
+        assert_eq!(origins[irq_line].as_deref(), Some("IRQ virtio1-req0"));
+        let audit = audit_text(&AuditArgs {
+            cpus: "1".into(),
+            duration: "5s".into(),
+            json: None,
+            print: false,
+        })
+        .unwrap();
+        assert!(crate::config::parse(&audit.text()).is_ok());
     }
 }

@@ -63,6 +63,10 @@ pub struct Context {
     pub started: Option<String>,
     /// How long it measured (s).
     pub duration_s: Option<f64>,
+    /// IRQ-to-task samples that are lower bounds (switch-ins the kernel
+    /// did not log), per measurement: `I0 12 of 3072`. None: no such
+    /// measurement.
+    pub lower_bounds: Option<String>,
 }
 
 /// Latency statistics of one thread, or of all threads of a run.

@@ -156,7 +156,24 @@ fn context(r: &RunResult) -> Context {
         governor: Some(governor(r)),
         started: given(&r.start_time),
         duration_s: Some(r.elapsed_ns as f64 / 1e9),
+        lower_bounds: lower_bounds(r),
     }
+}
+
+/// `I0 12 of 3072; I1 0 of 40`: how many IRQ-to-task samples are lower
+/// bounds.
+fn lower_bounds(r: &RunResult) -> Option<String> {
+    let parts: Vec<String> = r
+        .irq_tasks
+        .iter()
+        .map(|m| {
+            format!(
+                "I{} {} of {}",
+                m.index, m.counts.switch_in_inferred, m.counts.matched
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn isolation(r: &RunResult) -> String {

@@ -30,8 +30,8 @@ pub trait Machine {
     fn find_command(&self, name: &str) -> Option<PathBuf>;
     /// The cpuset `name`, or the one this process is in (`None`).
     fn cpuset(&self, name: Option<&str>) -> Result<CpusetTarget, CpusetError>;
-    /// The IRQ numbers of `/proc/irq`.
-    fn irq_numbers(&self) -> Vec<u32>;
+    /// The IRQ numbers of `/proc/irq`, each with its handlers' names.
+    fn irqs(&self) -> Vec<(u32, Vec<String>)>;
     /// The cpufreq policies, or why there are none.
     fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String>;
     /// The cpuidle states of `cpus`.
@@ -77,8 +77,8 @@ impl Machine for RealMachine {
         CpusetTarget::find(&self.root, name)
     }
 
-    fn irq_numbers(&self) -> Vec<u32> {
-        crate::sys::irq::numbers(&self.root)
+    fn irqs(&self) -> Vec<(u32, Vec<String>)> {
+        crate::sys::irq::handler_names(&self.root)
     }
 
     fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String> {
@@ -620,25 +620,18 @@ impl Planner<'_> {
     }
 }
 
-/// The `irq_task[N]` stanzas, checked: an IRQ number this machine has, a
-/// program of the file.
+/// The `irq_task[N]` stanzas, checked: an IRQ this machine has (by number
+/// or handler name), a program of the file.
 fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskSpec> {
     let present = if exp.irq_tasks.is_empty() {
         Vec::new()
     } else {
-        p.machine.irq_numbers()
+        p.machine.irqs()
     };
     let mut out = Vec::new();
     for m in &exp.irq_tasks {
-        if let crate::config::IrqSelector::Number(n) = m.irq.value
-            && !present.contains(&n)
-        {
-            p.diags.push(
-                Diagnostic::new(m.irq.pos, format!("IRQ {n} does not exist on this machine"))
-                    .with_hint(Some(
-                        "`rtlab irq` lists the IRQs, their names and where they fire".into(),
-                    )),
-            );
+        if let Some(d) = missing_irq(&m.irq, &present) {
+            p.diags.push(d);
         }
         if let crate::config::TaskSelector::Program(i) = m.task.value
             && !exp.programs.iter().any(|g| g.index == i)
@@ -658,6 +651,41 @@ fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskS
         });
     }
     out
+}
+
+/// The refusal of an IRQ this machine does not have, naming the nearest
+/// handler name when one is close.
+fn missing_irq(
+    irq: &Spanned<crate::config::IrqSelector>,
+    present: &[(u32, Vec<String>)],
+) -> Option<Diagnostic> {
+    use crate::config::IrqSelector;
+    let lists = "`rtlab irq` lists the IRQs, their names and where they fire";
+    match &irq.value {
+        IrqSelector::Number(n) if !present.iter().any(|p| p.0 == *n) => Some(
+            Diagnostic::new(irq.pos, format!("IRQ {n} does not exist on this machine"))
+                .with_hint(Some(lists.into())),
+        ),
+        IrqSelector::Name(name) if !present.iter().any(|p| p.1.contains(name)) => {
+            let near = present
+                .iter()
+                .flat_map(|(n, names)| names.iter().map(move |x| (n, x)))
+                .min_by_key(|(_, x)| strsim::levenshtein(x, name))
+                .filter(|(_, x)| strsim::levenshtein(x, name) <= name.len().div_ceil(3));
+            let hint = match near {
+                Some((n, x)) => format!("did you mean {x} (IRQ {n})? {lists}"),
+                None => lists.into(),
+            };
+            Some(
+                Diagnostic::new(
+                    irq.pos,
+                    format!("no IRQ handler is named {name:?} on this machine"),
+                )
+                .with_hint(Some(hint)),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Refuses real-time policies this process cannot get, with cause and fix.
@@ -796,8 +824,11 @@ pub(crate) mod tests {
                     others: Vec::new(),
                 })
         }
-        fn irq_numbers(&self) -> Vec<u32> {
-            vec![24, 36]
+        fn irqs(&self) -> Vec<(u32, Vec<String>)> {
+            vec![
+                (24, vec!["eth0".into()]),
+                (36, vec!["virtio1-req.0".into()]),
+            ]
         }
         fn freq_policies(&self) -> Result<Vec<crate::sys::power::FreqPolicy>, String> {
             Err("no policy (fake)".into())
@@ -927,6 +958,37 @@ pub(crate) mod tests {
 
     const TWO_CPU: &str = include_str!("../../examples/two-cpu.cfg");
     const HOST: &str = include_str!("../../examples/host.cfg");
+
+    #[test]
+    fn an_irq_this_machine_lacks_is_refused_before_the_run() {
+        let text = |irq: &str| {
+            format!("timer_thread[0]\n{{\n}}\nirq_task[0]\n{{\n  irq {irq}\n  task.name dd\n}}\n")
+        };
+        let plan = |irq: &str| plan_text(&text(irq), "f", &fake(), &PlanOptions::default());
+        assert!(plan("virtio1-req.0").is_ok());
+        assert!(plan("36").is_ok());
+        // A mistyped name: refused at its position, the near one offered.
+        let d = plan("virtio1-req0").unwrap_err();
+        assert_eq!((d[0].pos.line, d[0].pos.col), (6, 7));
+        assert!(
+            d[0].message.contains("\"virtio1-req0\""),
+            "{}",
+            d[0].message
+        );
+        let hint = d[0].hint.as_ref().unwrap();
+        assert!(
+            hint.contains("did you mean virtio1-req.0 (IRQ 36)"),
+            "{hint}"
+        );
+        // Nothing near: the list command.
+        let d = plan("sound-card").unwrap_err();
+        assert!(!d[0].hint.as_ref().unwrap().contains("did you mean"));
+        assert!(
+            plan("99").unwrap_err()[0]
+                .message
+                .contains("IRQ 99 does not exist")
+        );
+    }
 
     #[test]
     fn two_cpu_example_plans() {

@@ -90,7 +90,7 @@ impl Planner<'_> {
             }
             plan.cstate_max_latency_us = Some((c.value, cpus));
         }
-        let present = self.machine.irq_numbers();
+        let present: Vec<u32> = self.machine.irqs().into_iter().map(|i| i.0).collect();
         for entry in &t.irq_affinity {
             let (cpus, irqs) = &entry.value;
             self.cpus(&Some(Spanned {

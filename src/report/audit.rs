@@ -149,6 +149,24 @@ pub fn irq_task(m: &IrqTaskResult) -> String {
             })
             .collect();
         out.push_str(&format!("  {}\n", pairs.join("; ")));
+        let worst: Vec<String> = m
+            .worst
+            .iter()
+            .take(3)
+            .map(|w| {
+                format!(
+                    "{}{} after the exit at {}.{:06} s (TID {})",
+                    if w.inferred { "≥ " } else { "" },
+                    us(w.latency_ns),
+                    w.exit_ns / 1_000_000_000,
+                    w.exit_ns / 1_000 % 1_000_000,
+                    w.tid
+                )
+            })
+            .collect();
+        if !worst.is_empty() {
+            out.push_str(&format!("  worst (trace clock): {}\n", worst.join("; ")));
+        }
     }
     let c = &m.counts;
     out.push_str(&format!(

@@ -417,6 +417,12 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
             c.context.duration_s.map(|d| format!("{d:.1}"))
         }),
     ];
+    let mut context = context.to_vec();
+    if columns.iter().any(|c| c.context.lower_bounds.is_some()) {
+        context.push(("IRQ-to-task lower bounds", |c| {
+            Some(c.context.lower_bounds.clone().unwrap_or_else(|| "-".into()))
+        }));
+    }
     for (name, get) in context {
         rows.push((
             name.to_string(),

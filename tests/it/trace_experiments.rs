@@ -408,3 +408,175 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
         ),
     );
 }
+
+#[path = "../support/irq_truth.rs"]
+mod irq_truth;
+
+/// A trace recorded beside a run, in a tracefs instance of the test's own,
+/// read whole at the end: the events rtlab reads, taken independently.
+struct BesideTrace {
+    dir: std::path::PathBuf,
+    _mount: Option<tempfile::TempDir>,
+}
+
+impl BesideTrace {
+    fn start() -> Self {
+        let (root, mount) = match crate::fixtures::tracefs_mounts().first() {
+            Some(m) => (m.split_whitespace().nth(1).unwrap().into(), None),
+            None => {
+                let d = tempfile::tempdir().unwrap();
+                let ok = Command::new("mount")
+                    .args(["-t", "tracefs", "nodev"])
+                    .arg(d.path())
+                    .status()
+                    .unwrap();
+                assert!(ok.success(), "cannot mount tracefs");
+                (d.path().to_path_buf(), Some(d))
+            }
+        };
+        let dir = Path::new(&root).join(format!("instances/itest-beside-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let set = |f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        set("trace_clock", "mono");
+        set("buffer_size_kb", "65536");
+        for e in [
+            "irq/irq_handler_entry",
+            "irq/irq_handler_exit",
+            "irq/softirq_entry",
+            "irq/softirq_exit",
+            "sched/sched_waking",
+            "sched/sched_switch",
+        ] {
+            set(&format!("events/{e}/enable"), "1");
+        }
+        set("tracing_on", "1");
+        BesideTrace { dir, _mount: mount }
+    }
+
+    /// Stops, and gives the text, or None if the kernel overwrote events.
+    fn stop(self) -> Option<String> {
+        std::fs::write(self.dir.join("tracing_on"), "0").unwrap();
+        let overrun: u64 = online_cpus()
+            .iter()
+            .map(|c| {
+                std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{c}/stats")))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("overrun: "))
+                    .filter_map(|n| n.trim().parse::<u64>().ok())
+                    .sum::<u64>()
+            })
+            .sum();
+        let text = std::fs::read_to_string(self.dir.join("trace")).unwrap();
+        let _ = std::fs::remove_dir(&self.dir);
+        (overrun == 0).then_some(text)
+    }
+}
+
+impl Drop for BesideTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        let _ = std::fs::remove_dir(&self.dir);
+        if let Some(m) = &self._mount {
+            let _ = Command::new("umount").arg("-l").arg(m.path()).status();
+        }
+    }
+}
+
+#[test]
+fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it";
+    if !can_trace(TEST) {
+        return;
+    }
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
+        return;
+    };
+    let Some(cpu) = online_cpus().into_iter().find(|c| !fired_on.contains(c)) else {
+        path_taken(
+            TEST,
+            "the disk's IRQ fires on every CPU: no other CPU for dd",
+        );
+        return;
+    };
+    let cfg = format!(
+        "main\n{{\n  lifetime.duration 1 s\n}}\n\
+         irq_task[0]\n{{\n  irq {name}\n  task.program 0\n}}\n\
+         program[0]\n{{\n  cmdline dd if=dio.bin of=/dev/null bs=4k iflag=direct\n  \
+         cpu_affinity {cpu}\n  termination.ok RESPAWN\n}}\n"
+    );
+    let beside = BesideTrace::start();
+    let (o, r) = run(dir.path(), "beside", &cfg);
+    let Some(trace) = beside.stop() else {
+        path_taken(
+            TEST,
+            "the trace beside the run overflowed its buffer: nothing to compare",
+        );
+        return;
+    };
+    assert!(o.status.success(), "{}", text(&o));
+    let m = &r["irq_tasks"][0];
+    let n = |v: &Value| v.as_u64().unwrap();
+    let (first, last) = (
+        n(&m["exits_span_ns"][0]) / 1000,
+        n(&m["exits_span_ns"][1]) / 1000,
+    );
+    let truth = irq_truth::truth(&trace, &irq.to_string(), "dd");
+    let want = truth.delays_within(first, last);
+    let s = &m["from_exit"];
+    let c = &m["counts"];
+    let inferred = n(&c["switch_in_inferred"]);
+    assert!(want.len() > 100, "{} samples by brute force", want.len());
+    // The same wake-ups, within the few whose classification differs
+    // (a wake-up by a timer softirq, a switch-in the kernel did not log).
+    let samples = n(&s["samples"]);
+    let slack = inferred + want.len() as u64 / 1000 + 1;
+    assert!(
+        samples.abs_diff(want.len() as u64) <= slack,
+        "rtlab {samples}, truth {}: {c}",
+        want.len()
+    );
+    // max and p99 within a bucket (0.1 %) and the text's 1 µs.
+    let within = |ours: u64, truth_us: u64| {
+        let t = truth_us * 1000;
+        ours.abs_diff(t) <= t / 1000 + 2000
+    };
+    let max = *want.last().unwrap();
+    let p99 = want[(0.99 * want.len() as f64).ceil() as usize - 1];
+    let ours_p99 = n(&s["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "p99")
+        .unwrap()["value_ns"]);
+    assert!(
+        within(n(&s["max_ns"]), max),
+        "max: rtlab {} ns, truth {max} µs",
+        s["max_ns"]
+    );
+    assert!(
+        within(ours_p99, p99),
+        "p99: rtlab {ours_p99} ns, truth {p99} µs"
+    );
+    // The worst kept are found in the trace at their exits (each instance
+    // reads the clock for itself: a µs apart at times).
+    for w in m["worst"].as_array().unwrap() {
+        let exit = n(&w["exit_ns"]) / 1000;
+        let hit = truth.samples.iter().find(|s| s.0.abs_diff(exit) <= 2);
+        assert!(
+            hit.is_some_and(|h| within(n(&w["latency_ns"]), h.1)) || w["inferred"] == true,
+            "worst sample at {exit} µs: {w} vs {hit:?}"
+        );
+    }
+    path_taken(
+        TEST,
+        &format!(
+            "IRQ {irq} on CPU {fired_on:?}, dd on CPU {cpu}: rtlab {samples} samples, p99 {ours_p99} ns, \
+             max {} ns; truth {} samples, p99 {p99} µs, max {max} µs; {} woken running",
+            s["max_ns"],
+            want.len(),
+            truth.running
+        ),
+    );
+}

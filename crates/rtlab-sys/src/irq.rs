@@ -71,7 +71,26 @@ pub fn numbers(root: &SysRoot) -> Vec<u32> {
     irqs
 }
 
-/// Parses `/proc/interrupts` text. Rows with fewer count columns than CPUs
+/// Each numbered IRQ with the names of its handlers (the directories of
+/// `/proc/irq/N`: the name each driver gave `request_irq`, as the
+/// `irq_handler_entry` tracepoint writes it).
+pub fn handler_names(root: &SysRoot) -> Vec<(u32, Vec<String>)> {
+    numbers(root)
+        .into_iter()
+        .map(|n| {
+            let dir = format!("{}/{n}", super::paths::IRQ_DIR);
+            let mut names: Vec<String> = root
+                .list(&dir)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| root.is_dir(&format!("{dir}/{e}")))
+                .collect();
+            names.sort();
+            (n, names)
+        })
+        .collect()
+}
+
 /// Each numbered IRQ's total count (over every CPU) now.
 pub fn totals(root: &SysRoot) -> Vec<(u32, u64)> {
     parse_interrupts(&root.read("proc/interrupts").unwrap_or_default())
@@ -81,6 +100,7 @@ pub fn totals(root: &SysRoot) -> Vec<(u32, u64)> {
         .collect()
 }
 
+/// Parses `/proc/interrupts` text. Rows with fewer count columns than CPUs
 /// (`ERR:`, `MIS:`) keep the counts they have.
 pub fn parse_interrupts(text: &str) -> Interrupts {
     let mut lines = text.lines();

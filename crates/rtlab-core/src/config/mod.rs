@@ -123,12 +123,13 @@ impl Diagnostic {
     /// Renders it for `file` (`FILE:LINE:COL: error: message` + hint line).
     /// A message or hint quoting a huge part of the file is cut short.
     pub fn render(&self, file: &str) -> String {
-        let mut out = format!(
-            "{file}:{}:{}: error: {}",
-            self.pos.line,
-            self.pos.col,
-            shortened(&self.message)
-        );
+        self.render_at(&format!("{file}:{}:{}", self.pos.line, self.pos.col))
+    }
+
+    /// The diagnostic at `place` (a command-line option that wrote the
+    /// line, for experiments generated from one).
+    pub fn render_at(&self, place: &str) -> String {
+        let mut out = format!("{place}: error: {}", shortened(&self.message));
         if let Some(hint) = &self.hint {
             out.push_str(&format!("\n  hint: {}", shortened(hint)));
         }

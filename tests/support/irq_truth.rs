@@ -1,0 +1,89 @@
+//! IRQ-to-task latency by brute force over a trace's text, written apart
+//! from rtlab's parser and matcher: the truth its tests compare with (the
+//! unit tests on recorded and generated traces, the integration tests on a
+//! trace recorded beside a real run).
+
+/// One event line as the kernel writes it: (CPU, flags, µs since boot,
+/// event, fields).
+pub fn raw(line: &str) -> Option<(usize, &str, u64, &str, &str)> {
+    let (_, rest) = line.split_once(" [")?;
+    let (cpu, rest) = rest.split_once("] ")?;
+    let mut words = rest.split_whitespace();
+    let flags = words.next()?;
+    let stamp = words.next()?.strip_suffix(':')?;
+    let (s, us) = stamp.split_once('.')?;
+    let ts = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+    let (_, rest) = rest.split_once(": ")?;
+    let (name, fields) = rest.split_once(": ")?;
+    Some((cpu.parse().ok()?, flags, ts, name, fields))
+}
+
+/// The value of `key=` among the fields.
+pub fn value<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    fields
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// What brute force finds.
+#[derive(Debug, Default)]
+pub struct Truth {
+    /// (handler exit in µs, delay to the switch-in in µs), by exit.
+    pub samples: Vec<(u64, u64)>,
+    /// Handler exits whose wake-up found the task running.
+    pub running: u64,
+}
+
+impl Truth {
+    /// The delays (µs) of the exits in `[from, to]` (µs), sorted.
+    pub fn delays_within(&self, from: u64, to: u64) -> Vec<u64> {
+        let mut d: Vec<u64> = self
+            .samples
+            .iter()
+            .filter(|s| (from..=to).contains(&s.0))
+            .map(|s| s.1)
+            .collect();
+        d.sort_unstable();
+        d
+    }
+}
+
+/// For each exit of `irq`: the first waking of `comm` in interrupt context
+/// (flags `h` or `s`) before the IRQ's next entry. If `comm`'s last logged
+/// switch before that waking switched it in, it was running: no sample.
+/// Else the delay from the exit to its next logged switch-in.
+pub fn truth(text: &str, irq: &str, comm: &str) -> Truth {
+    type Raw<'a> = (usize, &'a str, u64, &'a str, &'a str);
+    let ev: Vec<Raw> = text.lines().filter_map(raw).collect();
+    let mut out = Truth::default();
+    let irq_event = |e: &Raw, name: &str| e.3 == name && value(e.4, "irq") == Some(irq);
+    let switch_names =
+        |e: &Raw, side: &str| e.3 == "sched_switch" && value(e.4, side) == Some(comm);
+    for (i, x) in ev.iter().enumerate() {
+        if !irq_event(x, "irq_handler_exit") {
+            continue;
+        }
+        let end = (i + 1..ev.len())
+            .find(|&j| irq_event(&ev[j], "irq_handler_entry"))
+            .unwrap_or(ev.len());
+        let Some(w) = (i + 1..end).find(|&j| {
+            ev[j].3 == "sched_waking"
+                && value(ev[j].4, "comm") == Some(comm)
+                && ev[j].1.contains(['h', 's'])
+        }) else {
+            continue;
+        };
+        let last = ev[..w]
+            .iter()
+            .rev()
+            .find(|e| switch_names(e, "prev_comm") || switch_names(e, "next_comm"));
+        if last.is_some_and(|e| switch_names(e, "next_comm")) {
+            out.running += 1;
+            continue;
+        }
+        if let Some(s) = ev[w..].iter().find(|e| switch_names(e, "next_comm")) {
+            out.samples.push((x.2, s.2 - x.2));
+        }
+    }
+    out
+}
