@@ -5,8 +5,11 @@
 //! thread then reads that CPU's buffer once and explains every marked
 //! wake-up still in it ([`crate::explain`]), from before its deadline to its
 //! wake-up. Bounded: at most 10 reads a second and no more than 5 % of the
-//! main thread's time in reads, each explaining at most [`MAX_PER_READ`],
-//! and `trace.max_spikes` a run; the rest are counted.
+//! main thread's time in reads, each explaining at most [`MAX_PER_READ`]
+//! (the worst first), and `trace.max_spikes` a run; the rest are counted.
+//! Rationed, the worst come first: a read explains its worst marked
+//! wake-ups, and a wake-up twice as late as any explained so far is read at
+//! once, whatever the ration (at most [`MAX_BEYOND`] past `max_spikes`).
 
 use crate::explain::parse::Marker;
 use crate::explain::{TraceReport, analyze, parse, verdict};
@@ -39,9 +42,12 @@ const MIN_GAP: Duration = Duration::from_millis(100);
 /// kernel formats a whole CPU buffer for each (tens of milliseconds for a
 /// full one), so the next read waits this many times the last one's length.
 const READ_BUDGET: u32 = 20;
-/// Most wake-ups explained from one read (the latest first; a flood is
+/// Most wake-ups explained from one read (the worst first; a flood is
 /// counted, not read).
 pub const MAX_PER_READ: usize = 10;
+/// Most wake-ups explained past `trace.max_spikes`, each worse than every
+/// one explained before it.
+pub const MAX_BEYOND: usize = 20;
 /// Most event lines indexed from one CPU's buffer.
 const MAX_BUFFER_LINES: usize = 1 << 20;
 /// The window starts this long before the deadline (what ran then decides
@@ -64,6 +70,12 @@ pub struct FlightRecorder {
     next_read: Option<Instant>,
     /// The trace-event JSON of each explained window, by file name.
     windows: Vec<(String, String)>,
+    /// The latest explained wake-up (ns): a worse one is read first.
+    worst_explained: u64,
+    /// Wake-ups explained past `max_spikes`.
+    beyond: usize,
+    /// CPUs checked for switches out of idle the kernel does not log.
+    idle_checked: Vec<usize>,
 }
 
 impl FlightRecorder {
@@ -104,6 +116,9 @@ impl FlightRecorder {
             threads: Vec::new(),
             next_read: None,
             windows: Vec::new(),
+            worst_explained: 0,
+            beyond: 0,
+            idle_checked: Vec::new(),
         })
     }
 
@@ -162,9 +177,21 @@ impl FlightRecorder {
     pub fn look(&mut self, timers: &[TimerHandle]) {
         self.take_announced(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
-        if !limited {
+        // A wake-up twice as late as the worst explained is read now.
+        let urgent = self
+            .threads
+            .iter()
+            .any(|t| t.pending.is_some() && t.new_max > self.worst_explained.saturating_mul(2));
+        if !limited || urgent {
             self.read_pending(timers);
         }
+    }
+
+    /// Whether a wake-up `latency_ns` late may still be explained: below
+    /// `max_spikes`, or worse than every one explained (a bounded number).
+    fn may_explain(&self, latency_ns: u64) -> bool {
+        self.report.explanations.len() < self.spec.max_spikes
+            || (latency_ns > self.worst_explained && self.beyond < MAX_BEYOND)
     }
 
     /// Counts what each timer thread announced since the last look, and
@@ -179,6 +206,14 @@ impl FlightRecorder {
             }
             state.announced = s.over;
             self.report.over_threshold += new;
+            // The thread's worst since the last look, if one was announced
+            // in it (its maximum grew past the threshold).
+            state.new_max = if s.max_ns > state.max_seen && s.max_ns >= self.spec.threshold_ns {
+                s.max_ns
+            } else {
+                0
+            };
+            state.max_seen = s.max_ns;
             // The CPU it woke on (a thread allowed on several may move).
             let cpu = usize::try_from(s.over_cpu)
                 .ok()
@@ -212,7 +247,13 @@ impl FlightRecorder {
         }
         let started = Instant::now();
         for (cpu, threads) in by_cpu {
-            let text = if self.report.explanations.len() >= self.spec.max_spikes {
+            let worst_pending = threads
+                .iter()
+                .map(|&i| &self.threads[i])
+                .filter_map(|t| Some(t.pending?.marker.latency_ns.max(t.new_max)))
+                .max()
+                .unwrap_or(0);
+            let text = if !self.may_explain(worst_pending) {
                 None
             } else {
                 self.report.reads += 1;
@@ -224,6 +265,9 @@ impl FlightRecorder {
             let buffer = text
                 .as_deref()
                 .map(|t| parse::Buffer::new(t, MAX_BUFFER_LINES));
+            if let Some(b) = &buffer {
+                self.check_idle_switches(cpu, b);
+            }
             for i in threads {
                 let state = &mut self.threads[i];
                 let Some(latest) = state.pending.take() else {
@@ -241,15 +285,35 @@ impl FlightRecorder {
                 let room = self
                     .spec
                     .max_spikes
-                    .saturating_sub(self.report.explanations.len())
-                    .min(MAX_PER_READ);
-                for m in &marks[marks.len().saturating_sub(room)..] {
-                    self.explain(buffer, cpu, tid, m);
+                    .saturating_sub(self.report.explanations.len());
+                let beyond = MAX_BEYOND.saturating_sub(self.beyond);
+                for m in choose(marks, room, self.worst_explained, beyond) {
+                    self.explain(buffer, cpu, tid, &m);
                 }
             }
         }
         let spent = started.elapsed();
         self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));
+    }
+
+    /// Says once per CPU when its kernel logs switches into idle and none
+    /// out of it: the task after idle is then inferred from its events.
+    fn check_idle_switches(&mut self, cpu: usize, buffer: &parse::Buffer) {
+        if self.idle_checked.contains(&cpu) {
+            return;
+        }
+        let (into, out_of) = buffer.idle_switches();
+        if into < 10 {
+            return; // Too few to tell: the next read looks again.
+        }
+        self.idle_checked.push(cpu);
+        if out_of == 0 {
+            self.note(format!(
+                "CPU {cpu}: this kernel logs switches into idle ({into} in the first read) and none \
+                 out of it: the task that ran after idle is taken from its own events, and those \
+                 parts are marked inferred"
+            ));
+        }
     }
 
     fn note(&mut self, note: String) {
@@ -260,10 +324,25 @@ impl FlightRecorder {
 
     fn explain(&mut self, buffer: &parse::Buffer, cpu: usize, tid: i32, m: &Marker) {
         let (deadline, latency) = (m.deadline_ns, m.latency_ns);
-        let from = deadline.saturating_sub(LOOKBACK_NS);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
-        let lines = buffer.window(from, to, MAX_EVENTS);
+        let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
         let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
+        if let Err(why) = analyze::coverage(&events, deadline) {
+            if self.report.unexplained.len() < crate::explain::MAX_UNEXPLAINED {
+                self.report.unexplained.push(crate::explain::Unexplained {
+                    timer: m.timer,
+                    sample: m.sample,
+                    deadline_ns: deadline,
+                    latency_ns: latency,
+                    why,
+                });
+            }
+            return;
+        }
+        if self.report.explanations.len() >= self.spec.max_spikes {
+            self.beyond += 1;
+        }
+        self.worst_explained = self.worst_explained.max(latency);
         let mut e = analyze::explain(&events, m.timer, tid, m.sample, deadline, latency);
         e.cpu = cpu;
         let stem = format!("rtlab-spike-T{}-{}", m.timer, m.sample);
@@ -298,6 +377,10 @@ struct ThreadState {
     announced: u64,
     /// The latest announced and not read yet.
     pending: Option<Latest>,
+    /// Its live maximum at the last look.
+    max_seen: u64,
+    /// Its maximum, when it grew past the threshold since the last look.
+    new_max: u64,
     /// The sample of the latest read: markers up to it are done.
     read_upto: Option<u64>,
 }
@@ -323,6 +406,25 @@ fn to_explain(buffer: &parse::Buffer, latest: Marker, after: Option<u64>) -> Vec
         marks.retain(|m| m.sample < latest.sample);
         marks.push(latest);
     }
+    marks
+}
+
+/// The wake-ups of one read to explain, oldest first: the worst
+/// [`MAX_PER_READ`] of the `room` left under `max_spikes`, then, up to
+/// `beyond` more, those worse than `worst_explained`.
+fn choose(mut marks: Vec<Marker>, room: usize, worst_explained: u64, beyond: usize) -> Vec<Marker> {
+    marks.sort_by_key(|m| (std::cmp::Reverse(m.latency_ns), m.sample));
+    // Past the cap (not past one read's ration): the worse than any.
+    let past_cap = MAX_PER_READ.saturating_sub(room).min(beyond);
+    let room = room.min(MAX_PER_READ);
+    let beyond = marks
+        .iter()
+        .skip(room)
+        .take_while(|m| m.latency_ns > worst_explained)
+        .take(past_cap)
+        .count();
+    marks.truncate(room + beyond);
+    marks.sort_by_key(|m| m.sample);
     marks
 }
 
@@ -445,6 +547,39 @@ mod tests {
         assert_eq!(buffer.window(1_000_007_000, 1_000_010_000, 100).len(), 5);
         assert_eq!(buffer.window(1_000_007_000, 1_000_010_000, 2).len(), 2);
         assert_eq!(buffer.markers().count(), 5);
+    }
+
+    #[test]
+    fn a_rationed_read_explains_the_worst_and_a_new_worst_past_the_cap() {
+        let mark = |sample: u64, latency_ns: u64| Marker {
+            timer: 0,
+            pid: 10,
+            sample,
+            deadline_ns: sample * 1_000_000,
+            latency_ns,
+        };
+        // 30 marked, latencies in no order; the worst 10 are chosen, in
+        // time order.
+        let marks: Vec<Marker> = (0..30)
+            .map(|i| mark(i, 40_000 + (i * 7919) % 30 * 1000))
+            .collect();
+        let mut want: Vec<Marker> = marks.clone();
+        want.sort_by_key(|m| std::cmp::Reverse(m.latency_ns));
+        want.truncate(MAX_PER_READ);
+        want.sort_by_key(|m| m.sample);
+        assert_eq!(choose(marks.clone(), 100, 0, MAX_BEYOND), want);
+        // Room for 3 under the cap, none worse than the worst explained:
+        // the worst 3.
+        let three = choose(marks.clone(), 3, 69_000, MAX_BEYOND);
+        assert_eq!(three.len(), 3);
+        assert!(three.iter().all(|m| m.latency_ns >= 67_000), "{three:?}");
+        // At the cap: only those worse than every one explained.
+        let past = choose(marks.clone(), 0, 66_500, MAX_BEYOND);
+        let mut lat: Vec<u64> = past.iter().map(|m| m.latency_ns).collect();
+        lat.sort_unstable();
+        assert_eq!(lat, [67_000, 68_000, 69_000]);
+        // And no more than the bound allows.
+        assert_eq!(choose(marks, 0, 0, 2).len(), 2);
     }
 
     #[test]

@@ -15,6 +15,11 @@ pub enum PartKind {
     /// The CPU idled past the deadline: the timer interrupt came late
     /// (idle exit, or a hypervisor that did not run this CPU).
     TimerLateIdle,
+    /// The timer interrupt came late while the CPU was busy (a thread, a
+    /// softirq, the timer thread itself): interrupts off in it, or the
+    /// hypervisor. Whoever ran is named, but a thread cannot delay an
+    /// interrupt by its priority: the lateness is the interrupt's.
+    TimerLate,
     /// A hardware interrupt handler (device IRQ, local timer, IPI).
     Irq,
     /// A softirq.
@@ -45,6 +50,14 @@ pub struct Part {
     /// It ran before the timer thread was woken: the timer interrupt came
     /// late while it ran.
     pub before_wake: bool,
+    /// How much of it is inferred: the kernel did not log the switch to
+    /// the task, which was taken from the task's own events (ns).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inferred_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One wake-up, explained.
@@ -96,6 +109,9 @@ pub struct Slice {
     pub kind: PartKind,
     /// Who.
     pub what: String,
+    /// Its owner is inferred (a switch the kernel did not log).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inferred: bool,
 }
 
 /// A stretch of the window and who owned the CPU (for the timeline).
@@ -111,6 +127,8 @@ pub struct Segment {
     pub what: String,
     /// The thread's PID, if a thread.
     pub pid: Option<i32>,
+    /// The task owning it was inferred: the kernel did not log its switch-in.
+    pub inferred: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -119,6 +137,19 @@ struct Task {
     pid: i32,
     /// The workqueue item it runs (kworkers), from `workqueue_execute_start`.
     work: Option<String>,
+    /// Taken from its own events: its switch-in was not logged.
+    inferred: bool,
+}
+
+impl Task {
+    fn of(e: &Event, inferred: bool) -> Self {
+        Task {
+            comm: e.comm.clone(),
+            pid: e.pid,
+            work: None,
+            inferred,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -175,6 +206,156 @@ pub fn prio_words(prio: i32) -> String {
     }
 }
 
+/// Who owns a stretch of the window: the innermost context. Before the
+/// timer thread's wake-up, only a hardirq handler can have kept the timer
+/// interrupt out; any other owner is named, but the time is the
+/// interrupt's lateness.
+fn owner(
+    task: &Task,
+    stack: &[Handler],
+    tid: i32,
+    before_wake: bool,
+) -> (PartKind, String, Option<i32>) {
+    let busy = |what: &str| format!("timer interrupt late (CPU busy with {what})");
+    let words = || match &task.work {
+        Some(w) => format!("{} (work {w})", task.comm),
+        None => task.comm.clone(),
+    };
+    match stack.last() {
+        Some(h) if h.kind == PartKind::Irq || !before_wake => (h.kind, h.what.clone(), None),
+        Some(h) => (PartKind::TimerLate, busy(&h.what), None),
+        None if task.pid == 0 && before_wake => (
+            PartKind::TimerLateIdle,
+            "timer interrupt late, CPU idle".into(),
+            None,
+        ),
+        None if task.pid == 0 => (PartKind::Idle, "idle".into(), None),
+        None if before_wake => (PartKind::TimerLate, busy(&words()), Some(task.pid)),
+        None if task.pid == tid => (PartKind::TimerThread, task.comm.clone(), Some(tid)),
+        None => (PartKind::Thread, words(), Some(task.pid)),
+    }
+}
+
+/// The walk over one window: who owns the CPU as each event comes.
+struct Walk {
+    tid: i32,
+    deadline_ns: u64,
+    end: u64,
+    out: Vec<Segment>,
+    woken: Option<u64>,
+    switched: Option<u64>,
+    task: Task,
+    stack: Vec<Handler>,
+    /// Idle woke a task onto this CPU, or left its idle state, since it
+    /// took the CPU: it switches away at once.
+    idle_done: bool,
+}
+
+impl Walk {
+    /// Gives `[from, to]` (clipped to the latency) to the owner now.
+    fn give(&mut self, from: u64, to: u64) {
+        let (from, to) = (from.max(self.deadline_ns), to.min(self.end));
+        if to <= from {
+            return;
+        }
+        let before_wake = self.woken.is_none_or(|w| from < w);
+        let (kind, what, pid) = owner(&self.task, &self.stack, self.tid, before_wake);
+        let inferred = self.task.inferred && self.stack.is_empty() && pid.is_some();
+        match self.out.last_mut() {
+            Some(s)
+                if s.kind == kind
+                    && s.what == what
+                    && s.pid == pid
+                    && s.inferred == inferred
+                    && s.to_ns == from =>
+            {
+                s.to_ns = to
+            }
+            _ => self.out.push(Segment {
+                from_ns: from,
+                to_ns: to,
+                kind,
+                what,
+                pid,
+                inferred,
+            }),
+        }
+    }
+
+    /// Follows one event; false once past the window's end.
+    fn step(&mut self, at: &mut u64, e: &Event) -> bool {
+        // The task that logged the event is the one running (for a switch,
+        // the one leaving): a switch the buffer lost (some kernels do not
+        // log the switch out of idle).
+        let lost_switch = self.stack.is_empty() && e.pid != self.task.pid;
+        // Idle never keeps a CPU on which it woke a task: the lost switch
+        // came right after idle's last event, and the time since is the
+        // new task's.
+        let resync_now =
+            lost_switch && self.task.pid == 0 && (self.woken.is_some() || self.idle_done);
+        if resync_now {
+            self.task = Task::of(e, true);
+        }
+        self.give(*at, e.ts_ns);
+        *at = (*at).max(e.ts_ns);
+        if *at >= self.end {
+            return false;
+        }
+        if lost_switch && !resync_now {
+            self.task = Task::of(e, true);
+        }
+        if lost_switch && e.pid == self.tid && self.woken.is_some() && self.switched.is_none() {
+            self.switched = Some(e.ts_ns);
+        }
+        self.follow(e);
+        true
+    }
+
+    fn follow(&mut self, e: &Event) {
+        let tid = self.tid as i64;
+        match e.name.as_str() {
+            "sched_switch" => {
+                self.stack.clear();
+                self.task = Task {
+                    comm: e.field("next_comm").unwrap_or("?").to_string(),
+                    pid: e.num("next_pid").unwrap_or(-1) as i32,
+                    work: None,
+                    inferred: false,
+                };
+                self.idle_done = false;
+                if self.task.pid == self.tid && self.woken.is_some() && self.switched.is_none() {
+                    self.switched = Some(e.ts_ns);
+                }
+            }
+            "sched_waking" | "sched_wakeup" => {
+                if e.num("pid") == Some(tid)
+                    && self.woken.is_none()
+                    && e.ts_ns + 2_000 >= self.deadline_ns
+                {
+                    self.woken = Some(e.ts_ns);
+                }
+                let here = e.num("target_cpu") == Some(e.cpu as i64);
+                self.idle_done |= self.task.pid == 0 && here;
+            }
+            // Leaving an idle state (`state=4294967295`: PWR_EVENT_EXIT).
+            "cpu_idle" if self.task.pid == 0 && e.field("state") == Some("4294967295") => {
+                self.idle_done = true
+            }
+            "workqueue_execute_start" if self.stack.is_empty() => {
+                self.task.work = e.field("function").map(str::to_string);
+            }
+            "workqueue_execute_end" if self.stack.is_empty() => self.task.work = None,
+            name => {
+                if let Some(h) = opens(e) {
+                    self.stack.push(h);
+                } else if let Some(i) = self.stack.iter().rposition(|h| h.exit == name) {
+                    self.stack.truncate(i);
+                }
+            }
+        }
+    }
+}
+
 /// Walks `events` (one CPU, in time order) over `[deadline, deadline +
 /// latency]` of timer thread `tid`: the segments of the window and the
 /// wake-up and switch-in times of the thread.
@@ -185,141 +366,72 @@ pub fn segments(
     latency_ns: u64,
 ) -> (Vec<Segment>, Option<u64>, Option<u64>) {
     let end = deadline_ns.saturating_add(latency_ns);
-    let mut out: Vec<Segment> = Vec::new();
-    let (mut woken, mut switched) = (None, None);
     let Some(first) = events.first() else {
-        return (
-            vec![Segment {
-                from_ns: deadline_ns,
-                to_ns: end,
-                kind: PartKind::Unknown,
-                what: "no event recorded in the window".into(),
-                pid: None,
-            }],
-            None,
-            None,
-        );
+        let all = Segment {
+            from_ns: deadline_ns,
+            to_ns: end,
+            kind: PartKind::Unknown,
+            what: "no event recorded in the window".into(),
+            pid: None,
+            inferred: false,
+        };
+        return (vec![all], None, None);
     };
-    let mut task = Task {
-        comm: first.comm.clone(),
-        pid: first.pid,
-        work: None,
+    let mut w = Walk {
+        tid,
+        deadline_ns,
+        end,
+        out: Vec::new(),
+        woken: None,
+        switched: None,
+        task: Task::of(first, false),
+        stack: Vec::new(),
+        idle_done: false,
     };
-    let mut stack: Vec<Handler> = Vec::new();
     let mut at = first.ts_ns;
     if at > deadline_ns {
-        out.push(Segment {
+        w.out.push(Segment {
             from_ns: deadline_ns,
             to_ns: at.min(end),
             kind: PartKind::Unknown,
             what: "before the first event of the window".into(),
             pid: None,
+            inferred: false,
         });
     }
-    let mut give = |from: u64, to: u64, task: &Task, stack: &[Handler], woken: Option<u64>| {
-        let (from, to) = (from.max(deadline_ns), to.min(end));
-        if to <= from {
-            return;
-        }
-        let (kind, what, pid) = match stack.last() {
-            Some(h) => (h.kind, h.what.clone(), None),
-            None if task.pid == tid => (PartKind::TimerThread, task.comm.clone(), Some(tid)),
-            None if task.pid == 0 && woken.is_none_or(|w| from < w) => (
-                PartKind::TimerLateIdle,
-                "timer interrupt late, CPU idle".into(),
-                None,
-            ),
-            None if task.pid == 0 => (PartKind::Idle, "idle".into(), None),
-            None => (
-                PartKind::Thread,
-                match &task.work {
-                    Some(w) => format!("{} (work {w})", task.comm),
-                    None => task.comm.clone(),
-                },
-                Some(task.pid),
-            ),
-        };
-        match out.last_mut() {
-            Some(s) if s.kind == kind && s.what == what && s.pid == pid && s.to_ns == from => {
-                s.to_ns = to
-            }
-            _ => out.push(Segment {
-                from_ns: from,
-                to_ns: to,
-                kind,
-                what,
-                pid,
-            }),
-        }
-    };
     for e in events {
-        // The task that logged the event is the one running: a switch the
-        // buffer lost (some kernels do not log the switch out of idle).
-        let lost_switch = stack.is_empty() && e.pid != task.pid && e.name != "sched_switch";
-        // Idle never keeps a CPU on which a thread was woken: the lost
-        // switch came at once, and the time since is the new task's.
-        let resync_now = lost_switch && task.pid == 0 && woken.is_some();
-        if resync_now {
-            task = Task {
-                comm: e.comm.clone(),
-                pid: e.pid,
-                work: None,
-            };
-        }
-        give(at, e.ts_ns, &task, &stack, woken);
-        at = at.max(e.ts_ns);
-        if at >= end {
+        if !w.step(&mut at, e) {
             break;
         }
-        if lost_switch && !resync_now {
-            task = Task {
-                comm: e.comm.clone(),
-                pid: e.pid,
-                work: None,
-            };
-        }
-        if lost_switch && e.pid == tid && woken.is_some() && switched.is_none() {
-            switched = Some(e.ts_ns);
-        }
-        match e.name.as_str() {
-            "sched_switch" => {
-                stack.clear();
-                task = Task {
-                    comm: e.field("next_comm").unwrap_or("?").to_string(),
-                    pid: e.num("next_pid").unwrap_or(-1) as i32,
-                    work: None,
-                };
-                if task.pid == tid && woken.is_some() && switched.is_none() {
-                    switched = Some(e.ts_ns);
-                }
-            }
-            "sched_waking" | "sched_wakeup"
-                if e.num("pid") == Some(tid as i64)
-                    && woken.is_none()
-                    && e.ts_ns + 2_000 >= deadline_ns =>
-            {
-                woken = Some(e.ts_ns);
-            }
-            "workqueue_execute_start" if stack.is_empty() => {
-                task.work = e.field("function").map(str::to_string);
-            }
-            "workqueue_execute_end" if stack.is_empty() => task.work = None,
-            name => {
-                if let Some(h) = opens(e) {
-                    stack.push(h);
-                } else if let Some(i) = stack.iter().rposition(|h| h.exit == name) {
-                    stack.truncate(i);
-                }
-            }
-        }
     }
-    give(at, end, &task, &stack, woken);
+    w.give(at, end);
     // Already running when woken (woken while it ran, or preempted):
     // it is "in" from the wake-up.
-    if switched.is_none() {
-        switched = woken;
+    let switched = w.switched.or(w.woken);
+    (w.out, w.woken, switched)
+}
+
+/// Whether a window can explain a wake-up: it must hold events from
+/// before the deadline (else who owned the CPU at the deadline is not
+/// known) and after it. Err says why not; such a wake-up is "not
+/// explained", never filed under a culprit.
+pub fn coverage(events: &[Event], deadline_ns: u64) -> Result<(), String> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Err(
+            "no event recorded in the window: the buffer was overwritten before it was read".into(),
+        );
+    };
+    if first.ts_ns > deadline_ns {
+        return Err(format!(
+            "the window's first event is {:.1} µs after the deadline: the buffer was \
+             overwritten up to there before it was read",
+            (first.ts_ns - deadline_ns) as f64 / 1000.0
+        ));
     }
-    (out, woken, switched)
+    if last.ts_ns < deadline_ns {
+        return Err("no event recorded after the deadline".into());
+    }
+    Ok(())
 }
 
 /// Explains the wake-up of timer thread `timer` (TID `tid`) whose deadline
@@ -352,17 +464,25 @@ pub fn explain(
         let before_wake = woken.is_none_or(|w| s.from_ns < w);
         // Before and after the wake-up are different stories (a late
         // interrupt, then a preemption): separate parts.
+        let (ns, inferred) = (
+            s.to_ns - s.from_ns,
+            if s.inferred { s.to_ns - s.from_ns } else { 0 },
+        );
         match parts.iter_mut().find(|p| {
             p.kind == s.kind && p.what == s.what && p.pid == s.pid && p.before_wake == before_wake
         }) {
-            Some(p) => p.ns += s.to_ns - s.from_ns,
+            Some(p) => {
+                p.ns += ns;
+                p.inferred_ns += inferred;
+            }
             None => parts.push(Part {
                 kind: s.kind,
                 what: s.what.clone(),
                 pid: s.pid,
                 prio: s.pid.filter(|&p| p > 0).and_then(prio_of),
-                ns: s.to_ns - s.from_ns,
+                ns,
                 before_wake,
+                inferred_ns: inferred,
             }),
         }
     }
@@ -393,6 +513,7 @@ pub fn explain(
                 ns: s.to_ns - s.from_ns,
                 kind: s.kind,
                 what: s.what.clone(),
+                inferred: s.inferred,
             })
             .collect(),
     }
@@ -409,13 +530,22 @@ fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
     };
     let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
     let share = format!("{} of {}", us(p.ns), us(latency_ns));
+    let sentence = main_cause(p, own_prio, latency_ns, &share);
+    if p.inferred_ns == 0 {
+        return sentence;
+    }
+    format!(
+        "{sentence} ({} of it inferred: the kernel did not log the switch to it, taken from its own events)",
+        us(p.inferred_ns)
+    )
+}
+
+fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> String {
+    let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
     match p.kind {
         PartKind::Thread => {
             let who = format!("{} (pid {})", p.what, p.pid.unwrap_or(0));
             let why = match (p.prio, own_prio) {
-                _ if p.before_wake => {
-                    "it ran when the timer should have fired (the timer interrupt came late: interrupts off, or the hypervisor)".to_string()
-                }
                 (Some(theirs), Some(ours)) if theirs < ours => format!(
                     "{} is above the timer thread's {}",
                     prio_words(theirs),
@@ -429,6 +559,12 @@ fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
             };
             format!("thread {who} ran {share}: {why}")
         }
+        PartKind::TimerLate => format!(
+            "the {} ({share}): interrupts off there, or the hypervisor did not run this CPU; \
+             no priority keeps a timer interrupt out",
+            p.what
+                .replacen("timer interrupt late", "timer interrupt came late", 1)
+        ),
         PartKind::TimerLateIdle => format!(
             "the timer interrupt came {} late ({} in all) while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)",
             us(p.ns),

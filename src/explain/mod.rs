@@ -30,6 +30,14 @@ pub struct TraceReport {
     /// more than the most explained from one read, or `trace.max_spikes`
     /// reached.
     pub not_explained: u64,
+    /// Wake-ups read but not explained, with why (the window held no event,
+    /// or its start was overwritten): at most [`MAX_UNEXPLAINED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unexplained: Vec<Unexplained>,
+    /// The timer threads' worst wake-ups over the threshold that were not
+    /// explained, worst first, with why when known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worst_unexplained: Vec<Unexplained>,
     /// Reads of a CPU's buffer (each explains the wake-ups marked there).
     #[serde(default)]
     pub reads: u64,
@@ -41,4 +49,63 @@ pub struct TraceReport {
     pub culprits: Vec<verdict::Culprit>,
     /// What else the reader should know (a window cut short...).
     pub notes: Vec<String>,
+}
+
+/// Most unexplained wake-ups listed with why.
+pub const MAX_UNEXPLAINED: usize = 100;
+
+/// A late wake-up that is not explained, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unexplained {
+    /// The timer thread's index.
+    pub timer: usize,
+    /// The sample's place in the thread's samples.
+    pub sample: u64,
+    /// The deadline (CLOCK_MONOTONIC, ns).
+    pub deadline_ns: u64,
+    /// The measured latency (ns).
+    pub latency_ns: u64,
+    /// Why it is not explained.
+    pub why: String,
+}
+
+impl TraceReport {
+    /// Lists, among `worst` (a timer thread's worst wake-ups: (timer,
+    /// sample, deadline, latency)), those over the threshold that no
+    /// explanation covers, worst first, with the reason the recorder knew.
+    pub fn find_worst_unexplained(&mut self, worst: &[(usize, u64, u64, u64)]) {
+        let explained: std::collections::BTreeSet<(usize, u64)> = self
+            .explanations
+            .iter()
+            .map(|e| (e.timer, e.sample))
+            .collect();
+        let mut out: Vec<Unexplained> = worst
+            .iter()
+            .filter(|w| w.3 >= self.threshold_ns && !explained.contains(&(w.0, w.1)))
+            .map(|&(timer, sample, deadline_ns, latency_ns)| {
+                let why = self
+                    .unexplained
+                    .iter()
+                    .find(|u| (u.timer, u.sample) == (timer, sample))
+                    .map_or_else(
+                        || {
+                            "not read: the buffer was not read before it was overwritten, or \
+                             the reads were rationed"
+                                .to_string()
+                        },
+                        |u| u.why.clone(),
+                    );
+                Unexplained {
+                    timer,
+                    sample,
+                    deadline_ns,
+                    latency_ns,
+                    why,
+                }
+            })
+            .collect();
+        out.sort_by_key(|u| (std::cmp::Reverse(u.latency_ns), u.timer, u.sample));
+        out.truncate(MAX_UNEXPLAINED);
+        self.worst_unexplained = out;
+    }
 }

@@ -174,6 +174,47 @@ impl<'a> Buffer<'a> {
             .collect()
     }
 
+    /// The event lines of a wake-up's window: from `lookback_ns` before
+    /// `deadline_ns` to `to_ns`, and from the last event at or before the
+    /// deadline if the lookback holds none (a CPU quiet for longer: its
+    /// last event says who owned it), at most `max`.
+    pub fn window_around(
+        &self,
+        deadline_ns: u64,
+        lookback_ns: u64,
+        to_ns: u64,
+        max: usize,
+    ) -> Vec<&'a str> {
+        let by_lookback = self
+            .lines
+            .partition_point(|&(ts, _)| ts < deadline_ns.saturating_sub(lookback_ns));
+        let last_before = self
+            .lines
+            .partition_point(|&(ts, _)| ts <= deadline_ns)
+            .saturating_sub(1);
+        let start = by_lookback.min(last_before);
+        self.lines[start..]
+            .iter()
+            .take_while(|&&(ts, _)| ts <= to_ns)
+            .take(max)
+            .map(|&(_, l)| l)
+            .collect()
+    }
+
+    /// Switches into idle and out of it that the buffer logs: a kernel
+    /// that logs the first and never the second hides which task ran after
+    /// idle (this VM's 6.18 kernel on one of its CPUs).
+    pub fn idle_switches(&self) -> (usize, usize) {
+        let (mut into, mut out_of) = (0, 0);
+        for (_, l) in &self.lines {
+            if l.contains(" sched_switch: ") {
+                into += usize::from(l.contains(" next_pid=0 "));
+                out_of += usize::from(l.contains(" prev_pid=0 "));
+            }
+        }
+        (into, out_of)
+    }
+
     /// The late wake-ups marked in the buffer, oldest first.
     pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
         self.lines

@@ -96,6 +96,7 @@ mod tests {
                     prio: None,
                     ns,
                     before_wake: false,
+                    inferred_ns: 0,
                 })
                 .collect(),
             cause: String::new(),

@@ -23,6 +23,18 @@ pub fn verdict(r: &TraceReport) -> String {
         r.not_explained,
         crate::flight::MAX_PER_READ
     ));
+    if !r.worst_unexplained.is_empty() {
+        out.push_str("  worst not explained:\n");
+    }
+    for u in r.worst_unexplained.iter().take(5) {
+        out.push_str(&format!(
+            "    T{} sample {}: {} late: {}\n",
+            u.timer,
+            u.sample,
+            us(u.latency_ns),
+            u.why
+        ));
+    }
     if r.reads > 0 {
         out.push_str(&format!(
             "  {} reads of the trace buffer, {:.1} ms of the main thread in all\n",

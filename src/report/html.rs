@@ -223,6 +223,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         PartKind::Irq => "#ff7f0e",
         PartKind::Softirq => "#bcbd22",
         PartKind::TimerLateIdle => "#7f7f7f",
+        PartKind::TimerLate => "#8c564b",
         PartKind::TimerThread => "#2ca02c",
         PartKind::Idle => "#c7c7c7",
         PartKind::Unknown => "#9467bd",

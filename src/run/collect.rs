@@ -42,6 +42,19 @@ pub(super) fn collect(
     );
     placement.extend(stopped.programs.iter().map(program_placement));
     warnings.extend(watch.partitions_changed.iter().cloned());
+    let mut trace = stopped.trace;
+    if let Some(t) = &mut trace {
+        let worst: Vec<(usize, u64, u64, u64)> = timer_results
+            .iter()
+            .flat_map(|r| {
+                r.spikes
+                    .worst
+                    .iter()
+                    .map(|s| (r.index, s.sample, s.deadline_ns, s.latency_ns))
+            })
+            .collect();
+        t.find_worst_unexplained(&worst);
+    }
     RunResult {
         schema: SCHEMA.into(),
         rtlab_version: env!("CARGO_PKG_VERSION").into(),
@@ -66,7 +79,7 @@ pub(super) fn collect(
         },
         cpu_load: watch.load.series,
         warnings,
-        trace: stopped.trace,
+        trace,
         trace_windows: stopped.trace_windows,
         audit: stopped.audit,
         irq_tasks: stopped.irq_tasks,

@@ -91,7 +91,13 @@ fn an_irq_nested_in_a_softirq_counts_once_each_net() {
             .collect();
         (!all.is_empty()).then(|| all.iter().sum::<u64>())
     };
-    assert_eq!(ns("softirq NET_RX"), Some(10_000 + 70_000)); // net of the IRQ
+    // Net of the IRQ; before the wake-up, the softirq's time is the timer
+    // interrupt's lateness (a softirq runs with interrupts on).
+    assert_eq!(ns("softirq NET_RX"), Some(70_000));
+    assert_eq!(
+        ns("timer interrupt late (CPU busy with softirq NET_RX)"),
+        Some(10_000)
+    );
     assert_eq!(ns("IRQ 41 eth0-rx"), Some(20_000));
     assert_eq!(ns("iperf"), Some(5_000));
     assert_eq!(ns("rtlab-timer0"), Some(5_000));
@@ -108,7 +114,7 @@ fn an_irq_nested_in_a_softirq_counts_once_each_net() {
     assert_eq!(
         order,
         [
-            "softirq NET_RX",
+            "timer interrupt late (CPU busy with softirq NET_RX)",
             "IRQ 41 eth0-rx",
             "softirq NET_RX",
             "iperf",
@@ -212,14 +218,156 @@ fn a_thread_running_at_the_deadline_and_after_the_wake_is_two_parts() {
         (main.what.as_str(), main.ns, main.before_wake),
         ("hog", 2_000_000, false)
     );
+    // Before the wake-up, the hog is only where the late interrupt landed.
     assert!(
-        e.parts
-            .iter()
-            .any(|p| p.what == "hog" && p.before_wake && p.ns == 3_000)
+        e.parts.iter().any(|p| p.kind == PartKind::TimerLate
+            && p.what == "timer interrupt late (CPU busy with hog)"
+            && p.before_wake
+            && p.ns == 3_000),
+        "{e:#?}"
     );
     assert!(
         e.cause.contains("real-time priority 95 is above"),
         "{}",
         e.cause
     );
+}
+
+#[test]
+fn a_window_without_the_deadline_or_without_events_explains_nothing() {
+    let ev = |ts: &str| {
+        parse::line(&format!(
+            "  <idle>-0 [001] d..2. {ts}: cpu_idle: state=1 cpu_id=1"
+        ))
+        .unwrap()
+    };
+    let deadline = 10_000_100_000;
+    assert!(
+        coverage(&[], deadline)
+            .unwrap_err()
+            .contains("no event recorded")
+    );
+    let late_start = [ev("10.000150"), ev("10.000300")];
+    assert!(
+        coverage(&late_start, deadline)
+            .unwrap_err()
+            .contains("50.0 µs after the deadline")
+    );
+    assert!(coverage(&[ev("10.000050")], deadline).is_err());
+    assert_eq!(
+        coverage(&[ev("10.000050"), ev("10.000300")], deadline),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_quiet_cpus_window_starts_at_its_last_event_before_the_deadline() {
+    let text = "\
+  <idle>-0 [001] d..2. 9.000000: cpu_idle: state=1 cpu_id=1
+  <idle>-0 [001] d..2. 9.990000: cpu_idle: state=1 cpu_id=1
+  <idle>-0 [001] d.h1. 10.000400: hrtimer_expire_entry: hrtimer=x function=hrtimer_wakeup now=1
+";
+    let b = parse::Buffer::new(text, 100);
+    // 2 ms of lookback before 10.000100 hold nothing: the last event before
+    // the deadline (9.990000) opens the window.
+    let w = b.window_around(10_000_100_000, 2_000_000, 10_000_500_000, 100);
+    assert_eq!(w.len(), 2);
+    assert!(w[0].contains("9.990000"));
+    // With events in the lookback, it starts there.
+    let w = b.window_around(9_991_000_000, 2_000_000, 10_000_500_000, 100);
+    assert!(w[0].contains("9.990000"));
+}
+
+#[test]
+fn a_lower_priority_thread_where_the_late_interrupt_landed_is_not_the_cause() {
+    // A FIFO 80 program (prio 19) runs at the deadline; the timer thread is
+    // FIFO 90 (prio 9). The timer interrupt lands 20 µs late; the program
+    // is preempted at once.
+    let text = "\
+ rt80-70 [001] d..2. 3.000000: sched_switch: prev_comm=x prev_pid=71 prev_prio=120 prev_state=S ==> next_comm=rt80 next_pid=70 next_prio=19
+ rt80-70 [001] d.h1. 3.000120: local_timer_entry: vector=236
+ rt80-70 [001] d.h3. 3.000121: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+ rt80-70 [001] d.h1. 3.000122: local_timer_exit: vector=236
+ rt80-70 [001] d..2. 3.000123: sched_switch: prev_comm=rt80 prev_pid=70 prev_prio=19 prev_state=R+ ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 3_000_100_000, 25_000);
+    assert_eq!(total(&e), 25_000);
+    assert_eq!(e.parts[0].kind, PartKind::TimerLate, "{e:#?}");
+    assert_eq!(e.parts[0].what, "timer interrupt late (CPU busy with rt80)");
+    assert_eq!(e.parts[0].ns, 20_000);
+    assert!(
+        e.cause
+            .starts_with("the timer interrupt came late (CPU busy with rt80)"),
+        "{}",
+        e.cause
+    );
+    // The program is a thread part only for the µs it took to preempt it.
+    assert!(
+        e.parts
+            .iter()
+            .all(|p| p.kind != PartKind::Thread || (!p.before_wake && p.ns == 1_000)),
+        "{e:#?}"
+    );
+    // The culprits: the late interrupt, not the program.
+    let c = super::super::verdict::culprits(std::slice::from_ref(&e));
+    assert!(
+        c.iter()
+            .all(|c| c.kind != PartKind::Thread || c.main_cause == 0)
+    );
+}
+
+#[test]
+fn the_timer_threads_own_time_while_its_interrupt_was_late_is_the_interrupts() {
+    // The timer thread is still current (its previous cycle) at the
+    // deadline; the interrupt comes 1.79 ms late.
+    let text = "\
+ rtlab-timer0-50 [001] d..2. 4.000000: sched_switch: prev_comm=x prev_pid=71 prev_prio=120 prev_state=S ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+ rtlab-timer0-50 [001] d.h1. 4.001890: local_timer_entry: vector=236
+ rtlab-timer0-50 [001] d.h3. 4.001891: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+ rtlab-timer0-50 [001] d.h1. 4.001892: local_timer_exit: vector=236
+";
+    let e = explain(&events(text), 0, 50, 1, 4_000_100_000, 1_795_000);
+    assert_eq!(total(&e), 1_795_000);
+    let late = &e.parts[0];
+    assert_eq!(late.kind, PartKind::TimerLate, "{e:#?}");
+    assert_eq!(
+        late.what,
+        "timer interrupt late (CPU busy with rtlab-timer0)"
+    );
+    assert_eq!(late.ns, 1_790_000);
+    assert!(
+        e.parts
+            .iter()
+            .all(|p| p.kind != PartKind::TimerThread || !p.before_wake)
+    );
+}
+
+#[test]
+fn a_task_woken_on_an_idle_cpu_whose_switch_was_not_logged_is_inferred_running() {
+    // This kernel logs no switch out of idle on CPU 1: idle wakes the hog
+    // (its own timer), leaves its idle state, and the hog is first seen
+    // when the late timer interrupt lands in it.
+    let text = "\
+ <idle>-0 [001] d.h1. 6.000000: hrtimer_expire_entry: hrtimer=x function=hrtimer_wakeup now=1
+ <idle>-0 [001] d.h3. 6.000001: sched_waking: comm=hog pid=60 prio=19 target_cpu=001
+ <idle>-0 [001] d.h1. 6.000002: hrtimer_expire_exit: hrtimer=x
+ <idle>-0 [001] d..1. 6.000003: cpu_idle: state=4294967295 cpu_id=1
+ hog-60 [001] d.h1. 6.000120: local_timer_entry: vector=236
+ hog-60 [001] d.h3. 6.000121: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+ hog-60 [001] d.h1. 6.000122: local_timer_exit: vector=236
+ hog-60 [001] d..2. 6.000123: sched_switch: prev_comm=hog prev_pid=60 prev_prio=19 prev_state=R+ ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 6_000_100_000, 25_000);
+    assert_eq!(total(&e), 25_000);
+    assert!(
+        e.parts
+            .iter()
+            .all(|p| p.kind != PartKind::TimerLateIdle && p.kind != PartKind::Idle),
+        "the hog ran, not idle: {e:#?}"
+    );
+    let late = &e.parts[0];
+    assert_eq!(late.what, "timer interrupt late (CPU busy with hog)");
+    assert_eq!((late.ns, late.inferred_ns), (20_000, 20_000));
+    assert!(e.cause.contains("inferred"), "{}", e.cause);
+    assert!(e.timeline[0].inferred);
 }
