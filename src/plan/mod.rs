@@ -128,6 +128,10 @@ pub struct PlanOptions {
 pub struct MainPlan {
     /// CPUs of the main thread (None: left as inherited).
     pub cpus: Option<Vec<usize>>,
+    /// `cpus` were chosen by rtlab to keep the main thread off the audited
+    /// CPUs (`main` gave no `cpu_affinity`): failing to pin is a warning.
+    #[serde(default)]
+    pub off_audited: bool,
     /// Its scheduling.
     pub sched: Sched,
     /// Live-table refresh period (ns).
@@ -442,16 +446,35 @@ impl Planner<'_> {
         opts: &PlanOptions,
         started_in: Option<&CpusetTarget>,
     ) -> MainPlan {
-        let (cpuset, _) = self.place(
+        let (cpuset, allowed) = self.place(
             StanzaKind::Main,
             "main",
             &exp.main.cpuset,
             &exp.main.cpu_affinity,
             started_in,
         );
+        let audit_cpus = self.cpus(&exp.main.audit_cpus);
+        let (cpus, off_audited) = match (self.cpus(&exp.main.cpu_affinity), &audit_cpus) {
+            (Some(cpus), _) => (Some(cpus), false),
+            // The audit must not watch rtlab: the main thread (and the
+            // threads it starts) go to the CPUs not audited.
+            (None, Some(audited)) => {
+                let rest: Vec<usize> = allowed
+                    .unwrap_or_else(|| self.online.clone())
+                    .into_iter()
+                    .filter(|c| !audited.contains(c))
+                    .collect();
+                (
+                    Some(rest.clone()).filter(|r| !r.is_empty()),
+                    !rest.is_empty(),
+                )
+            }
+            (None, None) => (None, false),
+        };
         MainPlan {
             cpuset,
-            cpus: self.cpus(&exp.main.cpu_affinity),
+            cpus,
+            off_audited,
             sched: exp.main.sched.value,
             stats_period_ns: exp.main.stats_period_ns,
             stats_format: exp.main.stats_format,
@@ -468,7 +491,7 @@ impl Planner<'_> {
                     max_spikes: exp.main.trace_max_spikes,
                 }),
             lifetime_ns: exp.main.lifetime_ns,
-            audit_cpus: self.cpus(&exp.main.audit_cpus),
+            audit_cpus,
         }
     }
 

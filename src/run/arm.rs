@@ -92,8 +92,27 @@ impl MainThread {
         }
         let cpuset = root.read_opt(paths::THREAD_SELF_CPUSET);
         if let Some(cpus) = &main.cpus {
-            os::set_affinity(0, cpus)
-                .map_err(|e| anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}"))?;
+            match os::set_affinity(0, cpus) {
+                Err(e) if main.off_audited => warnings.push(format!(
+                    "cannot keep the main thread off the audited CPUs (on CPUs {cpus:?}: {e})"
+                )),
+                r => r.map_err(|e| {
+                    anyhow::anyhow!("cannot pin the main thread to CPUs {cpus:?}: {e}")
+                })?,
+            }
+        }
+        if let Some(audited) = &main.audit_cpus {
+            let on: Vec<usize> = os::get_affinity(0)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| audited.contains(c))
+                .collect();
+            if !on.is_empty() {
+                warnings.push(format!(
+                    "rtlab's main thread may run on audited CPU(s) {on:?} (every CPU is audited, \
+                     or `main`'s cpu_affinity or cpuset says so): its switches show in the audit"
+                ));
+            }
         }
         os::set_sched(0, main.sched).map_err(|e| {
             anyhow::anyhow!(

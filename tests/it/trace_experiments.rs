@@ -580,3 +580,109 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
         ),
     );
 }
+
+/// The CPUs each thread of `pid` may run on, as the kernel says
+/// (`/proc/PID/task/TID/status`), by thread name.
+fn allowed_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+        };
+        let (Some(name), Some(list)) = (field("Name:"), field("Cpus_allowed_list:")) else {
+            continue;
+        };
+        let cpus = list
+            .split(',')
+            .flat_map(|r| match r.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap_or(0)..=b.parse().unwrap_or(0)).collect(),
+                None => r.parse().into_iter().collect::<Vec<usize>>(),
+            })
+            .collect();
+        out.push((name, cpus));
+    }
+    out
+}
+
+#[test]
+fn the_audit_leaves_the_audited_cpu_to_others() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "the_audit_leaves_the_audited_cpu_to_others";
+    if !can_trace(TEST) {
+        return;
+    }
+    let cpus = online_cpus();
+    let audited = *cpus.last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "audit",
+            &audited.to_string(),
+            "--duration",
+            "2s",
+            "--json",
+            "a.json",
+        ])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While it runs, the kernel's view of where each of its threads may go.
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let seen = allowed_cpus(child.id());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+    let pid = child_pid_of(&r);
+    if cpus.len() == 1 {
+        // Nowhere else to go: said, not hidden.
+        let warnings = r["warnings"].to_string();
+        assert!(warnings.contains("may run on audited CPU"), "{warnings}");
+        path_taken(TEST, "one CPU: the main thread stays, and the run says so");
+        return;
+    }
+    assert!(!seen.is_empty(), "no thread of rtlab seen");
+    for (name, allowed) in &seen {
+        assert!(
+            !allowed.contains(&audited),
+            "{name} may run on audited CPU {audited}: {allowed:?}"
+        );
+    }
+    // And the audit, which would have caught it, found no rtlab thread.
+    let rows = rows_on(&r, audited);
+    assert!(
+        rows.iter().all(|x| x["pid"] != pid),
+        "rtlab's main thread is in the audit: {rows:?}"
+    );
+    path_taken(
+        TEST,
+        &format!(
+            "CPU {audited} audited; rtlab's {} threads kept to {:?}",
+            seen.len(),
+            seen[0].1
+        ),
+    );
+}
+
+/// The PID of the rtlab run that wrote `r` (its main thread's placement).
+fn child_pid_of(r: &Value) -> Value {
+    r["isolation"]["placement"]
+        .as_array()
+        .and_then(|p| p.iter().find(|x| x["who"] == "main"))
+        .map_or(Value::Null, |m| m["id"].clone())
+}
