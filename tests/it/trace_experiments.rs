@@ -622,7 +622,7 @@ fn the_audit_leaves_the_audited_cpu_to_others() {
     let cpus = online_cpus();
     let audited = *cpus.last().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
         .args([
             "audit",
             &audited.to_string(),
