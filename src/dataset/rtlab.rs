@@ -192,9 +192,29 @@ fn isolation(r: &RunResult) -> String {
         .filter_map(|p| p.cpuset.clone())
         .filter(|c| !c.is_empty() && c != "/")
         .collect();
+    cpusets.sort();
     cpusets.dedup();
     if !cpusets.is_empty() {
         parts.push(format!("timers in cpuset {}", cpusets.join(", ")));
+    }
+    // A partition whose CPUs hold timer threads placed there by CPU only
+    // (a v2 isolated partition keeps the others off by itself).
+    for p in &r.isolation.state.partitions {
+        let inside = r.isolation.placement.iter().any(|t| {
+            t.who.starts_with("timer")
+                && t.cpus
+                    .as_ref()
+                    .is_some_and(|c| !c.is_empty() && c.iter().all(|c| p.cpus.contains(c)))
+                && t.cpuset.as_deref() != Some(p.path.as_str())
+                && t.cpuset.as_deref() != Some(&format!("/{}", p.name))
+        });
+        if inside && p.name != "nrt" {
+            parts.push(format!(
+                "timers on the CPUs of partition {} ({})",
+                p.name,
+                crate::cpulist::format(&p.cpus)
+            ));
+        }
     }
     if !r.isolation.partitions_changed.is_empty() {
         // The partition above did not hold for the whole run.

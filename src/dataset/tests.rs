@@ -822,3 +822,25 @@ fn a_windows_file_is_known_by_its_parsed_header() {
         );
     }
 }
+
+#[test]
+fn timers_on_a_partitions_cpus_say_so_in_the_context() {
+    // A real run (tests/seeds), as if its timers had run on the CPUs of an
+    // `rt` partition without entering its cpuset (a v2 isolated partition).
+    let seed = include_str!("../../tests/seeds/rtlab-result.json");
+    let mut v: serde_json::Value = serde_json::from_str(seed).unwrap();
+    v["isolation"]["partitions"] = serde_json::json!([
+        {"name": "rt", "path": "/rt", "cpus": [0, 1], "exclusive": null,
+         "load_balance": null, "partition": "isolated", "tasks": 3},
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "part.json", &v.to_string())).unwrap();
+    let iso = run.context.isolation.unwrap();
+    assert!(
+        iso.contains("timers on the CPUs of partition rt (0-1)"),
+        "{iso}"
+    );
+    // The same run without the partition: none.
+    let run = load(&write(&dir, "plain.json", seed)).unwrap();
+    assert_eq!(run.context.isolation.as_deref(), Some("none"));
+}

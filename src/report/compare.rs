@@ -510,7 +510,7 @@ pub fn audits(runs: &[Run]) -> Option<AuditComparison> {
         intruders.push(Some(a.intruders().count()));
         for r in &a.rows {
             let cells = sources
-                .entry((r.belongs, r.kind, r.what.clone()))
+                .entry((r.belongs, r.kind, without_pid(&r.what)))
                 .or_insert_with(|| vec![None; runs.len()]);
             let (n, ns) = cells[i].unwrap_or((0, 0));
             cells[i] = Some((n.saturating_add(r.count), ns.saturating_add(r.total_ns)));
@@ -544,6 +544,26 @@ pub fn audits(runs: &[Run]) -> Option<AuditComparison> {
         sources,
         promises: promises.into_iter().collect(),
     })
+}
+
+/// A source's name without the PIDs a run gives it (`wake-up of app (PID
+/// 75)`): a program restarted between runs is the same row.
+fn without_pid(what: &str) -> String {
+    let mut out = String::with_capacity(what.len());
+    let mut rest = what;
+    while let Some(at) = rest.find(" (PID ") {
+        let after = &rest[at + " (PID ".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..at]);
+        if digits > 0 && after[digits..].starts_with(')') {
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(" (PID ");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The audits side by side as aligned text (see [`audits`]): ✗ marks a

@@ -230,3 +230,36 @@ fn audits_are_set_side_by_side_from_each_runs_rows() {
     let text = audit_text(&runs).unwrap();
     assert!(text.lines().nth(1).unwrap().ends_with(" -"), "{text}");
 }
+
+#[test]
+fn a_program_restarted_between_runs_is_one_row() {
+    // The same real result twice, the program's PID changed in the second:
+    // its wake-up rows are one source, in both columns.
+    let seed = include_str!("../../../tests/seeds/rtlab-result-trace-experiments.json");
+    let mut doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let rows = doc["audit"]["rows"].as_array_mut().unwrap();
+    let mut first = rows[0].clone();
+    first["kind"] = "timer".into();
+    first["what"] = "wake-up of app (PID 75), tool (PID 9)".into();
+    first["belongs"] = false.into();
+    rows.push(first.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    std::fs::write(&a, doc.to_string()).unwrap();
+    let rows = doc["audit"]["rows"].as_array_mut().unwrap();
+    rows.last_mut().unwrap()["what"] = "wake-up of app (PID 4021), tool (PID 9)".into();
+    let b = dir.path().join("b.json");
+    std::fs::write(&b, doc.to_string()).unwrap();
+    let runs = crate::dataset::load_all(&[a, b], &[]).unwrap();
+    let c = audits(&runs).unwrap();
+    let app: Vec<&AuditSource> = c
+        .sources
+        .iter()
+        .filter(|s| s.what.contains("app"))
+        .collect();
+    assert_eq!(app.len(), 1, "{app:?}");
+    assert_eq!(app[0].what, "wake-up of app, tool");
+    assert!(app[0].runs.iter().all(Option::is_some));
+    assert_eq!(without_pid("x (PID 7"), "x (PID 7");
+    assert_eq!(without_pid("x (PID )"), "x (PID )");
+}
