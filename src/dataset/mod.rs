@@ -198,6 +198,11 @@ pub struct Run {
     /// When its figures were truncated to a coarser resolution to be
     /// compared with other runs: the resolution it had.
     pub truncated_from_ns: Option<u64>,
+    /// The upper bounds of its buckets when it only has those (a windows
+    /// file): its latencies are known to a bucket, its percentiles are
+    /// bucket bounds, and a run compared with it is put in the same
+    /// buckets.
+    pub buckets_ns: Option<Vec<u64>>,
 }
 
 /// A file that could not be read as a run.
@@ -509,6 +514,7 @@ impl Run {
                 _ => 1_000,
             },
             truncated_from_ns: None,
+            buckets_ns: None,
             format,
             context,
             threads,
@@ -547,7 +553,64 @@ impl Run {
     }
 }
 
+impl Run {
+    /// This run with its latencies put in the buckets of `bounds_ns`
+    /// (each counted at its bucket's upper bound, beyond the last bound
+    /// unknown), the way a windows file holds them, so that it compares
+    /// like with like against one: percentiles are bucket bounds in both.
+    pub fn bucketed_to(&self, bounds_ns: &[u64]) -> Run {
+        if self.buckets_ns.as_deref() == Some(bounds_ns) || bounds_ns.is_empty() {
+            return self.clone();
+        }
+        let threads = self
+            .threads
+            .iter()
+            .map(|t| t.bucketed_to(bounds_ns))
+            .collect();
+        let mut run = Run::new(
+            Path::new(&self.path),
+            self.format,
+            self.context.clone(),
+            threads,
+            self.details.clone(),
+        );
+        run.label = self.label.clone();
+        run.resolution_ns = self.resolution_ns;
+        run.truncated_from_ns = Some(self.resolution_ns);
+        run.buckets_ns = Some(bounds_ns.to_vec());
+        run
+    }
+}
+
 impl Thread {
+    fn bucketed_to(&self, bounds_ns: &[u64]) -> Thread {
+        let up = |v: u64| bounds_ns.iter().copied().find(|&b| v <= b);
+        let d = &self.distribution;
+        let mut beyond = d.beyond;
+        let mut buckets = Vec::new();
+        for &(v, c) in &d.buckets {
+            match up(v) {
+                Some(b) => buckets.push((b, c)),
+                None => beyond = beyond.saturating_add(c),
+            }
+        }
+        let distribution = Distribution::new(buckets, beyond);
+        let s = &self.stats;
+        let stats = Stats {
+            min_ns: s.min_ns.and_then(up),
+            mean_ns: None,
+            stddev_ns: None,
+            percentiles: distribution.quantiles(s.max_ns),
+            beyond_histogram: Some(beyond),
+            ..s.clone()
+        };
+        Thread {
+            stats,
+            distribution,
+            ..self.clone()
+        }
+    }
+
     fn truncated_to(&self, resolution_ns: u64) -> Thread {
         let down = |v: u64| v - v % resolution_ns;
         let d = &self.distribution;

@@ -210,6 +210,7 @@ pub(super) fn parse(text: &str, path: &Path, only: Option<usize>) -> Result<Run,
         ..Details::default()
     };
     let mut run = Run::new(path, Format::RtlabWindows, context, threads, details);
+    run.buckets_ns = Some(bounds.clone());
     if let Some(n) = only {
         run.label = format!("{}@{n}", run.label);
     }

@@ -130,7 +130,7 @@ pub struct MainPlan {
     pub cpus: Option<Vec<usize>>,
     /// `cpus` were chosen by rtlab to keep the main thread off the audited
     /// CPUs (`main` gave no `cpu_affinity`): failing to pin is a warning.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub off_audited: bool,
     /// Its scheduling.
     pub sched: Sched,

@@ -24,17 +24,28 @@ pub struct Column {
     pub resolution_ns: u64,
     /// The finer resolution it had before it was truncated to the others'.
     pub truncated_from_ns: Option<u64>,
+    /// Its buckets' upper bounds, when its latencies are known to a bucket
+    /// only (a windows file, or a run put in a windows file's buckets).
+    pub buckets_ns: Option<Vec<u64>>,
 }
 
 /// The columns for `runs`: one per run (all its threads together), or one
 /// per thread. Runs are compared at the coarsest resolution among them: next
 /// to cyclictest's whole µs, rtlab's exact ns are truncated the way
 /// cyclictest truncates, so that no difference shown is an artefact of it.
+///
+/// Beside a windows file, whose latencies are known to a bucket only, every
+/// run is put in its buckets (those of the first windows file), so that
+/// percentiles are bucket bounds in every column.
 pub fn columns(runs: &[Run], per_thread: bool) -> Vec<Column> {
     let coarsest = runs.iter().map(|r| r.resolution_ns).max().unwrap_or(1);
+    let buckets = runs.iter().find_map(|r| r.buckets_ns.clone());
     let mut out = Vec::new();
     for run in runs {
-        let run = &run.truncated_to(coarsest);
+        let run = &match &buckets {
+            Some(b) => run.bucketed_to(b),
+            None => run.truncated_to(coarsest),
+        };
         let column = |label: String, stats: &Stats| Column {
             label,
             path: run.path.clone(),
@@ -43,6 +54,7 @@ pub fn columns(runs: &[Run], per_thread: bool) -> Vec<Column> {
             stats: stats.clone(),
             resolution_ns: run.resolution_ns,
             truncated_from_ns: run.truncated_from_ns,
+            buckets_ns: run.buckets_ns.clone(),
         };
         if per_thread && run.threads.len() > 1 {
             for t in &run.threads {
@@ -397,6 +409,14 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
     let context: [ContextRow; 10] = [
         ("format", |c| Some(c.format.name().to_string())),
         ("resolution", |c| {
+            if let Some(b) = &c.buckets_ns {
+                let shown: Vec<String> =
+                    b.iter().take(4).map(|ns| (ns / 1000).to_string()).collect();
+                let from = c
+                    .truncated_from_ns
+                    .map_or_else(String::new, |f| format!(" (from {})", resolution_name(f)));
+                return Some(format!("buckets ≤{}… µs{from}", shown.join(",")));
+            }
             Some(match c.truncated_from_ns {
                 Some(from) => format!(
                     "{} (truncated from {})",
@@ -457,7 +477,14 @@ pub fn text(columns: &[Column]) -> String {
         columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>(),
     )];
     table.extend(rows(columns));
-    aligned(&table, columns.len())
+    let mut out = aligned(&table, columns.len());
+    if columns.iter().any(|c| c.buckets_ns.is_some()) {
+        out.push_str(
+            "note: a windows file knows its latencies to a bucket only: every column is put in \
+             its buckets, and percentiles are the buckets' upper bounds\n",
+        );
+    }
+    out
 }
 
 /// One source in the audits side by side.

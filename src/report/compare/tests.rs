@@ -37,6 +37,7 @@ fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
         },
         resolution_ns: 1,
         truncated_from_ns: None,
+        buckets_ns: None,
     }
 }
 
@@ -262,4 +263,69 @@ fn a_program_restarted_between_runs_is_one_row() {
     assert!(app[0].runs.iter().all(Option::is_some));
     assert_eq!(without_pid("x (PID 7"), "x (PID 7");
     assert_eq!(without_pid("x (PID )"), "x (PID )");
+}
+
+#[test]
+fn beside_a_windows_file_every_run_is_put_in_its_buckets() {
+    // A real result (tests/seeds), and a windows file of the same samples
+    // counted into the monitor's buckets by hand from the result's 1-µs
+    // histogram (each µs bucket whole in one metric bucket).
+    let seed = include_str!("../../../tests/seeds/rtlab-result.json");
+    let doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let t0 = &doc["timers"][0];
+    let bounds = crate::measure::live::METRIC_BOUNDS_NS;
+    let mut counts = vec![0u64; bounds.len() + 1];
+    let mut samples = 0;
+    for pair in t0["histogram_us"].as_array().unwrap() {
+        let (us, n) = (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap());
+        // [us, us+1) µs: in the first bucket whose bound is ≥ us+1 µs.
+        let b = bounds
+            .iter()
+            .position(|&b| (us + 1) * 1000 <= b)
+            .unwrap_or(bounds.len());
+        counts[b] += n;
+        samples += n;
+    }
+    let beyond = t0["summary"]["beyond_histogram"].as_u64().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    std::fs::write(&json, seed).unwrap();
+    let header = serde_json::json!({"schema": "rtlab-windows/1", "bounds_ns": bounds});
+    let window = serde_json::json!({"start": "2026-11-22T03:28:25Z", "seconds": 1.0,
+        "thread": "T0", "cpu": 1, "samples": samples, "max_ns": t0["summary"]["max_ns"],
+        "counts": counts});
+    let windows = dir.path().join("run.windows.jsonl");
+    std::fs::write(&windows, format!("{header}\n{window}\n")).unwrap();
+    let runs = crate::dataset::load_all(&[json, windows], &[]).unwrap();
+    let mut t0_only = runs[0].clone();
+    t0_only.threads.truncate(1);
+    t0_only.all = t0_only.threads[0].stats.clone();
+    let cols = columns(&[t0_only, runs[1].clone()], false);
+    // The median in both columns is the same bucket bound, and the brute
+    // force's: the bucket holding the middle sample of the histogram.
+    let p50 = |c: &Column| c.stats.percentiles[0].value_ns;
+    let rank = (samples + beyond).div_ceil(2);
+    let mut seen = 0;
+    let want = counts
+        .iter()
+        .zip(bounds)
+        .find(|(n, _)| {
+            seen += **n;
+            seen >= rank
+        })
+        .map(|(_, b)| b);
+    assert_eq!(p50(&cols[1]), want);
+    assert_eq!(
+        p50(&cols[0]),
+        p50(&cols[1]),
+        "json {:?} vs windows {:?}",
+        cols[0].stats,
+        cols[1].stats
+    );
+    // And the table says the resolution is the buckets, in both columns.
+    let table = text(&cols);
+    let row = table.lines().find(|l| l.starts_with("resolution")).unwrap();
+    assert_eq!(row.matches("buckets ≤2,5,10,20… µs").count(), 2, "{row}");
+    assert!(row.contains("(from 1 ns)"), "{row}");
+    assert!(table.contains("percentiles are the buckets' upper bounds"));
 }
