@@ -236,9 +236,9 @@ pub fn report_main(args: &ReportArgs) -> i32 {
         return code;
     }
     outln!(
-        "rtlab: wrote {} ({} runs); open it in a browser",
+        "rtlab: wrote {} ({}); open it in a browser",
         args.output.display(),
-        runs.len()
+        crate::text::counted(runs.len() as u64, "run", "runs")
     );
     0
 }

@@ -281,10 +281,10 @@ fn details(r: &RunResult) -> Details {
         .iter()
         .map(|p| {
             format!(
-                "{}: started {} times, ended {} times{}",
+                "{}: started {}, ended {}{}",
                 p.argv.join(" "),
-                p.starts,
-                p.exits_total,
+                crate::text::times(p.starts),
+                crate::text::times(p.exits_total),
                 p.spawn_error
                     .as_ref()
                     .map(|e| format!(", could not start: {e}"))

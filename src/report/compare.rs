@@ -452,6 +452,15 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
                 .collect(),
         ));
     }
+    // Runs that measured no latency (an audit alone) have no figures to
+    // set side by side: one row says so, not a column of `?`.
+    if columns.iter().all(|c| c.stats.samples == 0) {
+        rows.push((
+            "latency".to_string(),
+            columns.iter().map(|_| "not measured".to_string()).collect(),
+        ));
+        return rows;
+    }
     for m in Metric::ALL {
         let name = if m.is_latency() {
             format!("{} (µs)", m.name())

@@ -17,8 +17,13 @@ pub struct LiveRow {
 }
 
 /// The live table: one row per timer thread, then the CPU block if asked.
+/// A run without timer threads (an audit, IRQ-to-task) has no rows, and
+/// no header.
 pub fn table(rows: &[LiveRow], load: Option<&CpuLoad>, display: CpuLoadDisplay) -> String {
-    let mut out = String::from("Index     TID  Samples    L_min    L_max    L_cur    L_avg\n");
+    let mut out = String::new();
+    if !rows.is_empty() {
+        out.push_str("Index     TID  Samples    L_min    L_max    L_cur    L_avg\n");
+    }
     for r in rows {
         let s = &r.snap;
         let min = if s.samples == 0 { 0 } else { s.min_ns / 1000 };
@@ -94,5 +99,10 @@ mod tests {
         let global = table(&rows, Some(&load), CpuLoadDisplay::Global);
         assert!(global.ends_with("\n\nCPU    :  52.3%\n"));
         assert!(!table(&rows, Some(&load), CpuLoadDisplay::None).contains("CPU"));
+    }
+
+    #[test]
+    fn a_run_without_timer_threads_has_no_table_header() {
+        assert_eq!(table(&[], None, CpuLoadDisplay::None), "");
     }
 }

@@ -92,3 +92,42 @@ mod tests {
         assert!(matches!(terminal("nothing to do"), Cow::Borrowed(_)));
     }
 }
+
+/// `1 run`, `2 runs`: a count with its noun in the right number.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// `once`, `twice`, `3 times`.
+pub fn times(n: u64) -> String {
+    match n {
+        1 => "once".into(),
+        2 => "twice".into(),
+        n => format!("{n} times"),
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_the_number_of_their_noun() {
+        assert_eq!(counted(1, "run", "runs"), "1 run");
+        assert_eq!(counted(0, "run", "runs"), "0 runs");
+        assert_eq!(counted(3, "run", "runs"), "3 runs");
+        assert_eq!(
+            (times(1), times(2), times(0), times(7)),
+            (
+                "once".into(),
+                "twice".into(),
+                "0 times".into(),
+                "7 times".into()
+            )
+        );
+    }
+}

@@ -329,3 +329,22 @@ fn beside_a_windows_file_every_run_is_put_in_its_buckets() {
     assert!(row.contains("(from 1 ns)"), "{row}");
     assert!(table.contains("percentiles are the buckets' upper bounds"));
 }
+
+#[test]
+fn runs_that_measured_no_latency_say_so_once() {
+    // A real run with an audit (tests/seeds), its timer thread and
+    // IRQ-to-task measurement taken out: an audit alone.
+    let seed = include_str!("../../../tests/seeds/rtlab-result-trace-experiments.json");
+    let mut doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    doc["timers"] = serde_json::json!([]);
+    doc["irq_tasks"] = serde_json::json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("audit.json");
+    std::fs::write(&a, doc.to_string()).unwrap();
+    let runs = crate::dataset::load_all(&[a.clone(), a], &[]).unwrap();
+    let table = text(&columns(&runs, false));
+    assert!(!table.contains('?'), "{table}");
+    let row = table.lines().find(|l| l.starts_with("latency")).unwrap();
+    assert_eq!(row.matches("not measured").count(), 2, "{row}");
+    assert!(!table.contains("p99"), "{table}");
+}

@@ -35,7 +35,7 @@ fn page_is_self_contained_with_every_section() {
         "What rtlab changed on the system",
         "PM QoS: cpu_dma_latency held at 0 µs",
         "IRQ 30 virtio0 smp_affinity_list: 0 (was 0-1; restored at the end)",
-        "ping -f localhost: started 1 times, ended 1 times",
+        "ping -f localhost: started once, ended once",
         "<td>kernel_release</td><td>6.18.0-rt</td>",
         "<td>preemption.model</td><td>PREEMPT_RT</td>",
         "Not recorded in this format.",
