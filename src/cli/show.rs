@@ -267,28 +267,41 @@ pub fn explain_main(path: &Path) -> i32 {
         out!("{}", crate::report::audit::audit(audit));
     }
     let other_findings = run.details.audit.is_some() || !run.details.irq_tasks.is_empty();
+    let no_spikes = run.threads.iter().all(|t| t.spikes.is_empty());
     match &run.details.trace {
-        Some(trace) => out!("{}", crate::report::explain::all(trace)),
-        None if other_findings && run.threads.iter().all(|t| t.spikes.is_empty()) => {}
+        Some(trace) => {
+            out!("{}", crate::report::explain::all(trace));
+            // Without a trace the kept wake-ups are all there is to see.
+            if trace.unavailable.is_some() && !no_spikes {
+                outln!("Its worst wake-ups:");
+                worst_wake_ups(&run);
+            }
+        }
+        None if other_findings && no_spikes => {}
         None => {
             outln!(
                 "No flight recorder in this run (`trace.threshold` was not set). Its worst wake-ups:"
             );
-            for t in &run.threads {
-                for s in &t.spikes {
-                    outln!(
-                        "  {} sample {} on CPU {}: {:.1} µs at {:.6} s",
-                        t.name,
-                        s.sample,
-                        s.cpu.map_or("?".into(), |c| c.to_string()),
-                        s.latency_ns as f64 / 1000.0,
-                        s.offset_ns as f64 / 1e9
-                    );
-                }
-            }
+            worst_wake_ups(&run);
         }
     }
     0
+}
+
+/// The worst wake-ups each thread kept, with their time.
+fn worst_wake_ups(run: &dataset::Run) {
+    for t in &run.threads {
+        for s in &t.spikes {
+            outln!(
+                "  {} sample {} on CPU {}: {:.1} µs at {:.6} s",
+                t.name,
+                s.sample,
+                s.cpu.map_or("?".into(), |c| c.to_string()),
+                s.latency_ns as f64 / 1000.0,
+                s.offset_ns as f64 / 1e9
+            );
+        }
+    }
 }
 
 /// The title of runs' pictures: what their threads measured.

@@ -88,10 +88,11 @@ impl TraceReport {
                     .iter()
                     .find(|u| (u.timer, u.sample) == (timer, sample))
                     .map_or_else(
-                        || {
-                            "not read: the buffer was not read before it was overwritten, or \
-                             the reads were rationed"
-                                .to_string()
+                        || match &self.unavailable {
+                            Some(why) => format!("no trace: {why}"),
+                            None => "not read: the buffer was not read before it was \
+                                     overwritten, or the reads were rationed"
+                                .to_string(),
                         },
                         |u| u.why.clone(),
                     );

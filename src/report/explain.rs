@@ -13,7 +13,11 @@ fn us(ns: u64) -> String {
 pub fn verdict(r: &TraceReport) -> String {
     let mut out = format!("\nWhy late (wake-ups of {} or more):\n", us(r.threshold_ns));
     if let Some(why) = &r.unavailable {
-        out.push_str(&format!("  no flight recorder: {why}\n"));
+        out.push_str(&format!(
+            "  no flight recorder: {why}\n  {} at or above, none explained\n",
+            r.over_threshold
+        ));
+        worst_unexplained(&mut out, r, false);
         return out;
     }
     out.push_str(&format!(
@@ -23,18 +27,7 @@ pub fn verdict(r: &TraceReport) -> String {
         r.not_explained,
         crate::flight::MAX_PER_READ
     ));
-    if !r.worst_unexplained.is_empty() {
-        out.push_str("  worst not explained:\n");
-    }
-    for u in r.worst_unexplained.iter().take(5) {
-        out.push_str(&format!(
-            "    T{} sample {}: {} late: {}\n",
-            u.timer,
-            u.sample,
-            us(u.latency_ns),
-            u.why
-        ));
-    }
+    worst_unexplained(&mut out, r, true);
     if r.reads > 0 {
         out.push_str(&format!(
             "  {} reads of the trace buffer, {:.1} ms of the main thread in all\n",
@@ -72,6 +65,26 @@ pub fn verdict(r: &TraceReport) -> String {
         out.push_str(&format!("  note: {n}\n"));
     }
     out
+}
+
+/// The worst wake-ups not explained, by name (`why`: with the reason).
+fn worst_unexplained(out: &mut String, r: &TraceReport, why: bool) {
+    if !r.worst_unexplained.is_empty() {
+        out.push_str("  worst not explained:\n");
+    }
+    for u in r.worst_unexplained.iter().take(5) {
+        out.push_str(&format!(
+            "    T{} sample {}: {} late{}\n",
+            u.timer,
+            u.sample,
+            us(u.latency_ns),
+            if why {
+                format!(": {}", u.why)
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// One explained wake-up: its cause, its parts, its trace window.

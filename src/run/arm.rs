@@ -511,7 +511,16 @@ impl Armed {
                 let (report, windows) = f.finish(&self.timers.handles);
                 (Some(report), windows)
             }
-            None => (self.trace_unavailable.take(), Vec::new()),
+            None => {
+                // No trace, but the timer threads counted their late
+                // wake-ups all the same: none of them is explained.
+                let report = self.trace_unavailable.take().map(|mut r| {
+                    r.over_threshold = self.timers.handles.iter().map(|t| t.live.read().over).sum();
+                    r.not_explained = r.over_threshold;
+                    r
+                });
+                (report, Vec::new())
+            }
         };
         let final_rows = rows(&self.timers.handles);
         let joined = self.timers.join();

@@ -242,7 +242,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["pid"] == hog_pid)
+        .find(|c| c["pid"] == hog_pid && c["kind"] == "thread")
         .expect("the hog is a culprit");
     // Main cause of each of those (and maybe of some it ran into while the
     // timer interrupt was late).
@@ -465,4 +465,90 @@ fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
         .unwrap_or_default();
     assert!(journals.is_empty(), "{journals:?}");
     assert_eq!(tracefs_mounts(), mounts_before);
+}
+
+#[test]
+fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "without_a_trace_the_late_wake_ups_are_still_counted_and_named";
+    // A run that cannot trace: as a user without root (nobody), or as the
+    // user running the tests when that is not root.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = "main\n{\n  lifetime.duration 1 s\n  trace.threshold 20 us\n}\n\
+               timer_thread[0]\n{\n  timer.period 1 ms\n  stats.histo_size 100 ms\n}\n";
+    std::fs::write(dir.path().join("t.cfg"), cfg).unwrap();
+    let mut cmd = if is_root() {
+        let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
+        if !nobody.status.success() {
+            path_taken(TEST, "no user nobody to run without root");
+            return;
+        }
+        // nobody must write the results there.
+        Command::new("chmod")
+            .arg("777")
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
+        c.arg(env!("CARGO_BIN_EXE_rtlab"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_rtlab"))
+    };
+    let o = cmd
+        .args(["run", "t.cfg", "--json", "r.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let trace = &r["trace"];
+    assert!(trace["unavailable"].is_string(), "{trace}");
+    // The truth: the thread's own result file, its histogram of whole µs,
+    // the samples at 20 µs and above (none beyond 100 ms here).
+    let file = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
+    let over: u64 = file
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.parse::<u64>().ok()?,
+                w.next()?.parse::<u64>().ok()?,
+            ))
+        })
+        .filter(|(us, _)| *us >= 20)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(trace["over_threshold"].as_u64(), Some(over), "{trace}");
+    assert_eq!(trace["not_explained"].as_u64(), Some(over));
+    // The worst of them are named, with why none is explained.
+    if over > 0 {
+        let worst = &trace["worst_unexplained"][0];
+        assert_eq!(
+            worst["latency_ns"], r["timers"][0]["summary"]["max_ns"],
+            "{trace}"
+        );
+        assert!(
+            worst["why"].as_str().unwrap().starts_with("no trace: "),
+            "{worst}"
+        );
+        let e = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .args(["explain", "r.json"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&e.stdout);
+        assert!(
+            out.contains("Its worst wake-ups:") && out.contains("T0 sample"),
+            "{out}"
+        );
+    }
+    path_taken(
+        TEST,
+        &format!("{over} wake-ups of 20 µs or more, counted without a trace"),
+    );
 }
