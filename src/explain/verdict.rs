@@ -13,6 +13,9 @@ pub struct Culprit {
     pub what: String,
     /// Its PID, for a thread.
     pub pid: Option<i32>,
+    /// Its kernel priority, for a thread (the last seen).
+    #[serde(default)]
+    pub prio: Option<i32>,
     /// In how many analysed wake-ups it took part.
     pub spikes: u64,
     /// In how many it was the main cause (the largest part).
@@ -45,6 +48,7 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
                         kind: p.kind,
                         what: p.what.clone(),
                         pid: p.pid,
+                        prio: None,
                         spikes: 0,
                         main_cause: 0,
                         total_ns: 0,
@@ -53,6 +57,7 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
                     out.len() - 1
                 }
             };
+            out[at].prio = p.prio.or(out[at].prio);
             match shares.iter_mut().find(|s| s.0 == at) {
                 Some(s) => {
                     s.1 = s.1.saturating_add(p.ns);

@@ -11,6 +11,7 @@
 use super::compare;
 use super::plot::{self, Panel};
 use crate::dataset::{Metric, Run};
+use crate::explain::analyze::{Explanation, PartKind};
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -173,7 +174,6 @@ fn worst_wakeups(out: &mut String, run: &Run) {
 /// The flight recorder's verdict: the culprits, and the worst explained
 /// wake-ups each with a timeline of what owned the CPU.
 fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
-    use crate::explain::analyze::PartKind;
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     out.push_str("<h3>Why wake-ups were late</h3>\n");
     if let Some(why) = &r.unavailable {
@@ -193,7 +193,15 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         r.reads,
         r.read_ns as f64 / 1e6
     );
-    let head = ["culprit", "main cause of", "in", "total (µs)", "max (µs)"].map(String::from);
+    let head = [
+        "culprit",
+        "priority",
+        "main cause of",
+        "in",
+        "total (µs)",
+        "max (µs)",
+    ]
+    .map(String::from);
     let rows: Vec<Vec<String>> = r
         .culprits
         .iter()
@@ -201,6 +209,8 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
             vec![
                 c.pid
                     .map_or(c.what.clone(), |p| format!("{} (pid {p})", c.what)),
+                c.prio
+                    .map_or_else(|| "-".into(), crate::explain::analyze::prio_words),
                 c.main_cause.to_string(),
                 c.spikes.to_string(),
                 us(c.total_ns),
@@ -209,28 +219,35 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         })
         .collect();
     table(out, "culprits", &head, &rows);
+    if !r.worst_unexplained.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .worst_unexplained
+            .iter()
+            .take(10)
+            .map(|u| {
+                vec![
+                    format!("T{} sample {}", u.timer, u.sample),
+                    us(u.latency_ns),
+                    u.why.clone(),
+                ]
+            })
+            .collect();
+        out.push_str("<p>The worst wake-ups not explained:</p>\n");
+        let head = ["wake-up", "late (µs)", "why not explained"].map(String::from);
+        table(out, "unexplained", &head, &rows);
+    }
     out.push_str(
         "<p class=\"muted\">Timelines from the deadline (left) to the wake-up (right): \
          <span style=\"color:#d62728\">■</span> another thread, \
          <span style=\"color:#ff7f0e\">■</span> interrupt handler, \
          <span style=\"color:#bcbd22\">■</span> softirq, \
          <span style=\"color:#7f7f7f\">■</span> timer interrupt late (CPU idle), \
+         <span style=\"color:#8c564b\">■</span> timer interrupt late (CPU busy), \
          <span style=\"color:#2ca02c\">■</span> the timer thread itself, \
-         <span style=\"color:#9467bd\">■</span> not in the trace. Hover for who.</p>\n",
+         <span style=\"color:#9467bd\">■</span> not in the trace; hatched: inferred (a switch \
+         the kernel did not log). Hover for who.</p>\n",
     );
-    let colour = |k: PartKind| match k {
-        PartKind::Thread => "#d62728",
-        PartKind::Irq => "#ff7f0e",
-        PartKind::Softirq => "#bcbd22",
-        PartKind::TimerLateIdle => "#7f7f7f",
-        PartKind::TimerLate => "#8c564b",
-        PartKind::TimerThread => "#2ca02c",
-        PartKind::Idle => "#c7c7c7",
-        PartKind::Unknown => "#9467bd",
-    };
-    let mut worst: Vec<_> = r.explanations.iter().collect();
-    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
-    for e in worst.into_iter().take(3) {
+    for e in timelines_shown(r) {
         let _ = writeln!(
             out,
             "<p>T{} sample {} ({} µs): {}</p>",
@@ -239,29 +256,111 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
             us(e.latency_ns),
             escape(&e.cause)
         );
-        let width = 800.0;
-        let scale = width / e.latency_ns.max(1) as f64;
-        let _ = write!(
-            out,
-            "<svg class=\"timeline\" width=\"{width}\" height=\"24\" role=\"img\">"
-        );
-        for s in &e.timeline {
-            let _ = write!(
-                out,
-                "<rect x=\"{:.2}\" y=\"2\" width=\"{:.2}\" height=\"20\" fill=\"{}\"><title>{} {} µs</title></rect>",
-                s.after_deadline_ns as f64 * scale,
-                (s.ns as f64 * scale).max(0.5),
-                colour(s.kind),
-                escape(&s.what),
-                us(s.ns)
-            );
-        }
-        out.push_str("</svg>\n");
+        timeline(out, e);
     }
 }
 
-/// The IRQ-to-task measurements: what each `I<N>` row above measured and
-/// where every handler exit went.
+/// The explanations whose timelines the report draws: the three worst,
+/// and when one culprit is the main cause of most explained wake-ups and
+/// of none of those, its worst too.
+fn timelines_shown(r: &crate::explain::TraceReport) -> Vec<&Explanation> {
+    let mut worst: Vec<&Explanation> = r.explanations.iter().collect();
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
+    let mut shown: Vec<&Explanation> = worst.iter().take(3).copied().collect();
+    let main = |e: &Explanation| {
+        e.parts
+            .iter()
+            .find(|p| p.kind != PartKind::TimerThread)
+            .map(|p| (p.kind, p.what.clone(), p.pid))
+    };
+    let most = r
+        .culprits
+        .iter()
+        .find(|c| c.main_cause * 2 > r.explanations.len() as u64)
+        .map(|c| (c.kind, c.what.clone(), c.pid));
+    if let Some(m) = most
+        && !shown.iter().any(|e| main(e).as_ref() == Some(&m))
+        && let Some(e) = worst.iter().find(|e| main(e).as_ref() == Some(&m))
+    {
+        shown.push(e);
+    }
+    shown
+}
+
+/// One wake-up's timeline: who owned the CPU from the deadline to the
+/// wake-up, over a time axis in µs.
+fn timeline(out: &mut String, e: &Explanation) {
+    let (width, left) = (800.0, 4.0);
+    let scale = (width - 2.0 * left) / e.latency_ns.max(1) as f64;
+    let _ = write!(
+        out,
+        "<svg class=\"timeline\" width=\"{width}\" height=\"44\" role=\"img\">\
+         <defs><pattern id=\"inferred\" width=\"6\" height=\"6\" \
+         patternUnits=\"userSpaceOnUse\"><path d=\"M0,6 L6,0\" stroke=\"#fff\" \
+         stroke-width=\"1.5\"/></pattern></defs>"
+    );
+    for s in &e.timeline {
+        let (x, w) = (
+            left + s.after_deadline_ns as f64 * scale,
+            (s.ns as f64 * scale).max(0.5),
+        );
+        let _ = write!(
+            out,
+            "<rect x=\"{x:.2}\" y=\"2\" width=\"{w:.2}\" height=\"20\" fill=\"{}\"><title>{} {} µs{}</title></rect>",
+            colour(s.kind),
+            escape(&s.what),
+            micros(s.ns),
+            if s.inferred { " (inferred)" } else { "" }
+        );
+        if s.inferred {
+            let _ = write!(
+                out,
+                "<rect x=\"{x:.2}\" y=\"2\" width=\"{w:.2}\" height=\"20\" fill=\"url(#inferred)\"/>"
+            );
+        }
+    }
+    // The axis: five ticks, in µs after the deadline.
+    let _ = write!(
+        out,
+        "<line x1=\"{left}\" y1=\"24\" x2=\"{}\" y2=\"24\" stroke=\"#555\"/>",
+        width - left
+    );
+    for i in 0..=4 {
+        let ns = e.latency_ns * i / 4;
+        let x = left + ns as f64 * scale;
+        let anchor = match i {
+            0 => "start",
+            4 => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            out,
+            "<line x1=\"{x:.2}\" y1=\"24\" x2=\"{x:.2}\" y2=\"28\" stroke=\"#555\"/>\
+             <text x=\"{x:.2}\" y=\"40\" font-size=\"11\" text-anchor=\"{anchor}\">{} µs</text>",
+            micros(ns)
+        );
+    }
+    out.push_str("</svg>\n");
+}
+
+/// ns as µs with one decimal.
+fn micros(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+fn colour(k: PartKind) -> &'static str {
+    match k {
+        PartKind::Thread => "#d62728",
+        PartKind::Irq => "#ff7f0e",
+        PartKind::Softirq => "#bcbd22",
+        PartKind::TimerLateIdle => "#7f7f7f",
+        PartKind::TimerLate => "#8c564b",
+        PartKind::TimerThread => "#2ca02c",
+        PartKind::Idle => "#c7c7c7",
+        PartKind::Unknown => "#9467bd",
+    }
+}
+
 fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     if tasks.is_empty() {

@@ -280,7 +280,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
     assert!(
         ["rtlab-hog", "rtlab"]
             .iter()
-            .any(|comm| verdict.contains(&format!("{comm} (pid {hog_pid})"))),
+            .any(|comm| verdict.contains(&format!("{comm} (pid {hog_pid}"))),
         "{verdict}"
     );
     // Nothing left: the instance is gone, tracefs mounted as before.

@@ -65,3 +65,61 @@ fn per_thread_summary_has_a_column_per_thread() {
         assert!(summary.contains(col), "{col} missing");
     }
 }
+
+/// An explained wake-up whose parts are `(kind, what, ns)`, largest first.
+fn explained(sample: u64, parts: &[(&str, &str, u64)]) -> Explanation {
+    let latency: u64 = parts.iter().map(|p| p.2).sum();
+    let mut at = 0;
+    let timeline: Vec<serde_json::Value> = parts
+        .iter()
+        .map(|p| {
+            let s =
+                serde_json::json!({"after_deadline_ns": at, "ns": p.2, "kind": p.0, "what": p.1});
+            at += p.2;
+            s
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "timer": 0, "sample": sample, "cpu": 1, "deadline_ns": 1_000_000, "latency_ns": latency,
+        "woken_after_ns": null, "wake_to_switch_ns": null,
+        "parts": parts.iter().map(|p| serde_json::json!({"kind": p.0, "what": p.1, "pid": 7,
+            "prio": 19, "ns": p.2, "before_wake": false})).collect::<Vec<_>>(),
+        "cause": format!("{} ran", parts[0].1), "events": 3, "trace_file": null,
+        "timeline": timeline,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn the_main_culprit_of_most_spikes_gets_a_timeline_with_a_time_axis() {
+    // Three rare big spikes by an IRQ; six smaller ones by one thread.
+    let mut explanations = vec![
+        explained(1, &[("irq", "IRQ 36 disk", 900_000)]),
+        explained(2, &[("irq", "IRQ 36 disk", 800_000)]),
+        explained(3, &[("irq", "IRQ 36 disk", 700_000)]),
+    ];
+    for i in 0..6 {
+        explanations.push(explained(10 + i, &[("thread", "hog", 100_000 + i * 1000)]));
+    }
+    let mut r = crate::explain::TraceReport {
+        threshold_ns: 50_000,
+        explanations,
+        ..Default::default()
+    };
+    r.culprits = crate::explain::verdict::culprits(&r.explanations);
+    let shown: Vec<u64> = timelines_shown(&r).iter().map(|e| e.sample).collect();
+    assert_eq!(shown, [1, 2, 3, 15], "the hog's worst is shown too");
+    // When the worst three include it, nothing is added.
+    r.explanations.truncate(5);
+    r.culprits = crate::explain::verdict::culprits(&r.explanations);
+    assert_eq!(timelines_shown(&r).len(), 3);
+    let mut out = String::new();
+    why_late(&mut out, &r);
+    // The axis (µs after the deadline) and the priority column.
+    assert!(
+        out.contains(">0.0 µs</text>") && out.contains(">900.0 µs</text>"),
+        "{out}"
+    );
+    assert!(out.contains("<th>priority</th>"), "{out}");
+    assert!(out.contains("real-time priority 80"), "{out}");
+}
