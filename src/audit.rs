@@ -628,113 +628,146 @@ fn check_promises(
 ) -> Vec<PromiseCheck> {
     let mut out = Vec::new();
     for &cpu in cpus {
-        let here = || rows.iter().filter(move |r| r.cpu == cpu);
-        let threads = || {
-            here().filter(|r| {
-                matches!(r.kind, SourceKind::Task | SourceKind::KernelThread) && !r.belongs
-            })
-        };
-        let names = |it: &mut dyn Iterator<Item = &AuditRow>| -> String {
-            let v: Vec<String> = it
-                .take(8)
-                .map(|r| match r.pid {
-                    Some(p) => format!("{}-{p}", r.what),
-                    None => r.what.clone(),
-                })
-                .collect();
-            v.join(", ")
-        };
-        // nohz_full: no tick while one task runs; the kernel keeps one a
-        // second at most.
+        let here: Vec<&AuditRow> = rows.iter().filter(|r| r.cpu == cpu).collect();
         let busy = ticks_busy.iter().find(|t| t.0 == cpu).map_or(0, |t| t.1);
-        let allowed = duration_ns / 1_000_000_000 + 1;
-        out.push(if p.nohz_full.contains(&cpu) {
-            PromiseCheck {
-                cpu,
-                promise: "nohz_full".into(),
-                kept: Some(busy <= allowed),
-                detail: format!(
-                    "{busy} ticks while a task ran (the kernel keeps at most 1 a second: {allowed} here)"
-                ),
-            }
-        } else {
-            PromiseCheck {
-                cpu,
-                promise: "nohz_full".into(),
-                kept: None,
-                detail: format!("not asked for this CPU: {busy} ticks while a task ran"),
-            }
-        });
-        // isolcpus: the scheduler places no task there on its own.
-        let placed: Vec<&AuditRow> = threads()
-            .filter(|r| {
-                r.pid
-                    .and_then(|pid| tasks.get(&pid))
-                    .is_some_and(|i| i.allowed.iter().any(|c| !p.isolcpus.contains(c)))
-            })
-            .collect();
-        out.push(if p.isolcpus.contains(&cpu) {
-            PromiseCheck {
-                cpu,
-                promise: "isolcpus".into(),
-                kept: Some(placed.is_empty()),
-                detail: if placed.is_empty() {
-                    "no task allowed elsewhere ran here".into()
-                } else {
-                    format!(
-                        "tasks allowed on other CPUs ran here: {}",
-                        names(&mut placed.into_iter())
-                    )
-                },
-            }
-        } else {
-            PromiseCheck {
-                cpu,
-                promise: "isolcpus".into(),
-                kept: None,
-                detail: "not asked for this CPU".into(),
-            }
-        });
-        // The partition: only its tasks run there, and IRQs are moved away.
-        if let Some((name, cpuset, pcpus)) = &p.partition {
-            if !pcpus.contains(&cpu) {
-                continue;
-            }
-            let outsiders: Vec<&AuditRow> = threads()
-                .filter(|r| {
-                    let inside = r
-                        .pid
-                        .and_then(|pid| tasks.get(&pid))
-                        .and_then(|i| i.cpuset.as_deref())
-                        .is_some_and(|c| c == cpuset || c.starts_with(&format!("{cpuset}/")));
-                    !inside
-                })
-                .collect();
-            let irqs: Vec<&AuditRow> = here().filter(|r| r.kind == SourceKind::Irq).collect();
-            let kept = outsiders.is_empty() && irqs.is_empty();
-            let mut detail = Vec::new();
-            if !outsiders.is_empty() {
-                detail.push(format!(
-                    "tasks outside it ran here: {}",
-                    names(&mut outsiders.into_iter())
-                ));
-            }
-            if !irqs.is_empty() {
-                detail.push(format!("IRQs still came: {}", names(&mut irqs.into_iter())));
-            }
-            out.push(PromiseCheck {
-                cpu,
-                promise: format!("partition {name}"),
-                kept: Some(kept),
-                detail: if kept {
-                    "only its tasks ran, no IRQ came".into()
-                } else {
-                    detail.join("; ")
-                },
-            });
-        }
+        out.push(nohz_full_check(cpu, p, busy, duration_ns));
+        out.push(isolcpus_check(cpu, p, &here, tasks));
+        out.push(partition_check(cpu, p, &here, tasks));
     }
     out
+}
+
+/// The threads of `here` that do not belong there.
+fn intruding<'a, 'b>(here: &'b [&'a AuditRow]) -> impl Iterator<Item = &'a AuditRow> + 'b {
+    here.iter()
+        .copied()
+        .filter(|r| matches!(r.kind, SourceKind::Task | SourceKind::KernelThread) && !r.belongs)
+}
+
+/// `hog-200, IRQ 36 virtio1-req.0` (at most 8).
+fn names<'a>(it: impl Iterator<Item = &'a AuditRow>) -> String {
+    let v: Vec<String> = it
+        .take(8)
+        .map(|r| match r.pid {
+            Some(p) => format!("{}-{p}", r.what),
+            None => r.what.clone(),
+        })
+        .collect();
+    v.join(", ")
+}
+
+/// nohz_full: no tick while one task runs; the kernel keeps one a second
+/// at most.
+fn nohz_full_check(cpu: usize, p: &Promises, busy: u64, duration_ns: u64) -> PromiseCheck {
+    let allowed = duration_ns / 1_000_000_000 + 1;
+    let (kept, detail) = if p.nohz_full.contains(&cpu) {
+        (
+            Some(busy <= allowed),
+            format!(
+                "{busy} ticks while a task ran (the kernel keeps at most 1 a second: {allowed} here)"
+            ),
+        )
+    } else {
+        (
+            None,
+            format!("not asked for this CPU: {busy} ticks while a task ran"),
+        )
+    };
+    PromiseCheck {
+        cpu,
+        promise: "nohz_full".into(),
+        kept,
+        detail,
+    }
+}
+
+/// isolcpus: the scheduler places no task there on its own.
+fn isolcpus_check(
+    cpu: usize,
+    p: &Promises,
+    here: &[&AuditRow],
+    tasks: &HashMap<i32, TaskInfo>,
+) -> PromiseCheck {
+    let placed: Vec<&AuditRow> = intruding(here)
+        .filter(|r| {
+            r.pid
+                .and_then(|pid| tasks.get(&pid))
+                .is_some_and(|i| i.allowed.iter().any(|c| !p.isolcpus.contains(c)))
+        })
+        .collect();
+    let (kept, detail) = if !p.isolcpus.contains(&cpu) {
+        (None, "not asked for this CPU".to_string())
+    } else if placed.is_empty() {
+        (Some(true), "no task allowed elsewhere ran here".to_string())
+    } else {
+        (
+            Some(false),
+            format!(
+                "tasks allowed on other CPUs ran here: {}",
+                names(placed.into_iter())
+            ),
+        )
+    };
+    PromiseCheck {
+        cpu,
+        promise: "isolcpus".into(),
+        kept,
+        detail,
+    }
+}
+
+/// The rt partition: only its tasks run there, and IRQs are moved away.
+/// Not made when no rt partition holds the CPU.
+fn partition_check(
+    cpu: usize,
+    p: &Promises,
+    here: &[&AuditRow],
+    tasks: &HashMap<i32, TaskInfo>,
+) -> PromiseCheck {
+    let Some((name, cpuset, _)) = p.partition.as_ref().filter(|p| p.2.contains(&cpu)) else {
+        return PromiseCheck {
+            cpu,
+            promise: "partition rt".into(),
+            kept: None,
+            detail: "no rt cpuset partition holds this CPU (`rtlab partition create`)".into(),
+        };
+    };
+    let outsiders: Vec<&AuditRow> = intruding(here)
+        .filter(|r| {
+            let inside = r
+                .pid
+                .and_then(|pid| tasks.get(&pid))
+                .and_then(|i| i.cpuset.as_deref())
+                .is_some_and(|c| c == cpuset || c.starts_with(&format!("{cpuset}/")));
+            !inside
+        })
+        .collect();
+    let irqs: Vec<&AuditRow> = here
+        .iter()
+        .copied()
+        .filter(|r| r.kind == SourceKind::Irq)
+        .collect();
+    let kept = outsiders.is_empty() && irqs.is_empty();
+    let mut detail = Vec::new();
+    if !outsiders.is_empty() {
+        detail.push(format!(
+            "tasks outside it ran here: {}",
+            names(outsiders.into_iter())
+        ));
+    }
+    if !irqs.is_empty() {
+        detail.push(format!("IRQs still came: {}", names(irqs.into_iter())));
+    }
+    PromiseCheck {
+        cpu,
+        promise: format!("partition {name}"),
+        kept: Some(kept),
+        detail: if kept {
+            "only its tasks ran, no IRQ came".into()
+        } else {
+            detail.join("; ")
+        },
+    }
 }
 
 #[cfg(test)]
@@ -887,5 +920,24 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
         assert!(!per_cpu_kthread("kworker/u8:2", 3));
         assert!(!per_cpu_kthread("ksoftirqd/2", 3));
         assert!(!per_cpu_kthread("myapp/3", 3));
+    }
+
+    #[test]
+    fn a_partition_not_made_is_said_not_made() {
+        let none = Promises {
+            isolcpus: vec![],
+            nohz_full: vec![],
+            partition: None,
+        };
+        let c = partition_check(1, &none, &[], &HashMap::new());
+        assert_eq!((c.promise.as_str(), c.kept), ("partition rt", None));
+        assert!(c.detail.contains("no rt cpuset partition"), "{c:?}");
+        // A partition elsewhere: not made for this CPU either.
+        let elsewhere = Promises {
+            partition: Some(("rt".into(), "/rt".into(), vec![2])),
+            ..none
+        };
+        assert_eq!(partition_check(1, &elsewhere, &[], &HashMap::new()).kept, None);
+        assert_eq!(partition_check(2, &elsewhere, &[], &HashMap::new()).kept, Some(true));
     }
 }
