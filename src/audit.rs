@@ -937,7 +937,13 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
             partition: Some(("rt".into(), "/rt".into(), vec![2])),
             ..none
         };
-        assert_eq!(partition_check(1, &elsewhere, &[], &HashMap::new()).kept, None);
-        assert_eq!(partition_check(2, &elsewhere, &[], &HashMap::new()).kept, Some(true));
+        assert_eq!(
+            partition_check(1, &elsewhere, &[], &HashMap::new()).kept,
+            None
+        );
+        assert_eq!(
+            partition_check(2, &elsewhere, &[], &HashMap::new()).kept,
+            Some(true)
+        );
     }
 }

@@ -87,6 +87,8 @@ fn spec(a: &MonitorArgs) -> Result<MonitorSpec, i32> {
         textfile: a.textfile.clone(),
         windows_file,
         window: a.window,
+        // Set from the plan's `stats.period` once it is read.
+        refresh: Duration::from_secs(1),
     })
 }
 
@@ -121,7 +123,13 @@ pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> i32 {
         }
     };
     match plan {
-        Ok(plan) => super::run_plan(&plan, &args, Some(spec)),
+        Ok(plan) => {
+            let spec = MonitorSpec {
+                refresh: Duration::from_nanos(plan.main.stats_period_ns),
+                ..spec
+            };
+            super::run_plan(&plan, &args, Some(spec))
+        }
         Err(code) => code,
     }
 }

@@ -29,6 +29,9 @@ pub struct MonitorSpec {
     pub windows_file: Option<PathBuf>,
     /// How long a window of the windows file lasts.
     pub window: Duration,
+    /// How often the figures refresh (`stats.period`): a window ends at the
+    /// refresh nearest its end.
+    pub refresh: Duration,
 }
 
 /// Why monitoring cannot start.
@@ -85,7 +88,11 @@ impl Exporter {
             None => None,
         };
         let windows = match &spec.windows_file {
-            Some(path) => Some(windows::WindowWriter::create(path, spec.window)?),
+            Some(path) => Some(windows::WindowWriter::create(
+                path,
+                spec.window,
+                spec.refresh,
+            )?),
             None => None,
         };
         Ok(Exporter {

@@ -2,6 +2,8 @@ use super::metrics::{Machine, Metrics, ProgramMetrics, TimerMetrics};
 use super::*;
 use crate::measure::live::METRIC_BUCKETS;
 
+const SECOND: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn sample() -> Metrics {
     let mut buckets = vec![0; METRIC_BUCKETS];
     buckets[1] = 900;
@@ -81,7 +83,8 @@ fn the_exposition_holds_every_figure_with_its_labels() {
 fn windows_hold_each_windows_own_samples() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.jsonl");
-    let mut w = windows::WindowWriter::create(&path, std::time::Duration::from_secs(3600)).unwrap();
+    let mut w =
+        windows::WindowWriter::create(&path, std::time::Duration::from_secs(3600), SECOND).unwrap();
     let mut m = sample();
     w.observe(&m).unwrap();
     // 500 more samples in bucket 1 before the run ends.
@@ -107,7 +110,7 @@ fn a_restarted_monitor_goes_on_with_its_windows_file() {
     let path = dir.path().join("w.jsonl");
     let hour = std::time::Duration::from_secs(3600);
     for _ in 0..2 {
-        let mut w = windows::WindowWriter::create(&path, hour).unwrap();
+        let mut w = windows::WindowWriter::create(&path, hour, SECOND).unwrap();
         w.observe(&sample()).unwrap();
         w.finish().unwrap();
     }
@@ -115,7 +118,7 @@ fn a_restarted_monitor_goes_on_with_its_windows_file() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("{\"start\":\"2026");
     std::fs::write(&path, &text).unwrap();
-    let mut w = windows::WindowWriter::create(&path, hour).unwrap();
+    let mut w = windows::WindowWriter::create(&path, hour, SECOND).unwrap();
     w.observe(&sample()).unwrap();
     w.finish().unwrap();
     let f = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -123,7 +126,7 @@ fn a_restarted_monitor_goes_on_with_its_windows_file() {
     assert_eq!(f.cut_lines, 1);
     // Another file there (not a windows file) is replaced, not appended to.
     std::fs::write(&path, "not ours\n").unwrap();
-    windows::WindowWriter::create(&path, hour)
+    windows::WindowWriter::create(&path, hour, SECOND)
         .unwrap()
         .finish()
         .unwrap();
@@ -137,7 +140,7 @@ fn a_restarted_monitor_goes_on_with_its_windows_file() {
     std::fs::write(&other, "keep").unwrap();
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&other, &path).unwrap();
-    assert!(windows::WindowWriter::create(&path, hour).is_err());
+    assert!(windows::WindowWriter::create(&path, hour, SECOND).is_err());
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep");
 }
 
@@ -180,6 +183,7 @@ fn loopback_only() -> MonitorSpec {
         textfile: None,
         windows_file: None,
         window: Duration::from_secs(60),
+        refresh: SECOND,
     }
 }
 
@@ -251,4 +255,35 @@ fn the_shipped_unit_takes_a_stop_as_a_success() {
             "{doc}"
         );
     }
+}
+
+#[test]
+fn windows_end_at_the_refresh_nearest_their_end_and_never_drift() {
+    // Refreshes every second, each a little early (the watch loop's
+    // schedule began before the writer): a 10 s window ends at the refresh
+    // of 9.999 s, not one refresh later; ten windows span 100 s.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.jsonl");
+    let mut w = windows::WindowWriter::create(&path, Duration::from_secs(10), SECOND).unwrap();
+    let t0 = std::time::Instant::now();
+    let mut m = sample();
+    for k in 1..=100u64 {
+        m.timers[0].buckets[0] += 1;
+        let at = t0 + Duration::from_millis(k * 1000) - Duration::from_micros(500);
+        w.observe_at(&m, at).unwrap();
+    }
+    w.finish().unwrap();
+    let f = windows::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let lengths: Vec<f64> = f.windows.iter().map(|x| x.seconds).collect();
+    assert!(lengths.len() >= 10, "{lengths:?}");
+    for l in &lengths[..10] {
+        assert!((l - 10.0).abs() < 0.01, "{lengths:?}");
+    }
+    // Each window holds its ten refreshes' samples (the first, the
+    // sample's own counts too).
+    assert!(
+        f.windows[1..10].iter().all(|x| x.counts[0] == 10),
+        "{:?}",
+        f.windows
+    );
 }

@@ -53,6 +53,11 @@ pub struct WindowWriter {
     window: Duration,
     started: Instant,
     started_wall: SystemTime,
+    /// When the window ends, from `origin` (a fixed schedule: no drift).
+    ends_at: Duration,
+    origin: Instant,
+    /// Half a refresh: a window ends at the refresh nearest its end.
+    slack: Duration,
     /// Per timer: its buckets when the window started, and its max so far.
     base: Vec<(usize, Vec<u64>, Option<u64>)>,
     last: Option<Metrics>,
@@ -61,7 +66,11 @@ pub struct WindowWriter {
 impl WindowWriter {
     /// Makes the file (its header line), whole, at `path`, or goes on with
     /// the one there when it is rtlab's windows file of the same buckets.
-    pub fn create(path: &Path, window: Duration) -> Result<WindowWriter, OutputError> {
+    pub fn create(
+        path: &Path,
+        window: Duration,
+        refresh: Duration,
+    ) -> Result<WindowWriter, OutputError> {
         let header = Header {
             schema: SCHEMA.into(),
             bounds_ns: METRIC_BOUNDS_NS.to_vec(),
@@ -73,11 +82,16 @@ impl WindowWriter {
             // A line the previous run left cut short stays alone on its line.
             file.append(b"\n")?;
         }
+        let window = window.max(Duration::from_secs(1));
+        let now = Instant::now();
         Ok(WindowWriter {
             file,
-            window: window.max(Duration::from_secs(1)),
-            started: Instant::now(),
+            window,
+            started: now,
             started_wall: SystemTime::now(),
+            ends_at: window,
+            origin: now,
+            slack: refresh / 2,
             base: Vec::new(),
             last: None,
         })
@@ -85,6 +99,15 @@ impl WindowWriter {
 
     /// Takes a refresh's figures; writes the windows when one ends.
     pub fn observe(&mut self, m: &Metrics) -> Result<(), OutputError> {
+        self.observe_at(m, Instant::now())
+    }
+
+    /// [`WindowWriter::observe`] at `now`. Figures come at refreshes only,
+    /// so a window ends at the refresh nearest its scheduled end (within
+    /// half a refresh), and the next is scheduled from that end, not from
+    /// the refresh: windows keep their length on average, never drifting
+    /// a refresh longer.
+    pub fn observe_at(&mut self, m: &Metrics, now: Instant) -> Result<(), OutputError> {
         for t in &m.timers {
             match self.base.iter_mut().find(|b| b.0 == t.index) {
                 Some(b) => b.2 = b.2.max(t.window_max_ns),
@@ -94,18 +117,24 @@ impl WindowWriter {
             }
         }
         self.last = Some(m.clone());
-        if self.started.elapsed() >= self.window {
-            self.write()?;
+        let since = now.saturating_duration_since(self.origin);
+        if since + self.slack >= self.ends_at {
+            self.write(now)?;
+            self.ends_at += self.window;
+            if self.ends_at <= since {
+                // Stalled past whole windows: the next starts now.
+                self.ends_at = since + self.window;
+            }
         }
         Ok(())
     }
 
     /// Writes the window that ends now, and starts the next.
-    fn write(&mut self) -> Result<(), OutputError> {
+    fn write(&mut self, now: Instant) -> Result<(), OutputError> {
         let Some(m) = self.last.as_ref() else {
             return Ok(());
         };
-        let seconds = self.started.elapsed().as_secs_f64();
+        let seconds = now.saturating_duration_since(self.started).as_secs_f64();
         let start = humantime::format_rfc3339_seconds(self.started_wall).to_string();
         let mut text = String::new();
         for t in &m.timers {
@@ -133,14 +162,14 @@ impl WindowWriter {
             base.1.clone_from(&t.buckets);
             base.2 = None;
         }
-        self.started = Instant::now();
-        self.started_wall = SystemTime::now();
+        self.started_wall += now.saturating_duration_since(self.started);
+        self.started = now;
         self.file.append(text.as_bytes())
     }
 
     /// Writes the last window (however short).
     pub fn finish(mut self) -> Result<(), OutputError> {
-        self.write()
+        self.write(Instant::now())
     }
 }
 
