@@ -686,3 +686,34 @@ fn child_pid_of(r: &Value) -> Value {
         .and_then(|p| p.iter().find(|x| x["who"] == "main"))
         .map_or(Value::Null, |m| m["id"].clone())
 }
+
+#[test]
+fn a_mistyped_irq_name_is_refused_before_the_run_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let o = rtlab(
+        dir.path(),
+        &[
+            "irq-task",
+            "virtio1-req0x",
+            "--task",
+            "dd",
+            "--duration",
+            "30s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("rtlab irq-task: IRQ virtio1-req0x: error: no IRQ handler is named"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was started"), "{err}");
+    // Refused, not run for its 30 s (no timing bound: a run would have
+    // written a result line).
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("IRQ-to-task latency"));
+    path_taken(
+        "a_mistyped_irq_name_is_refused_before_the_run_naming_the_option",
+        &format!("refused in {:?}", started.elapsed()),
+    );
+}
