@@ -432,6 +432,33 @@ fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
             us(m.counts.inferred_gap_total_ns / m.counts.switch_in_inferred)
         );
     }
+    for m in tasks.iter().filter(|m| !m.worst.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<p>I{}: the worst samples, with their handler exit on the trace clock              (CLOCK_MONOTONIC), to find them in a trace:</p>",
+            m.index
+        );
+        let head = ["µs", "handler exit (s)", "IRQ CPU", "task CPU", "TID"].map(String::from);
+        let rows: Vec<Vec<String>> = m
+            .worst
+            .iter()
+            .take(10)
+            .map(|w| {
+                vec![
+                    format!("{}{}", if w.inferred { "≥ " } else { "" }, us(w.latency_ns)),
+                    format!(
+                        "{}.{:06}",
+                        w.exit_ns / 1_000_000_000,
+                        w.exit_ns / 1000 % 1_000_000
+                    ),
+                    w.irq_cpu.to_string(),
+                    w.task_cpu.to_string(),
+                    w.tid.to_string(),
+                ]
+            })
+            .collect();
+        table(out, "irq-task-worst", &head, &rows);
+    }
 }
 
 /// The isolation audit: every source that reached the audited CPUs.

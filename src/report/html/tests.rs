@@ -123,3 +123,28 @@ fn the_main_culprit_of_most_spikes_gets_a_timeline_with_a_time_axis() {
     assert!(out.contains("<th>priority</th>"), "{out}");
     assert!(out.contains("real-time priority 80"), "{out}");
 }
+
+#[test]
+fn an_irq_tasks_worst_samples_are_listed_with_their_exits() {
+    let seed = include_str!("../../../tests/seeds/rtlab-result-trace-experiments.json");
+    let mut doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    doc["irq_tasks"][0]["worst"] = serde_json::json!([
+        {"exit_ns": 3163016126000u64, "latency_ns": 4065000, "irq_cpu": 1, "task_cpu": 0,
+         "tid": 22208, "inferred": false},
+        {"exit_ns": 3163016999000u64, "latency_ns": 30000, "irq_cpu": 1, "task_cpu": 1,
+         "tid": 22208, "inferred": true},
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let runs = crate::dataset::load_all(&[path], &[]).unwrap();
+    let page = render(&runs, "t", false, &plot::PlotOptions::default()).unwrap();
+    assert!(
+        page.contains("<td>4065.0</td><td>3163.016126</td>"),
+        "no worst row"
+    );
+    assert!(
+        page.contains("<td>≥ 30.0</td>"),
+        "an inferred sample is a lower bound"
+    );
+}
