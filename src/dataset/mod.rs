@@ -534,11 +534,18 @@ impl Run {
         if resolution_ns <= self.resolution_ns {
             return self.clone();
         }
-        let threads = self
-            .threads
-            .iter()
-            .map(|t| t.truncated_to(resolution_ns))
-            .collect();
+        let mut run = self.with_threads(|t| t.truncated_to(resolution_ns));
+        run.resolution_ns = resolution_ns;
+        run.truncated_from_ns = Some(self.resolution_ns);
+        run
+    }
+}
+
+impl Run {
+    /// The same run (label, context, details) with each thread made anew
+    /// by `each`, and its overall figures from them.
+    fn with_threads(&self, each: impl Fn(&Thread) -> Thread) -> Run {
+        let threads = self.threads.iter().map(each).collect();
         let mut run = Run::new(
             Path::new(&self.path),
             self.format,
@@ -547,13 +554,9 @@ impl Run {
             self.details.clone(),
         );
         run.label = self.label.clone();
-        run.resolution_ns = resolution_ns;
-        run.truncated_from_ns = Some(self.resolution_ns);
         run
     }
-}
 
-impl Run {
     /// This run with its latencies put in the buckets of `bounds_ns`
     /// (each counted at its bucket's upper bound, beyond the last bound
     /// unknown), the way a windows file holds them, so that it compares
@@ -562,19 +565,7 @@ impl Run {
         if self.buckets_ns.as_deref() == Some(bounds_ns) || bounds_ns.is_empty() {
             return self.clone();
         }
-        let threads = self
-            .threads
-            .iter()
-            .map(|t| t.bucketed_to(bounds_ns))
-            .collect();
-        let mut run = Run::new(
-            Path::new(&self.path),
-            self.format,
-            self.context.clone(),
-            threads,
-            self.details.clone(),
-        );
-        run.label = self.label.clone();
+        let mut run = self.with_threads(|t| t.bucketed_to(bounds_ns));
         run.resolution_ns = self.resolution_ns;
         run.truncated_from_ns = Some(self.resolution_ns);
         run.buckets_ns = Some(bounds_ns.to_vec());

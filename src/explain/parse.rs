@@ -166,6 +166,11 @@ impl<'a> Buffer<'a> {
     /// most `max` (those nearest the end of the window are dropped).
     pub fn window(&self, from_ns: u64, to_ns: u64, max: usize) -> Vec<&'a str> {
         let start = self.lines.partition_point(|&(ts, _)| ts < from_ns);
+        self.lines_from(start, to_ns, max)
+    }
+
+    /// The lines from index `start` up to time `to_ns`, at most `max`.
+    fn lines_from(&self, start: usize, to_ns: u64, max: usize) -> Vec<&'a str> {
         self.lines[start..]
             .iter()
             .take_while(|&&(ts, _)| ts <= to_ns)
@@ -192,13 +197,7 @@ impl<'a> Buffer<'a> {
             .lines
             .partition_point(|&(ts, _)| ts <= deadline_ns)
             .saturating_sub(1);
-        let start = by_lookback.min(last_before);
-        self.lines[start..]
-            .iter()
-            .take_while(|&&(ts, _)| ts <= to_ns)
-            .take(max)
-            .map(|&(_, l)| l)
-            .collect()
+        self.lines_from(by_lookback.min(last_before), to_ns, max)
     }
 
     /// Switches into idle and out of it that the buffer logs: a kernel

@@ -18,6 +18,18 @@ fn tracefs_in_kernel() -> bool {
     std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("tracefs"))
 }
 
+/// Root, tracefs and ping for a loopback flood, or said for `test`.
+fn can_flood(test: &str) -> bool {
+    let can = is_root() && tracefs_in_kernel() && crate::fixtures::has_command("ping");
+    if !can {
+        path_taken(
+            test,
+            "no root, tracefs or ping: covered by the refusal check",
+        );
+    }
+    can
+}
+
 fn run(dir: &Path, cfg: &str) -> (Output, Value) {
     std::fs::write(dir.join("t.cfg"), cfg).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
@@ -329,11 +341,7 @@ fn a_run_without_the_hog_does_not_accuse_it() {
 fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
     let _machine = crate::fixtures::machine_exclusive();
     const TEST: &str = "a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq";
-    if !is_root() || !tracefs_in_kernel() || !crate::fixtures::has_command("ping") {
-        path_taken(
-            TEST,
-            "no root, tracefs or ping: covered by the refusal check",
-        );
+    if !can_flood(TEST) {
         return;
     }
     let cpu = measured_cpu();
@@ -623,11 +631,7 @@ fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
 fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
     let _machine = crate::fixtures::machine_exclusive();
     const TEST: &str = "the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained";
-    if !is_root() || !tracefs_in_kernel() || !crate::fixtures::has_command("ping") {
-        path_taken(
-            TEST,
-            "no root, tracefs or ping: covered by the refusal check",
-        );
+    if !can_flood(TEST) {
         return;
     }
     // Two SCHED_OTHER floods on the measured CPU and a low threshold: far
