@@ -307,6 +307,10 @@ impl Walk {
         if lost_switch && e.pid == self.tid && self.woken.is_some() && self.switched.is_none() {
             self.switched = Some(e.ts_ns);
         }
+        // Its own event: from here on it is seen running, not inferred.
+        if e.pid == self.task.pid {
+            self.task.inferred = false;
+        }
         self.follow(e);
         true
     }

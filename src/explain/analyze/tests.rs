@@ -371,3 +371,33 @@ fn a_task_woken_on_an_idle_cpu_whose_switch_was_not_logged_is_inferred_running()
     assert!(e.cause.contains("inferred"), "{}", e.cause);
     assert!(e.timeline[0].inferred);
 }
+
+#[test]
+fn only_the_stretch_before_a_tasks_first_event_is_inferred() {
+    // Idle wakes the hog (its switch-in not logged); the hog's first event
+    // is 50 µs later; then it runs on, seen, for 2 ms past the timer
+    // thread's wake-up.
+    let text = "\
+ <idle>-0 [001] d.h1. 6.000000: hrtimer_expire_entry: hrtimer=x function=hrtimer_wakeup now=1
+ <idle>-0 [001] d.h3. 6.000001: sched_waking: comm=hog pid=60 prio=4 target_cpu=001
+ <idle>-0 [001] d.h1. 6.000002: hrtimer_expire_exit: hrtimer=x
+ hog-60 [001] d.h1. 6.000052: local_timer_entry: vector=236
+ hog-60 [001] d.h3. 6.000053: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+ hog-60 [001] d.h1. 6.000054: local_timer_exit: vector=236
+ hog-60 [001] d..2. 6.002054: sched_switch: prev_comm=hog prev_pid=60 prev_prio=4 prev_state=S ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 6_000_010_000, 2_045_000);
+    assert_eq!(total(&e), 2_045_000);
+    let after = e.parts.iter().find(|p| p.kind == PartKind::Thread).unwrap();
+    assert_eq!(
+        (after.what.as_str(), after.ns, after.inferred_ns),
+        ("hog", 2_000_000, 0)
+    );
+    let before = e
+        .parts
+        .iter()
+        .find(|p| p.kind == PartKind::TimerLate)
+        .unwrap();
+    // From the deadline (6.000010) to the hog's first event (6.000052).
+    assert_eq!((before.ns, before.inferred_ns), (42_000, 42_000));
+}
