@@ -449,47 +449,8 @@ pub fn explain(
     latency_ns: u64,
 ) -> Explanation {
     let (segs, woken, switched) = segments(events, tid, deadline_ns, latency_ns);
-    let prio_of = |pid: i32| {
-        events.iter().rev().find_map(|e| match e.name.as_str() {
-            "sched_switch" if e.num("next_pid") == Some(pid as i64) => {
-                e.num("next_prio").map(|p| p as i32)
-            }
-            "sched_switch" if e.num("prev_pid") == Some(pid as i64) => {
-                e.num("prev_prio").map(|p| p as i32)
-            }
-            "sched_waking" | "sched_wakeup" if e.num("pid") == Some(pid as i64) => {
-                e.num("prio").map(|p| p as i32)
-            }
-            _ => None,
-        })
-    };
-    let mut parts: Vec<Part> = Vec::new();
-    for s in &segs {
-        let before_wake = woken.is_none_or(|w| s.from_ns < w);
-        // Before and after the wake-up are different stories (a late
-        // interrupt, then a preemption): separate parts.
-        let (ns, inferred) = (
-            s.to_ns - s.from_ns,
-            if s.inferred { s.to_ns - s.from_ns } else { 0 },
-        );
-        match parts.iter_mut().find(|p| {
-            p.kind == s.kind && p.what == s.what && p.pid == s.pid && p.before_wake == before_wake
-        }) {
-            Some(p) => {
-                p.ns += ns;
-                p.inferred_ns += inferred;
-            }
-            None => parts.push(Part {
-                kind: s.kind,
-                what: s.what.clone(),
-                pid: s.pid,
-                prio: s.pid.filter(|&p| p > 0).and_then(prio_of),
-                ns,
-                before_wake,
-                inferred_ns: inferred,
-            }),
-        }
-    }
+    let prio_of = |pid: i32| prio_in(events, pid);
+    let mut parts = parts_of(&segs, woken, &prio_of);
     parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
     let own_prio = prio_of(tid);
     let cause = cause(&parts, own_prio, latency_ns);
@@ -521,6 +482,55 @@ pub fn explain(
             })
             .collect(),
     }
+}
+
+/// A thread's kernel priority, as the window's last event naming it says.
+fn prio_in(events: &[Event], pid: i32) -> Option<i32> {
+    events.iter().rev().find_map(|e| match e.name.as_str() {
+        "sched_switch" if e.num("next_pid") == Some(pid as i64) => {
+            e.num("next_prio").map(|p| p as i32)
+        }
+        "sched_switch" if e.num("prev_pid") == Some(pid as i64) => {
+            e.num("prev_prio").map(|p| p as i32)
+        }
+        "sched_waking" | "sched_wakeup" if e.num("pid") == Some(pid as i64) => {
+            e.num("prio").map(|p| p as i32)
+        }
+        _ => None,
+    })
+}
+
+/// The segments summed by owner, before and after the wake-up apart (a
+/// late interrupt, then a preemption: different stories).
+fn parts_of(
+    segs: &[Segment],
+    woken: Option<u64>,
+    prio_of: &dyn Fn(i32) -> Option<i32>,
+) -> Vec<Part> {
+    let mut parts: Vec<Part> = Vec::new();
+    for s in segs {
+        let before_wake = woken.is_none_or(|w| s.from_ns < w);
+        let ns = s.to_ns - s.from_ns;
+        let inferred = if s.inferred { ns } else { 0 };
+        match parts.iter_mut().find(|p| {
+            p.kind == s.kind && p.what == s.what && p.pid == s.pid && p.before_wake == before_wake
+        }) {
+            Some(p) => {
+                p.ns += ns;
+                p.inferred_ns += inferred;
+            }
+            None => parts.push(Part {
+                kind: s.kind,
+                what: s.what.clone(),
+                pid: s.pid,
+                prio: s.pid.filter(|&p| p > 0).and_then(prio_of),
+                ns,
+                before_wake,
+                inferred_ns: inferred,
+            }),
+        }
+    }
+    parts
 }
 
 /// The main cause: the largest part that is not the timer thread itself.

@@ -193,32 +193,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         r.reads,
         r.read_ns as f64 / 1e6
     );
-    let head = [
-        "culprit",
-        "priority",
-        "main cause of",
-        "in",
-        "total (µs)",
-        "max (µs)",
-    ]
-    .map(String::from);
-    let rows: Vec<Vec<String>> = r
-        .culprits
-        .iter()
-        .map(|c| {
-            vec![
-                c.pid
-                    .map_or(c.what.clone(), |p| format!("{} (pid {p})", c.what)),
-                c.prio
-                    .map_or_else(|| "-".into(), crate::explain::analyze::prio_words),
-                c.main_cause.to_string(),
-                c.spikes.to_string(),
-                us(c.total_ns),
-                us(c.max_ns),
-            ]
-        })
-        .collect();
-    table(out, "culprits", &head, &rows);
+    culprits(out, &r.culprits);
     if !r.worst_unexplained.is_empty() {
         let rows: Vec<Vec<String>> = r
             .worst_unexplained
@@ -258,6 +233,35 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         );
         timeline(out, e);
     }
+}
+
+/// The culprit table, most costly first, with each thread's priority.
+fn culprits(out: &mut String, culprits: &[crate::explain::verdict::Culprit]) {
+    let head = [
+        "culprit",
+        "priority",
+        "main cause of",
+        "in",
+        "total (µs)",
+        "max (µs)",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = culprits
+        .iter()
+        .map(|c| {
+            vec![
+                c.pid
+                    .map_or(c.what.clone(), |p| format!("{} (pid {p})", c.what)),
+                c.prio
+                    .map_or_else(|| "-".into(), crate::explain::analyze::prio_words),
+                c.main_cause.to_string(),
+                c.spikes.to_string(),
+                micros(c.total_ns),
+                micros(c.max_ns),
+            ]
+        })
+        .collect();
+    table(out, "culprits", &head, &rows);
 }
 
 /// The explanations whose timelines the report draws: the three worst,
@@ -433,32 +437,42 @@ fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
         );
     }
     for m in tasks.iter().filter(|m| !m.worst.is_empty()) {
-        let _ = writeln!(
-            out,
-            "<p>I{}: the worst samples, with their handler exit on the trace clock              (CLOCK_MONOTONIC), to find them in a trace:</p>",
-            m.index
-        );
-        let head = ["µs", "handler exit (s)", "IRQ CPU", "task CPU", "TID"].map(String::from);
-        let rows: Vec<Vec<String>> = m
-            .worst
-            .iter()
-            .take(10)
-            .map(|w| {
-                vec![
-                    format!("{}{}", if w.inferred { "≥ " } else { "" }, us(w.latency_ns)),
-                    format!(
-                        "{}.{:06}",
-                        w.exit_ns / 1_000_000_000,
-                        w.exit_ns / 1000 % 1_000_000
-                    ),
-                    w.irq_cpu.to_string(),
-                    w.task_cpu.to_string(),
-                    w.tid.to_string(),
-                ]
-            })
-            .collect();
-        table(out, "irq-task-worst", &head, &rows);
+        irq_task_worst(out, m);
     }
+}
+
+/// An IRQ-to-task measurement's worst samples, to find them in a trace.
+fn irq_task_worst(out: &mut String, m: &crate::irq_task::IrqTaskResult) {
+    let _ = writeln!(
+        out,
+        "<p>I{}: the worst samples, with their handler exit on the trace clock \
+         (CLOCK_MONOTONIC), to find them in a trace:</p>",
+        m.index
+    );
+    let head = ["µs", "handler exit (s)", "IRQ CPU", "task CPU", "TID"].map(String::from);
+    let rows: Vec<Vec<String>> = m
+        .worst
+        .iter()
+        .take(10)
+        .map(|w| {
+            vec![
+                format!(
+                    "{}{}",
+                    if w.inferred { "≥ " } else { "" },
+                    micros(w.latency_ns)
+                ),
+                format!(
+                    "{}.{:06}",
+                    w.exit_ns / 1_000_000_000,
+                    w.exit_ns / 1000 % 1_000_000
+                ),
+                w.irq_cpu.to_string(),
+                w.task_cpu.to_string(),
+                w.tid.to_string(),
+            ]
+        })
+        .collect();
+    table(out, "irq-task-worst", &head, &rows);
 }
 
 /// The isolation audit: every source that reached the audited CPUs.
