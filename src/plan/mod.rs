@@ -758,11 +758,32 @@ fn check_privileges(p: &mut Planner, exp: &Experiment) {
         }
         if let Err(e) = p.machine.probe_sched(s) {
             p.diags.push(
-                Diagnostic::new(sched.pos, format!("{who}: the kernel refuses {} priority {}: {e}", s.policy.name(), s.priority))
-                    .with_hint(Some(
-                        "with CONFIG_RT_GROUP_SCHED, rtlab's cgroup needs RT time: write a non-zero cpu.rt_runtime_us to its cpu cgroup (and its parents)".into(),
-                    )),
+                Diagnostic::new(
+                    sched.pos,
+                    format!(
+                        "{who}: the kernel refuses {} priority {}: {e}",
+                        s.policy.name(),
+                        s.priority
+                    ),
+                )
+                .with_hint(Some(probe_hint(&e).into())),
             );
+        }
+    }
+}
+
+/// Why the kernel refused a policy rtlab was allowed to ask for, by the
+/// error: ENOSYS is no such syscall here (a seccomp filter, an emulator),
+/// never a matter of RT time.
+fn probe_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(crate::sys::consts::ENOSYS) => {
+            "the sched_setscheduler syscall is not available here (ENOSYS): a seccomp filter \
+             (a container's profile) or an emulator refuses it; allow it, or run on the host"
+        }
+        _ => {
+            "with CONFIG_RT_GROUP_SCHED, rtlab's cgroup needs RT time: write a non-zero \
+             cpu.rt_runtime_us to its cpu cgroup (and its parents)"
         }
     }
 }
@@ -1068,6 +1089,11 @@ pub(crate) mod tests {
         m.probe_ok = false;
         let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();
         assert!(diags[0].message.contains("kernel refuses FIFO priority 99"));
+        assert!(diags[0].hint.as_ref().unwrap().contains("CONFIG_RT_GROUP_SCHED"));
+        // No such syscall here (seccomp, an emulator): never an RT-time hint.
+        let enosys = std::io::Error::from_raw_os_error(crate::sys::consts::ENOSYS);
+        assert!(probe_hint(&enosys).contains("seccomp"));
+        assert!(!probe_hint(&enosys).contains("RT_GROUP"));
         let mut m = fake();
         m.rt_runtime = Some(0);
         let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();

@@ -32,9 +32,9 @@ pub use root::{SysError, SysRoot};
 /// the crates above cannot make a system call but through this layer.
 pub mod consts {
     pub use libc::{
-        EACCES, EBUSY, EINTR, EINVAL, EIO, EMFILE, ENFILE, EPERM, ESRCH, SIGABRT, SIGALRM, SIGBUS,
-        SIGCHLD, SIGFPE, SIGHUP, SIGILL, SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGTERM,
-        SIGUSR1,
+        EACCES, EBUSY, EINTR, EINVAL, EIO, EMFILE, ENFILE, ENOSYS, EPERM, ESRCH, SIGABRT, SIGALRM,
+        SIGBUS, SIGCHLD, SIGFPE, SIGHUP, SIGILL, SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV,
+        SIGTERM, SIGUSR1,
     };
 }
 

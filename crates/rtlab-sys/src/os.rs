@@ -143,9 +143,8 @@ pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
         0
     };
     let param = sched_param(prio);
-    // SAFETY: `param` is a valid sched_param; on Linux sched_setscheduler acts
-    // on the thread whose id is given (0 = the calling thread).
-    check(unsafe { libc::sched_setscheduler(tid, policy_to_libc(sched.policy), &param) })?;
+    // SAFETY: `param` is a valid sched_param that outlives the call.
+    check(unsafe { raw_sched_setscheduler(tid, policy_to_libc(sched.policy), &param) })?;
     if !sched.policy.is_realtime() {
         // PRIO_PROCESS with a thread id sets that thread's nice value on Linux.
         rustix::process::setpriority_process(pid_of(tid), sched.priority)?;
@@ -153,17 +152,37 @@ pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
     Ok(())
 }
 
+/// sched_setscheduler(2) as the kernel has it: on thread `tid` (0 = the
+/// caller). The raw syscall, not libc's function: musl's is a stub that
+/// returns ENOSYS (POSIX means the whole process, Linux one thread), so a
+/// static musl build could set no policy at all. Async-signal-safe (no
+/// allocation): usable between fork and exec.
+///
+/// # Safety
+/// `param` must point to a valid `sched_param`.
+unsafe fn raw_sched_setscheduler(
+    tid: i32,
+    policy: libc::c_int,
+    param: *const libc::sched_param,
+) -> libc::c_int {
+    // SAFETY: the caller passes a valid sched_param; the kernel only reads it.
+    unsafe { libc::syscall(libc::SYS_sched_setscheduler, tid, policy, param) as libc::c_int }
+}
+
 /// The policy and priority (or nice value) of thread `tid` (0 = caller).
 pub fn get_sched(tid: i32) -> io::Result<Sched> {
-    // SAFETY: sched_getscheduler takes a thread id and returns -1 on error.
-    let raw = unsafe { libc::sched_getscheduler(tid) };
+    // SAFETY: sched_getscheduler takes a thread id only; the raw syscall
+    // (musl's libc function is a stub that returns ENOSYS) returns the
+    // policy, or -1 with errno set.
+    let raw = unsafe { libc::syscall(libc::SYS_sched_getscheduler, tid) } as libc::c_int;
     if raw == -1 {
         return Err(last_error());
     }
     let policy = policy_from_libc(raw).unwrap_or(Policy::Other);
     let mut param = sched_param(0);
-    // SAFETY: `param` is writable.
-    check(unsafe { libc::sched_getparam(tid, &mut param) })?;
+    // SAFETY: `param` is a writable sched_param that outlives the call (the
+    // raw syscall: musl's sched_getparam is a stub).
+    check(unsafe { libc::syscall(libc::SYS_sched_getparam, tid, &mut param) } as libc::c_int)?;
     let priority = if policy.is_realtime() {
         param.sched_priority
     } else {
@@ -336,11 +355,7 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
                 } else {
                     0
                 });
-                check(libc::sched_setscheduler(
-                    0,
-                    policy_to_libc(s.policy),
-                    &param,
-                ))?;
+                check(raw_sched_setscheduler(0, policy_to_libc(s.policy), &param))?;
                 if !s.policy.is_realtime() {
                     check(libc::setpriority(libc::PRIO_PROCESS, 0, s.priority))?;
                 }
