@@ -41,6 +41,14 @@ fn last_error() -> io::Error {
     io::Error::last_os_error()
 }
 
+/// The calling thread's errno (no allocation).
+#[allow(dead_code)] // Used on 32-bit targets only.
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == -1 { Err(last_error()) } else { Ok(()) }
 }
@@ -59,15 +67,103 @@ pub fn monotonic_ns() -> u64 {
 /// signal handler interrupted the sleep). Allocation-free: for the hot loop.
 #[inline(always)]
 pub fn sleep_until_ns(deadline_ns: u64) -> i32 {
-    // rustix's Timespec has a 64-bit tv_sec on every target (time64 on
-    // 32-bit ARM), so deadlines past 2038 stay exact.
-    let ts = rustix::time::Timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as i64,
-        tv_nsec: (deadline_ns % 1_000_000_000) as _,
-    };
-    match rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts) {
-        Ok(()) => 0,
-        Err(e) => e.raw_os_error(),
+    #[cfg(target_pointer_width = "32")]
+    {
+        time64::sleep_until_ns(deadline_ns)
+    }
+    #[cfg(not(target_pointer_width = "32"))]
+    {
+        let (tv_sec, tv_nsec) = split_ns(deadline_ns);
+        let ts = rustix::time::Timespec {
+            tv_sec,
+            tv_nsec: tv_nsec as _,
+        };
+        match rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts) {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error(),
+        }
+    }
+}
+
+/// Nanoseconds as (seconds, nanoseconds), seconds 64-bit: exact past 2038.
+///
+/// ```
+/// // 2040-01-01T00:00:00Z and a half: past 32-bit time_t.
+/// let ns = 2_208_988_800u64 * 1_000_000_000 + 500_000_000;
+/// assert_eq!(rtlab_sys::os::split_ns(ns), (2_208_988_800, 500_000_000));
+/// assert_eq!(rtlab_sys::os::split_ns_32(ns), Err(libc::EOVERFLOW));
+/// ```
+#[inline(always)]
+pub fn split_ns(ns: u64) -> (i64, i64) {
+    ((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64)
+}
+
+/// The 32-bit time (`time_t` 32-bit: armv7 glibc) form of a deadline, or
+/// EOVERFLOW when its seconds do not fit: a deadline is never wrapped.
+pub fn split_ns_32(ns: u64) -> Result<(i32, i32), i32> {
+    let (s, n) = split_ns(ns);
+    Ok((i32::try_from(s).map_err(|_| libc::EOVERFLOW)?, n as i32))
+}
+
+/// 32-bit targets: the 64-bit time syscall (`clock_nanosleep_time64`,
+/// Linux 5.1), whatever the C library's `time_t`; on an older kernel (the
+/// article's 4.19) or where a filter refuses it (ENOSYS, once), the 32-bit
+/// syscall with the deadline checked to fit. No allocation, no lock.
+#[cfg(target_pointer_width = "32")]
+mod time64 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// `__NR_clock_nanosleep_time64`: the same number on every 32-bit
+    /// architecture (the unified y2038 syscall table).
+    const SYS_CLOCK_NANOSLEEP_TIME64: libc::c_long = 407;
+    static NO_TIME64: AtomicBool = AtomicBool::new(false);
+
+    #[repr(C)]
+    struct KernelTimespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+
+    pub(super) fn sleep_until_ns(deadline_ns: u64) -> i32 {
+        if !NO_TIME64.load(Ordering::Relaxed) {
+            let (tv_sec, tv_nsec) = super::split_ns(deadline_ns);
+            let ts = KernelTimespec { tv_sec, tv_nsec };
+            // SAFETY: `ts` is a valid __kernel_timespec that outlives the
+            // call; no remainder is asked for (absolute sleep).
+            let ret = unsafe {
+                libc::syscall(
+                    SYS_CLOCK_NANOSLEEP_TIME64,
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts as *const KernelTimespec,
+                    std::ptr::null_mut::<KernelTimespec>(),
+                )
+            };
+            let err = if ret == 0 { 0 } else { super::errno() };
+            if err != libc::ENOSYS {
+                return err;
+            }
+            NO_TIME64.store(true, Ordering::Relaxed);
+        }
+        let (tv_sec, tv_nsec) = match super::split_ns_32(deadline_ns) {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        let ts = libc::timespec {
+            tv_sec: tv_sec as libc::time_t,
+            tv_nsec: tv_nsec as libc::c_long,
+        };
+        // SAFETY: `ts` is a valid timespec that outlives the call.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_clock_nanosleep,
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts as *const libc::timespec,
+                std::ptr::null_mut::<libc::timespec>(),
+            )
+        };
+        if ret == 0 { 0 } else { super::errno() }
     }
 }
 
@@ -518,4 +614,31 @@ pub fn poll(waits: &[Wait<'_>], timeout: std::time::Duration) -> io::Result<Vec<
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_past_2038_split_exactly_and_never_wrap_in_32_bits() {
+        let last_32 = i32::MAX as u64 * 1_000_000_000 + 999_999_999;
+        assert_eq!(split_ns(last_32), (i32::MAX as i64, 999_999_999));
+        assert_eq!(split_ns_32(last_32), Ok((i32::MAX, 999_999_999)));
+        // One second later (2038-01-19T03:14:08Z on CLOCK_REALTIME): 64-bit
+        // exact, 32-bit refused rather than wrapped to 1901.
+        let next = last_32 + 1;
+        assert_eq!(split_ns(next), (i32::MAX as i64 + 1, 0));
+        assert_eq!(split_ns_32(next), Err(libc::EOVERFLOW));
+        // The largest deadline a u64 holds (year 2554).
+        assert_eq!(split_ns(u64::MAX).0, 18_446_744_073);
+    }
+
+    #[test]
+    fn an_absolute_sleep_to_a_past_deadline_returns_at_once() {
+        // Through whichever syscall this target uses (time64 on 32-bit).
+        let now = monotonic_ns();
+        assert_eq!(sleep_until_ns(now.saturating_sub(1_000_000)), 0);
+        assert!(monotonic_ns() >= now);
+    }
 }
