@@ -1089,7 +1089,13 @@ pub(crate) mod tests {
         m.probe_ok = false;
         let diags = plan_text(TWO_CPU, "f", &m, &PlanOptions::default()).unwrap_err();
         assert!(diags[0].message.contains("kernel refuses FIFO priority 99"));
-        assert!(diags[0].hint.as_ref().unwrap().contains("CONFIG_RT_GROUP_SCHED"));
+        assert!(
+            diags[0]
+                .hint
+                .as_ref()
+                .unwrap()
+                .contains("CONFIG_RT_GROUP_SCHED")
+        );
         // No such syscall here (seccomp, an emulator): never an RT-time hint.
         let enosys = std::io::Error::from_raw_os_error(crate::sys::consts::ENOSYS);
         assert!(probe_hint(&enosys).contains("seccomp"));

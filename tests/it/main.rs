@@ -10,6 +10,7 @@
 //! The fuzz harness is the one test binary apart (`tests/fuzz.rs`): its
 //! allocator limit is process-wide and would fail the tests beside it.
 
+mod boards;
 mod endpoint;
 mod explain;
 mod fixtures;

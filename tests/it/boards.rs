@@ -1,0 +1,173 @@
+//! The boards' release binaries on their instruction sets, under QEMU
+//! user-mode emulation (Debian's `qemu-user-static`): a static aarch64
+//! musl binary and a 32-bit ARM glibc one run a real experiment (a timer
+//! thread and a program), check it, plot and compare the result; the
+//! result files and JSON must hold together, and this host's own rtlab
+//! must read the board's result to the same figures. Latency under
+//! emulation means nothing; behaviour does.
+//!
+//! Needs `qemu-aarch64-static`/`qemu-arm-static` (`.ci/run` installs them)
+//! and the rustup targets; builds the release binaries when they are not
+//! built yet. Without them it says what is missing.
+
+use crate::fixtures::{has_command, path_taken, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A board: its target triple, and how QEMU runs its binary.
+struct Board {
+    target: &'static str,
+    qemu: &'static str,
+    /// Arguments before the binary (the ARM glibc loader for armv7).
+    prefix: &'static [&'static str],
+    machine: &'static str,
+}
+
+const BOARDS: [Board; 2] = [
+    Board {
+        target: "aarch64-unknown-linux-musl",
+        qemu: "qemu-aarch64-static",
+        prefix: &[],
+        machine: "aarch64",
+    },
+    Board {
+        target: "armv7-unknown-linux-gnueabihf",
+        qemu: "qemu-arm-static",
+        prefix: &[
+            "/usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3",
+            "--library-path",
+            "/usr/arm-linux-gnueabihf/lib",
+        ],
+        machine: "arm",
+    },
+];
+
+/// The board's release binary, built now if it is not yet; or why not.
+fn binary(b: &Board) -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join("target").join(b.target).join("release/rtlab");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l == b.target)
+        })
+        .unwrap_or(false);
+    if !installed {
+        return Err(format!("rustup target {} not installed", b.target));
+    }
+    let o = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--target", b.target])
+        .current_dir(root)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !o.status.success() {
+        return Err(format!("cannot build for {}: {}", b.target, text(&o)));
+    }
+    Ok(bin)
+}
+
+fn emulated(b: &Board, bin: &Path, dir: &Path, args: &[&str]) -> Output {
+    Command::new(b.qemu)
+        .args(b.prefix)
+        .arg(bin)
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .output()
+        .unwrap()
+}
+
+/// The samples a result file's histogram holds (`µs count` lines).
+fn histogram_samples(file: &str) -> u64 {
+    file.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let _us: u64 = w.next()?.parse().ok()?;
+            w.next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+fn check_board(b: &Board, bin: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = "timer_thread[0]\n{\n  timer.period 1 ms\n  lifetime.loops 300\n  \
+               stats.histo_size 100 ms\n}\n\
+               program[0]\n{\n  cmdline sh -c 'echo started; sleep 0.1'\n  output.out prog.out\n}\n";
+    std::fs::write(dir.path().join("exp.cfg"), cfg).unwrap();
+    let o = emulated(b, bin, dir.path(), &["check", "exp.cfg"]);
+    assert!(o.status.success(), "{}: check: {}", b.target, text(&o));
+    let o = emulated(b, bin, dir.path(), &["run", "exp.cfg", "--json", "r.json"]);
+    assert!(o.status.success(), "{}: run: {}", b.target, text(&o));
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["schema"], "rtlab-result/1");
+    assert_eq!(r["system"]["machine"], b.machine, "{}", r["system"]);
+    let t = &r["timers"][0];
+    let samples = t["summary"]["samples"].as_u64().unwrap();
+    assert_eq!(samples, 300, "{t}");
+    // The result file holds the same samples as the JSON.
+    let file = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
+    assert_eq!(histogram_samples(&file), samples, "{file}");
+    let (min, max) = (
+        t["summary"]["min_ns"].as_u64().unwrap(),
+        t["summary"]["max_ns"].as_u64().unwrap(),
+    );
+    assert!(min <= max && max < 100_000_000, "{t}");
+    // The program ran and its output was kept.
+    assert_eq!(r["programs"][0]["starts"], 1, "{}", r["programs"]);
+    let out = std::fs::read_to_string(dir.path().join("prog.out")).unwrap();
+    assert!(out.contains("started"), "{out}");
+    // Plot and compare on the board...
+    let o = emulated(b, bin, dir.path(), &["plot", "r.json", "-o", "r.svg"]);
+    assert!(o.status.success(), "{}: plot: {}", b.target, text(&o));
+    let svg = std::fs::read_to_string(dir.path().join("r.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.contains("<svg"),
+        "{}",
+        &svg[..svg.len().min(200)]
+    );
+    let on_board = emulated(b, bin, dir.path(), &["compare", "r.json", "r.json"]);
+    assert!(on_board.status.success(), "{}", text(&on_board));
+    // ...and this host's rtlab reads the board's result to the same table.
+    let on_host = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["compare", "r.json", "r.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&on_board.stdout),
+        String::from_utf8_lossy(&on_host.stdout)
+    );
+    format!("{}: {samples} samples, max {max} ns under QEMU", b.target)
+}
+
+#[test]
+fn the_boards_binaries_run_an_experiment_under_emulation() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "the_boards_binaries_run_an_experiment_under_emulation";
+    for b in &BOARDS {
+        if !has_command(b.qemu) {
+            path_taken(TEST, &format!("{}: no {} here", b.target, b.qemu));
+            continue;
+        }
+        if b.prefix.first().is_some_and(|l| !Path::new(l).exists()) {
+            path_taken(
+                TEST,
+                &format!("{}: no ARM glibc (libc6-armhf-cross)", b.target),
+            );
+            continue;
+        }
+        match binary(b) {
+            Ok(bin) => path_taken(TEST, &check_board(b, &bin)),
+            Err(why) => path_taken(TEST, &format!("{}: {why}", b.target)),
+        }
+    }
+}
