@@ -42,7 +42,6 @@ fn last_error() -> io::Error {
 }
 
 /// The calling thread's errno (no allocation).
-#[allow(dead_code)] // Used on 32-bit targets only.
 fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
@@ -73,15 +72,26 @@ pub fn sleep_until_ns(deadline_ns: u64) -> i32 {
     }
     #[cfg(not(target_pointer_width = "32"))]
     {
+        // The syscall itself, as the kernel has it: the C library's
+        // clock_nanosleep is a cancellation point that costs about 45
+        // instructions a sample around the syscall (callgrind).
         let (tv_sec, tv_nsec) = split_ns(deadline_ns);
-        let ts = rustix::time::Timespec {
-            tv_sec,
+        let ts = libc::timespec {
+            tv_sec: tv_sec as libc::time_t,
             tv_nsec: tv_nsec as _,
         };
-        match rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts) {
-            Ok(()) => 0,
-            Err(e) => e.raw_os_error(),
-        }
+        // SAFETY: `ts` is a valid timespec that outlives the call; no
+        // remainder is asked for (absolute sleep).
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_clock_nanosleep,
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts as *const libc::timespec,
+                std::ptr::null_mut::<libc::timespec>(),
+            )
+        };
+        if ret == 0 { 0 } else { errno() }
     }
 }
 
