@@ -273,7 +273,7 @@ pub(super) fn run<W: WakeSource>(
             });
         }
         last = latency;
-        if news || rec.count % PUBLISH_EVERY == 0 {
+        if news || rec.count.is_multiple_of(PUBLISH_EVERY) {
             fill(&mut snap, &rec, latency);
             live.publish(&snap);
         }
