@@ -46,7 +46,13 @@ const BOARDS: [Board; 2] = [
 /// The board's release binary, built now if it is not yet; or why not.
 fn binary(b: &Board) -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = root.join("target").join(b.target).join("release/rtlab");
+    // The target directory this test was built in (CARGO_TARGET_DIR or
+    // ./target): the host binary is its `debug/rtlab`.
+    let target_dir = Path::new(env!("CARGO_BIN_EXE_rtlab"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(root);
+    let bin = target_dir.join(b.target).join("release/rtlab");
     if bin.exists() {
         return Ok(bin);
     }
@@ -64,6 +70,7 @@ fn binary(b: &Board) -> Result<PathBuf, String> {
     }
     let o = Command::new(env!("CARGO"))
         .args(["build", "--release", "--target", b.target])
+        .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(root)
         .output()
         .map_err(|e| e.to_string())?;
