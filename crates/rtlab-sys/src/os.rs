@@ -77,7 +77,7 @@ pub fn sleep_until_ns(deadline_ns: u64) -> i32 {
         // instructions a sample around the syscall (callgrind).
         let (tv_sec, tv_nsec) = split_ns(deadline_ns);
         let ts = libc::timespec {
-            tv_sec: tv_sec as libc::time_t,
+            tv_sec: tv_sec as _,
             tv_nsec: tv_nsec as _,
         };
         // SAFETY: `ts` is a valid timespec that outlives the call; no
@@ -160,7 +160,7 @@ mod time64 {
             Err(e) => return e,
         };
         let ts = libc::timespec {
-            tv_sec: tv_sec as libc::time_t,
+            tv_sec: tv_sec as _,
             tv_nsec: tv_nsec as libc::c_long,
         };
         // SAFETY: `ts` is a valid timespec that outlives the call.
