@@ -178,3 +178,109 @@ fn the_boards_binaries_run_an_experiment_under_emulation() {
         }
     }
 }
+
+/// Syscalls newer than the article's 4.19 kernel, or that container
+/// profiles refuse, on x86_64: sched_setattr, statx, rseq, pidfd_open,
+/// clone3, close_range, openat2, faccessat2.
+#[cfg(target_arch = "x86_64")]
+const NEWER_SYSCALLS: &str = "314,332,334,434,435,436,437,439";
+/// sched_setscheduler on x86_64.
+#[cfg(target_arch = "x86_64")]
+const SCHED_SETSCHEDULER: &str = "144";
+
+/// `tests/support/nosys.c`, built here: runs a command under a seccomp
+/// filter that answers ENOSYS to the syscalls it is given.
+fn nosys(dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/nosys.c");
+    let bin = dir.join("nosys");
+    let ok = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(bin)
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn syscalls_a_filter_refuses_fall_back_or_are_named() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "syscalls_a_filter_refuses_fall_back_or_are_named";
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nosys) = nosys(dir.path()) else {
+        path_taken(TEST, "no C compiler to build the seccomp launcher");
+        return;
+    };
+    let fifo = crate::fixtures::is_root();
+    let sched = if fifo {
+        "  sched.policy FIFO\n  sched.priority 80\n"
+    } else {
+        ""
+    };
+    let cfg = format!(
+        "timer_thread[0]\n{{\n  timer.period 1 ms\n  lifetime.loops 200\n{sched}}}\n\
+         program[0]\n{{\n  cmdline sh -c 'echo started'\n  output.out prog.out\n}}\n"
+    );
+    std::fs::write(dir.path().join("exp.cfg"), cfg).unwrap();
+    let under = |refused: &str, json: &str| {
+        Command::new(&nosys)
+            .args([refused, "--", env!("CARGO_BIN_EXE_rtlab")])
+            .args(["run", "exp.cfg", "--json", json])
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+            .output()
+            .unwrap()
+    };
+    // The newer syscalls refused: the C library and std fall back to the
+    // older forms, and the run is whole.
+    let o = under(NEWER_SYSCALLS, "r.json");
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(
+        r["timers"][0]["summary"]["samples"], 200,
+        "{}",
+        r["timers"][0]
+    );
+    assert_eq!(r["programs"][0]["starts"], 1);
+    let out = std::fs::read_to_string(dir.path().join("prog.out")).unwrap();
+    assert!(out.contains("started"), "{out}");
+    // SCHED_OTHER asked for (what a thread already has) with the scheduling
+    // syscall refused: nothing to change, the run goes on.
+    let other = "timer_thread[0]\n{\n  timer.period 1 ms\n  lifetime.loops 50\n}\n";
+    std::fs::write(dir.path().join("other.cfg"), other).unwrap();
+    let o = Command::new(&nosys)
+        .args([
+            SCHED_SETSCHEDULER,
+            "--",
+            env!("CARGO_BIN_EXE_rtlab"),
+            "run",
+            "other.cfg",
+        ])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    if !fifo {
+        path_taken(TEST, "not root: the newer syscalls refused, the run whole");
+        return;
+    }
+    // The scheduling syscall itself refused: refused before the run, the
+    // syscall and the likely filter named, no RT-time hint.
+    let o = under(SCHED_SETSCHEDULER, "s.json");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("sched_setscheduler syscall is not available here (ENOSYS)")
+            && err.contains("seccomp")
+            && !err.contains("RT_GROUP_SCHED"),
+        "{err}"
+    );
+    path_taken(
+        TEST,
+        "newer syscalls refused: the run whole; sched_setscheduler refused: named before the run",
+    );
+}

@@ -250,7 +250,12 @@ pub fn set_sched(tid: i32, sched: Sched) -> io::Result<()> {
     };
     let param = sched_param(prio);
     // SAFETY: `param` is a valid sched_param that outlives the call.
-    check(unsafe { raw_sched_setscheduler(tid, policy_to_libc(sched.policy), &param) })?;
+    let set = check(unsafe { raw_sched_setscheduler(tid, policy_to_libc(sched.policy), &param) });
+    if let Err(e) = set
+        && !already_other(&e, sched.policy, tid)
+    {
+        return Err(e);
+    }
     if !sched.policy.is_realtime() {
         // PRIO_PROCESS with a thread id sets that thread's nice value on Linux.
         rustix::process::setpriority_process(pid_of(tid), sched.priority)?;
@@ -273,6 +278,20 @@ unsafe fn raw_sched_setscheduler(
 ) -> libc::c_int {
     // SAFETY: the caller passes a valid sched_param; the kernel only reads it.
     unsafe { libc::syscall(libc::SYS_sched_setscheduler, tid, policy, param) as libc::c_int }
+}
+
+/// Whether a refused SCHED_OTHER request needs nothing: the syscall is
+/// missing here (ENOSYS: a seccomp filter, an emulator) and the thread is
+/// already SCHED_OTHER (or that cannot be asked either: threads start as
+/// their process, and a process under such a filter cannot have been given
+/// another policy by it). The nice value is set apart.
+fn already_other(e: &io::Error, policy: Policy, tid: i32) -> bool {
+    if e.raw_os_error() != Some(libc::ENOSYS) || policy != Policy::Other {
+        return false;
+    }
+    // SAFETY: sched_getscheduler takes a thread id only.
+    let now = unsafe { libc::syscall(libc::SYS_sched_getscheduler, tid) } as libc::c_int;
+    now == -1 || now == libc::SCHED_OTHER
 }
 
 /// The policy and priority (or nice value) of thread `tid` (0 = caller).
@@ -461,7 +480,12 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
                 } else {
                     0
                 });
-                check(raw_sched_setscheduler(0, policy_to_libc(s.policy), &param))?;
+                let set = check(raw_sched_setscheduler(0, policy_to_libc(s.policy), &param));
+                if let Err(e) = set
+                    && !already_other(&e, s.policy, 0)
+                {
+                    return Err(e);
+                }
                 if !s.policy.is_realtime() {
                     check(libc::setpriority(libc::PRIO_PROCESS, 0, s.priority))?;
                 }
