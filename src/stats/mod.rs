@@ -12,6 +12,7 @@
 //! Min, max, mean and standard deviation come from exact integer sums.
 
 pub mod cpu_load;
+pub mod loglin;
 pub mod series;
 pub mod spikes;
 
@@ -41,8 +42,9 @@ pub struct Recorder {
     pub linear: Vec<u64>,
     /// Samples beyond `histo_size`.
     pub beyond_histogram: u64,
-    /// All samples, log-linear, ns.
-    pub hdr: Histogram<u64>,
+    /// All samples, log-linear, ns: the buckets of an HDR histogram (see
+    /// [`Recorder::hdr`]).
+    pub hdr_counts: loglin::LogCounts,
     /// Samples beyond the HDR range.
     pub hdr_out_of_range: u64,
     /// Wake-ups so late that the next period had already begun.
@@ -68,9 +70,8 @@ impl Recorder {
         // every page is mapped now (calloc'd pages would fault later).
         std::hint::black_box(&mut linear);
         linear.fill(0);
-        let mut hdr = Histogram::new_with_bounds(1, HDR_HIGHEST_NS, HDR_SIGFIG)?;
-        // reset() writes every counter: this maps all of the HDR's pages.
-        hdr.reset();
+        // Every counter written now: all of its pages are mapped.
+        let hdr_counts = loglin::LogCounts::new(HDR_HIGHEST_NS)?;
         Ok(Recorder {
             count: 0,
             min_ns: u64::MAX,
@@ -79,7 +80,7 @@ impl Recorder {
             sum_sq_ns: 0,
             linear,
             beyond_histogram: 0,
-            hdr,
+            hdr_counts,
             hdr_out_of_range: 0,
             overruns: 0,
             missed_periods: 0,
@@ -103,9 +104,15 @@ impl Recorder {
             Some(c) => *c += 1,
             None => self.beyond_histogram += 1,
         }
-        if self.hdr.record(latency_ns).is_err() {
+        if !self.hdr_counts.record(latency_ns) {
             self.hdr_out_of_range += 1;
         }
+    }
+
+    /// Every sample as an HDR histogram (ns, 3 significant digits), made
+    /// from the hot loop's counts (None only if it cannot be made).
+    pub fn hdr(&self) -> Option<Histogram<u64>> {
+        self.hdr_counts.histogram()
     }
 
     /// The histogram size in µs.
@@ -261,16 +268,15 @@ pub fn summarize(r: &Recorder) -> Summary {
         let var = (r.sum_sq_ns as f64 / n - mean * mean).max(0.0);
         (mean, var.sqrt())
     };
+    let hdr = r.hdr().filter(|h| !h.is_empty());
     let percentiles = QUANTILES
         .iter()
         .map(|&(name, q)| Percentile {
             name: name.to_string(),
             quantile: q,
-            value_ns: if r.hdr.is_empty() {
-                0
-            } else {
-                r.hdr.value_at_quantile(q).min(r.max_ns)
-            },
+            value_ns: hdr
+                .as_ref()
+                .map_or(0, |h| h.value_at_quantile(q).min(r.max_ns)),
         })
         .collect();
     Summary {
@@ -300,12 +306,14 @@ pub fn nonzero_buckets(r: &Recorder) -> Vec<(u64, u64)> {
 
 /// The non-empty buckets of the HDR histogram (lossless within 0.1%).
 pub fn hdr_buckets(r: &Recorder) -> Vec<HdrBucket> {
-    r.hdr
-        .iter_recorded()
+    let Some(hdr) = r.hdr() else {
+        return Vec::new();
+    };
+    hdr.iter_recorded()
         .map(|v| {
             let high = v.value_iterated_to();
             HdrBucket {
-                low_ns: r.hdr.lowest_equivalent(high),
+                low_ns: hdr.lowest_equivalent(high),
                 high_ns: high,
                 count: v.count_at_value(),
             }
@@ -451,8 +459,13 @@ mod tests {
             assert!(b.low_ns <= b.high_ns);
             assert!((b.high_ns - b.low_ns) as f64 <= b.high_ns as f64 * 0.001 + 1.0);
         }
-        // Memory is bounded: the HDR never grows with the number of samples.
-        assert!(!r.hdr.is_auto_resize());
+        // Memory is bounded: the counts never grow with the samples, and a
+        // value past the top is counted out of range, not stored.
+        let mut r = r;
+        let before = r.hdr_counts.clone();
+        r.record(u64::MAX);
+        assert_eq!(r.hdr_out_of_range, 1);
+        assert_eq!(format!("{:?}", r.hdr_counts), format!("{before:?}"));
     }
 
     #[test]
