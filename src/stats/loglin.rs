@@ -116,7 +116,11 @@ mod tests {
         let rebuilt = ours.histogram().unwrap();
         assert_eq!(rebuilt.len(), theirs.len());
         for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
-            assert_eq!(rebuilt.value_at_quantile(q), theirs.value_at_quantile(q), "q {q}");
+            assert_eq!(
+                rebuilt.value_at_quantile(q),
+                theirs.value_at_quantile(q),
+                "q {q}"
+            );
         }
         let a: Vec<(u64, u64)> = rebuilt
             .iter_recorded()

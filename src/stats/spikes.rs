@@ -77,6 +77,8 @@ pub struct Spikes {
     /// The latency a sample must exceed to enter `worst` (0 until full:
     /// every sample enters).
     floor: u64,
+    /// The smallest latency [`Spikes::wants`]: one comparison a sample.
+    bar: u64,
     over: Vec<Spike>,
     over_total: u64,
 }
@@ -102,22 +104,38 @@ impl Spikes {
             v.clear();
             v
         };
-        Spikes {
+        let mut s = Spikes {
             worst: touch(spec.worst),
             over: touch(spec.max_over),
             spec,
             floor_at: 0,
             floor: 0,
+            bar: 0,
             over_total: 0,
-        }
+        };
+        s.rebar();
+        s
+    }
+
+    /// The bar from the threshold and the worst kept so far: a sample over
+    /// the threshold, or one that enters the worst (any while they are not
+    /// full, then one above the smallest kept).
+    fn rebar(&mut self) {
+        let by_worst = if self.spec.worst == 0 {
+            u64::MAX
+        } else if self.worst.len() < self.spec.worst {
+            0
+        } else {
+            self.floor.saturating_add(1)
+        };
+        self.bar = by_worst.min(self.spec.threshold_ns.unwrap_or(u64::MAX));
     }
 
     /// Whether the sample of `latency_ns` is one to keep: the only test an
     /// ordinary sample pays.
     #[inline(always)]
     pub fn wants(&self, latency_ns: u64) -> bool {
-        (self.spec.worst > 0 && (self.worst.len() < self.spec.worst || latency_ns > self.floor))
-            || self.spec.threshold_ns.is_some_and(|t| latency_ns >= t)
+        latency_ns >= self.bar
     }
 
     /// Keeps `spike` where it belongs (call when [`Spikes::wants`] it).
@@ -144,6 +162,7 @@ impl Spikes {
             self.worst[self.floor_at] = spike;
             self.refloor();
         }
+        self.rebar();
     }
 
     /// Finds the smallest kept latency (the latest of equals, so that ties
@@ -261,5 +280,43 @@ mod tests {
         }
         assert!(!s.wants(40) && !s.wants(50));
         assert!(s.wants(51) && s.wants(1_000));
+    }
+
+    #[test]
+    fn the_one_comparison_wants_what_the_rule_wants() {
+        // The rule written out: over the threshold, or entering the worst
+        // (any while not full, then above the smallest kept).
+        let rule = |s: &Spikes, l: u64| {
+            (s.spec.worst > 0 && (s.worst.len() < s.spec.worst || l > s.floor))
+                || s.spec.threshold_ns.is_some_and(|t| l >= t)
+        };
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for (worst, threshold) in [
+            (0, None),
+            (0, Some(500)),
+            (5, None),
+            (5, Some(700)),
+            (1, Some(0)),
+        ] {
+            let mut s = Spikes::new(SpikeSpec {
+                worst,
+                threshold_ns: threshold,
+                max_over: 50,
+            });
+            for i in 0..5_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let l = x % 1000;
+                assert_eq!(
+                    s.wants(l),
+                    rule(&s, l),
+                    "worst {worst} threshold {threshold:?} at {i}"
+                );
+                if s.wants(l) {
+                    s.keep(spike(i, l));
+                }
+            }
+        }
     }
 }
