@@ -491,7 +491,10 @@ impl Armed {
     /// Stops the run: timers first (they measure), then the programs, then
     /// the system changes are undone.
     pub(super) fn stop(mut self, promises: &Promises, warnings: &mut Vec<String>) -> Stopped {
-        self.timers.stop();
+        // Every live figure read below is final: the timer threads have
+        // published their last sample (they publish every 16 samples, and
+        // at the end).
+        self.timers.halt();
         let measured = measured_tids(&self.timers.handles);
         let (audit, irq_tasks) = match self.stream.take() {
             Some(s) => s.finish(&measured, &self.supervisor.running(), promises),

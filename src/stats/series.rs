@@ -16,16 +16,28 @@ pub const SLOTS: usize = 512;
 pub const FIRST_INTERVAL_NS: u64 = 100_000_000;
 
 /// One interval while it is being filled.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
     /// Samples in it.
     pub count: u64,
-    /// Smallest latency (ns); meaningless when `count` is 0.
+    /// Smallest latency (ns); u64::MAX while `count` is 0, so that a
+    /// sample updates a slot the same way whether it is the first or not.
     pub min_ns: u64,
     /// Largest latency (ns).
     pub max_ns: u64,
     /// Sum of latencies (ns), saturating (584 years of latency).
     pub sum_ns: u64,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            count: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
 }
 
 impl Slot {
@@ -94,19 +106,10 @@ impl TimeSeries {
         // `find_slot` keeps the index in range; `get_mut` keeps the hot
         // loop free of a panic path all the same.
         if let Some(slot) = self.slots.get_mut(self.current) {
-            if slot.count == 0 {
-                *slot = Slot {
-                    count: 1,
-                    min_ns: latency_ns,
-                    max_ns: latency_ns,
-                    sum_ns: latency_ns,
-                };
-            } else {
-                slot.count += 1;
-                slot.min_ns = slot.min_ns.min(latency_ns);
-                slot.max_ns = slot.max_ns.max(latency_ns);
-                slot.sum_ns = slot.sum_ns.saturating_add(latency_ns);
-            }
+            slot.count += 1;
+            slot.min_ns = slot.min_ns.min(latency_ns);
+            slot.max_ns = slot.max_ns.max(latency_ns);
+            slot.sum_ns = slot.sum_ns.saturating_add(latency_ns);
         }
     }
 
