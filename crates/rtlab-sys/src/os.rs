@@ -44,10 +44,7 @@ fn last_error() -> io::Error {
 /// The calling thread's errno (no allocation). Used by the syscalls made
 /// through the C library's `syscall()` (32-bit targets, other
 /// architectures).
-#[cfg_attr(
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    allow(dead_code)
-)]
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), allow(dead_code))]
 fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
