@@ -8,7 +8,7 @@
 //! main thread's time in reads, each explaining at most [`MAX_PER_READ`]
 //! (the worst first), and `trace.max_spikes` a run; the rest are counted.
 //! Rationed, the worst come first: a read explains its worst marked
-//! wake-ups, and a wake-up twice as late as any explained so far is read at
+//! wake-ups, and a wake-up twice as late as any read so far is read at
 //! once, whatever the ration (at most [`MAX_BEYOND`] past `max_spikes`).
 
 use crate::explain::parse::Marker;
@@ -72,6 +72,11 @@ pub struct FlightRecorder {
     windows: Vec<(String, String)>,
     /// The latest explained wake-up (ns): a worse one is read first.
     worst_explained: u64,
+    /// The latest wake-up whose window was read, explained or not (ns): a
+    /// read jumps the ration only for one twice as late, so that windows
+    /// that explain nothing (an overwritten buffer) cannot make every look
+    /// a read.
+    worst_read: u64,
     /// Wake-ups explained past `max_spikes`.
     beyond: usize,
     /// CPUs checked for switches out of idle the kernel does not log.
@@ -117,6 +122,7 @@ impl FlightRecorder {
             next_read: None,
             windows: Vec::new(),
             worst_explained: 0,
+            worst_read: 0,
             beyond: 0,
             idle_checked: Vec::new(),
         })
@@ -177,11 +183,12 @@ impl FlightRecorder {
     pub fn look(&mut self, timers: &[TimerHandle]) {
         self.take_announced(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
-        // A wake-up twice as late as the worst explained is read now.
-        let urgent = self
-            .threads
-            .iter()
-            .any(|t| t.pending.is_some() && t.new_max > self.worst_explained.saturating_mul(2));
+        // A wake-up twice as late as the worst read so far is read now.
+        let urgent = self.worst_read > 0
+            && self
+                .threads
+                .iter()
+                .any(|t| t.pending.is_some() && t.new_max > self.worst_read.saturating_mul(2));
         if !limited || urgent {
             self.read_pending(timers);
         }
@@ -327,6 +334,7 @@ impl FlightRecorder {
         let to = deadline.saturating_add(latency).saturating_add(50_000);
         let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
         let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
+        self.worst_read = self.worst_read.max(latency);
         if let Err(why) = analyze::coverage(&events, deadline) {
             if self.report.unexplained.len() < crate::explain::MAX_UNEXPLAINED {
                 self.report.unexplained.push(crate::explain::Unexplained {
