@@ -8,8 +8,8 @@
 //! main thread's time in reads, each explaining at most [`MAX_PER_READ`]
 //! (the worst first), and `trace.max_spikes` a run; the rest are counted.
 //! Rationed, the worst come first: a read explains its worst marked
-//! wake-ups, and a wake-up twice as late as any read so far is read at
-//! once, whatever the ration (at most [`MAX_BEYOND`] past `max_spikes`).
+//! wake-ups, and a wake-up a quarter later than any read so far is read
+//! at once, whatever the ration (at most [`MAX_BEYOND`] past `max_spikes`).
 
 use crate::explain::parse::Marker;
 use crate::explain::{TraceReport, analyze, parse, verdict};
@@ -73,7 +73,7 @@ pub struct FlightRecorder {
     /// The latest explained wake-up (ns): a worse one is read first.
     worst_explained: u64,
     /// The latest wake-up whose window was read, explained or not (ns): a
-    /// read jumps the ration only for one twice as late, so that windows
+    /// read jumps the ration only for one a quarter later, so that windows
     /// that explain nothing (an overwritten buffer) cannot make every look
     /// a read.
     worst_read: u64,
@@ -183,12 +183,14 @@ impl FlightRecorder {
     pub fn look(&mut self, timers: &[TimerHandle]) {
         self.take_announced(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
-        // A wake-up twice as late as the worst read so far is read now.
+        // A wake-up a quarter later than the worst read so far is read now
+        // (from 10 µs to 10 ms, at most 31 such reads).
+        let bar = self.worst_read.saturating_add(self.worst_read / 4);
         let urgent = self.worst_read > 0
             && self
                 .threads
                 .iter()
-                .any(|t| t.pending.is_some() && t.new_max > self.worst_read.saturating_mul(2));
+                .any(|t| t.pending.is_some() && t.new_max > bar);
         if !limited || urgent {
             self.read_pending(timers);
         }

@@ -678,8 +678,8 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
     {
         return; // Not rationed on this machine: nothing to choose.
     }
-    // A wake-up twice as late as any explained is read at once: the worst
-    // explained is within a factor 2 of the worst, unless the buffer no
+    // A wake-up a quarter later than any read is read at once: the worst
+    // explained is within a quarter of the worst, unless the buffer no
     // longer held the worst one (then it is listed with that reason).
     let lost = trace["unexplained"]
         .as_array()
@@ -687,7 +687,7 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
         .flatten()
         .any(|u| u["sample"] == worst["sample"]);
     assert!(
-        explained_max * 2 >= max || lost,
+        explained_max + explained_max / 4 >= max || lost,
         "the worst ({max} ns) is not explained and no explained one comes near: {trace}"
     );
     // Every explanation holds events from before its deadline: no empty
