@@ -159,6 +159,8 @@ pub(super) struct Links {
     pub root: SysRoot,
     /// The flight recorder's trace marker.
     pub marker: Option<Arc<std::fs::File>>,
+    /// Fill the metrics histogram (a monitoring run).
+    pub metrics: bool,
 }
 
 /// The body of a timer thread.
@@ -174,6 +176,7 @@ pub(super) fn run<W: WakeSource>(
         barrier,
         root,
         marker,
+        metrics,
     } = links;
     live.tid.store(os::gettid(), Ordering::Relaxed);
     let setup_result = setup(&spec, &root);
@@ -234,7 +237,9 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
-        live.count(latency);
+        if metrics {
+            live.count(latency);
+        }
         // What readers must see at once: an announced wake-up, a window's
         // new max (the monitor closes windows with it). The rest is
         // published every PUBLISH_EVERY samples, and at the end.

@@ -290,7 +290,16 @@ impl Timers {
             ));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let handles = measure::start(specs, &opts.root, stop.clone(), notify, opts.wake, marker)?;
+        let metrics = opts.monitor.is_some();
+        let handles = measure::start(
+            specs,
+            &opts.root,
+            stop.clone(),
+            notify,
+            opts.wake,
+            marker,
+            metrics,
+        )?;
         Ok(Timers { handles, stop })
     }
 
