@@ -115,58 +115,8 @@ pub fn irq_task(m: &IrqTaskResult) -> String {
             names.join(", ")
         }
     );
-    let s = &m.from_exit;
-    if s.samples > 0 {
-        let pick = |name: &str| {
-            s.percentiles
-                .iter()
-                .find(|p| p.name == name)
-                .map_or_else(|| "-".into(), |p| us(p.value_ns))
-        };
-        out.push_str(&format!(
-            "  from the handler's exit: {} samples, min {}, p50 {}, p99 {}, max {}, mean {}\n",
-            s.samples,
-            us(s.min_ns),
-            pick("p50"),
-            pick("p99"),
-            us(s.max_ns),
-            us(s.mean_ns as u64)
-        ));
-        out.push_str(&format!(
-            "  from the handler's entry: min {}, max {}, mean {}\n",
-            us(m.from_entry.min_ns),
-            us(m.from_entry.max_ns),
-            us(m.from_entry.mean_ns as u64)
-        ));
-        let pairs: Vec<String> = m
-            .cpu_pairs
-            .iter()
-            .map(|p| {
-                format!(
-                    "IRQ on CPU {} → task on CPU {}: {}",
-                    p.irq_cpu, p.task_cpu, p.samples
-                )
-            })
-            .collect();
-        out.push_str(&format!("  {}\n", pairs.join("; ")));
-        let worst: Vec<String> = m
-            .worst
-            .iter()
-            .take(3)
-            .map(|w| {
-                format!(
-                    "{}{} after the exit at {}.{:06} s (TID {})",
-                    if w.inferred { "≥ " } else { "" },
-                    us(w.latency_ns),
-                    w.exit_ns / 1_000_000_000,
-                    w.exit_ns / 1_000 % 1_000_000,
-                    w.tid
-                )
-            })
-            .collect();
-        if !worst.is_empty() {
-            out.push_str(&format!("  worst (trace clock): {}\n", worst.join("; ")));
-        }
+    if m.from_exit.samples > 0 {
+        out.push_str(&irq_task_samples(m));
     }
     let c = &m.counts;
     out.push_str(&format!(
@@ -210,5 +160,63 @@ pub fn irq_task(m: &IrqTaskResult) -> String {
             m.lost_events
         ));
     }
+    out
+}
+
+/// An IRQ-to-task measurement's delays: percentiles, CPUs, worst samples.
+fn irq_task_samples(m: &IrqTaskResult) -> String {
+    let s = &m.from_exit;
+    let mut out = String::new();
+    let pick = |name: &str| {
+        s.percentiles
+            .iter()
+            .find(|p| p.name == name)
+            .map_or_else(|| "-".into(), |p| us(p.value_ns))
+    };
+    out.push_str(&format!(
+        "  from the handler's exit: {} samples, min {}, p50 {}, p99 {}, max {}, mean {}\n",
+        s.samples,
+        us(s.min_ns),
+        pick("p50"),
+        pick("p99"),
+        us(s.max_ns),
+        us(s.mean_ns as u64)
+    ));
+    out.push_str(&format!(
+        "  from the handler's entry: min {}, max {}, mean {}\n",
+        us(m.from_entry.min_ns),
+        us(m.from_entry.max_ns),
+        us(m.from_entry.mean_ns as u64)
+    ));
+    let pairs: Vec<String> = m
+        .cpu_pairs
+        .iter()
+        .map(|p| {
+            format!(
+                "IRQ on CPU {} → task on CPU {}: {}",
+                p.irq_cpu, p.task_cpu, p.samples
+            )
+        })
+        .collect();
+    out.push_str(&format!("  {}\n", pairs.join("; ")));
+    let worst: Vec<String> = m
+        .worst
+        .iter()
+        .take(3)
+        .map(|w| {
+            format!(
+                "{}{} after the exit at {}.{:06} s (TID {})",
+                if w.inferred { "≥ " } else { "" },
+                us(w.latency_ns),
+                w.exit_ns / 1_000_000_000,
+                w.exit_ns / 1_000 % 1_000_000,
+                w.tid
+            )
+        })
+        .collect();
+    if !worst.is_empty() {
+        out.push_str(&format!("  worst (trace clock): {}\n", worst.join("; ")));
+    }
+
     out
 }
