@@ -174,7 +174,6 @@ fn worst_wakeups(out: &mut String, run: &Run) {
 /// The flight recorder's verdict: the culprits, and the worst explained
 /// wake-ups each with a timeline of what owned the CPU.
 fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
-    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     out.push_str("<h3>Why wake-ups were late</h3>\n");
     if let Some(why) = &r.unavailable {
         let _ = writeln!(out, "<p>No flight recorder: {}.</p>", escape(why));
@@ -186,7 +185,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
          more than {} in one read, or <code>trace.max_spikes</code>); {} reads of the trace \
          buffer, {:.1} ms of the main thread in all.</p>",
         r.over_threshold,
-        us(r.threshold_ns),
+        micros(r.threshold_ns),
         r.explanations.len(),
         r.not_explained,
         crate::flight::MAX_PER_READ,
@@ -202,7 +201,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
             .map(|u| {
                 vec![
                     format!("T{} sample {}", u.timer, u.sample),
-                    us(u.latency_ns),
+                    micros(u.latency_ns),
                     u.why.clone(),
                 ]
             })
@@ -228,7 +227,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
             "<p>T{} sample {} ({} µs): {}</p>",
             e.timer,
             e.sample,
-            us(e.latency_ns),
+            micros(e.latency_ns),
             escape(&e.cause)
         );
         timeline(out, e);
@@ -366,7 +365,6 @@ fn colour(k: PartKind) -> &'static str {
 }
 
 fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
-    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     if tasks.is_empty() {
         return;
     }
@@ -433,7 +431,7 @@ fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
              average).</p>",
             m.index,
             m.counts.switch_in_inferred,
-            us(m.counts.inferred_gap_total_ns / m.counts.switch_in_inferred)
+            micros(m.counts.inferred_gap_total_ns / m.counts.switch_in_inferred)
         );
     }
     for m in tasks.iter().filter(|m| !m.worst.is_empty()) {
@@ -477,7 +475,6 @@ fn irq_task_worst(out: &mut String, m: &crate::irq_task::IrqTaskResult) {
 
 /// The isolation audit: every source that reached the audited CPUs.
 fn audit_table(out: &mut String, a: &crate::audit::AuditReport) {
-    let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     out.push_str("<h3>Isolation audit</h3>\n");
     if let Some(why) = &a.unavailable {
         let _ = writeln!(out, "<p>Not done: {}</p>", escape(why));
@@ -511,8 +508,8 @@ fn audit_table(out: &mut String, a: &crate::audit::AuditReport) {
                 crate::report::audit::kind_name(r.kind).to_string(),
                 crate::report::audit::source(&r.what, r.pid),
                 r.count.to_string(),
-                us(r.total_ns),
-                us(r.max_ns),
+                micros(r.total_ns),
+                micros(r.max_ns),
                 if r.belongs { "yes" } else { "no" }.to_string(),
                 r.why.clone(),
             ]

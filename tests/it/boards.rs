@@ -91,18 +91,6 @@ fn emulated(b: &Board, bin: &Path, dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The samples a result file's histogram holds (`µs count` lines).
-fn histogram_samples(file: &str) -> u64 {
-    file.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let _us: u64 = w.next()?.parse().ok()?;
-            w.next()?.parse::<u64>().ok()
-        })
-        .sum()
-}
-
 fn check_board(b: &Board, bin: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
     let cfg = "timer_thread[0]\n{\n  timer.period 1 ms\n  lifetime.loops 300\n  \
@@ -122,7 +110,11 @@ fn check_board(b: &Board, bin: &Path) -> String {
     assert_eq!(samples, 300, "{t}");
     // The result file holds the same samples as the JSON.
     let file = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
-    assert_eq!(histogram_samples(&file), samples, "{file}");
+    let held: u64 = crate::fixtures::result_histogram(&file)
+        .iter()
+        .map(|h| h.1)
+        .sum();
+    assert_eq!(held, samples, "{file}");
     let (min, max) = (
         t["summary"]["min_ns"].as_u64().unwrap(),
         t["summary"]["max_ns"].as_u64().unwrap(),

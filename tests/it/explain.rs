@@ -518,16 +518,8 @@ fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
     // The truth: the thread's own result file, its histogram of whole µs,
     // the samples at 20 µs and above (none beyond 100 ms here).
     let file = std::fs::read_to_string(dir.path().join("timer_thread00.txt")).unwrap();
-    let over: u64 = file
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            Some((
-                w.next()?.parse::<u64>().ok()?,
-                w.next()?.parse::<u64>().ok()?,
-            ))
-        })
+    let over: u64 = crate::fixtures::result_histogram(&file)
+        .iter()
         .filter(|(us, _)| *us >= 20)
         .map(|(_, n)| n)
         .sum();

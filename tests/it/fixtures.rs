@@ -208,3 +208,15 @@ pub fn rtlab_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// A systress result file's histogram: (µs, count) of each line that has
+/// them (the `#` lines left out).
+pub fn result_histogram(file: &str) -> Vec<(u64, u64)> {
+    file.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect()
+}
