@@ -8,7 +8,7 @@
 //! 405, content negotiation, `promtool check metrics` on the classic
 //! text). Runs as any user (SCHED_OTHER timer).
 
-use crate::fixtures::{has_command, path_taken, text, wait_until};
+use crate::fixtures::{has_command, path_taken, text, wait_output_within, wait_until};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -58,12 +58,7 @@ fn end(child: Child, signal: &str) -> (Output, Duration) {
     let pid = child.id().to_string();
     let t0 = Instant::now();
     let _ = Command::new("kill").args([signal, &pid]).status();
-    let watchdog = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(60));
-        let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    });
-    let o = child.wait_with_output().unwrap();
-    drop(watchdog);
+    let o = wait_output_within(child, Duration::from_secs(60));
     (o, t0.elapsed())
 }
 

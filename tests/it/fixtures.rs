@@ -30,11 +30,45 @@ use std::time::{Duration, Instant};
 /// A command's status, stdout and stderr, for assertion messages.
 pub fn text(o: &Output) -> String {
     format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        "status {:?} ({})\nstdout:\n{}\nstderr:\n{}",
         o.status.code(),
+        o.status,
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// Waits for `child` and takes its output, killing it if it has not ended
+/// within `limit`. The kill goes to the child itself while it is still
+/// unreaped, never to a PID that may by then belong to another process.
+pub fn wait_output_within(mut child: std::process::Child, limit: Duration) -> Output {
+    use std::io::Read;
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for a child") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break child.wait().expect("wait for a killed child");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 /// Polls `cond` until it holds or `timeout` passes; its last answer.
