@@ -105,6 +105,10 @@ pub struct TimerResult {
     /// The worst wake-ups with their time (absent in older results).
     #[serde(default)]
     pub spikes: SpikeList,
+    /// What the kernel counted for the thread while it measured (page
+    /// faults, context switches); absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measuring: Option<crate::sys::os::ThreadUsage>,
     /// What went wrong, if anything.
     pub error: Option<String>,
 }

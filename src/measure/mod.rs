@@ -54,6 +54,9 @@ pub struct TimerOutcome {
     pub sched_seen: Option<Sched>,
     /// The cpuset it ran in (`/proc/thread-self/cpuset`).
     pub cpuset_seen: Option<String>,
+    /// What the kernel counted for it between its first sleep and its last
+    /// sample: page faults (none if its memory was ready) and switches.
+    pub usage: Option<os::ThreadUsage>,
     /// Why it failed to start or stopped early.
     pub error: Option<String>,
 }
@@ -84,6 +87,7 @@ impl TimerHandle {
                 cpus_seen: (None, None),
                 sched_seen: None,
                 cpuset_seen: None,
+                usage: None,
                 error: Some("timer thread panicked".into()),
             },
         };
@@ -137,8 +141,19 @@ pub enum StartError {
     },
 }
 
+/// What the timer threads are started with besides their specs.
+pub struct StartWith {
+    /// Where their wake-ups come from.
+    pub wake: Wake,
+    /// The trace marker a wake-up over `trace.threshold` is written to.
+    pub marker: Option<Arc<std::fs::File>>,
+    /// A monitoring run: the threads fill the metrics histogram.
+    pub metrics: bool,
+}
+
 /// Starts every timer thread, waits until all have pinned themselves and
-/// taken their policy, then releases them together. `stop` ends them all.
+/// taken their policy, calls `ready` with the addresses of the code they
+/// are about to run, then releases them together. `stop` ends them all.
 /// `notify` is called by each thread after it left its hot loop. With
 /// `metrics` (a monitoring run) the threads also fill the metrics
 /// histogram of their live counters; otherwise it costs them nothing.
@@ -147,10 +162,14 @@ pub fn start(
     root: &crate::sys::SysRoot,
     stop: Arc<AtomicBool>,
     notify: impl Fn() + Send + Clone + 'static,
-    wake: Wake,
-    marker: Option<Arc<std::fs::File>>,
-    metrics: bool,
+    with: StartWith,
+    ready: impl FnOnce(&[usize]),
 ) -> Result<Vec<TimerHandle>, StartError> {
+    let StartWith {
+        wake,
+        marker,
+        metrics,
+    } = with;
     os::install_wake_handler().map_err(StartError::WakeHandler)?;
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
     let mut handles = Vec::new();
@@ -196,8 +215,17 @@ pub fn start(
             handle: Some(handle),
         });
     }
+    ready(&hot_code());
     barrier.wait();
     Ok(handles)
+}
+
+/// Where the code a measuring timer thread runs lies: its loop, and the C
+/// library functions it calls (see
+/// [`crate::sys::memory::release_startup_pages`]).
+pub fn hot_code() -> [usize; 4] {
+    let [a, b, c] = os::hot_library_code();
+    [timer::hot_code(), a, b, c]
 }
 
 /// Asks every thread to stop now and interrupts their sleeps.

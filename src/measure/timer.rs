@@ -163,6 +163,16 @@ pub(super) struct Links {
     pub metrics: bool,
 }
 
+/// Where the measuring loop's code lies (of the kernel's wake-ups). The
+/// threads run this very function (callgrind and perf name it); were it
+/// ever inlined into its caller, the threads would fault on code not kept
+/// mapped, and `locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault`
+/// would say so. `#[inline(never)]` would make sure, at 2 instructions a
+/// sample.
+pub(super) fn hot_code() -> usize {
+    run::<KernelWake> as fn(TimerSpec, Recorder, Links, KernelWake) -> TimerOutcome as usize
+}
+
 /// The body of a timer thread. Longer than a screen on purpose: split into
 /// a set-up function and a measuring-loop function, the loop cost 4 to 8
 /// more instructions a sample (callgrind: 169 against 173 to 177), which
@@ -196,10 +206,12 @@ pub(super) fn run<W: WakeSource>(
             cpus_seen: (first_cpu, first_cpu),
             sched_seen,
             cpuset_seen,
+            usage: None,
             error: Some(e),
         };
     }
     barrier.wait();
+    live.keep_release_usage();
 
     // ---- hot loop: no allocation, lock or syscall but sleep and clock ----
     let period = spec.period_ns;
@@ -296,6 +308,7 @@ pub(super) fn run<W: WakeSource>(
         }
     }
     // ---- end of hot loop ----
+    let usage = live.usage_since_release();
     fill(&mut snap, &rec, last);
     live.publish(&snap);
 
@@ -306,6 +319,7 @@ pub(super) fn run<W: WakeSource>(
         cpus_seen: (first_cpu, last_cpu),
         sched_seen,
         cpuset_seen,
+        usage,
         error: (sleep_error != 0).then(|| {
             format!(
                 "clock_nanosleep failed: {}",

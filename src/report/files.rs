@@ -215,6 +215,7 @@ pub(crate) mod tests {
             hdr_histogram: hdr_buckets(&r),
             series: r.series.intervals(),
             spikes: r.spikes.list(),
+            measuring: None,
             error: None,
         }
     }

@@ -122,9 +122,10 @@ impl MainThread {
             )
         })?;
         if main.memlock {
-            os::lock_all_memory().map_err(|e| {
+            let mode = crate::sys::memory::lock_all_memory().map_err(|e| {
                 anyhow::anyhow!("memlock: mlockall failed: {e} (raise `ulimit -l` or run as root)")
             })?;
+            messages::debug(1, &format!("memory locked: {mode:?}"));
         }
         let (pm_qos, pm_qos_file) = hold_pm_qos(root, main.dma_latency_us);
         if let Some(e) = &pm_qos.error {
@@ -291,14 +292,20 @@ impl Timers {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let metrics = opts.monitor.is_some();
+        // Start-up code is done with when the threads are ready: what stays
+        // resident (and locked) is what the run uses from then on.
+        let ready = |hot: &[usize]| release_startup_pages(&opts.root, hot);
         let handles = measure::start(
             specs,
             &opts.root,
             stop.clone(),
             notify,
-            opts.wake,
-            marker,
-            metrics,
+            measure::StartWith {
+                wake: opts.wake,
+                marker,
+                metrics,
+            },
+            ready,
         )?;
         Ok(Timers { handles, stop })
     }
@@ -571,6 +578,22 @@ pub(super) struct Stopped {
     pub(super) trace_windows: Vec<(String, String)>,
     pub(super) audit: Option<AuditReport>,
     pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+}
+
+/// Lets go of the binary's pages that start-up touched, but the timer
+/// threads' `hot` code (see [`crate::sys::memory::release_startup_pages`]);
+/// said at debug level 1.
+pub(super) fn release_startup_pages(root: &SysRoot, hot: &[usize]) {
+    match crate::sys::memory::release_startup_pages(root, hot) {
+        Ok(r) => messages::debug(
+            1,
+            &format!(
+                "start-up pages let go: {} KiB in {} mappings",
+                r.kib, r.mappings
+            ),
+        ),
+        Err(e) => messages::debug(1, &format!("start-up pages kept: {e}")),
+    }
 }
 
 #[cfg(test)]

@@ -104,6 +104,16 @@ fn timer_results(
             }
             warnings.push(msg);
         }
+        let faults = outcome.usage.map_or(0, |u| u.minor_faults + u.major_faults);
+        if plan.main.memlock && faults > 0 {
+            // Memory locked for nothing: time the measuring thread spent in
+            // the kernel that the machine did not impose (the counts are in
+            // `measuring` whether locked or not).
+            warnings.push(format!(
+                "timer_thread[{}] took {faults} page faults while measuring, memory locked",
+                spec.index
+            ));
+        }
         placement.push(Placement {
             who: format!("timer_thread[{}]", spec.index),
             id: live.tid.load(Ordering::Relaxed),
@@ -158,6 +168,7 @@ fn timer_result(
         hdr_histogram: hdr_buckets(&rec),
         series: rec.series.intervals(),
         spikes: rec.spikes.list(),
+        measuring: outcome.usage,
         error: outcome.error,
     })
 }

@@ -120,6 +120,8 @@ pub(super) struct Watch {
     pub(super) partitions: Vec<crate::isolate::state::Partition>,
     /// How they changed since, each said once.
     pub(super) partitions_changed: Vec<String>,
+    /// The first refresh is done (and the code that ran once let go).
+    settled: bool,
 }
 
 impl Watch {
@@ -138,6 +140,7 @@ impl Watch {
             endpoint_note: None,
             partitions: Vec::new(),
             partitions_changed: Vec::new(),
+            settled: false,
         }
     }
 
@@ -179,6 +182,11 @@ impl Watch {
             }
             if Instant::now() >= next_refresh {
                 self.refresh(armed, root);
+                if !std::mem::replace(&mut self.settled, true) {
+                    // What ran once at the start (the header, the first
+                    // rows) is done with too.
+                    super::arm::release_startup_pages(root, &crate::measure::hot_code());
+                }
                 next_refresh += self.period;
                 if next_refresh < Instant::now() {
                     next_refresh = Instant::now() + self.period;

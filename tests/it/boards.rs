@@ -43,41 +43,9 @@ const BOARDS: [Board; 2] = [
     },
 ];
 
-/// The board's release binary, built now if it is not yet; or why not.
+/// The board's release binary (see [`crate::fixtures::release_binary`]).
 fn binary(b: &Board) -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // The target directory this test was built in (CARGO_TARGET_DIR or
-    // ./target): the host binary is its `debug/rtlab`.
-    let target_dir = Path::new(env!("CARGO_BIN_EXE_rtlab"))
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(root);
-    let bin = target_dir.join(b.target).join("release/rtlab");
-    if bin.exists() {
-        return Ok(bin);
-    }
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| l == b.target)
-        })
-        .unwrap_or(false);
-    if !installed {
-        return Err(format!("rustup target {} not installed", b.target));
-    }
-    let o = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--target", b.target])
-        .env("CARGO_TARGET_DIR", target_dir)
-        .current_dir(root)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !o.status.success() {
-        return Err(format!("cannot build for {}: {}", b.target, text(&o)));
-    }
-    Ok(bin)
+    crate::fixtures::release_binary(b.target)
 }
 
 fn emulated(b: &Board, bin: &Path, dir: &Path, args: &[&str]) -> Output {

@@ -254,3 +254,40 @@ pub fn result_histogram(file: &str) -> Vec<(u64, u64)> {
         })
         .collect()
 }
+
+/// The release binary for `target` (a rustup target triple), built in this
+/// test's target directory (cargo rebuilds it only if the sources changed);
+/// or why there is none.
+pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
+    use std::path::Path;
+    use std::process::Command;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The target directory this test was built in (CARGO_TARGET_DIR or
+    // ./target): the host binary is its `debug/rtlab`.
+    let target_dir = Path::new(env!("CARGO_BIN_EXE_rtlab"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(root);
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l == target)
+        })
+        .unwrap_or(false);
+    if !installed {
+        return Err(format!("rustup target {target} not installed"));
+    }
+    let o = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--target", target])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(root)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !o.status.success() {
+        return Err(format!("cannot build for {target}: {}", text(&o)));
+    }
+    Ok(target_dir.join(target).join("release/rtlab"))
+}

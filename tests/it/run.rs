@@ -782,3 +782,111 @@ fn a_gate_with_one_run_fails() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// The resident, locked and whole sizes (KiB) of the executable mapping of
+/// `exe` in process `pid`.
+fn code_sizes(pid: u32, exe: &Path) -> Option<(u64, u64, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let exe = exe.to_str()?;
+    let mut lines = smaps.lines();
+    while let Some(line) = lines.next() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[1] != "r-xp" || f[5..].join(" ") != exe {
+            continue;
+        }
+        let mut get = |key: &str| -> Option<u64> {
+            lines
+                .by_ref()
+                .find_map(|l| l.strip_prefix(key))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        };
+        // smaps lists Size, Rss, ..., Locked in this order.
+        let (size, rss, locked) = (get("Size:")?, get("Rss:")?, get("Locked:")?);
+        return Some((rss, locked, size));
+    }
+    None
+}
+
+/// With `memlock`, what stays locked is what the run uses, not the whole
+/// binary (start-up code and plotting are let go, `MCL_ONFAULT`), and the
+/// timer thread takes no page fault while it measures: the kernel's own
+/// counts say so (its smaps, and getrusage of the thread). Of the release
+/// binary as shipped (static x86_64 musl, docs/boards.md): the code kept
+/// resident for the timer threads is found by address, which holds for an
+/// optimised build, where the measuring loop is one function.
+#[test]
+fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
+    const TEST: &str = "locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault";
+    let _machine = crate::fixtures::machine_shared();
+    if !root_or_refusal(TEST) {
+        return;
+    }
+    let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let (exe, release) = match crate::fixtures::release_binary(&target) {
+        Ok(bin) => (bin, true),
+        Err(why) => {
+            path_taken(
+                TEST,
+                &format!("{why}: the debug binary, faults not checked"),
+            );
+            (PathBuf::from(env!("CARGO_BIN_EXE_rtlab")), false)
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "m.cfg",
+        "main\n{\n memlock\n stats.period 200 ms\n}\ntimer_thread[0]\n{\n cpu_affinity @M\n \
+         sched.policy FIFO\n sched.priority 90\n timer.period 200 us\n lifetime.loops 15000\n}\n",
+    );
+    let child = Command::new(&exe)
+        .args(["run", "-d", "1", cfg.to_str().unwrap(), "--json", "r.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", journal_dir(dir.path()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let exe = std::fs::canonicalize(&exe).unwrap();
+    let mut seen = None;
+    let settled = wait_until(Duration::from_secs(20), || {
+        seen = code_sizes(pid, &exe);
+        seen.is_some_and(|(rss, locked, size)| locked == rss && rss > 0 && rss * 2 < size)
+    });
+    let o = crate::fixtures::wait_output_within(child, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if stderr.contains("memory locked: Whole") {
+        path_taken(TEST, "MCL_ONFAULT refused: the binary is locked whole");
+    } else {
+        assert!(
+            settled,
+            "code resident, locked, whole (KiB): {seen:?}\n{}",
+            text(&o)
+        );
+        path_taken(
+            TEST,
+            &format!("code resident, locked, whole (KiB): {seen:?}"),
+        );
+    }
+    assert!(stderr.contains("start-up pages let go"), "{}", text(&o));
+    let t = &json(&dir.path().join("r.json"))["timers"][0];
+    assert_eq!(t["summary"]["samples"], 15000);
+    let usage = &t["measuring"];
+    // Each sample sleeps once, unless its deadline had passed.
+    let voluntary = usage["voluntary_switches"].as_u64().unwrap();
+    assert!(voluntary > 0 && voluntary <= 15000, "{usage}");
+    let balancing =
+        std::fs::read_to_string("/proc/sys/kernel/numa_balancing").is_ok_and(|s| s.trim() != "0");
+    if balancing || !release {
+        // NUMA balancing unmaps pages on purpose to sample their use.
+        path_taken(TEST, &format!("faults not checked: {usage}"));
+    } else {
+        assert_eq!(usage["minor_faults"], 0, "{usage}");
+        assert_eq!(usage["major_faults"], 0, "{usage}");
+    }
+}

@@ -13,6 +13,7 @@ pub mod infile;
 pub mod info;
 pub mod irq;
 pub mod journal;
+pub mod memory;
 // The syscall layer: the only module where `unsafe` is allowed.
 #[allow(unsafe_code)]
 pub mod os;

@@ -55,6 +55,18 @@ fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == -1 { Err(last_error()) } else { Ok(()) }
 }
 
+/// Where the C library functions a timer thread calls in its loop lie
+/// (in the binary itself when it is linked statically): their code is made
+/// resident before the threads start (see
+/// [`crate::memory::release_startup_pages`]).
+pub fn hot_library_code() -> [usize; 3] {
+    [
+        libc::clock_gettime as *const () as usize,
+        libc::syscall as *const () as usize,
+        errno as fn() -> i32 as usize,
+    ]
+}
+
 /// Nanoseconds on CLOCK_MONOTONIC (through the vDSO: no syscall).
 #[inline(always)]
 pub fn monotonic_ns() -> u64 {
@@ -251,6 +263,56 @@ mod time64 {
     }
 }
 
+/// What the kernel counts for the calling thread (`getrusage(RUSAGE_THREAD)`):
+/// page faults and context switches so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadUsage {
+    /// Page faults served without I/O.
+    pub minor_faults: u64,
+    /// Page faults that read from a file or swap.
+    pub major_faults: u64,
+    /// Times it gave the CPU up (a sleep, a lock).
+    pub voluntary_switches: u64,
+    /// Times it was taken off the CPU (preempted, or its slice ended).
+    pub involuntary_switches: u64,
+}
+
+impl ThreadUsage {
+    /// What was counted between `earlier` and `self`.
+    pub fn since(&self, earlier: &ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+        }
+    }
+}
+
+/// The calling thread's [`ThreadUsage`] (None where the kernel refuses it).
+pub fn thread_usage() -> Option<ThreadUsage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD (Linux 2.6.26)
+    // fills it for the calling thread or fails without writing.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised, and the kernel filled it on success.
+    let ru = unsafe { ru.assume_init() };
+    let n = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+    Some(ThreadUsage {
+        minor_faults: n(ru.ru_minflt),
+        major_faults: n(ru.ru_majflt),
+        voluntary_switches: n(ru.ru_nvcsw),
+        involuntary_switches: n(ru.ru_nivcsw),
+    })
+}
+
 /// The calling thread's kernel thread id.
 pub fn gettid() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()
@@ -401,15 +463,70 @@ pub fn rtprio_limit() -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// Locks all current and future memory of the process (mlockall).
-pub fn lock_all_memory() -> io::Result<()> {
+/// `mlockall(MCL_CURRENT | MCL_FUTURE)`, with `MCL_ONFAULT` when asked
+/// (see [`crate::memory::lock_all_memory`]).
+pub(crate) fn mlockall(on_fault: bool) -> io::Result<()> {
     use rustix::mm::MlockAllFlags;
-    Ok(rustix::mm::mlockall(
-        MlockAllFlags::CURRENT | MlockAllFlags::FUTURE,
-    )?)
+    let mut flags = MlockAllFlags::CURRENT | MlockAllFlags::FUTURE;
+    if on_fault {
+        flags |= MlockAllFlags::ONFAULT;
+    }
+    Ok(rustix::mm::mlockall(flags)?)
 }
 
-/// Undoes [`lock_all_memory`].
+/// Drops the page table entries of the `parts` of a never-written private
+/// mapping of the executable (`madvise(MADV_DONTNEED)`): those pages are
+/// read from the file again when touched.
+pub(crate) fn drop_clean_pages(
+    m: &crate::memory::CleanExeMapping,
+    parts: &[(usize, usize)],
+) -> io::Result<()> {
+    let whole = m.start as *mut core::ffi::c_void;
+    let end = m.start + m.len;
+    // SAFETY: `CleanExeMapping` is only made from this process's own memory
+    // map, for a private mapping of its executable with no write permission
+    // and no anonymous (written) page; every part is clamped inside it.
+    // Unlocking it and dropping its entries discards no data: a later
+    // access faults the same bytes in from the file, so no reference into
+    // it is invalidated. Locking it again on fault only changes when its
+    // pages are pinned.
+    unsafe {
+        if m.lock_on_fault {
+            rustix::mm::munlock(whole, m.len)?;
+        }
+        let mut dropped = Ok(());
+        for &(from, to) in parts {
+            let (from, to) = (from.max(m.start), to.min(end));
+            if from < to {
+                let ptr = from as *mut core::ffi::c_void;
+                let r = rustix::mm::madvise(ptr, to - from, rustix::mm::Advice::LinuxDontNeed);
+                dropped = dropped.and(r);
+            }
+        }
+        if m.lock_on_fault {
+            rustix::mm::mlock_with(whole, m.len, rustix::mm::MlockFlags::ONFAULT)?;
+        }
+        dropped?;
+    }
+    Ok(())
+}
+
+/// Reads one byte of every page of `range` (within `m`), so that the
+/// kernel maps those pages now rather than at the first use.
+pub(crate) fn touch_pages(m: &crate::memory::CleanExeMapping, range: (usize, usize)) {
+    let end = range.1.min(m.start + m.len);
+    let mut addr = range.0.max(m.start);
+    while addr < end {
+        // SAFETY: `addr` lies inside `m`, a readable private mapping of the
+        // executable (checked by `CleanExeMapping`'s maker) that stays
+        // mapped for the life of the process; reading a byte of code has no
+        // side effect.
+        let _ = unsafe { std::ptr::read_volatile(addr as *const u8) };
+        addr += crate::memory::PAGE;
+    }
+}
+
+/// Undoes [`crate::memory::lock_all_memory`].
 pub fn unlock_all_memory() {
     // SAFETY: munlockall takes no arguments; failure is harmless.
     unsafe { libc::munlockall() };

@@ -9,6 +9,8 @@ pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
 pub const CMDLINE: &str = "proc/cmdline";
 /// The cpuset of the calling thread.
 pub const THREAD_SELF_CPUSET: &str = "proc/thread-self/cpuset";
+/// The calling process's memory map, with each mapping's sizes.
+pub const SELF_SMAPS: &str = "proc/self/smaps";
 /// The cpuset of the calling process.
 pub const SELF_CPUSET: &str = "proc/self/cpuset";
 /// The CPUs' directory (`isolated`, `nohz_full`, `cpuN/...`).

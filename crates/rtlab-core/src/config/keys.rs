@@ -179,7 +179,7 @@ pub const KEYS: &[KeySpec] = &[
         syntax: "(flag)",
         value: "flag",
         default: "off",
-        meaning: "`mlockall(MCL_CURRENT\\|MCL_FUTURE)` before the threads start; released at the end",
+        meaning: "`mlockall(MCL_CURRENT\\|MCL_FUTURE\\|MCL_ONFAULT)` before the threads start (without `MCL_ONFAULT` where the kernel refuses it): what the run touches is locked, not the whole binary; released at the end",
         extension: false,
         repeatable: false,
         apply: apply::memlock,
