@@ -853,6 +853,7 @@ pub fn sysinfo_main(json: bool) -> i32 {
         return 0;
     }
     out!("{}", s.render());
+    out!("{}", crate::sys::features::render(&s.features));
     0
 }
 

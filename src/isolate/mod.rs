@@ -38,7 +38,8 @@ pub const NRT: &str = "nrt";
 pub enum IsolateError {
     /// No cpuset controller on this machine.
     #[error(
-        "no cpuset controller: neither a cgroup v1 hierarchy mounted with `cpuset` nor a cgroup v2 hierarchy offering it"
+        "no cpuset controller: neither a cgroup v1 hierarchy mounted with `cpuset` nor a cgroup v2 hierarchy offering it; it needs {}",
+        crate::sys::features::remedy::CPUSET
     )]
     NoCpuset,
     /// The CPUs asked for are not usable.

@@ -85,7 +85,10 @@ impl Planner<'_> {
                 self.refuse(
                     c.pos,
                     format!("no cpuidle states on CPUs {}", crate::cpulist::format(&on)),
-                    "this kernel has no cpuidle driver here; `pm_qos.cpu_dma_latency` limits idle for the run instead",
+                    format!(
+                        "this kernel has no cpuidle driver here; `pm_qos.cpu_dma_latency` limits idle for the run instead (a driver needs {})",
+                        crate::sys::features::remedy::CPUIDLE
+                    ),
                 );
             }
             plan.cstate_max_latency_us = Some((c.value, cpus));

@@ -373,8 +373,10 @@ pub fn limit_cstates(
     if states.is_empty() {
         return Err(TuneError::Unavailable(format!(
             "no cpuidle states on CPUs {} (no cpuidle driver: idle is the kernel's default \
-             halt, which user space cannot limit except through /dev/cpu_dma_latency)",
-            cpulist::format(&cpus)
+             halt, which user space cannot limit except through /dev/cpu_dma_latency; a \
+             driver needs {})",
+            cpulist::format(&cpus),
+            crate::sys::features::remedy::CPUIDLE
         )));
     }
     let mut out = Vec::new();

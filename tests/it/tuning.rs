@@ -566,6 +566,65 @@ fn sysinfo_states_everything_a_report_needs() {
             "no `{row}` in\n{shown}"
         );
     }
+    features_agree_with_the_machine(&s, &shown);
+}
+
+/// Each kernel feature `sysinfo` finds agrees with what this test finds
+/// itself, and each one short of present is shown with what brings it.
+fn features_agree_with_the_machine(s: &Value, shown: &str) {
+    let state = |name: &str| -> String {
+        s["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {s}"))["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let yes = |b: bool| if b { "present" } else { "missing" };
+    let cpufreq = std::fs::read_dir("/sys/devices/system/cpu/cpufreq").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("policy"))
+    });
+    assert_eq!(state("cpufreq"), yes(cpufreq));
+    let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
+        .unwrap_or_default();
+    let driver = driver.trim();
+    assert_eq!(
+        state("cpuidle"),
+        yes(!driver.is_empty() && driver != "none")
+    );
+    assert_eq!(
+        state("PM QoS"),
+        yes(Path::new("/dev/cpu_dma_latency").exists())
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let tracefs_at: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    let tracefs = if tracefs_at.contains(&"/sys/kernel/tracing") {
+        "present"
+    } else if tracefs_at.contains(&"/sys/kernel/debug/tracing")
+        || Path::new("/sys/kernel/tracing").is_dir()
+    {
+        "partial"
+    } else {
+        "missing"
+    };
+    assert_eq!(state("tracefs"), tracefs, "{mounts}");
+    let realtime = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|r| r.trim() == "1");
+    assert_eq!(state("PREEMPT_RT"), yes(realtime));
+    for f in s["features"].as_array().unwrap() {
+        if f["state"] != "present" {
+            let remedy = f["remedy"].as_str().unwrap();
+            assert!(!remedy.is_empty(), "{f}");
+            assert!(shown.contains(&format!("brought by: {remedy}")), "{shown}");
+        }
+    }
 }
 
 const HOGS: &str = "timer_thread[0] {

@@ -171,6 +171,10 @@ pub struct SystemSnapshot {
     pub sched_rt_runtime_us: Option<i64>,
     /// `sched_rt_period_us`.
     pub sched_rt_period_us: Option<i64>,
+    /// The kernel features rtlab uses, each with what brings it when it is
+    /// missing (absent in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<crate::features::Feature>,
 }
 
 impl SystemSnapshot {
@@ -256,6 +260,7 @@ impl SystemSnapshot {
             sched_rt_period_us: root
                 .read_opt("proc/sys/kernel/sched_rt_period_us")
                 .and_then(|v| v.parse().ok()),
+            features: crate::features::detect(root),
         }
     }
 }

@@ -88,13 +88,15 @@ pub fn no_cpufreq_reason(root: &SysRoot) -> String {
     if root.is_dir(&format!("{CPU}/cpufreq")) {
         format!(
             "{} has no policy: no cpufreq driver drives these CPUs (usual in virtual \
-             machines, where the host sets the speed)",
-            root.path(&format!("{CPU}/cpufreq")).display()
+             machines, where the host sets the speed); it needs {}",
+            root.path(&format!("{CPU}/cpufreq")).display(),
+            crate::features::remedy::CPUFREQ
         )
     } else {
         format!(
-            "{} does not exist: this kernel has no cpufreq support",
-            root.path(&format!("{CPU}/cpufreq")).display()
+            "{} does not exist: this kernel has no cpufreq support; it needs {}",
+            root.path(&format!("{CPU}/cpufreq")).display(),
+            crate::features::remedy::CPUFREQ
         )
     }
 }

@@ -81,7 +81,10 @@ pub const INSTANCE_SUFFIXES: &[&str] = &["", "-stream"];
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The kernel has no tracefs.
-    #[error("this kernel has no tracefs (CONFIG_TRACING off)")]
+    #[error(
+        "this kernel has no tracefs: it needs {}",
+        crate::features::remedy::TRACEFS
+    )]
     NoTracefs,
     /// Mounting it failed.
     #[error("cannot mount tracefs at /{path}: {source}")]
