@@ -252,22 +252,23 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
+        // What readers must see at once: an announced wake-up, a window's
+        // new max (the monitor closes windows with it: only monitoring runs
+        // keep windows). The rest is published every PUBLISH_EVERY samples,
+        // and at the end.
+        let mut news = latency >= trace_threshold;
         if metrics {
             live.count(latency);
-        }
-        // What readers must see at once: an announced wake-up, a window's
-        // new max (the monitor closes windows with it). The rest is
-        // published every PUBLISH_EVERY samples, and at the end.
-        let mut news = latency >= trace_threshold;
-        let window = live.window();
-        if window != snap.window {
-            snap.window = window;
-            snap.window_max_ns = 0;
-            news = true;
-        }
-        if latency > snap.window_max_ns {
-            snap.window_max_ns = latency;
-            news = true;
+            let window = live.window();
+            if window != snap.window {
+                snap.window = window;
+                snap.window_max_ns = 0;
+                news = true;
+            }
+            if latency > snap.window_max_ns {
+                snap.window_max_ns = latency;
+                news = true;
+            }
         }
         if latency >= trace_threshold {
             // Announce it to the flight recorder (plain stores) and mark it

@@ -616,3 +616,161 @@ fn a_partition_undone_under_a_run_is_told_and_kept_in_the_result() {
     );
     assert_same(&before, &snapshot());
 }
+
+/// The cpuset controller lent to the cgroup v2 hierarchy for a test: on a
+/// hybrid machine whose v1 cpuset hierarchy has no child, that hierarchy
+/// is unmounted (the kernel then offers the controller in v2), and mounted
+/// back when the loan ends.
+struct V2CpusetLoan {
+    /// The v2 mount point.
+    v2: String,
+    /// Where the v1 hierarchy was mounted, to mount it back.
+    v1: Option<String>,
+}
+
+impl V2CpusetLoan {
+    /// The loan, or why this machine cannot give it.
+    fn take() -> Result<V2CpusetLoan, String> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let field = |l: &str, i: usize| l.split_whitespace().nth(i).unwrap_or("").to_string();
+        let v2 = mounts
+            .lines()
+            .find(|l| field(l, 2) == "cgroup2")
+            .map(|l| field(l, 1))
+            .ok_or("no cgroup v2 mount")?;
+        let offers = |v2: &str| {
+            read(&format!("{v2}/cgroup.controllers"))
+                .is_some_and(|c| c.split_whitespace().any(|x| x == "cpuset"))
+        };
+        if offers(&v2) {
+            return Ok(V2CpusetLoan { v2, v1: None });
+        }
+        let v1 = mounts
+            .lines()
+            .find(|l| field(l, 2) == "cgroup" && field(l, 3).split(',').any(|o| o == "cpuset"))
+            .map(|l| field(l, 1))
+            .ok_or("the cpuset controller is neither in v1 nor in v2")?;
+        let children = std::fs::read_dir(&v1)
+            .map(|d| d.flatten().filter(|e| e.path().is_dir()).count())
+            .unwrap_or(0);
+        if children > 0 {
+            return Err(format!(
+                "the v1 cpuset hierarchy at {v1} has cpusets in use"
+            ));
+        }
+        let out = Command::new("umount").arg(&v1).output().unwrap();
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("cannot unmount {v1}: {}", why.trim()));
+        }
+        let loan = V2CpusetLoan {
+            v2: v2.clone(),
+            v1: Some(v1),
+        };
+        // The hierarchy is destroyed asynchronously once unmounted.
+        if wait_until(Duration::from_secs(20), || offers(&v2)) {
+            Ok(loan)
+        } else {
+            Err("the v2 hierarchy did not offer cpuset after the v1 one was unmounted".into())
+        }
+    }
+}
+
+impl Drop for V2CpusetLoan {
+    fn drop(&mut self) {
+        let Some(v1) = &self.v1 else { return };
+        let control = format!("{}/cgroup.subtree_control", self.v2);
+        let _ = std::fs::write(&control, "-cpuset");
+        let mounted = wait_until(Duration::from_secs(20), || {
+            Command::new("mount")
+                .args(["-t", "cgroup", "-o", "cpuset", "cgroup", v1])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        assert!(
+            mounted,
+            "the v1 cpuset hierarchy could not be mounted back at {v1}"
+        );
+    }
+}
+
+/// The kernel's own isolated partition, for real: rtlab makes the rt
+/// cpuset an `isolated` partition on cgroup v2, and the kernel's own files
+/// say the CPU left the load balancer (`cpuset.cpus.isolated` of the root,
+/// Linux 6.7) and that the partition is valid; a program started in it
+/// runs on that CPU; undo puts everything back.
+#[test]
+fn a_real_v2_cpuset_gets_the_kernels_isolated_partition() {
+    const TEST: &str = "a_real_v2_cpuset_gets_the_kernels_isolated_partition";
+    let _machine = crate::fixtures::machine_exclusive();
+    if !crate::fixtures::is_root() || online_cpus().len() < 2 {
+        path_taken(
+            TEST,
+            "not root, or one CPU: the other isolation tests cover it",
+        );
+        return;
+    }
+    let loan = match V2CpusetLoan::take() {
+        Ok(l) => l,
+        Err(why) => {
+            path_taken(TEST, &format!("no v2 cpuset here ({why}): fake trees only"));
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rtlab = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+            .output()
+            .unwrap()
+    };
+    let cpu = rt_cpu();
+    let v2 = loan.v2.clone();
+    let o = rtlab(&["partition", "create", &cpu.to_string()]);
+    let report = text(&o);
+    let undo = |why: &str| {
+        let u = rtlab(&["partition", "undo"]);
+        format!("{why}\n{report}\nundo: {}", text(&u))
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", undo("create failed"));
+    let mode = read(&format!("{v2}/rt/cpuset.cpus.partition")).unwrap_or_default();
+    let effective = read(&format!("{v2}/rt/cpuset.cpus.effective")).unwrap_or_default();
+    let isolated = read(&format!("{v2}/cpuset.cpus.isolated"));
+    let placed = rtlab(&["partition", "run", "rt", "--", "cat", "/proc/self/status"]);
+    let allowed = String::from_utf8_lossy(&placed.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Cpus_allowed_list:")
+                .map(|v| v.trim().to_string())
+        });
+    let shown = text(&rtlab(&["partition", "show"]));
+    let u = rtlab(&["partition", "undo"]);
+    assert_eq!(u.status.code(), Some(0), "{}", text(&u));
+    assert!(!Path::new(&format!("{v2}/rt")).exists(), "rt left behind");
+    path_taken(
+        TEST,
+        &format!(
+            "CPU {cpu}: partition `{mode}`, effective {effective}, root isolated {isolated:?}"
+        ),
+    );
+    if mode == "isolated" {
+        assert!(report.contains("isolated partition"), "{report}");
+        if let Some(isolated) = isolated {
+            assert_eq!(isolated, cpu.to_string(), "{report}");
+        }
+    } else {
+        // A kernel without isolated partitions (before 6.2): root.
+        assert_eq!(mode, "root", "{report}");
+        assert!(report.contains("root partition"), "{report}");
+    }
+    assert_eq!(effective, cpu.to_string());
+    assert_eq!(
+        allowed.as_deref(),
+        Some(cpu.to_string().as_str()),
+        "{}",
+        text(&placed)
+    );
+    assert!(shown.contains(&mode), "{shown}");
+}
