@@ -223,9 +223,10 @@ pub fn start(
 /// Where the code a measuring timer thread runs lies: its loop, and the C
 /// library functions it calls (see
 /// [`crate::sys::memory::release_startup_pages`]).
-pub fn hot_code() -> [usize; 4] {
-    let [a, b, c] = os::hot_library_code();
-    [timer::hot_code(), a, b, c]
+pub fn hot_code() -> Vec<usize> {
+    let mut hot = timer::hot_code().to_vec();
+    hot.extend(os::hot_library_code());
+    hot
 }
 
 /// Asks every thread to stop now and interrupts their sleeps.

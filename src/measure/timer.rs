@@ -163,14 +163,23 @@ pub(super) struct Links {
     pub metrics: bool,
 }
 
-/// Where the measuring loop's code lies (of the kernel's wake-ups). The
-/// threads run this very function (callgrind and perf name it); were it
-/// ever inlined into its caller, the threads would fault on code not kept
-/// mapped, and `locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault`
-/// would say so. `#[inline(never)]` would make sure, at 2 instructions a
-/// sample.
-pub(super) fn hot_code() -> usize {
-    run::<KernelWake> as fn(TimerSpec, Recorder, Links, KernelWake) -> TimerOutcome as usize
+/// Where the code a measuring thread runs lies (of the kernel's wake-ups):
+/// the loop and every function of rtlab it may call from its release to
+/// its last sample, kept out of line or not. The threads run `run` itself
+/// (callgrind and perf name it); were it ever inlined into its caller, or a
+/// callee missing here, the threads would fault on code not kept mapped,
+/// and `locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault`
+/// would say so.
+pub(super) fn hot_code() -> [usize; 6] {
+    use crate::stats::spikes::Spikes;
+    [
+        run::<KernelWake> as fn(TimerSpec, Recorder, Links, KernelWake) -> TimerOutcome as usize,
+        Spikes::keep as fn(&mut Spikes, Spike) as usize,
+        fill as fn(&mut LiveSnapshot, &Recorder, u64) as usize,
+        marker_text as fn(&mut [u8], usize, u64, u64, u64) -> usize as usize,
+        LiveCounters::keep_release_usage as fn(&LiveCounters) as usize,
+        LiveCounters::usage_since_release as fn(&LiveCounters) -> Option<os::ThreadUsage> as usize,
+    ]
 }
 
 /// The body of a timer thread. Longer than a screen on purpose: split into

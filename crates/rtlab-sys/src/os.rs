@@ -59,11 +59,19 @@ fn check(ret: libc::c_int) -> io::Result<()> {
 /// (in the binary itself when it is linked statically): their code is made
 /// resident before the threads start (see
 /// [`crate::memory::release_startup_pages`]).
-pub fn hot_library_code() -> [usize; 3] {
-    [
+pub fn hot_library_code() -> Vec<usize> {
+    vec![
         libc::clock_gettime as *const () as usize,
         libc::syscall as *const () as usize,
+        libc::getrusage as *const () as usize,
+        libc::sched_getcpu as *const () as usize,
+        libc::write as *const () as usize,
+        libc::memmove as *const () as usize,
+        libc::memcpy as *const () as usize,
         errno as fn() -> i32 as usize,
+        current_cpu as fn() -> Option<usize> as usize,
+        thread_usage as fn() -> Option<ThreadUsage> as usize,
+        write_once as fn(&std::fs::File, &[u8]) -> io::Result<usize> as usize,
     ]
 }
 
