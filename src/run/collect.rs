@@ -110,7 +110,8 @@ fn timer_results(
             // the kernel that the machine did not impose (the counts are in
             // `measuring` whether locked or not).
             warnings.push(format!(
-                "timer_thread[{}] took {faults} page faults while measuring, memory locked",
+                "timer_thread[{}] took {faults} page faults while measuring, memory locked \
+                 (compaction moves locked pages unless vm.compact_unevictable_allowed = 0)",
                 spec.index
             ));
         }

@@ -810,17 +810,77 @@ fn code_sizes(pid: u32, exe: &Path) -> Option<(u64, u64, u64)> {
     None
 }
 
+/// One run of `exe` with `memlock`: its output, its code's resident,
+/// locked and whole sizes once they settled (or the last seen), and its
+/// timer thread's result.
+fn locked_run(exe: &Path) -> (Output, Option<(u64, u64, u64)>, bool, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "m.cfg",
+        "main\n{\n memlock\n stats.period 200 ms\n}\ntimer_thread[0]\n{\n cpu_affinity @M\n \
+         sched.policy FIFO\n sched.priority 90\n timer.period 200 us\n lifetime.loops 15000\n}\n",
+    );
+    let child = Command::new(exe)
+        .args(["run", "-d", "1", cfg.to_str().unwrap(), "--json", "r.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", journal_dir(dir.path()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let exe = std::fs::canonicalize(exe).unwrap();
+    let mut seen = None;
+    let settled = wait_until(Duration::from_secs(20), || {
+        seen = code_sizes(pid, &exe);
+        seen.is_some_and(|(rss, locked, size)| locked == rss && rss > 0 && rss * 2 < size)
+    });
+    let o = crate::fixtures::wait_output_within(child, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = json(&dir.path().join("r.json"))["timers"][0].clone();
+    (o, seen, settled, t)
+}
+
+/// Sets `vm.compact_unevictable_allowed` to 0 for a test, and back: with
+/// it on (the default but on PREEMPT_RT), compaction may move locked pages,
+/// which costs their owner a minor fault.
+struct NoCompactionOfLockedPages(Option<String>);
+
+impl NoCompactionOfLockedPages {
+    const KNOB: &str = "/proc/sys/vm/compact_unevictable_allowed";
+
+    fn new() -> Self {
+        let before = std::fs::read_to_string(Self::KNOB).ok();
+        if before.is_some() {
+            let _ = std::fs::write(Self::KNOB, "0");
+        }
+        NoCompactionOfLockedPages(before)
+    }
+}
+
+impl Drop for NoCompactionOfLockedPages {
+    fn drop(&mut self) {
+        if let Some(v) = &self.0 {
+            let _ = std::fs::write(Self::KNOB, v.trim());
+        }
+    }
+}
+
 /// With `memlock`, what stays locked is what the run uses, not the whole
 /// binary (start-up code and plotting are let go, `MCL_ONFAULT`), and the
 /// timer thread takes no page fault while it measures: the kernel's own
 /// counts say so (its smaps, and getrusage of the thread). Of the release
 /// binary as shipped (static x86_64 musl, docs/boards.md): the code kept
 /// resident for the timer threads is found by address, which holds for an
-/// optimised build, where the measuring loop is one function.
+/// optimised build. A fault the machine causes (a locked page moved by
+/// compaction, with the knob off for the test; NUMA balancing) is rare: a
+/// second run must then have none, where a callee missing from the code
+/// kept mapped faults in every run.
 #[test]
 fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     const TEST: &str = "locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault";
-    let _machine = crate::fixtures::machine_shared();
+    let _machine = crate::fixtures::machine_exclusive();
     if !root_or_refusal(TEST) {
         return;
     }
@@ -835,30 +895,8 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
             (PathBuf::from(env!("CARGO_BIN_EXE_rtlab")), false)
         }
     };
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = write_cfg(
-        dir.path(),
-        "m.cfg",
-        "main\n{\n memlock\n stats.period 200 ms\n}\ntimer_thread[0]\n{\n cpu_affinity @M\n \
-         sched.policy FIFO\n sched.priority 90\n timer.period 200 us\n lifetime.loops 15000\n}\n",
-    );
-    let child = Command::new(&exe)
-        .args(["run", "-d", "1", cfg.to_str().unwrap(), "--json", "r.json"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", journal_dir(dir.path()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let exe = std::fs::canonicalize(&exe).unwrap();
-    let mut seen = None;
-    let settled = wait_until(Duration::from_secs(20), || {
-        seen = code_sizes(pid, &exe);
-        seen.is_some_and(|(rss, locked, size)| locked == rss && rss > 0 && rss * 2 < size)
-    });
-    let o = crate::fixtures::wait_output_within(child, Duration::from_secs(60));
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let _compaction = NoCompactionOfLockedPages::new();
+    let (o, seen, settled, t) = locked_run(&exe);
     let stderr = String::from_utf8_lossy(&o.stderr);
     if stderr.contains("memory locked: Whole") {
         path_taken(TEST, "MCL_ONFAULT refused: the binary is locked whole");
@@ -874,7 +912,6 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
         );
     }
     assert!(stderr.contains("start-up pages let go"), "{}", text(&o));
-    let t = &json(&dir.path().join("r.json"))["timers"][0];
     assert_eq!(t["summary"]["samples"], 15000);
     let usage = &t["measuring"];
     // Each sample sleeps once, unless its deadline had passed.
@@ -882,11 +919,24 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     assert!(voluntary > 0 && voluntary <= 15000, "{usage}");
     let balancing =
         std::fs::read_to_string("/proc/sys/kernel/numa_balancing").is_ok_and(|s| s.trim() != "0");
+    let faults =
+        |u: &Value| u["minor_faults"].as_u64().unwrap() + u["major_faults"].as_u64().unwrap();
     if balancing || !release {
-        // NUMA balancing unmaps pages on purpose to sample their use.
         path_taken(TEST, &format!("faults not checked: {usage}"));
-    } else {
-        assert_eq!(usage["minor_faults"], 0, "{usage}");
-        assert_eq!(usage["major_faults"], 0, "{usage}");
+    } else if faults(usage) > 0 {
+        let again = locked_run(&exe).3;
+        path_taken(
+            TEST,
+            &format!(
+                "faults {usage}, then in a second run {}",
+                again["measuring"]
+            ),
+        );
+        assert_eq!(
+            faults(&again["measuring"]),
+            0,
+            "{usage} then {}",
+            again["measuring"]
+        );
     }
 }
