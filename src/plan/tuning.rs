@@ -22,7 +22,29 @@ impl Planner<'_> {
 
     /// Checks the tuning keys of `main` against the machine.
     pub(super) fn tuning(&mut self, t: &TuningConfig) -> TuningSpec {
-        let mut plan = TuningSpec::default();
+        self.tuning_needs_root(t);
+        self.needs(
+            &t.governor_cpus,
+            "cpufreq.cpus",
+            &t.governor,
+            "add `cpufreq.governor NAME`",
+        );
+        self.needs(
+            &t.cstate_cpus,
+            "cstates.cpus",
+            &t.cstate_max_latency_us,
+            "add `cstates.max_latency DURATION`",
+        );
+        TuningSpec {
+            governor: self.governor(t),
+            cstate_max_latency_us: self.cstates(t),
+            irq_affinity: self.irq_affinity(t),
+            thread_sched: self.thread_patterns(t),
+        }
+    }
+
+    /// Tuning keys need root: the first one is refused otherwise.
+    fn tuning_needs_root(&mut self, t: &TuningConfig) {
         if !self.machine.privileges().root {
             let first = t
                 .governor
@@ -39,60 +61,59 @@ impl Planner<'_> {
                 );
             }
         }
-        self.needs(
-            &t.governor_cpus,
-            "cpufreq.cpus",
-            &t.governor,
-            "add `cpufreq.governor NAME`",
-        );
-        self.needs(
-            &t.cstate_cpus,
-            "cstates.cpus",
-            &t.cstate_max_latency_us,
-            "add `cstates.max_latency DURATION`",
-        );
-        if let Some(g) = &t.governor {
-            let cpus = self.cpus(&t.governor_cpus);
-            match self.machine.freq_policies() {
-                Err(reason) => self.refuse(
-                    g.pos,
-                    "this machine has no cpufreq: the governor cannot be set".into(),
-                    format!("{reason}; leave `cpufreq.governor` out"),
-                ),
-                Ok(policies) => {
-                    let covered = policies.iter().filter(|p| {
-                        cpus.as_ref()
-                            .is_none_or(|c| p.cpus.iter().any(|x| c.contains(x)))
-                    });
-                    if let Some(p) = covered
-                        .clone()
-                        .find(|p| !p.available_governors.contains(&g.value))
-                    {
-                        self.refuse(
-                            g.pos,
-                            format!("governor `{}` is not available on {}", g.value, p.policy),
-                            format!("available: {}", p.available_governors.join(", ")),
-                        );
-                    }
+    }
+
+    /// `cpufreq.governor`: offered by every policy it covers.
+    fn governor(&mut self, t: &TuningConfig) -> Option<(String, Option<Vec<usize>>)> {
+        let g = t.governor.as_ref()?;
+        let cpus = self.cpus(&t.governor_cpus);
+        match self.machine.freq_policies() {
+            Err(reason) => self.refuse(
+                g.pos,
+                "this machine has no cpufreq: the governor cannot be set".into(),
+                format!("{reason}; leave `cpufreq.governor` out"),
+            ),
+            Ok(policies) => {
+                let covered = policies.iter().filter(|p| {
+                    cpus.as_ref()
+                        .is_none_or(|c| p.cpus.iter().any(|x| c.contains(x)))
+                });
+                if let Some(p) = covered
+                    .clone()
+                    .find(|p| !p.available_governors.contains(&g.value))
+                {
+                    self.refuse(
+                        g.pos,
+                        format!("governor `{}` is not available on {}", g.value, p.policy),
+                        format!("available: {}", p.available_governors.join(", ")),
+                    );
                 }
             }
-            plan.governor = Some((g.value.clone(), cpus));
         }
-        if let Some(c) = &t.cstate_max_latency_us {
-            let cpus = self.cpus(&t.cstate_cpus);
-            let on = cpus.clone().unwrap_or_else(|| self.online.clone());
-            if self.machine.idle_states(&on).is_empty() {
-                self.refuse(
-                    c.pos,
-                    format!("no cpuidle states on CPUs {}", crate::cpulist::format(&on)),
-                    format!(
-                        "this kernel has no cpuidle driver here; `pm_qos.cpu_dma_latency` limits idle for the run instead (a driver needs {})",
-                        crate::sys::features::remedy::CPUIDLE
-                    ),
-                );
-            }
-            plan.cstate_max_latency_us = Some((c.value, cpus));
+        Some((g.value.clone(), cpus))
+    }
+
+    /// `cstates.max_latency`: the CPUs must have cpuidle states.
+    fn cstates(&mut self, t: &TuningConfig) -> Option<(u64, Option<Vec<usize>>)> {
+        let c = t.cstate_max_latency_us.as_ref()?;
+        let cpus = self.cpus(&t.cstate_cpus);
+        let on = cpus.clone().unwrap_or_else(|| self.online.clone());
+        if self.machine.idle_states(&on).is_empty() {
+            self.refuse(
+                c.pos,
+                format!("no cpuidle states on CPUs {}", crate::cpulist::format(&on)),
+                format!(
+                    "this kernel has no cpuidle driver here; `pm_qos.cpu_dma_latency` limits idle for the run instead (a driver needs {})",
+                    crate::sys::features::remedy::CPUIDLE
+                ),
+            );
         }
+        Some((c.value, cpus))
+    }
+
+    /// `irq.affinity`: every IRQ named must exist.
+    fn irq_affinity(&mut self, t: &TuningConfig) -> Vec<(Vec<usize>, Vec<u32>)> {
+        let mut plan = Vec::new();
         let present: Vec<u32> = self.machine.irqs().into_iter().map(|i| i.0).collect();
         for entry in &t.irq_affinity {
             let (cpus, irqs) = &entry.value;
@@ -119,8 +140,14 @@ impl Planner<'_> {
                     "`rtlab irq` lists the IRQs",
                 );
             }
-            plan.irq_affinity.push(entry.value.clone());
+            plan.push(entry.value.clone());
         }
+        plan
+    }
+
+    /// `threads.sched`: every pattern must match a thread now.
+    fn thread_patterns(&mut self, t: &TuningConfig) -> Vec<(String, crate::sched::Sched)> {
+        let mut plan = Vec::new();
         let names = self.machine.thread_names();
         for entry in &t.thread_sched {
             let (pattern, _) = &entry.value;
@@ -134,7 +161,7 @@ impl Planner<'_> {
                     "patterns are globs on the whole name (`ksoftirqd/*`, `irq/*-eth0*`); `rtlab threads --match PATTERN` shows what one selects",
                 );
             }
-            plan.thread_sched.push(entry.value.clone());
+            plan.push(entry.value.clone());
         }
         plan
     }
