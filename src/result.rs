@@ -92,6 +92,14 @@ pub struct TimerResult {
     pub result_file: String,
     /// Statistics over every sample.
     pub summary: Summary,
+    /// The last sample's latency (ns): cyclictest's `Act` (absent in
+    /// older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ns: Option<u64>,
+    /// The first samples' latencies in order (ns), as many as
+    /// `stats.samples` asked; absent without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_ns: Vec<u32>,
     /// Systress histogram size (µs).
     pub histo_size_us: u64,
     /// Non-empty 1-µs buckets as (µs, count).

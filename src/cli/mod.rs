@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+mod cyclictest;
+mod docs;
+mod generated;
 mod monitor;
 mod partition;
 mod show;
@@ -141,6 +144,24 @@ pub enum Command {
         /// rtlab's JSON result (`rtlab run --json`).
         result: PathBuf,
     },
+    /// cyclictest's command line and outputs, measured by rtlab
+    /// (`rtlab cyclictest -m -p99 -t -a -i 200 -h 400 -q`); also what rtlab
+    /// does when installed under the name `cyclictest`.
+    #[command(disable_help_flag = true)]
+    Cyclictest {
+        /// cyclictest's options (`rtlab cyclictest --help` lists them).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
+    /// a man directory.
+    Man(docs::ManArgs),
+    /// Print the shell completion script (bash, zsh, fish).
+    Completions(docs::CompletionsArgs),
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
     Guard,
@@ -247,6 +268,7 @@ pub(crate) fn run_text(text: &str, name: &str, args: &RunArgs, origins: &[Option
     let opts = PlanOptions {
         outdir: args.outdir.clone(),
         dbg_level: None,
+        no_result_files: false,
     };
     match plan_from_text(text, name, &opts, origins) {
         Ok(plan) => run_plan(&plan, args, None),
@@ -300,6 +322,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     let opts = PlanOptions {
         outdir: args.outdir.clone(),
         dbg_level,
+        no_result_files: false,
     };
     match load_plan(args.file.as_deref(), &opts) {
         Ok(plan) => run_plan(&plan, args, None),
@@ -307,15 +330,16 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     }
 }
 
-fn run_plan(
+/// Runs a plan after the checks every run makes before it starts (the
+/// journal directory, the result directories); Err = exit status.
+fn execute_plan(
     plan: &plan::RunPlan,
     args: &RunArgs,
     monitor: Option<crate::monitor::MonitorSpec>,
-) -> i32 {
+    cyclictest: Option<crate::report::cyclictest::View>,
+) -> Result<crate::result::RunResult, i32> {
     let journal_dir = crate::sys::journal::default_dir();
-    if let Err(code) = journal_dir_trusted(&journal_dir) {
-        return code;
-    }
+    journal_dir_trusted(&journal_dir)?;
     // Made now, not at the end, so that a run never measures for nothing.
     for dir in plan.timers.iter().filter_map(|t| t.path.parent()) {
         if dir.as_os_str().is_empty() {
@@ -323,7 +347,7 @@ fn run_plan(
         }
         if let Err(e) = crate::sys::outfile::create_dirs(dir) {
             errln!("rtlab: result directory {}", e.with_hint());
-            return EXIT_REFUSED;
+            return Err(EXIT_REFUSED);
         }
     }
     messages::set_level(plan.main.dbg_level);
@@ -342,19 +366,28 @@ fn run_plan(
                 crate::measure::Wake::Simulated,
             ),
         monitor,
+        cyclictest,
     };
-    let result = match run::execute(plan, &run_opts) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("rtlab: {e:#}");
-            // The exporters start before the run changes anything: an
-            // address in use or a windows file that is not rtlab's is a
-            // refusal.
-            if e.downcast_ref::<crate::monitor::MonitorError>().is_some() {
-                return EXIT_REFUSED;
-            }
-            return EXIT_FAILED;
+    run::execute(plan, &run_opts).map_err(|e| {
+        errln!("rtlab: {e:#}");
+        // The exporters start before the run changes anything: an
+        // address in use or a windows file that is not rtlab's is a
+        // refusal.
+        if e.downcast_ref::<crate::monitor::MonitorError>().is_some() {
+            return EXIT_REFUSED;
         }
+        EXIT_FAILED
+    })
+}
+
+fn run_plan(
+    plan: &plan::RunPlan,
+    args: &RunArgs,
+    monitor: Option<crate::monitor::MonitorSpec>,
+) -> i32 {
+    let result = match execute_plan(plan, args, monitor, None) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     for w in &result.warnings {
         messages::warn(w);
@@ -380,6 +413,14 @@ fn run_plan(
 
 /// Entry point: parses the command line and returns the exit status.
 pub fn main() -> i32 {
+    let mut argv = std::env::args_os();
+    let called = argv.next().unwrap_or_default();
+    if Path::new(&called)
+        .file_name()
+        .is_some_and(|n| n == "cyclictest")
+    {
+        return cyclictest::main(&argv.collect::<Vec<_>>());
+    }
     let cli = Cli::parse();
     if let Some(level) = cli.dbg_level {
         messages::set_level(level);
@@ -395,6 +436,7 @@ pub fn main() -> i32 {
             | Command::Report(_)
             | Command::Compare(_)
             | Command::Explain { .. }
+            | Command::Completions(_)
             | Command::Hog(_),
         ) => true,
         Some(Command::Irq(a)) => a.action.is_none(),
@@ -408,6 +450,9 @@ pub fn main() -> i32 {
     }
     match (&cli.command, &cli.cfg) {
         (Some(Command::Guard), _) => crate::load::guard::guard_main(),
+        (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
+        (Some(Command::Man(args)), _) => docs::man_main(args),
+        (Some(Command::Completions(args)), _) => docs::completions_main(args),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),
         (Some(Command::Restore { json }), _) => partition::restore_main(*json),
         (Some(Command::Run(args)), _) => run_command(args, cli.dbg_level),
@@ -430,6 +475,7 @@ pub fn main() -> i32 {
                 &PlanOptions {
                     outdir: None,
                     dbg_level: cli.dbg_level,
+                    no_result_files: false,
                 },
             ) {
                 Ok(_) if journal_dir_trusted(&crate::sys::journal::default_dir()).is_err() => {

@@ -110,6 +110,7 @@ pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> i32 {
     let opts = PlanOptions {
         outdir: a.outdir.clone(),
         dbg_level,
+        no_result_files: false,
     };
     let plan = match &a.file {
         Some(_) => super::load_plan(a.file.as_deref(), &opts),

@@ -3,6 +3,7 @@
 //! keep or edit) and runs it as `rtlab run` would: one path from file to
 //! result, whichever way the experiment was given.
 
+use super::generated::Generated;
 use super::{EXIT_REFUSED, RunArgs};
 use crate::config::values::quote_cmdline;
 use clap::Args;
@@ -68,36 +69,6 @@ fn one_line(what: &str, value: &str) -> Result<String, i32> {
         return Err(EXIT_REFUSED);
     }
     Ok(value.trim().to_string())
-}
-
-/// An experiment written from command-line options: its lines, each with
-/// the option that wrote it, so that a refusal names the option.
-#[derive(Debug, Default, PartialEq)]
-struct Generated {
-    lines: Vec<(String, Option<String>)>,
-}
-
-impl Generated {
-    fn line(&mut self, text: impl Into<String>) -> &mut Self {
-        self.lines.push((text.into(), None));
-        self
-    }
-
-    /// A line written from `option` (`--duration 2x`).
-    fn from(&mut self, text: impl Into<String>, option: &str, value: &str) -> &mut Self {
-        let shown = crate::text::one_line(value);
-        self.lines
-            .push((text.into(), Some(format!("{option} {shown}"))));
-        self
-    }
-
-    fn text(&self) -> String {
-        self.lines.iter().map(|l| format!("{}\n", l.0)).collect()
-    }
-
-    fn origins(&self) -> Vec<Option<String>> {
-        self.lines.iter().map(|l| l.1.clone()).collect()
-    }
 }
 
 fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) -> i32 {

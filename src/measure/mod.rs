@@ -32,6 +32,9 @@ pub struct TimerSpec {
     pub loops: Option<u64>,
     /// Systress histogram size (µs).
     pub histo_size_us: u64,
+    /// Keep the first N samples one by one (absent in older results).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keep_samples: u64,
     /// Cpuset the thread enters before pinning itself.
     pub cpuset: Option<crate::isolate::cpuset::CpusetTarget>,
     /// Which wake-ups to keep with their time (absent in older results).
@@ -41,6 +44,10 @@ pub struct TimerSpec {
     /// to the flight recorder (absent in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_threshold_ns: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How a timer thread ended.
@@ -180,6 +187,9 @@ pub fn start(
                 source,
             })?;
         recorder.spikes = Spikes::new(spec.spikes);
+        // Written whole now, so that the hot loop's stores never fault.
+        recorder.samples = vec![u32::MAX; spec.keep_samples as usize];
+        std::hint::black_box(&mut recorder.samples);
         let live = Arc::new(LiveCounters::default());
         let sp = spec.clone();
         let links = timer::Links {

@@ -261,6 +261,9 @@ pub(super) fn run<W: WakeSource>(
         };
         rec.record(latency);
         rec.series.record(next - start, latency);
+        if let Some(slot) = rec.samples.get_mut(rec.count as usize - 1) {
+            *slot = latency.min(u32::MAX as u64 - 1) as u32;
+        }
         // What readers must see at once: an announced wake-up, a window's
         // new max (the monitor closes windows with it: only monitoring runs
         // keep windows). The rest is published every PUBLISH_EVERY samples,

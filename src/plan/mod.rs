@@ -121,6 +121,9 @@ pub struct PlanOptions {
     pub outdir: Option<PathBuf>,
     /// Debug level override (`-d`).
     pub dbg_level: Option<u8>,
+    /// The run writes no result files (`rtlab cyclictest` without
+    /// `--rtlab-outdir`): their paths are not checked.
+    pub no_result_files: bool,
 }
 
 /// The main thread's part of the plan.
@@ -245,6 +248,7 @@ struct Planner<'a> {
     machine: &'a dyn Machine,
     online: Vec<usize>,
     diags: Vec<Diagnostic>,
+    no_result_files: bool,
 }
 
 impl Planner<'_> {
@@ -411,6 +415,7 @@ pub fn build(
         machine,
         online: machine.online_cpus(),
         diags: Vec::new(),
+        no_result_files: opts.no_result_files,
     };
     let outdir = opts.outdir.clone().unwrap_or_else(|| PathBuf::from("."));
     let started_in = machine.cpuset(None).ok();
@@ -526,7 +531,9 @@ impl Planner<'_> {
             let path = outdir_join(outdir, &filename);
             let at = t.filename.as_ref().map_or(t.pos, |f| f.pos);
             // The run makes missing directories of result files before it starts.
-            if let Err(e) = crate::sys::outfile::check(&path, true) {
+            if let Err(e) = crate::sys::outfile::check(&path, true)
+                && !self.no_result_files
+            {
                 self.diags
                     .push(Diagnostic::new(at, e.to_string()).with_hint(Some(e.hint)));
             }
@@ -553,6 +560,7 @@ impl Planner<'_> {
                     duration_ns: t.duration_ns,
                     loops: t.loops,
                     histo_size_us: t.histo_size_us,
+                    keep_samples: t.keep_samples,
                     cpuset,
                     spikes: crate::stats::spikes::SpikeSpec {
                         worst: exp.main.spikes_worst,
@@ -1163,6 +1171,7 @@ pub(crate) mod tests {
         let opts = PlanOptions {
             outdir: Some(PathBuf::from("/tmp")),
             dbg_level: Some(2),
+            no_result_files: false,
         };
         let plan = plan_text(text, "f", &fake(), &opts).unwrap();
         assert_eq!(

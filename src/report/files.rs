@@ -210,6 +210,8 @@ pub(crate) mod tests {
             period_ns: 1_000_000,
             result_file: "timer_thread00.txt".into(),
             summary: summarize(&r),
+            last_ns: None,
+            samples_ns: Vec::new(),
             histo_size_us: 20,
             histogram_us: nonzero_buckets(&r),
             hdr_histogram: hdr_buckets(&r),

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod compare;
+pub mod cyclictest;
 pub mod explain;
 pub mod export;
 pub mod files;

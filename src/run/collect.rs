@@ -146,7 +146,9 @@ fn timer_result(
     live: &measure::live::LiveCounters,
     outcome: measure::TimerOutcome,
 ) -> Option<TimerResult> {
-    let rec = outcome.recorder?;
+    let mut rec = outcome.recorder?;
+    let taken = usize::try_from(rec.count).unwrap_or(usize::MAX);
+    rec.samples.truncate(taken);
     Some(TimerResult {
         index: spec.index,
         tid: live.tid.load(Ordering::Relaxed),
@@ -164,6 +166,8 @@ fn timer_result(
             .display()
             .to_string(),
         summary: summarize(&rec),
+        last_ns: (rec.count > 0).then(|| live.read().cur_ns),
+        samples_ns: std::mem::take(&mut rec.samples),
         histo_size_us: rec.histo_size_us(),
         histogram_us: nonzero_buckets(&rec),
         hdr_histogram: hdr_buckets(&rec),

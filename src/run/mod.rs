@@ -57,6 +57,8 @@ pub struct RunOptions {
     pub wake: measure::Wake,
     /// Monitoring: the run goes on until stopped and exports its figures.
     pub monitor: Option<crate::monitor::MonitorSpec>,
+    /// `rtlab cyclictest`: cyclictest's live lines instead of the table.
+    pub cyclictest: Option<crate::report::cyclictest::View>,
 }
 
 enum Event {
@@ -94,6 +96,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let signals = SignalThread::start(tx.clone())?;
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
+    watch.announce_pm_qos(&main.pm_qos);
     watch.exporter = exporting;
     watch.partitions.clone_from(&before.isolation.partitions);
     let end = watch.run(&mut armed, &rx, root);

@@ -25,6 +25,61 @@ struct LiveView {
     every_refresh: bool,
     lines_shown: usize,
     display: CpuLoadDisplay,
+    /// cyclictest's live lines instead of the table.
+    cyclictest: Option<CyclictestLive>,
+}
+
+/// cyclictest's live lines: redrawn in place with `ESC[nA` whether or not
+/// stdout is a terminal (scripts read the last block), with `-M` only
+/// when a maximum grew.
+struct CyclictestLive {
+    view: crate::report::cyclictest::View,
+    maxima: Vec<u64>,
+    lines_shown: usize,
+}
+
+impl CyclictestLive {
+    fn show(&mut self, rows: &[LiveRow], root: &SysRoot, last: bool) {
+        let maxima: Vec<u64> = rows.iter().map(|r| r.snap.max_ns).collect();
+        let grew = maxima != self.maxima || self.lines_shown == 0;
+        self.maxima = maxima;
+        if self.view.quiet || self.view.verbose {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if self.view.refresh_on_max {
+            // cyclictest -M: each block is followed by a move back up, and
+            // the end moves down past the last one.
+            if last {
+                let _ = writeln!(out, "\x1b[{}B", self.lines_shown);
+            } else if grew {
+                let text = self.block(rows, root);
+                self.lines_shown = text.lines().count();
+                let _ = write!(
+                    out,
+                    "{}\x1b[{}A",
+                    crate::text::terminal(&text),
+                    self.lines_shown
+                );
+            }
+            let _ = out.flush();
+            return;
+        }
+        let text = self.block(rows, root);
+        if self.lines_shown > 0 {
+            let _ = write!(out, "\x1b[{}A", self.lines_shown);
+        }
+        let _ = write!(out, "{}", crate::text::terminal(&text));
+        let _ = out.flush();
+        self.lines_shown = text.lines().count();
+    }
+
+    fn block(&self, rows: &[LiveRow], root: &SysRoot) -> String {
+        let loadavg = root
+            .read_opt(crate::sys::paths::LOADAVG)
+            .unwrap_or_default();
+        crate::report::cyclictest::live_block(&self.view, rows, &loadavg)
+    }
 }
 
 impl LiveView {
@@ -133,6 +188,11 @@ impl Watch {
                 every_refresh: opts.every_refresh,
                 lines_shown: 0,
                 display: plan.main.cpu_load,
+                cyclictest: opts.cyclictest.clone().map(|view| CyclictestLive {
+                    view,
+                    maxima: Vec::new(),
+                    lines_shown: 0,
+                }),
             },
             load: LoadSampler::new(&opts.root, run_start),
             period: Duration::from_nanos(plan.main.stats_period_ns),
@@ -211,6 +271,15 @@ impl Watch {
         }
     }
 
+    /// cyclictest's first line, once PM QoS is held (before any other).
+    pub(super) fn announce_pm_qos(&self, pm: &crate::result::PmQos) {
+        if let (Some(_), true, Some(us)) = (&self.view.cyclictest, pm.held, pm.requested_us) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "# /dev/cpu_dma_latency set to {us}us");
+            let _ = out.flush();
+        }
+    }
+
     /// Every `stats.period`: CPU load, the exported figures, the live table.
     pub(super) fn refresh(&mut self, armed: &Armed, root: &SysRoot) {
         self.load.sample(root);
@@ -233,6 +302,9 @@ impl Watch {
             .collect::<Vec<_>>()
             .join("\n");
         let note = (!note.is_empty()).then_some(note);
+        if let Some(ct) = self.view.cyclictest.as_mut() {
+            return ct.show(&rows(&armed.timers.handles), root, false);
+        }
         self.view.show(
             &rows(&armed.timers.handles),
             self.load.last.as_ref(),
@@ -255,6 +327,9 @@ impl Watch {
     /// The last load sample and the final table.
     pub(super) fn finish(&mut self, final_rows: &[LiveRow], root: &SysRoot) {
         self.load.sample(root);
+        if let Some(ct) = self.view.cyclictest.as_mut() {
+            return ct.show(final_rows, root, true);
+        }
         self.view
             .show(final_rows, self.load.last.as_ref(), true, None);
     }

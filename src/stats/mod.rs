@@ -58,6 +58,10 @@ pub struct Recorder {
     pub series: series::TimeSeries,
     /// The worst wake-ups, with their time.
     pub spikes: spikes::Spikes,
+    /// The first samples one by one (ns, saturated below `u32::MAX`), as
+    /// many as `stats.samples` asks: allocated and written before the
+    /// release, filled by the hot loop, cut to the samples taken at the end.
+    pub samples: Vec<u32>,
 }
 
 impl Recorder {
@@ -87,6 +91,7 @@ impl Recorder {
             early: 0,
             series: series::TimeSeries::new(),
             spikes: spikes::Spikes::new(spikes::SpikeSpec::default()),
+            samples: Vec::new(),
         })
     }
 

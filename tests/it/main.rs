@@ -11,9 +11,11 @@
 //! allocator limit is process-wide and would fail the tests beside it.
 
 mod boards;
+mod cyclictest_compat;
 mod endpoint;
 mod explain;
 mod fixtures;
+mod habits;
 mod hardening;
 mod isolation;
 mod monitor;

@@ -50,6 +50,29 @@ pub fn online_cpus(root: &SysRoot) -> Result<Vec<usize>, SysError> {
     })
 }
 
+/// The CPUs the kernel knows of, online or not (the `cpuN` directories,
+/// as glibc counts `_SC_NPROCESSORS_CONF`); 0 when unreadable.
+pub fn configured_cpus(root: &SysRoot) -> usize {
+    root.list(paths::CPU_DIR).map_or(0, |names| {
+        names
+            .iter()
+            .filter(|n| {
+                n.strip_prefix("cpu")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .count()
+    })
+}
+
+/// The NUMA node of `cpu` (its `nodeN` link in sysfs), None when the
+/// kernel has no NUMA.
+pub fn cpu_node(root: &SysRoot, cpu: usize) -> Option<usize> {
+    root.list(&format!("{}/cpu{cpu}", paths::CPU_DIR))
+        .ok()?
+        .iter()
+        .find_map(|name| name.strip_prefix("node")?.parse().ok())
+}
+
 /// Facts about this process's privileges that decide whether real-time
 /// scheduling can be had.
 #[derive(Debug, Clone, PartialEq, Eq)]

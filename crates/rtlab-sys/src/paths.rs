@@ -7,6 +7,8 @@
 pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
 /// The kernel command line.
 pub const CMDLINE: &str = "proc/cmdline";
+/// The load averages (cyclictest's live header).
+pub const LOADAVG: &str = "proc/loadavg";
 /// The cpuset of the calling thread.
 pub const THREAD_SELF_CPUSET: &str = "proc/thread-self/cpuset";
 /// The calling process's memory map, with each mapping's sizes.

@@ -82,6 +82,7 @@ impl Draft {
                 duration_ns: None,
                 loops: None,
                 histo_size_us: DEFAULT_HISTO_SIZE_US,
+                keep_samples: 0,
                 filename: None,
                 cpuset: None,
             },
@@ -359,6 +360,15 @@ pub(super) fn histo_size(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
         } else {
             d.timer.histo_size_us = ns / 1_000;
         }
+    }
+}
+
+/// Most samples a thread keeps one by one (4 MB of them).
+pub const MAX_KEPT_SAMPLES: i64 = 1_000_000;
+
+pub(super) fn stats_samples(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(prop, values::integer(&prop.value, 1, MAX_KEPT_SAMPLES)) {
+        d.timer.keep_samples = n as u64;
     }
 }
 

@@ -6,6 +6,7 @@
 //! [`crate::plan`], which keeps the positions recorded here for its messages.
 
 mod apply;
+pub use apply::MAX_KEPT_SAMPLES;
 pub mod keys;
 mod parse;
 pub mod values;
@@ -290,6 +291,8 @@ pub struct TimerConfig {
     pub loops: Option<u64>,
     /// Largest latency kept in the 1-µs histogram (µs).
     pub histo_size_us: u64,
+    /// Keep the first N samples' latencies (0: none).
+    pub keep_samples: u64,
     /// Result file name.
     pub filename: Option<Spanned<String>>,
     /// Cpuset to put the thread in.

@@ -1,0 +1,183 @@
+//! `rtlab cyclictest ARGS...` (and rtlab installed under the name
+//! `cyclictest`): cyclictest's command line and outputs, measured by
+//! rtlab. The options become an experiment ([`setup`]), which goes through
+//! the same plan and run as any file; the outputs are cyclictest's
+//! ([`crate::report::cyclictest`]), rendered from the one result. rtlab's
+//! extras go to stderr (percentiles, the flight recorder's verdict) or to
+//! files asked for (`--rtlab-json`, `--rtlab-outdir`), so that stdout is
+//! what cyclictest's parsers expect.
+//!
+//! Exit statuses: 0 when the run completed or was stopped by SIGINT or
+//! SIGTERM (as cyclictest), 2 when refused before the start (an option
+//! rtlab does not do, a bad value), 1 when it failed after the start.
+
+use super::{EXIT_FAILED, EXIT_REFUSED, RunArgs};
+use crate::plan::PlanOptions;
+use crate::report::cyclictest as render;
+use crate::result::{EndReason, RunResult};
+use std::ffi::OsString;
+use std::path::Path;
+
+mod args;
+mod setup;
+
+/// The front end's command-line definition (its man page).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    args::CyclictestArgs::command()
+}
+
+/// The cyclictest front end; `argv` without the program name.
+pub fn main(argv: &[OsString]) -> i32 {
+    let a = match args::parse(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let text = e.to_string();
+            errln!(
+                "rtlab cyclictest: {}",
+                text.lines().next().unwrap_or_default()
+            );
+            errln!("  hint: `rtlab cyclictest --help` lists the options rtlab takes");
+            return EXIT_REFUSED;
+        }
+    };
+    if a.help {
+        use clap::CommandFactory;
+        outln!("{}", args::CyclictestArgs::command().render_help());
+        return 0;
+    }
+    if let Some((option, why)) = a.unsupported() {
+        errln!("rtlab cyclictest: {option} is not supported: {why}");
+        return EXIT_REFUSED;
+    }
+    let cmdline = std::iter::once("cyclictest".to_string())
+        .chain(argv.iter().map(|s| s.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let allowed = crate::sys::os::get_affinity(0).unwrap_or_default();
+    let setup = match setup::setup(&a, &allowed, &cmdline) {
+        Ok(s) => s,
+        Err(msg) => {
+            errln!("rtlab cyclictest: {msg}");
+            return EXIT_REFUSED;
+        }
+    };
+    let files = [
+        ("--json", a.json.as_deref()),
+        ("--histfile", a.histfile.as_deref()),
+        ("--rtlab-json", a.rtlab_json.as_deref()),
+    ];
+    for (option, path) in files {
+        if let Some(p) = path
+            && let Err(e) = crate::sys::outfile::check(p, false)
+        {
+            errln!("rtlab cyclictest: {option} {}", e.with_hint());
+            return EXIT_REFUSED;
+        }
+    }
+    for note in &setup.notes {
+        errln!("{note}");
+    }
+    let text = setup.experiment.text();
+    if a.rtlab_print {
+        errln!("# the experiment `rtlab cyclictest` runs\n{text}");
+    }
+    let opts = PlanOptions {
+        outdir: a.rtlab_outdir.clone(),
+        dbg_level: None,
+        no_result_files: a.rtlab_outdir.is_none(),
+    };
+    let origins = setup.experiment.origins();
+    let plan = match super::plan_from_text(&text, "rtlab cyclictest", &opts, &origins) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if a.verbose {
+        let root = crate::sys::SysRoot::real();
+        let online = crate::sys::online_cpus(&root).map_or(0, |c| c.len());
+        let configured = crate::sys::configured_cpus(&root).max(online);
+        out!("Max CPUs = {configured}\nOnline CPUs = {online}\n");
+    }
+    let run_args = RunArgs::default();
+    match super::execute_plan(&plan, &run_args, None, Some(setup.view.clone())) {
+        Ok(result) => outputs(&setup.view, &a, &result),
+        Err(code) => code,
+    }
+}
+
+/// cyclictest's outputs, rtlab's extras, and the exit status.
+fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) -> i32 {
+    for w in &result.warnings {
+        crate::messages::warn(w);
+    }
+    let mut stdout = String::new();
+    if view.verbose {
+        stdout.push_str(&render::verbose(view, &result.timers));
+    } else if view.quiet && view.histogram.is_none() {
+        stdout.push_str(&render::final_lines(view, result));
+    }
+    if let Some(trigger) = view.spike {
+        stdout.push_str(&render::spikes(view, trigger, result));
+    }
+    let mut failures = Vec::new();
+    if let Some(h) = &view.histogram {
+        let block = render::histogram(view, h, &result.timers);
+        match &h.file {
+            Some(path) => write(path, &block, &mut failures),
+            None => stdout.push_str(&block),
+        }
+    }
+    if let Some(b) = view.breaktrace {
+        stdout.push_str(&render::breaks(b, result));
+    }
+    out!("{stdout}");
+    if let Some(path) = &view.json {
+        let root = crate::sys::SysRoot::real();
+        let node = |cpu: usize| crate::sys::cpu_node(&root, cpu).unwrap_or(0);
+        write(path, &render::json(view, result, &node), &mut failures);
+    }
+    if let Some(path) = &a.rtlab_json {
+        write(path, &crate::report::json::render(result), &mut failures);
+    }
+    // The flight recorder's windows of `-b` wake-ups, which its verdict
+    // names (in --rtlab-outdir, else the current directory).
+    for (name, json) in &result.trace_windows {
+        write(&result.plan.outdir.join(name), json, &mut failures);
+    }
+    if a.rtlab_outdir.is_some() {
+        // The systress result files, as `rtlab run` writes them.
+        for t in &result.timers {
+            if let Some(tp) = result.plan.timers.iter().find(|p| p.spec.index == t.index) {
+                let text = crate::report::files::render(t, result.plan.main.stats_format);
+                write(&tp.path, &text, &mut failures);
+            }
+        }
+    }
+    errln!("{}", render::percentiles(view, result).trim_end());
+    if let Some(trace) = &result.trace {
+        errln!("{}", crate::report::explain::verdict(trace).trim_end());
+    }
+    for f in &failures {
+        errln!("rtlab cyclictest: {f}");
+    }
+    match &result.end {
+        _ if !failures.is_empty() => EXIT_FAILED,
+        EndReason::Completed => 0,
+        EndReason::Interrupted { number, .. }
+            if [crate::sys::consts::SIGINT, crate::sys::consts::SIGTERM].contains(number) =>
+        {
+            0
+        }
+        EndReason::Failed { error } => {
+            errln!("rtlab cyclictest: run failed: {error}");
+            result.end.exit_code()
+        }
+        other => other.exit_code(),
+    }
+}
+
+fn write(path: &Path, text: &str, failures: &mut Vec<String>) {
+    if let Err(e) = crate::sys::outfile::write_whole(path, text.as_bytes()) {
+        failures.push(format!("cannot write {}", e.with_hint()));
+    }
+}
