@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicUsize;
 mod cyclictest;
 mod docs;
 mod generated;
+mod load;
 mod monitor;
 mod partition;
 mod show;
@@ -117,6 +118,10 @@ pub enum Command {
     /// A CPU hog that prints its loops per second (a load for the CPU
     /// bandwidth experiment).
     Hog(tune::HogArgs),
+    /// Built-in loads that print their throughput: cpu (duty cycle),
+    /// memory (bandwidth), io (files), ipc (hackbench), net (loopback),
+    /// timers; `cmdline rtlab load ipc --groups 10` in an experiment.
+    Load(load::LoadArgs),
     /// Draw runs: overlaid histograms (log count axis), percentile curves,
     /// latency over time, as SVG or PNG; `--gnuplot FILE` for a script.
     Plot(show::PlotArgs),
@@ -462,6 +467,7 @@ pub fn main() -> i32 {
         (Some(Command::Cstates(args)), _) => tune::cstates_main(args),
         (Some(Command::Sysinfo { json }), _) => tune::sysinfo_main(*json),
         (Some(Command::Hog(args)), _) => tune::hog_main(args),
+        (Some(Command::Load(args)), _) => load::load_main(args),
         (Some(Command::Plot(args)), _) => show::plot_main(args),
         (Some(Command::Report(args)), _) => show::report_main(args),
         (Some(Command::Compare(args)), _) => show::compare_main(args),

@@ -3,4 +3,5 @@
 //! the governor ramp experiment (`rtlab cpufreq ramp`) built on it.
 
 pub mod hog;
+pub mod load;
 pub mod ramp;

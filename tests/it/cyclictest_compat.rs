@@ -604,3 +604,81 @@ fn options_rtlab_does_not_do_are_refused_by_name() {
         assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o));
     }
 }
+
+/// rteval's run with its loads, from rtlab alone: the built-in standard
+/// mix (and stress-ng's, where it is installed) loads the machine while
+/// rteval's cyclictest line measures; each load printed its throughput,
+/// none outlives the run, and rteval's reading of the output holds.
+#[test]
+fn an_rteval_like_loaded_run_needs_nothing_but_rtlab() {
+    if !fixtures::root_or_refusal("an_rteval_like_loaded_run_needs_nothing_but_rtlab") {
+        return;
+    }
+    let _machine = fixtures::machine_exclusive();
+    let n = fixtures::online_cpus().len();
+    let mut mixes = vec!["standard"];
+    if fixtures::has_command("stress-ng") {
+        mixes.push("stress-ng");
+    } else {
+        fixtures::path_taken(
+            "an_rteval_like_loaded_run_needs_nothing_but_rtlab",
+            "no stress-ng here: the standard mix only",
+        );
+    }
+    for mix in mixes {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let line = format!(
+            "-i100 -qmu -h 3500 -p95 -t{{n}} -a{{cpus}} -l 5000 --rtlab-load {mix} --rtlab-outdir {{dir}}/out"
+        );
+        let args = words(&line, dir.path());
+        let o = run_with(
+            env!("CARGO_BIN_EXE_rtlab"),
+            &["cyclictest"],
+            &args,
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{mix}: {}", text(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let totals = hash_line(&stdout, "Total");
+        let overflows = hash_line(&stdout, "Histogram Overflows");
+        let buckets = rteval_buckets(&stdout, n);
+        assert_eq!(
+            buckets[0].iter().map(|b| b.1).sum::<u64>() + overflows[0],
+            5000
+        );
+        assert_eq!(buckets.len(), totals.len());
+        let outputs: Vec<_> = std::fs::read_dir(dir.path().join("out"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("load-"))
+            .collect();
+        let expected = if mix == "standard" { 6 } else { 1 };
+        assert_eq!(outputs.len(), expected, "{mix}: {outputs:?}");
+        for f in &outputs {
+            let text = std::fs::read_to_string(f.path()).unwrap();
+            if mix == "standard" {
+                // Stopped by the end of the run (SIGTERM): its total said.
+                assert!(
+                    text.contains(": total ") && text.contains(": kernel: "),
+                    "{f:?}: {text}"
+                );
+            }
+        }
+        // The io load's directory is gone, and no load outlives the run.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("rtlab-load-io"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        let ps = Command::new("pgrep")
+            .args(["-f", "rtlab load|stress-ng"])
+            .output()
+            .unwrap();
+        assert!(
+            ps.stdout.is_empty(),
+            "{mix}: left {}",
+            String::from_utf8_lossy(&ps.stdout)
+        );
+    }
+}

@@ -18,6 +18,7 @@ mod fixtures;
 mod habits;
 mod hardening;
 mod isolation;
+mod loads;
 mod monitor;
 mod reports;
 mod run;

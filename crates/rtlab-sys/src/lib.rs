@@ -64,6 +64,37 @@ pub fn configured_cpus(root: &SysRoot) -> usize {
     })
 }
 
+/// The size of the last-level cache CPU 0 sees (bytes), from its cache
+/// directories in sysfs (`size` as `32768K`); None when not listed.
+pub fn llc_bytes(root: &SysRoot) -> Option<u64> {
+    let dir = format!("{}/cpu0/cache", paths::CPU_DIR);
+    let mut best: Option<(u32, u64)> = None;
+    for index in root.list(&dir).ok()? {
+        let read = |f: &str| root.read_opt(&format!("{dir}/{index}/{f}"));
+        let Some(level) = read("level").and_then(|l| l.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        let Some(size) = read("size").and_then(|s| cache_size(s.trim())) else {
+            continue;
+        };
+        if best.is_none_or(|(l, s)| (level, size) > (l, s)) {
+            best = Some((level, size));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+fn cache_size(text: &str) -> Option<u64> {
+    let (n, unit) = match text.strip_suffix('K') {
+        Some(n) => (n, 1 << 10),
+        None => match text.strip_suffix('M') {
+            Some(n) => (n, 1 << 20),
+            None => (text, 1),
+        },
+    };
+    n.parse::<u64>().ok()?.checked_mul(unit)
+}
+
 /// The NUMA node of `cpu` (its `nodeN` link in sysfs), None when the
 /// kernel has no NUMA.
 pub fn cpu_node(root: &SysRoot, cpu: usize) -> Option<usize> {

@@ -321,6 +321,45 @@ pub fn thread_usage() -> Option<ThreadUsage> {
     })
 }
 
+/// What the kernel counted for this whole process, its ended threads
+/// included (`getrusage(RUSAGE_SELF)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessUsage {
+    /// Times its threads gave the CPU up.
+    pub voluntary_switches: u64,
+    /// Times its threads were taken off the CPU.
+    pub involuntary_switches: u64,
+    /// 512-byte blocks read from storage.
+    pub blocks_in: u64,
+    /// 512-byte blocks written to storage.
+    pub blocks_out: u64,
+    /// CPU time, user and system (µs).
+    pub cpu_us: u64,
+}
+
+/// This process's [`ProcessUsage`].
+pub fn process_usage() -> Option<ProcessUsage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage; getrusage fills it for the
+    // process or fails without writing.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised, and the kernel filled it on success.
+    let ru = unsafe { ru.assume_init() };
+    let n = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+    let us =
+        |t: libc::timeval| n(t.tv_sec as libc::c_long) * 1_000_000 + n(t.tv_usec as libc::c_long);
+    Some(ProcessUsage {
+        voluntary_switches: n(ru.ru_nvcsw),
+        involuntary_switches: n(ru.ru_nivcsw),
+        blocks_in: n(ru.ru_inblock),
+        blocks_out: n(ru.ru_oublock),
+        cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+    })
+}
+
 /// The calling thread's kernel thread id.
 pub fn gettid() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()

@@ -124,6 +124,10 @@ pub struct CyclictestArgs {
     /// Also write rtlab's per-thread result files into DIR.
     #[arg(long = "rtlab-outdir", value_name = "DIR")]
     pub rtlab_outdir: Option<PathBuf>,
+    /// Load the machine while it measures: `standard` (rtlab's built-in
+    /// loads, rteval's conditions) or `stress-ng` (the same from stress-ng).
+    #[arg(long = "rtlab-load", value_name = "MIX", value_parser = ["standard", "stress-ng"])]
+    pub rtlab_load: Option<String>,
     /// Print the experiment file the command line makes, and run it.
     #[arg(long = "rtlab-print")]
     pub rtlab_print: bool,

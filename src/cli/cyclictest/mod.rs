@@ -82,6 +82,13 @@ pub fn main(argv: &[OsString]) -> i32 {
     if a.rtlab_print {
         errln!("# the experiment `rtlab cyclictest` runs\n{text}");
     }
+    // Made before the plan, which checks the load programs' outputs there.
+    if let Some(dir) = &a.rtlab_outdir
+        && let Err(e) = crate::sys::outfile::create_dirs(dir)
+    {
+        errln!("rtlab cyclictest: --rtlab-outdir {}", e.with_hint());
+        return EXIT_REFUSED;
+    }
     let opts = PlanOptions {
         outdir: a.rtlab_outdir.clone(),
         dbg_level: None,

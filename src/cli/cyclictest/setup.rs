@@ -116,6 +116,9 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
             priority -= 1;
         }
     }
+    if let Some(mix) = &a.rtlab_load {
+        load_programs(&mut g, mix, allowed.len(), a.rtlab_outdir.as_deref())?;
+    }
     let view = View {
         cmdline: cmdline.to_string(),
         quiet: a.quiet,
@@ -136,6 +139,47 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
         view,
         notes,
     })
+}
+
+/// The program stanzas of `--rtlab-load MIX`, their output in `outdir`
+/// when there is one.
+fn load_programs(
+    g: &mut Generated,
+    mix: &str,
+    cpus: usize,
+    outdir: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let programs = if mix == "stress-ng" {
+        vec![crate::workload::load::stress_ng_mix(cpus)]
+    } else {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("--rtlab-load: where is rtlab's own binary? {e}"))?;
+        let exe = exe.to_string_lossy().into_owned();
+        crate::workload::load::standard_mix(cpus)
+            .into_iter()
+            .map(|args| std::iter::once(exe.clone()).chain(args).collect())
+            .collect()
+    };
+    for (i, argv) in programs.iter().enumerate() {
+        let cmdline = crate::config::values::quote_cmdline(argv).ok_or_else(|| {
+            format!(
+                "--rtlab-load {mix}: `{}` cannot be written in an experiment file",
+                argv.join(" ")
+            )
+        })?;
+        g.line("").line(format!("program[{i}]")).line("{");
+        g.from(format!("  cmdline {cmdline}"), "--rtlab-load", mix);
+        if let Some(dir) = outdir.and_then(|d| d.to_str()) {
+            let name = argv.get(2).map_or("stress-ng", String::as_str);
+            let out = crate::config::values::quote_cmdline(&[format!("{dir}/load-{name}-{i}.txt")])
+                .ok_or_else(|| {
+                    "--rtlab-outdir: its path cannot be written in an experiment file".to_string()
+                })?;
+            g.from(format!("  output.out {out}"), "--rtlab-outdir", dir);
+        }
+        g.line("}");
+    }
+    Ok(())
 }
 
 /// `-v`: the samples each thread keeps (its `-l`), 0 without `-v`.
