@@ -20,6 +20,7 @@ mod docs;
 mod generated;
 mod load;
 mod monitor;
+mod oneoff;
 mod partition;
 mod show;
 mod trace;
@@ -186,6 +187,13 @@ pub struct RunArgs {
     /// Print every refresh of the live table even when stdout is not a terminal.
     #[arg(long)]
     pub every_refresh: bool,
+    /// Print the experiment (the file, the built-in one, or the one the
+    /// one-off options write) and exit: a file to start from.
+    #[arg(long)]
+    pub print: bool,
+    /// One-off keys, without a file.
+    #[command(flatten)]
+    pub oneoff: oneoff::OneOff,
 }
 
 fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
@@ -212,9 +220,15 @@ fn print_diagnostics_from(file: &str, diags: &[Diagnostic], origins: &[Option<St
 
 /// Reads and plans an experiment (or the built-in one). Err = exit status.
 fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i32> {
+    let (text, name) = experiment_text(file)?;
+    plan_from_text(&text, &name, opts, &[])
+}
+
+/// The text and name of an experiment file, or of the built-in experiment.
+fn experiment_text(file: Option<&Path>) -> Result<(String, String), i32> {
     let root = SysRoot::real();
     let machine = RealMachine { root: root.clone() };
-    let (text, name) = match file {
+    let experiment = match file {
         Some(path) => {
             let name = path.display().to_string();
             use crate::sys::infile::{self, InputError};
@@ -245,7 +259,7 @@ fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan::RunPlan, i
             )
         }
     };
-    plan_from_text(&text, &name, opts, &[])
+    Ok(experiment)
 }
 
 /// Plans `text`; `origins` as in [`print_diagnostics_from`].
@@ -321,6 +335,26 @@ fn check_json(args: &RunArgs) -> Result<(), i32> {
 }
 
 fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
+    let (text, name, origins) = if args.oneoff.given() {
+        use plan::Machine;
+        let online = RealMachine {
+            root: SysRoot::real(),
+        }
+        .online_cpus();
+        match oneoff::experiment(&args.oneoff, &online) {
+            Ok(g) => (g.text(), "rtlab run".to_string(), g.origins()),
+            Err(code) => return code,
+        }
+    } else {
+        match experiment_text(args.file.as_deref()) {
+            Ok((text, name)) => (text, name, Vec::new()),
+            Err(code) => return code,
+        }
+    };
+    if args.print {
+        out!("{text}");
+        return 0;
+    }
     if let Err(code) = check_json(args) {
         return code;
     }
@@ -329,7 +363,7 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
         dbg_level,
         no_result_files: false,
     };
-    match load_plan(args.file.as_deref(), &opts) {
+    match plan_from_text(&text, &name, &opts, &origins) {
         Ok(plan) => run_plan(&plan, args, None),
         Err(code) => code,
     }

@@ -3,7 +3,7 @@
 //! keep or edit) and runs it as `rtlab run` would: one path from file to
 //! result, whichever way the experiment was given.
 
-use super::generated::Generated;
+use super::generated::{Generated, one_line};
 use super::{EXIT_REFUSED, RunArgs};
 use crate::config::values::quote_cmdline;
 use clap::Args;
@@ -54,21 +54,6 @@ pub struct IrqTaskArgs {
     /// The task to start and measure (program[0]), restarted when it ends.
     #[arg(last = true)]
     pub command: Vec<String>,
-}
-
-/// A value put on one line of the generated file: no line break, no `#`
-/// or quote that would change how the line reads.
-fn one_line(what: &str, value: &str) -> Result<String, i32> {
-    let bad = value.is_empty()
-        || value
-            .chars()
-            .any(|c| c.is_control() || matches!(c, '#' | '\'' | '"' | '\\' | '{' | '}'));
-    if bad {
-        errln!("rtlab: {what} {value:?} cannot be written in an experiment file");
-        errln!("  hint: write the experiment file yourself (`rtlab audit --print` shows one)");
-        return Err(EXIT_REFUSED);
-    }
-    Ok(value.trim().to_string())
 }
 
 fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) -> i32 {

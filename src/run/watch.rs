@@ -177,6 +177,41 @@ pub(super) struct Watch {
     pub(super) partitions_changed: Vec<String>,
     /// The first refresh is done (and the code that ran once let go).
     settled: bool,
+    /// How long the run should last, when every part of it ends by itself.
+    planned: Option<Duration>,
+}
+
+/// How long `plan` lasts when nothing stops it: its `lifetime.duration`, or
+/// the longest timer thread when each has a duration or loops (a thread
+/// taking N loops lasts N periods, more if periods are skipped).
+fn planned_length(plan: &RunPlan) -> Option<Duration> {
+    let timers = plan.timers.iter().map(|t| {
+        let by_loops = t.spec.loops.map(|n| n.saturating_mul(t.spec.period_ns));
+        match (t.spec.duration_ns, by_loops) {
+            (Some(d), Some(l)) => Some(d.min(l)),
+            (d, l) => d.or(l),
+        }
+    });
+    let longest = timers.collect::<Option<Vec<u64>>>()?.into_iter().max();
+    let ns = match (plan.main.lifetime_ns, longest) {
+        (Some(life), Some(t)) => life.min(t),
+        (Some(life), None) => life,
+        (None, t) => t?,
+    };
+    Some(Duration::from_nanos(ns))
+}
+
+/// The live view's clock line: elapsed, and what is left when known.
+fn clock_line(elapsed: Duration, planned: Option<Duration>) -> String {
+    let e = elapsed.as_secs_f64();
+    match planned {
+        Some(p) => format!(
+            "elapsed {e:.1} s of {:.1} s, {:.1} s left",
+            p.as_secs_f64(),
+            (p.as_secs_f64() - e).max(0.0)
+        ),
+        None => format!("elapsed {e:.1} s, until stopped"),
+    }
 }
 
 impl Watch {
@@ -201,6 +236,7 @@ impl Watch {
             partitions: Vec::new(),
             partitions_changed: Vec::new(),
             settled: false,
+            planned: planned_length(plan),
         }
     }
 
@@ -296,8 +332,15 @@ impl Watch {
                 .iter()
                 .map(|p| format!("warning: {p}")),
         );
-        let note = cause
+        // The clock on a terminal only: the table a script reads keeps the
+        // documented layout.
+        let clock = self
+            .view
+            .tty
+            .then(|| clock_line(self.run_start.elapsed(), self.planned));
+        let note = clock
             .into_iter()
+            .chain(cause)
             .chain(warnings)
             .collect::<Vec<_>>()
             .join("\n");
@@ -332,5 +375,24 @@ impl Watch {
         }
         self.view
             .show(final_rows, self.load.last.as_ref(), true, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_says_what_is_left_when_the_run_ends_by_itself() {
+        let secs = Duration::from_secs_f64;
+        assert_eq!(
+            clock_line(secs(3.04), Some(secs(10.0))),
+            "elapsed 3.0 s of 10.0 s, 7.0 s left"
+        );
+        assert_eq!(
+            clock_line(secs(12.0), Some(secs(10.0))),
+            "elapsed 12.0 s of 10.0 s, 0.0 s left"
+        );
+        assert_eq!(clock_line(secs(1.0), None), "elapsed 1.0 s, until stopped");
     }
 }

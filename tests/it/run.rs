@@ -940,3 +940,53 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
         );
     }
 }
+
+#[test]
+fn one_off_options_run_what_print_shows() {
+    let _machine = crate::fixtures::machine_shared();
+    if !root_or_refusal("one_off_options_run_what_print_shows") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = crate::fixtures::measured_cpu().to_string();
+    let opts = [
+        "--cpus",
+        &cpu,
+        "--period",
+        "500us",
+        "--loops",
+        "300",
+        "--priority",
+        "91",
+        "--histo-size",
+        "250 us",
+    ];
+    // --print writes the experiment; the same options run it.
+    let printed = run_in(dir.path(), &[&["run", "--print"][..], &opts].concat());
+    assert_eq!(printed.status.code(), Some(0), "{}", text(&printed));
+    std::fs::write(dir.path().join("printed.cfg"), &printed.stdout).unwrap();
+    let o = run_in(
+        dir.path(),
+        &[&["run", "--json", "r.json"][..], &opts].concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    let t = &r["timers"][0];
+    assert_eq!(r["timers"].as_array().unwrap().len(), 1);
+    assert_eq!(t["cpus"][0].to_string(), cpu);
+    assert_eq!(t["sched"]["priority"], 91);
+    assert_eq!(t["period_ns"], 500_000);
+    assert_eq!(t["histo_size_us"], 250);
+    assert_eq!(t["summary"]["samples"], 300);
+    // The printed file runs as the options did.
+    let o = run_in(dir.path(), &["check", "printed.cfg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // A bad value is refused with the option named.
+    let o = run_in(dir.path(), &["run", "--cpus", &cpu, "--period", "2x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--period 2x"),
+        "{}",
+        text(&o)
+    );
+}
