@@ -450,24 +450,12 @@ fn run_plan(
     result.end.exit_code()
 }
 
-/// Entry point: parses the command line and returns the exit status.
-pub fn main() -> i32 {
-    let mut argv = std::env::args_os();
-    let called = argv.next().unwrap_or_default();
-    if Path::new(&called)
-        .file_name()
-        .is_some_and(|n| n == "cyclictest")
-    {
-        return cyclictest::main(&argv.collect::<Vec<_>>());
-    }
-    let cli = Cli::parse();
-    if let Some(level) = cli.dbg_level {
-        messages::set_level(level);
-    }
-    // A command that only reads and prints ends quietly when its output pipe
-    // closes. One that changes the system keeps SIGPIPE ignored (its output
-    // never panics, see `outln!`) so that it always undoes what it did.
-    let only_reads = match &cli.command {
+/// A command that only reads and prints ends quietly when its output pipe
+/// closes. One that changes the system, or cleans up after itself (a
+/// load's files), keeps SIGPIPE ignored (its output never panics, see
+/// `outln!`) so that it always undoes what it did.
+fn only_reads(command: &Option<Command>) -> bool {
+    match command {
         Some(
             Command::Check { .. }
             | Command::Sysinfo { .. }
@@ -483,8 +471,48 @@ pub fn main() -> i32 {
         Some(Command::Cpufreq(a)) => a.action.is_none(),
         Some(Command::Cstates(a)) => a.action.is_none(),
         _ => false,
+    }
+}
+
+/// `rtlab check FILE`.
+fn check_main(file: &Path, dbg_level: Option<u8>) -> i32 {
+    let opts = PlanOptions {
+        outdir: None,
+        dbg_level,
+        no_result_files: false,
     };
-    if only_reads {
+    match load_plan(Some(file), &opts) {
+        Ok(_) if journal_dir_trusted(&crate::sys::journal::default_dir()).is_err() => EXIT_REFUSED,
+        Ok(plan) => {
+            outln!(
+                "{}: OK ({} timer thread{}, {} program{})",
+                file.display(),
+                plan.timers.len(),
+                if plan.timers.len() == 1 { "" } else { "s" },
+                plan.programs.len(),
+                if plan.programs.len() == 1 { "" } else { "s" }
+            );
+            0
+        }
+        Err(code) => code,
+    }
+}
+
+/// Entry point: parses the command line and returns the exit status.
+pub fn main() -> i32 {
+    let mut argv = std::env::args_os();
+    let called = argv.next().unwrap_or_default();
+    if Path::new(&called)
+        .file_name()
+        .is_some_and(|n| n == "cyclictest")
+    {
+        return cyclictest::main(&argv.collect::<Vec<_>>());
+    }
+    let cli = Cli::parse();
+    if let Some(level) = cli.dbg_level {
+        messages::set_level(level);
+    }
+    if only_reads(&cli.command) {
         os::default_sigpipe();
     }
     match (&cli.command, &cli.cfg) {
@@ -509,32 +537,7 @@ pub fn main() -> i32 {
         (Some(Command::Audit(args)), _) => trace::audit_main(args),
         (Some(Command::Monitor(args)), _) => monitor::monitor_main(args, cli.dbg_level),
         (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
-        (Some(Command::Check { file }), _) => {
-            match load_plan(
-                Some(file),
-                &PlanOptions {
-                    outdir: None,
-                    dbg_level: cli.dbg_level,
-                    no_result_files: false,
-                },
-            ) {
-                Ok(_) if journal_dir_trusted(&crate::sys::journal::default_dir()).is_err() => {
-                    EXIT_REFUSED
-                }
-                Ok(plan) => {
-                    outln!(
-                        "{}: OK ({} timer thread{}, {} program{})",
-                        file.display(),
-                        plan.timers.len(),
-                        if plan.timers.len() == 1 { "" } else { "s" },
-                        plan.programs.len(),
-                        if plan.programs.len() == 1 { "" } else { "s" }
-                    );
-                    0
-                }
-                Err(code) => code,
-            }
-        }
+        (Some(Command::Check { file }), _) => check_main(file, cli.dbg_level),
         (None, Some(file)) => run_command(
             &RunArgs {
                 file: Some(file.clone()),

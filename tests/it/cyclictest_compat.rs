@@ -465,6 +465,18 @@ fn the_parsers_of_real_scripts_read_rtlabs_output() {
         dir.path(),
     );
     assert_eq!(field4.trim().parse::<u64>().unwrap(), maxima[0]);
+}
+
+/// Linaro's parser reads the JSON document: num_threads and each thread's
+/// min, avg and max, the same figures as the histogram block.
+#[test]
+fn linaros_json_reading_agrees_with_the_histogram() {
+    if !fixtures::root_or_refusal("linaros_json_reading_agrees_with_the_histogram") {
+        return;
+    }
+    let _machine = fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let loops = 2000u64;
     // Linaro's parser reads the JSON document: num_threads and each
     // thread's min, avg and max, the same figures as the histogram.
     let args = words(
@@ -501,6 +513,16 @@ fn the_parsers_of_real_scripts_read_rtlabs_output() {
         assert_eq!(in_json, hash_line(&stdout, "Total")[i]);
     }
     assert_eq!(doc["thread"]["0"]["cycles"], loops);
+}
+
+/// ChromiumOS's audio test reads the -v lines.
+#[test]
+fn chromiumos_verbose_reading_gets_every_sample() {
+    if !fixtures::root_or_refusal("chromiumos_verbose_reading_gets_every_sample") {
+        return;
+    }
+    let _machine = fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
     // ChromiumOS's audio test: the -v lines by its regular expression,
     // every sample of every thread, their extremes those of the JSON.
     let args = words(

@@ -29,27 +29,11 @@ pub fn command() -> clap::Command {
 
 /// The cyclictest front end; `argv` without the program name.
 pub fn main(argv: &[OsString]) -> i32 {
-    let a = match args::parse(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            let text = e.to_string();
-            errln!(
-                "rtlab cyclictest: {}",
-                text.lines().next().unwrap_or_default()
-            );
-            errln!("  hint: `rtlab cyclictest --help` lists the options rtlab takes");
-            return EXIT_REFUSED;
-        }
+    let a = match parse(argv) {
+        Ok(Some(a)) => a,
+        Ok(None) => return 0,
+        Err(code) => return code,
     };
-    if a.help {
-        use clap::CommandFactory;
-        outln!("{}", args::CyclictestArgs::command().render_help());
-        return 0;
-    }
-    if let Some((option, why)) = a.unsupported() {
-        errln!("rtlab cyclictest: {option} is not supported: {why}");
-        return EXIT_REFUSED;
-    }
     let cmdline = std::iter::once("cyclictest".to_string())
         .chain(argv.iter().map(|s| s.to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
@@ -62,40 +46,7 @@ pub fn main(argv: &[OsString]) -> i32 {
             return EXIT_REFUSED;
         }
     };
-    let files = [
-        ("--json", a.json.as_deref()),
-        ("--histfile", a.histfile.as_deref()),
-        ("--rtlab-json", a.rtlab_json.as_deref()),
-    ];
-    for (option, path) in files {
-        if let Some(p) = path
-            && let Err(e) = crate::sys::outfile::check(p, false)
-        {
-            errln!("rtlab cyclictest: {option} {}", e.with_hint());
-            return EXIT_REFUSED;
-        }
-    }
-    for note in &setup.notes {
-        errln!("{note}");
-    }
-    let text = setup.experiment.text();
-    if a.rtlab_print {
-        errln!("# the experiment `rtlab cyclictest` runs\n{text}");
-    }
-    // Made before the plan, which checks the load programs' outputs there.
-    if let Some(dir) = &a.rtlab_outdir
-        && let Err(e) = crate::sys::outfile::create_dirs(dir)
-    {
-        errln!("rtlab cyclictest: --rtlab-outdir {}", e.with_hint());
-        return EXIT_REFUSED;
-    }
-    let opts = PlanOptions {
-        outdir: a.rtlab_outdir.clone(),
-        dbg_level: None,
-        no_result_files: a.rtlab_outdir.is_none(),
-    };
-    let origins = setup.experiment.origins();
-    let plan = match super::plan_from_text(&text, "rtlab cyclictest", &opts, &origins) {
+    let plan = match plan(&a, &setup) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -110,6 +61,67 @@ pub fn main(argv: &[OsString]) -> i32 {
         Ok(result) => outputs(&setup.view, &a, &result),
         Err(code) => code,
     }
+}
+
+/// The options, or None when `--help` was printed; Err = exit status.
+fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, i32> {
+    let a = args::parse(argv).map_err(|e| {
+        let text = e.to_string();
+        errln!(
+            "rtlab cyclictest: {}",
+            text.lines().next().unwrap_or_default()
+        );
+        errln!("  hint: `rtlab cyclictest --help` lists the options rtlab takes");
+        EXIT_REFUSED
+    })?;
+    if a.help {
+        use clap::CommandFactory;
+        outln!("{}", args::CyclictestArgs::command().render_help());
+        return Ok(None);
+    }
+    if let Some((option, why)) = a.unsupported() {
+        errln!("rtlab cyclictest: {option} is not supported: {why}");
+        return Err(EXIT_REFUSED);
+    }
+    Ok(Some(a))
+}
+
+/// The output files checked, the notes said, the experiment planned.
+fn plan(a: &args::CyclictestArgs, setup: &setup::Setup) -> Result<crate::plan::RunPlan, i32> {
+    let files = [
+        ("--json", a.json.as_deref()),
+        ("--histfile", a.histfile.as_deref()),
+        ("--rtlab-json", a.rtlab_json.as_deref()),
+    ];
+    for (option, path) in files {
+        if let Some(p) = path
+            && let Err(e) = crate::sys::outfile::check(p, false)
+        {
+            errln!("rtlab cyclictest: {option} {}", e.with_hint());
+            return Err(EXIT_REFUSED);
+        }
+    }
+    for note in &setup.notes {
+        errln!("{note}");
+    }
+    let text = setup.experiment.text();
+    if a.rtlab_print {
+        errln!("# the experiment `rtlab cyclictest` runs\n{text}");
+    }
+    // Made before the plan, which checks the load programs' outputs there.
+    if let Some(dir) = &a.rtlab_outdir
+        && let Err(e) = crate::sys::outfile::create_dirs(dir)
+    {
+        errln!("rtlab cyclictest: --rtlab-outdir {}", e.with_hint());
+        return Err(EXIT_REFUSED);
+    }
+    let opts = PlanOptions {
+        outdir: a.rtlab_outdir.clone(),
+        dbg_level: None,
+        no_result_files: a.rtlab_outdir.is_none(),
+    };
+    let origins = setup.experiment.origins();
+    super::plan_from_text(&text, "rtlab cyclictest", &opts, &origins)
 }
 
 /// cyclictest's outputs, rtlab's extras, and the exit status.

@@ -60,61 +60,28 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
         a.distance.unwrap_or(500)
     };
     let (policy, label) = policy(a)?;
-    let mut priority = match a.priority {
-        Some(p) if !(0..=99).contains(&p) => {
-            return Err(format!("-p {p}: a priority is 0..99"));
-        }
-        Some(p) if p > 0 => p,
-        _ if policy == "FIFO" || policy == "RR" => {
-            let p = i32::try_from(count + 1).unwrap_or(99).min(99);
-            notes.push(format!("defaulting realtime priority to {p}"));
-            p
-        }
-        _ => 0,
+    let priority = first_priority(a, policy, count, &mut notes)?;
+    let shape = Shape {
+        affinity,
+        interval,
+        distance,
+        policy,
+        label: label.clone(),
+        duration_s: a.duration.as_deref().map(args::duration_s).transpose()?,
+        keep: verbose_samples(a)?,
+        histogram: histogram.clone(),
     };
-    let duration_s = a.duration.as_deref().map(args::duration_s).transpose()?;
-    let keep = verbose_samples(a)?;
     let mut g = Generated::default();
-    main_stanza(&mut g, a, affinity.as_deref());
+    main_stanza(&mut g, a, shape.affinity.as_deref());
     let mut threads = Vec::new();
     for i in 0..count {
-        let period = interval + i as u64 * distance;
-        g.line("").line(format!("timer_thread[{i}]")).line("{");
-        if let Some(cpus) = &affinity {
-            let cpu = cpus[i % cpus.len()];
-            g.from(format!("  cpu_affinity {cpu}"), "-a", &cpulist(cpus));
-        }
-        g.from(format!("  sched.policy {policy}"), "--policy", &label);
-        g.from(
-            format!("  sched.priority {priority}"),
-            "-p",
-            &priority.to_string(),
-        );
-        g.from(
-            format!("  timer.period {period} us"),
-            "-i",
-            &period.to_string(),
-        );
-        if keep > 0 {
-            // cyclictest -v: every thread takes its N samples.
-            g.from(format!("  lifetime.loops {keep}"), "-l", &keep.to_string());
-            g.from(format!("  stats.samples {keep}"), "-v", "");
+        // --priospread: each next thread one lower, down to 1.
+        let prio = if a.priospread {
+            (priority - i32::try_from(i).unwrap_or(i32::MAX)).max(1)
         } else {
-            lifetime(&mut g, a.loops, duration_s, interval, i)?;
-        }
-        if let Some(h) = &histogram {
-            let size = h.buckets - 1;
-            g.from(
-                format!("  stats.histo_size {size} us"),
-                "-h",
-                &h.buckets.to_string(),
-            );
-        }
-        g.line("}");
-        threads.push((priority, period));
-        if a.priospread && priority > 1 {
-            priority -= 1;
-        }
+            priority
+        };
+        threads.push(timer_stanza(&mut g, a, &shape, i, prio)?);
     }
     if let Some(mix) = &a.rtlab_load {
         load_programs(&mut g, mix, allowed.len(), a.rtlab_outdir.as_deref())?;
@@ -139,6 +106,88 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
         view,
         notes,
     })
+}
+
+/// What every timer stanza is made of.
+struct Shape {
+    affinity: Option<Vec<usize>>,
+    interval: u64,
+    distance: u64,
+    policy: &'static str,
+    label: String,
+    duration_s: Option<u64>,
+    keep: u64,
+    histogram: Option<Histogram>,
+}
+
+/// The first thread's priority: `-p`, or threads + 1 for a real-time
+/// policy without one (said as cyclictest says it), or 0.
+fn first_priority(
+    a: &CyclictestArgs,
+    policy: &str,
+    count: usize,
+    notes: &mut Vec<String>,
+) -> Result<i32, String> {
+    Ok(match a.priority {
+        Some(p) if !(0..=99).contains(&p) => {
+            return Err(format!("-p {p}: a priority is 0..99"));
+        }
+        Some(p) if p > 0 => p,
+        _ if policy == "FIFO" || policy == "RR" => {
+            let p = i32::try_from(count + 1).unwrap_or(99).min(99);
+            notes.push(format!("defaulting realtime priority to {p}"));
+            p
+        }
+        _ => 0,
+    })
+}
+
+/// Thread `i`'s stanza; its priority and interval (µs) for the view.
+fn timer_stanza(
+    g: &mut Generated,
+    a: &CyclictestArgs,
+    s: &Shape,
+    i: usize,
+    priority: i32,
+) -> Result<(i32, u64), String> {
+    let period = s.interval + i as u64 * s.distance;
+    g.line("").line(format!("timer_thread[{i}]")).line("{");
+    if let Some(cpus) = &s.affinity {
+        let cpu = cpus[i % cpus.len()];
+        g.from(format!("  cpu_affinity {cpu}"), "-a", &cpulist(cpus));
+    }
+    g.from(format!("  sched.policy {}", s.policy), "--policy", &s.label);
+    g.from(
+        format!("  sched.priority {priority}"),
+        "-p",
+        &priority.to_string(),
+    );
+    g.from(
+        format!("  timer.period {period} us"),
+        "-i",
+        &period.to_string(),
+    );
+    if s.keep > 0 {
+        // cyclictest -v: every thread takes its N samples.
+        g.from(
+            format!("  lifetime.loops {}", s.keep),
+            "-l",
+            &s.keep.to_string(),
+        );
+        g.from(format!("  stats.samples {}", s.keep), "-v", "");
+    } else {
+        lifetime(g, a.loops, s.duration_s, s.interval, i)?;
+    }
+    if let Some(h) = &s.histogram {
+        let size = h.buckets - 1;
+        g.from(
+            format!("  stats.histo_size {size} us"),
+            "-h",
+            &h.buckets.to_string(),
+        );
+    }
+    g.line("}");
+    Ok((priority, period))
 }
 
 /// The program stanzas of `--rtlab-load MIX`, their output in `outdir`
