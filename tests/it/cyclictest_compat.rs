@@ -254,10 +254,8 @@ fn shape(v: &serde_json::Value, at: &str, out: &mut BTreeSet<String>) {
 }
 
 fn json_shape(path: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut out = BTreeSet::new();
-    shape(&v, "", &mut out);
+    shape(&read_json(path), "", &mut out);
     out
 }
 
@@ -269,6 +267,20 @@ fn for_cyclictest(args: &[String]) -> Vec<String> {
         .filter(|a| *a != "-n")
         .map(|a| a.replace("-n", ""))
         .collect()
+}
+
+/// `rtlab cyclictest LINE` in `dir` (`{dir}` and the CPUs filled in): its
+/// output, after checking that it completed.
+fn rtlab_ct(line: &str, dir: &Path) -> Output {
+    let args = words(line, dir);
+    let o = run_with(env!("CARGO_BIN_EXE_rtlab"), &["cyclictest"], &args, dir);
+    assert_eq!(o.status.code(), Some(0), "{line}: {}", text(&o));
+    o
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
 }
 
 struct Both {
@@ -413,14 +425,7 @@ fn the_parsers_of_real_scripts_read_rtlabs_output() {
     let n = fixtures::online_cpus().len();
     let loops = 2000u64;
     // OSADL's mklatencyplot.bash, its shell lines as they are.
-    let args = words(&format!("-l{loops} -m -Sp90 -i200 -h400 -q"), dir.path());
-    let o = run_with(
-        env!("CARGO_BIN_EXE_rtlab"),
-        &["cyclictest"],
-        &args,
-        dir.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = rtlab_ct(&format!("-l{loops} -m -Sp90 -i200 -h400 -q"), dir.path());
     std::fs::write(dir.path().join("output"), &o.stdout).unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let max = sh(
@@ -479,21 +484,12 @@ fn linaros_json_reading_agrees_with_the_histogram() {
     let loops = 2000u64;
     // Linaro's parser reads the JSON document: num_threads and each
     // thread's min, avg and max, the same figures as the histogram.
-    let args = words(
+    let o = rtlab_ct(
         &format!("-q -p 98 -i 1000 -t 2 -h 200 -l {loops} -m --json={{dir}}/out.json"),
         dir.path(),
     );
-    let o = run_with(
-        env!("CARGO_BIN_EXE_rtlab"),
-        &["cyclictest"],
-        &args,
-        dir.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
-            .unwrap();
+    let doc = read_json(&dir.path().join("out.json"));
     assert_eq!(doc["num_threads"], 2);
     assert_eq!(doc["return_code"], 0);
     let maxima = hash_line(&stdout, "Max Latencies");
@@ -525,19 +521,11 @@ fn chromiumos_verbose_reading_gets_every_sample() {
     let dir = tempfile::tempdir().unwrap();
     // ChromiumOS's audio test: the -v lines by its regular expression,
     // every sample of every thread, their extremes those of the JSON.
-    let args = words(
+    let o = rtlab_ct(
         "-v -q --policy=rr -p 80 -i 1000 -t 2 -l 500 --json={dir}/v.json",
         dir.path(),
     );
-    let o = run_with(
-        env!("CARGO_BIN_EXE_rtlab"),
-        &["cyclictest"],
-        &args,
-        dir.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("v.json")).unwrap()).unwrap();
+    let doc = read_json(&dir.path().join("v.json"));
     let mut per_thread = vec![Vec::new(); 2];
     for line in String::from_utf8_lossy(&o.stdout).lines() {
         if let Some(v) = verbose_line(line) {
@@ -652,14 +640,7 @@ fn an_rteval_like_loaded_run_needs_nothing_but_rtlab() {
         let line = format!(
             "-i100 -qmu -h 3500 -p95 -t{{n}} -a{{cpus}} -l 5000 --rtlab-load {mix} --rtlab-outdir {{dir}}/out"
         );
-        let args = words(&line, dir.path());
-        let o = run_with(
-            env!("CARGO_BIN_EXE_rtlab"),
-            &["cyclictest"],
-            &args,
-            dir.path(),
-        );
-        assert_eq!(o.status.code(), Some(0), "{mix}: {}", text(&o));
+        let o = rtlab_ct(&line, dir.path());
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
         let totals = hash_line(&stdout, "Total");
         let overflows = hash_line(&stdout, "Histogram Overflows");

@@ -303,15 +303,8 @@ impl ThreadUsage {
 
 /// The calling thread's [`ThreadUsage`] (None where the kernel refuses it).
 pub fn thread_usage() -> Option<ThreadUsage> {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD (Linux 2.6.26)
-    // fills it for the calling thread or fails without writing.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: zero-initialised, and the kernel filled it on success.
-    let ru = unsafe { ru.assume_init() };
+    // RUSAGE_THREAD: Linux 2.6.26.
+    let ru = getrusage(libc::RUSAGE_THREAD)?;
     let n = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
     Some(ThreadUsage {
         minor_faults: n(ru.ru_minflt),
@@ -319,6 +312,19 @@ pub fn thread_usage() -> Option<ThreadUsage> {
         voluntary_switches: n(ru.ru_nvcsw),
         involuntary_switches: n(ru.ru_nivcsw),
     })
+}
+
+/// `getrusage(who)`, None when it fails.
+fn getrusage(who: libc::c_int) -> Option<libc::rusage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage; getrusage fills it for
+    // `who` or fails without writing.
+    let rc = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised, and the kernel filled it on success.
+    Some(unsafe { ru.assume_init() })
 }
 
 /// What the kernel counted for this whole process, its ended threads
@@ -339,15 +345,7 @@ pub struct ProcessUsage {
 
 /// This process's [`ProcessUsage`].
 pub fn process_usage() -> Option<ProcessUsage> {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `ru` is a valid, writable rusage; getrusage fills it for the
-    // process or fails without writing.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: zero-initialised, and the kernel filled it on success.
-    let ru = unsafe { ru.assume_init() };
+    let ru = getrusage(libc::RUSAGE_SELF)?;
     let n = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
     let us =
         |t: libc::timeval| n(t.tv_sec as libc::c_long) * 1_000_000 + n(t.tv_usec as libc::c_long);
