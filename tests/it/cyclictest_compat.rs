@@ -685,3 +685,80 @@ fn an_rteval_like_loaded_run_needs_nothing_but_rtlab() {
         );
     }
 }
+
+/// `-b`: cyclictest stops at the first wake-up later than the break value;
+/// rtlab goes on, explains (where it can trace) and prints the `-b` lines
+/// of the first such wake-up, the one its JSON result keeps first.
+#[test]
+fn breaktrace_lines_name_the_first_late_wake_up_and_the_run_goes_on() {
+    if !fixtures::root_or_refusal(
+        "breaktrace_lines_name_the_first_late_wake_up_and_the_run_goes_on",
+    ) {
+        return;
+    }
+    let _machine = fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let o = rtlab_ct(
+        "-q -p 90 -a {cpu} -t 1 -i 500 -l 400 -b 1 --tracemark --rtlab-json {dir}/r.json",
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let r = read_json(&dir.path().join("r.json"));
+    let t = &r["timers"][0];
+    // The run went on to its 400 samples.
+    assert_eq!(t["summary"]["samples"], 400, "{stdout}");
+    let tid = t["tid"].as_u64().unwrap();
+    assert_eq!(hash_line(&stdout, "Thread Ids"), [tid]);
+    let late: Vec<&serde_json::Value> = t["spikes"]["over_threshold"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["latency_ns"].as_u64().unwrap() / 1000 > 1)
+        .collect();
+    let first = late.iter().min_by_key(|s| s["sample"].as_u64().unwrap());
+    match first {
+        Some(s) => {
+            assert_eq!(hash_line(&stdout, "Break thread"), [tid]);
+            let value = s["latency_ns"].as_u64().unwrap() / 1000;
+            assert_eq!(hash_line(&stdout, "Break value"), [value]);
+        }
+        None => assert!(!stdout.contains("# Break thread:"), "{stdout}"),
+    }
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let traced = r["trace"].is_object() && r["trace"]["unavailable"].is_null();
+    fixtures::path_taken(
+        "breaktrace_lines_name_the_first_late_wake_up_and_the_run_goes_on",
+        if traced {
+            "traced: the flight recorder explained the late wake-ups"
+        } else {
+            "no trace here: the -b lines from the kept wake-ups"
+        },
+    );
+    if traced {
+        assert!(stderr.contains("Why late"), "{stderr}");
+    }
+}
+
+/// Installed under the name `cyclictest`, rtlab is the front end.
+#[test]
+fn rtlab_called_cyclictest_is_the_front_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("cyclictest");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rtlab"), &link).unwrap();
+    let o = Command::new(&link)
+        .args(["-x", "-p", "80"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("rtlab cyclictest: -x/--posix_timers"),
+        "{}",
+        text(&o)
+    );
+    let o = Command::new(&link).arg("--help").output().unwrap();
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("--histofall"),
+        "{}",
+        text(&o)
+    );
+}
