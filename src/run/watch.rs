@@ -50,9 +50,8 @@ impl CyclictestLive {
         if self.view.refresh_on_max {
             // cyclictest -M: each block is followed by a move back up, and
             // the end moves down past the last one.
-            if last {
-                let _ = writeln!(out, "\x1b[{}B", self.lines_shown);
-            } else if grew {
+            // A run too short for a refresh still shows its block once.
+            if grew && !(last && self.lines_shown > 0) {
                 let text = self.block(rows, root);
                 self.lines_shown = text.lines().count();
                 let _ = write!(
@@ -61,6 +60,9 @@ impl CyclictestLive {
                     crate::text::terminal(&text),
                     self.lines_shown
                 );
+            }
+            if last {
+                let _ = writeln!(out, "\x1b[{}B", self.lines_shown);
             }
             let _ = out.flush();
             return;
