@@ -159,23 +159,36 @@ fn gauge(m: &mut prometheus_client::encoding::MetricEncoder, v: &f64) -> std::fm
 impl Collector for MetricsCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let s = self.0.lock().map_err(|_| std::fmt::Error)?.clone();
-        let m = &s.machine;
-        {
-            let info: Labels = vec![
-                ("version".into(), m.version.clone()),
-                ("host".into(), m.host.clone()),
-                ("kernel".into(), m.kernel.clone()),
-                ("preemption".into(), m.preemption.clone()),
-                ("cmdline_hash".into(), m.cmdline_hash.clone()),
-            ];
-            let mut d = encoder.encode_descriptor(
-                "rtlab_build",
-                "rtlab and the machine it runs on",
-                None,
-                MetricType::Info,
-            )?;
-            d.encode_info(&info)?;
-        }
+        s.encode_build(&mut encoder)?;
+        s.encode_timers(&mut encoder)?;
+        s.encode_causes_and_programs(&mut encoder)?;
+        s.encode_machine(&mut encoder)
+    }
+}
+
+impl Metrics {
+    /// rtlab_build: the version and the machine.
+    fn encode_build(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let m = &self.machine;
+        let info: Labels = vec![
+            ("version".into(), m.version.clone()),
+            ("host".into(), m.host.clone()),
+            ("kernel".into(), m.kernel.clone()),
+            ("preemption".into(), m.preemption.clone()),
+            ("cmdline_hash".into(), m.cmdline_hash.clone()),
+        ];
+        let mut d = encoder.encode_descriptor(
+            "rtlab_build",
+            "rtlab and the machine it runs on",
+            None,
+            MetricType::Info,
+        )?;
+        d.encode_info(&info)
+    }
+
+    /// Each timer thread's histogram, overruns, spikes and maxima.
+    fn encode_timers(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let s = self;
         let per_timer = |f: &dyn Fn(&TimerMetrics) -> Option<f64>| -> Vec<(Labels, f64)> {
             s.timers
                 .iter()
@@ -185,7 +198,7 @@ impl Collector for MetricsCollector {
         let hist: Vec<(Labels, &TimerMetrics)> =
             s.timers.iter().map(|t| (s.timer_labels(t), t)).collect();
         family(
-            &mut encoder,
+            encoder,
             "rtlab_latency_seconds",
             "wake-up latency of each timer thread: from its deadline to its clock read",
             MetricType::Histogram,
@@ -213,7 +226,7 @@ impl Collector for MetricsCollector {
             s.timers.iter().map(|t| (s.timer_labels(t), f(t))).collect()
         };
         family(
-            &mut encoder,
+            encoder,
             "rtlab_overruns",
             "wake-ups so late that the next period had begun",
             MetricType::Counter,
@@ -221,7 +234,7 @@ impl Collector for MetricsCollector {
             counter,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_missed_periods",
             "periods skipped by overruns",
             MetricType::Counter,
@@ -229,7 +242,7 @@ impl Collector for MetricsCollector {
             counter,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_spikes",
             "wake-ups at or above the flight recorder's threshold (trace.threshold)",
             MetricType::Counter,
@@ -237,7 +250,7 @@ impl Collector for MetricsCollector {
             counter,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_latency_max_seconds",
             "largest wake-up latency since the start",
             MetricType::Gauge,
@@ -245,13 +258,19 @@ impl Collector for MetricsCollector {
             gauge,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_latency_recent_max_seconds",
             "largest wake-up latency of the last minute (sliding)",
             MetricType::Gauge,
             &per_timer(&|t| t.recent_max_ns.map(secs)),
             gauge,
         )?;
+        Ok(())
+    }
+
+    /// The flight recorder's causes and the load programs' starts and ends.
+    fn encode_causes_and_programs(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let s = self;
         let causes: Vec<(Labels, u64)> = s
             .causes
             .iter()
@@ -263,7 +282,7 @@ impl Collector for MetricsCollector {
             })
             .collect();
         family(
-            &mut encoder,
+            encoder,
             "rtlab_spike_causes",
             "explained late wake-ups by their main cause (the flight recorder)",
             MetricType::Counter,
@@ -282,7 +301,7 @@ impl Collector for MetricsCollector {
                 .collect()
         };
         family(
-            &mut encoder,
+            encoder,
             "rtlab_program_starts",
             "load program starts, respawns included",
             MetricType::Counter,
@@ -290,13 +309,19 @@ impl Collector for MetricsCollector {
             counter,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_program_exits",
             "load program ends",
             MetricType::Counter,
             &programs(|p| p.exits),
             counter,
         )?;
+        Ok(())
+    }
+
+    /// CPU load, partitions and the settings the run holds changed.
+    fn encode_machine(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let s = self;
         let busy: Vec<(Labels, f64)> = s
             .cpu_busy
             .iter()
@@ -307,7 +332,7 @@ impl Collector for MetricsCollector {
             })
             .collect();
         family(
-            &mut encoder,
+            encoder,
             "rtlab_cpu_busy_ratio",
             "busy fraction of each CPU over the last refresh",
             MetricType::Gauge,
@@ -324,7 +349,7 @@ impl Collector for MetricsCollector {
             })
             .collect();
         family(
-            &mut encoder,
+            encoder,
             "rtlab_partition_cpus",
             "CPUs of each cpuset partition",
             MetricType::Gauge,
@@ -332,7 +357,7 @@ impl Collector for MetricsCollector {
             gauge,
         )?;
         family(
-            &mut encoder,
+            encoder,
             "rtlab_tuning_changes",
             "system settings the run holds changed (restored at its end)",
             MetricType::Gauge,
