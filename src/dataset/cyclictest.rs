@@ -112,96 +112,97 @@ fn t_line(line: &str) -> Option<(usize, Reported)> {
     ))
 }
 
-/// Parses cyclictest's histogram text (a `--histfile`, or its stdout).
-pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError> {
-    // The rows, read straight into one bucket list per thread (no copy of
-    // the table): memory in proportion to the non-empty buckets.
-    let mut per_thread: Vec<Vec<(u64, u64)>> = Vec::new();
-    let mut any_row = false;
-    let too_many = |lineno: usize| {
-        ParseError::new(
-            lineno,
-            1,
-            format!("more than {} threads", super::MAX_THREADS),
-            "cyclictest runs one thread per CPU; this is not one of its files",
-        )
-    };
-    let mut summary: [Option<Vec<u64>>; 5] = [None, None, None, None, None];
-    let mut t_lines: Vec<(usize, Reported)> = Vec::new();
-    const KEYS: [&str; 5] = [
-        "# Min Latencies:",
-        "# Avg Latencies:",
-        "# Max Latencies:",
-        "# Histogram Overflows:",
-        "# Total:",
-    ];
-    let lines_in_file = text.lines().count().max(1);
-    for (n, raw) in text.lines().enumerate() {
-        let line = raw.trim_end();
-        let lineno = n + 1;
+/// The summary lines rtlab reads, in the order of [`Scan::summary`].
+const KEYS: [&str; 5] = [
+    "# Min Latencies:",
+    "# Avg Latencies:",
+    "# Max Latencies:",
+    "# Histogram Overflows:",
+    "# Total:",
+];
+
+/// What one pass over a histogram text found.
+#[derive(Default)]
+struct Scan {
+    /// The rows, read straight into one bucket list per thread (no copy
+    /// of the table): memory in proportion to the non-empty buckets.
+    per_thread: Vec<Vec<(u64, u64)>>,
+    any_row: bool,
+    /// The values of each of [`KEYS`].
+    summary: [Option<Vec<u64>>; 5],
+    /// The last `T:` line of each thread.
+    t_lines: Vec<(usize, Reported)>,
+}
+
+fn too_many(lineno: usize) -> ParseError {
+    ParseError::new(
+        lineno,
+        1,
+        format!("more than {} threads", super::MAX_THREADS),
+        "cyclictest runs one thread per CPU; this is not one of its files",
+    )
+}
+
+impl Scan {
+    fn line(&mut self, line: &str, lineno: usize) -> Result<(), ParseError> {
         if let Some(k) = KEYS.iter().position(|k| line.starts_with(k)) {
             let values = numbers(&line[KEYS[k].len()..], lineno, KEYS[k].len() + 1)?;
             if values.len() > super::MAX_THREADS {
                 return Err(too_many(lineno));
             }
-            summary[k] = Some(values);
+            self.summary[k] = Some(values);
         } else if line.contains("T:") && !line.starts_with('#') {
             if let Some(t) = t_line(line) {
                 if t.0 >= super::MAX_THREADS {
                     return Err(too_many(lineno));
                 }
-                t_lines.retain(|(i, _)| *i != t.0);
-                t_lines.push(t);
+                self.t_lines.retain(|(i, _)| *i != t.0);
+                self.t_lines.push(t);
             }
         } else if line.starts_with(|c: char| c.is_ascii_digit()) {
-            let mut words = line.split_whitespace();
-            let bucket = words.next().unwrap_or_default();
-            let bucket = bucket.parse::<u64>().map_err(|_| {
-                ParseError::new(
-                    lineno,
-                    1,
-                    format!("{bucket:?} is not a histogram bucket"),
-                    "a histogram row is the bucket, then one count per thread",
-                )
-            })?;
-            let counts = numbers(
-                &line[line.find(char::is_whitespace).unwrap_or(line.len())..],
-                lineno,
-                8,
-            )?;
-            if counts.len() > super::MAX_THREADS {
-                return Err(too_many(lineno));
-            }
-            if per_thread.len() < counts.len() {
-                per_thread.resize_with(counts.len(), Vec::new);
-            }
-            for (i, &count) in counts.iter().enumerate() {
-                if count > 0 {
-                    per_thread[i].push((bucket, count));
-                }
-            }
-            any_row = true;
+            self.row(line, lineno)?;
         }
-        // Anything else (`# Histogram`, `# Total:`, overflow cycle numbers,
-        // `policy:` lines, PM QoS notes) carries nothing rtlab needs.
+        // Anything else (`# Histogram`, overflow cycle numbers, `policy:`
+        // lines, PM QoS notes) carries nothing rtlab needs.
+        Ok(())
     }
-    let threads_seen = summary[0]
-        .as_ref()
-        .map(Vec::len)
-        .unwrap_or(per_thread.len());
-    if threads_seen == 0 {
-        return Err(ParseError::new(
-            1,
-            1,
-            "no cyclictest histogram rows or `# Min Latencies:` line in this file",
-            "give cyclictest's -h/-H output (stdout or --histfile), its --json file, rtlab's --json result or a timer_threadNN.txt",
-        ));
+
+    /// A row: the bucket, then one count per thread.
+    fn row(&mut self, line: &str, lineno: usize) -> Result<(), ParseError> {
+        let bucket = line.split_whitespace().next().unwrap_or_default();
+        let bucket = bucket.parse::<u64>().map_err(|_| {
+            ParseError::new(
+                lineno,
+                1,
+                format!("{bucket:?} is not a histogram bucket"),
+                "a histogram row is the bucket, then one count per thread",
+            )
+        })?;
+        let rest = &line[line.find(char::is_whitespace).unwrap_or(line.len())..];
+        let counts = numbers(rest, lineno, 8)?;
+        if counts.len() > super::MAX_THREADS {
+            return Err(too_many(lineno));
+        }
+        if self.per_thread.len() < counts.len() {
+            self.per_thread.resize_with(counts.len(), Vec::new);
+        }
+        for (i, &count) in counts.iter().enumerate() {
+            if count > 0 {
+                self.per_thread[i].push((bucket, count));
+            }
+        }
+        self.any_row = true;
+        Ok(())
     }
-    // A histogram is only whole with its summary: without it the samples
-    // beyond the histogram, the min and the max are unknown.
-    if any_row && let Some(k) = [0, 2, 3].into_iter().find(|&k| summary[k].is_none()) {
-        {
-            return Err(ParseError::new(
+
+    /// A histogram is only whole with its summary: without it the samples
+    /// beyond the histogram, the min and the max are unknown.
+    fn check_whole(&self, lines_in_file: usize) -> Result<(), ParseError> {
+        if !self.any_row {
+            return Ok(());
+        }
+        match [0, 2, 3].into_iter().find(|&k| self.summary[k].is_none()) {
+            Some(k) => Err(ParseError::new(
                 lines_in_file,
                 1,
                 format!(
@@ -209,14 +210,18 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
                     KEYS[k].trim_start_matches("# ").trim_end_matches(':')
                 ),
                 "cyclictest writes its summary lines when the run ends; give the whole file",
-            ));
+            )),
+            None => Ok(()),
         }
     }
-    let mut threads = Vec::new();
-    for i in 0..threads_seen {
+
+    /// Thread `i`'s figures; Err when its rows and `# Total:` disagree.
+    fn thread(&mut self, i: usize, lines_in_file: usize) -> Result<Reported, ParseError> {
+        let summary = &self.summary;
         let pick = |k: usize| summary[k].as_ref().and_then(|v| v.get(i)).copied();
-        let from_t = t_lines.iter().find(|t| t.0 == i).map(|t| &t.1);
-        let buckets = per_thread
+        let from_t = self.t_lines.iter().find(|t| t.0 == i).map(|t| &t.1);
+        let buckets = self
+            .per_thread
             .get_mut(i)
             .map(std::mem::take)
             .unwrap_or_default();
@@ -233,12 +238,12 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
                 ));
             }
         }
-        let r = Reported {
+        Ok(Reported {
             buckets,
             overflows: pick(3),
             // With a histogram, its totals count the samples: the last `T:`
             // line can be printed before the last samples.
-            cycles: if !any_row && summary[3].is_none() {
+            cycles: if !self.any_row && summary[3].is_none() {
                 from_t.and_then(|t| t.cycles)
             } else {
                 None
@@ -247,7 +252,33 @@ pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError
             avg: pick(1).map(|v| v as f64).or(from_t.and_then(|t| t.avg)),
             max: pick(2).or(from_t.and_then(|t| t.max)),
             cpu: None,
-        };
+        })
+    }
+}
+
+/// Parses cyclictest's histogram text (a `--histfile`, or its stdout).
+pub(super) fn parse_histogram(text: &str, path: &Path) -> Result<Run, ParseError> {
+    let mut scan = Scan::default();
+    let lines_in_file = text.lines().count().max(1);
+    for (n, raw) in text.lines().enumerate() {
+        scan.line(raw.trim_end(), n + 1)?;
+    }
+    let threads_seen = scan.summary[0]
+        .as_ref()
+        .map(Vec::len)
+        .unwrap_or(scan.per_thread.len());
+    if threads_seen == 0 {
+        return Err(ParseError::new(
+            1,
+            1,
+            "no cyclictest histogram rows or `# Min Latencies:` line in this file",
+            "give cyclictest's -h/-H output (stdout or --histfile), its --json file, rtlab's --json result or a timer_threadNN.txt",
+        ));
+    }
+    scan.check_whole(lines_in_file)?;
+    let mut threads = Vec::new();
+    for i in 0..threads_seen {
+        let r = scan.thread(i, lines_in_file)?;
         threads.push(thread(i, r, 1_000));
     }
     Ok(Run::new(
