@@ -275,57 +275,6 @@ impl SystemSnapshot {
                 s.to_string()
             }
         };
-        let p = &self.preemption;
-        let mode = match (&p.dynamic_mode, &p.dynamic_mode_source) {
-            (Some(m), Some(src)) => format!(", mode {m} (from {src})"),
-            _ if p.model == "PREEMPT_DYNAMIC" => {
-                ", mode unknown (debugfs not mounted, no preempt= and no /proc/config.gz)".into()
-            }
-            _ => String::new(),
-        };
-        let governors = if self.cpufreq.is_empty() {
-            "no cpufreq (no policy in /sys/devices/system/cpu/cpufreq)".to_string()
-        } else {
-            self.cpufreq
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{} CPUs {} {} ({}, max {} MHz)",
-                        f.policy,
-                        rtlab_core::cpulist::format(&f.cpus),
-                        f.governor,
-                        f.driver.as_deref().unwrap_or("?"),
-                        f.hw_max_khz.map_or("?".into(), |k| (k / 1000).to_string())
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let mut cstates: Vec<String> = Vec::new();
-        for c in &self.cstates {
-            let states: Vec<String> = c
-                .states
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{}({}us{})",
-                        s.name,
-                        s.latency_us,
-                        if s.disabled { ",off" } else { "" }
-                    )
-                })
-                .collect();
-            cstates.push(format!("cpu{} {}", c.cpu, states.join(" ")));
-        }
-        let rt = match self.sched_rt_runtime_us {
-            Some(-1) => "off (sched_rt_runtime_us = -1)".to_string(),
-            Some(r) => format!(
-                "{r} us per {} us",
-                self.sched_rt_period_us
-                    .map_or("?".into(), |p| p.to_string())
-            ),
-            None => "unknown".into(),
-        };
         let rows = [
             ("host", self.hostname.clone()),
             (
@@ -333,18 +282,7 @@ impl SystemSnapshot {
                 format!("{} {}", self.kernel_release, self.kernel_version),
             ),
             ("arch", self.machine.clone()),
-            (
-                "preemption",
-                format!(
-                    "{}{mode}{}",
-                    p.model,
-                    if p.realtime {
-                        ", /sys/kernel/realtime = 1"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
+            ("preemption", self.preemption_text()),
             ("cmdline", self.cmdline.clone()),
             ("cpus online", self.cpus_online.clone()),
             ("isolcpus", or_none(&self.cpus_isolated)),
@@ -361,7 +299,7 @@ impl SystemSnapshot {
                 "cgroups",
                 format!("{:?}", self.cgroup_version).to_lowercase(),
             ),
-            ("cpufreq", governors),
+            ("cpufreq", self.governors_text()),
             (
                 "cpuidle",
                 format!(
@@ -370,21 +308,90 @@ impl SystemSnapshot {
                     self.cpuidle.governor.as_deref().unwrap_or("none")
                 ),
             ),
-            (
-                "c-states",
-                if cstates.is_empty() {
-                    "none".into()
-                } else {
-                    cstates.join("; ")
-                },
-            ),
+            ("c-states", self.cstates_text()),
             (
                 "clocksource",
                 self.clocksource.clone().unwrap_or_else(|| "unknown".into()),
             ),
-            ("rt throttling", rt),
+            ("rt throttling", self.rt_throttling_text()),
         ];
         rows.iter().map(|(k, v)| format!("{k:<14} {v}\n")).collect()
+    }
+
+    /// The preemption model, its PREEMPT_DYNAMIC mode and where it was read.
+    fn preemption_text(&self) -> String {
+        let p = &self.preemption;
+        let mode = match (&p.dynamic_mode, &p.dynamic_mode_source) {
+            (Some(m), Some(src)) => format!(", mode {m} (from {src})"),
+            _ if p.model == "PREEMPT_DYNAMIC" => {
+                ", mode unknown (debugfs not mounted, no preempt= and no /proc/config.gz)".into()
+            }
+            _ => String::new(),
+        };
+        let realtime = if p.realtime {
+            ", /sys/kernel/realtime = 1"
+        } else {
+            ""
+        };
+        format!("{}{mode}{realtime}", p.model)
+    }
+
+    /// Each cpufreq policy: CPUs, governor, driver, maximum.
+    fn governors_text(&self) -> String {
+        if self.cpufreq.is_empty() {
+            return "no cpufreq (no policy in /sys/devices/system/cpu/cpufreq)".to_string();
+        }
+        self.cpufreq
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} CPUs {} {} ({}, max {} MHz)",
+                    f.policy,
+                    rtlab_core::cpulist::format(&f.cpus),
+                    f.governor,
+                    f.driver.as_deref().unwrap_or("?"),
+                    f.hw_max_khz.map_or("?".into(), |k| (k / 1000).to_string())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Each CPU's idle states with their exit latency.
+    fn cstates_text(&self) -> String {
+        let cpus: Vec<String> = self
+            .cstates
+            .iter()
+            .map(|c| {
+                let states: Vec<String> = c
+                    .states
+                    .iter()
+                    .map(|s| {
+                        let off = if s.disabled { ",off" } else { "" };
+                        format!("{}({}us{off})", s.name, s.latency_us)
+                    })
+                    .collect();
+                format!("cpu{} {}", c.cpu, states.join(" "))
+            })
+            .collect();
+        if cpus.is_empty() {
+            "none".into()
+        } else {
+            cpus.join("; ")
+        }
+    }
+
+    /// RT throttling: off, or its runtime per period.
+    fn rt_throttling_text(&self) -> String {
+        match self.sched_rt_runtime_us {
+            Some(-1) => "off (sched_rt_runtime_us = -1)".to_string(),
+            Some(r) => format!(
+                "{r} us per {} us",
+                self.sched_rt_period_us
+                    .map_or("?".into(), |p| p.to_string())
+            ),
+            None => "unknown".into(),
+        }
     }
 }
 
