@@ -292,43 +292,9 @@ impl Planner<'_> {
         inherited: Option<&CpusetTarget>,
     ) -> (Option<CpusetTarget>, Option<Vec<usize>>) {
         let target = match key {
-            Some(k) => match self.machine.cpuset(Some(&k.value)) {
-                // v2 places whole processes, and a program's process is in
-                // rtlab's tracking cgroup of the same hierarchy.
-                Ok(t) if t.v2 && kind != StanzaKind::Main => {
-                    let (msg, hint) = if kind == StanzaKind::Timer {
-                        (
-                            "a thread of its own cpuset needs cgroup v1: v2 places whole processes",
-                            "give main the cpuset instead: the whole rtlab process moves, timer threads with it",
-                        )
-                    } else {
-                        (
-                            "a program's cpuset on cgroup v2 is not supported: on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it",
-                            "leave it out: on v2 the kernel keeps every other cgroup off an isolated partition's CPUs; choose the program's CPUs with cpu_affinity",
-                        )
-                    };
-                    self.diags.push(
-                        Diagnostic::new(k.pos, format!("{who}: {msg}"))
-                            .with_hint(Some(hint.into())),
-                    );
-                    return (None, None);
-                }
-                Ok(t) if t.cpus.is_empty() => {
-                    self.diags.push(Diagnostic::new(
-                        k.pos,
-                        format!("{who}: cpuset `{}` has no CPUs", k.value),
-                    ));
-                    return (None, None);
-                }
-                Ok(t) => Some(t),
-                Err(e) => {
-                    self.diags.push(
-                        Diagnostic::new(k.pos, format!("{who}: {e}")).with_hint(Some(
-                            "make the rt/nrt partitions with `rtlab partition create CPUS`, or name an existing cpuset".into(),
-                        )),
-                    );
-                    return (None, None);
-                }
+            Some(k) => match self.cpuset_target(kind, who, k) {
+                Some(t) => Some(t),
+                None => return (None, None),
             },
             None => None,
         };
@@ -342,39 +308,98 @@ impl Planner<'_> {
             .filter(|c| space.cpus.contains(c))
             .collect();
         if let Some(list) = cpus {
-            let outside: Vec<usize> = list
-                .value
-                .iter()
-                .copied()
-                .filter(|c| !space.cpus.contains(c) && self.online.contains(c))
-                .collect();
-            if !outside.is_empty() {
-                let (msg, hint) = if target.is_some() {
+            self.check_inside(who, list, space, target.is_some());
+        }
+        (target, Some(allowed))
+    }
+
+    /// The cpuset `k` names, if it can hold this stanza (a diagnostic says
+    /// why not).
+    fn cpuset_target(
+        &mut self,
+        kind: StanzaKind,
+        who: &str,
+        k: &Spanned<String>,
+    ) -> Option<CpusetTarget> {
+        match self.machine.cpuset(Some(&k.value)) {
+            // v2 places whole processes, and a program's process is in
+            // rtlab's tracking cgroup of the same hierarchy.
+            Ok(t) if t.v2 && kind != StanzaKind::Main => {
+                let (msg, hint) = if kind == StanzaKind::Timer {
                     (
-                        format!(
-                            "{who}: CPU {} not in cpuset `{}` (CPUs {})",
-                            crate::cpulist::format(&outside),
-                            space.name,
-                            crate::cpulist::format(&space.cpus)
-                        ),
-                        "choose CPUs of that cpuset, or another cpuset".to_string(),
+                        "a thread of its own cpuset needs cgroup v1: v2 places whole processes",
+                        "give main the cpuset instead: the whole rtlab process moves, timer threads with it",
                     )
                 } else {
                     (
-                        format!(
-                            "{who}: CPU {} outside the cpuset it would run in ({}: CPUs {})",
-                            crate::cpulist::format(&outside),
-                            space.display(),
-                            crate::cpulist::format(&space.cpus)
-                        ),
-                        "add `cpuset NAME` naming the partition that holds these CPUs (e.g. `cpuset rt`), or choose CPUs of this one".to_string(),
+                        "a program's cpuset on cgroup v2 is not supported: on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it",
+                        "leave it out: on v2 the kernel keeps every other cgroup off an isolated partition's CPUs; choose the program's CPUs with cpu_affinity",
                     )
                 };
-                self.diags
-                    .push(Diagnostic::new(list.pos, msg).with_hint(Some(hint)));
+                self.diags.push(
+                    Diagnostic::new(k.pos, format!("{who}: {msg}")).with_hint(Some(hint.into())),
+                );
+                None
+            }
+            Ok(t) if t.cpus.is_empty() => {
+                self.diags.push(Diagnostic::new(
+                    k.pos,
+                    format!("{who}: cpuset `{}` has no CPUs", k.value),
+                ));
+                None
+            }
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.diags.push(
+                    Diagnostic::new(k.pos, format!("{who}: {e}")).with_hint(Some(
+                        "make the rt/nrt partitions with `rtlab partition create CPUS`, or name an existing cpuset".into(),
+                    )),
+                );
+                None
             }
         }
-        (target, Some(allowed))
+    }
+
+    /// `cpu_affinity` CPUs outside the cpuset the stanza runs in (`named`:
+    /// its own `cpuset` key, else the one it inherits) are refused.
+    fn check_inside(
+        &mut self,
+        who: &str,
+        list: &Spanned<Vec<usize>>,
+        space: &CpusetTarget,
+        named: bool,
+    ) {
+        let outside: Vec<usize> = list
+            .value
+            .iter()
+            .copied()
+            .filter(|c| !space.cpus.contains(c) && self.online.contains(c))
+            .collect();
+        if outside.is_empty() {
+            return;
+        }
+        let cpus = crate::cpulist::format(&outside);
+        let (msg, hint) = if named {
+            (
+                format!(
+                    "{who}: CPU {cpus} not in cpuset `{}` (CPUs {})",
+                    space.name,
+                    crate::cpulist::format(&space.cpus)
+                ),
+                "choose CPUs of that cpuset, or another cpuset".to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "{who}: CPU {cpus} outside the cpuset it would run in ({}: CPUs {})",
+                    space.display(),
+                    crate::cpulist::format(&space.cpus)
+                ),
+                "add `cpuset NAME` naming the partition that holds these CPUs (e.g. `cpuset rt`), or choose CPUs of this one".to_string(),
+            )
+        };
+        self.diags
+            .push(Diagnostic::new(list.pos, msg).with_hint(Some(hint)));
     }
 
     /// A program's output target (relative to the current directory).
