@@ -285,46 +285,13 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
                 State::Outside
             }
             State::Inside(mut stanza, start) => {
-                if content.ends_with('{') || content.starts_with('}') {
-                    diags.push(
-                        Diagnostic::new(pos, "a stanza cannot be opened or closed here").with_hint(
-                            Some(format!(
-                                "close the stanza of line {} with `}}` on a line of its own first",
-                                start.line
-                            )),
-                        ),
-                    );
-                } else if let Some(st) = stanza
-                    .as_mut()
-                    .filter(|st| st.props.len() >= MAX_PROPERTIES)
-                {
-                    if !st.truncated {
-                        st.truncated = true;
-                        diags.push(
-                            Diagnostic::new(
-                                pos,
-                                format!("more than {MAX_PROPERTIES} properties in one stanza"),
-                            )
-                            .with_hint(Some(
-                                "this one and the rest of the stanza are ignored".into(),
-                            )),
-                        );
-                    }
-                } else if let Some(st) = stanza.as_mut() {
-                    let key_len = content.find(char::is_whitespace).unwrap_or(content.len());
-                    let key = &content[..key_len];
-                    let value = content[key_len..].trim_start();
-                    let value_byte = lead + key_len + (content[key_len..].len() - value.len());
-                    st.props.push(Prop {
-                        key: key.to_string(),
-                        key_pos: pos,
-                        value: value.to_string(),
-                        value_pos: Pos {
-                            line: n + 1,
-                            col: col_of(line, value_byte),
-                        },
-                    });
-                }
+                let at = LineAt {
+                    line,
+                    content,
+                    lead,
+                    pos,
+                };
+                property_line(stanza.as_mut(), start, &at, diags);
                 State::Inside(stanza, start)
             }
         };
@@ -341,6 +308,64 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
         State::Outside => {}
     }
     stanzas
+}
+
+/// A line of the file, comment removed.
+struct LineAt<'a> {
+    line: &'a str,
+    /// The line trimmed.
+    content: &'a str,
+    /// Bytes of blanks before the content.
+    lead: usize,
+    pos: Pos,
+}
+
+/// A line inside the stanza opened at `start`: a property (kept in
+/// `stanza` when there is one), or a refusal.
+fn property_line(stanza: Option<&mut Stanza>, start: Pos, at: &LineAt<'_>, diags: &mut Diags) {
+    let (content, pos) = (at.content, at.pos);
+    if content.ends_with('{') || content.starts_with('}') {
+        diags.push(
+            Diagnostic::new(pos, "a stanza cannot be opened or closed here").with_hint(Some(
+                format!(
+                    "close the stanza of line {} with `}}` on a line of its own first",
+                    start.line
+                ),
+            )),
+        );
+        return;
+    }
+    let Some(st) = stanza else {
+        return;
+    };
+    if st.props.len() >= MAX_PROPERTIES {
+        if !st.truncated {
+            st.truncated = true;
+            diags.push(
+                Diagnostic::new(
+                    pos,
+                    format!("more than {MAX_PROPERTIES} properties in one stanza"),
+                )
+                .with_hint(Some(
+                    "this one and the rest of the stanza are ignored".into(),
+                )),
+            );
+        }
+        return;
+    }
+    let key_len = content.find(char::is_whitespace).unwrap_or(content.len());
+    let key = &content[..key_len];
+    let value = content[key_len..].trim_start();
+    let value_byte = at.lead + key_len + (content[key_len..].len() - value.len());
+    st.props.push(Prop {
+        key: key.to_string(),
+        key_pos: pos,
+        value: value.to_string(),
+        value_pos: Pos {
+            line: pos.line,
+            col: col_of(at.line, value_byte),
+        },
+    });
 }
 
 /// Parses a stanza header line (`name` or `name {`).
