@@ -85,8 +85,40 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
         .enumerate()
         .map(|(n, l)| (n + 1, l.trim_end()))
         .collect();
+    let buckets = rows(&lines)?;
+    let Some(summary) = table_after(&lines, "Samples_H")? else {
+        return Err(ParseError::new(
+            lines.len(),
+            1,
+            "the `# Index TID Samples ...` summary row is missing",
+            "the file may be cut short: systress writes the summary after the histogram",
+        ));
+    };
+    let extra = table_after(&lines, "Beyond_H")?;
+    let index: usize = field(&summary, "Index")?.unwrap_or(0);
+    let (stats, distribution) = statistics(&summary, extra.as_ref(), &buckets)?;
+    let histogram_us = buckets.into_iter().filter(|b| b.1 > 0).collect();
+    let thread = Thread::new(
+        format!("T{index}"),
+        None,
+        stats,
+        histogram_us,
+        None,
+        distribution,
+    );
+    Ok(Run::new(
+        path,
+        Format::Systress,
+        Context::default(),
+        vec![thread],
+        Details::default(),
+    ))
+}
+
+/// The histogram rows: `LATENCY COUNT` (txt) or `LATENCY,COUNT` (csv).
+fn rows(lines: &[(usize, &str)]) -> Result<Vec<(u64, u64)>, ParseError> {
     let mut buckets = Vec::new();
-    for &(lineno, line) in &lines {
+    for &(lineno, line) in lines {
         if line.is_empty() || line.starts_with('#') || line.starts_with("latency_us") {
             continue;
         }
@@ -110,31 +142,34 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             }
         }
     }
-    let Some(summary) = table_after(&lines, "Samples_H")? else {
-        return Err(ParseError::new(
-            lines.len(),
-            1,
-            "the `# Index TID Samples ...` summary row is missing",
-            "the file may be cut short: systress writes the summary after the histogram",
-        ));
-    };
-    let extra = table_after(&lines, "Beyond_H")?;
-    let samples: u64 = field(&summary, "Samples")?.unwrap_or(0);
-    let samples_h: u64 = field(&summary, "Samples_H")?.unwrap_or(samples);
-    let index: usize = field(&summary, "Index")?.unwrap_or(0);
+    Ok(buckets)
+}
+
+/// A field of rtlab's extra row, None without the row.
+fn extra_field<T: std::str::FromStr>(
+    extra: Option<&Table>,
+    name: &str,
+) -> Result<Option<T>, ParseError> {
+    match extra {
+        Some(t) => field(t, name),
+        None => Ok(None),
+    }
+}
+
+/// The thread's statistics from the systress summary row and rtlab's
+/// extra row (when the file has it), and the distribution of its buckets.
+fn statistics(
+    summary: &Table,
+    extra: Option<&Table>,
+    buckets: &[(u64, u64)],
+) -> Result<(Stats, Distribution), ParseError> {
+    let samples: u64 = field(summary, "Samples")?.unwrap_or(0);
+    let samples_h: u64 = field(summary, "Samples_H")?.unwrap_or(samples);
     let us = |v: Option<f64>| v.map(|v| (v * 1000.0).round() as u64);
     let has = samples > 0;
-    let max_extra: Option<f64> = match &extra {
-        Some(t) => field(t, "max")?,
-        None => None,
-    };
-    let max_ns =
-        us(max_extra).or(field::<u64>(&summary, "L_max")?.map(|v| v.saturating_mul(1_000)));
-    let beyond = match &extra {
-        Some(t) => field(t, "Beyond_H")?,
-        None => None,
-    }
-    .unwrap_or(samples.saturating_sub(samples_h));
+    let max_ns = us(extra_field(extra, "max")?)
+        .or(field::<u64>(summary, "L_max")?.map(|v| v.saturating_mul(1_000)));
+    let beyond = extra_field(extra, "Beyond_H")?.unwrap_or(samples.saturating_sub(samples_h));
     let distribution = Distribution::new(
         buckets
             .iter()
@@ -142,7 +177,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             .collect(),
         beyond,
     );
-    let percentiles = match &extra {
+    let percentiles = match extra {
         Some(t) => {
             let mut out = Vec::new();
             for &(name, q) in &crate::stats::QUANTILES {
@@ -156,40 +191,22 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
         }
         None => distribution.quantiles(max_ns),
     };
-    let stddev = field::<u64>(&summary, "L_std_H")?
+    let stddev = field::<u64>(summary, "L_std_H")?
         .filter(|_| beyond == 0)
         .map(|v| v as f64 * 1000.0);
     let stats = Stats {
         samples,
-        min_ns: field::<u64>(&summary, "L_min")?
+        min_ns: field::<u64>(summary, "L_min")?
             .filter(|_| has)
             .map(|v| v.saturating_mul(1_000)),
-        mean_ns: field::<u64>(&summary, "L_avg")?
+        mean_ns: field::<u64>(summary, "L_avg")?
             .filter(|_| has)
             .map(|v| v as f64 * 1000.0),
         max_ns: max_ns.filter(|_| has),
         stddev_ns: stddev.filter(|_| has),
         percentiles,
-        overruns: match &extra {
-            Some(t) => field(t, "Overruns")?,
-            None => None,
-        },
+        overruns: extra_field(extra, "Overruns")?,
         beyond_histogram: Some(beyond),
     };
-    let histogram_us = buckets.into_iter().filter(|b| b.1 > 0).collect();
-    let thread = Thread::new(
-        format!("T{index}"),
-        None,
-        stats,
-        histogram_us,
-        None,
-        distribution,
-    );
-    Ok(Run::new(
-        path,
-        Format::Systress,
-        Context::default(),
-        vec![thread],
-        Details::default(),
-    ))
+    Ok((stats, distribution))
 }
