@@ -337,46 +337,8 @@ fn histogram<DB: DrawingBackend>(
     .draw()
     .map_err(err)?;
     for c in curves {
-        // One step line per run of consecutive non-empty buckets, each
-        // rising from the floor and falling back to it, so that lone
-        // outliers stand out as spikes and gaps stay empty.
-        let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
-        let mut prev: Option<u64> = None;
-        for &(us, count) in &c.thread.histogram_us {
-            if us as f64 > x_max {
-                break;
-            }
-            if prev.is_none_or(|p| p + 1 != us) {
-                if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
-                    seg.push(((p + 1) as f64, floor));
-                }
-                segments.push(vec![(us as f64, floor)]);
-            }
-            if let Some(seg) = segments.last_mut() {
-                seg.push((us as f64, count as f64));
-                seg.push(((us + 1) as f64, count as f64));
-            }
-            prev = Some(us);
-        }
-        if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
-            seg.push(((p + 1) as f64, floor));
-        }
-        let s = &c.thread.stats;
-        let mut label = format!(
-            "{}: max {} µs",
-            c.label,
-            s.max_ns
-                .map_or("?".into(), |m| format!("{:.1}", m as f64 / 1000.0))
-        );
-        if let Some(b) = s.beyond_histogram.filter(|b| *b > 0)
-            && c.thread
-                .histogram_us
-                .iter()
-                .fold(0u64, |a, b| a.saturating_add(b.1))
-                < s.samples
-        {
-            label.push_str(&format!(" ({b} beyond the histogram, not drawn)"));
-        }
+        let segments = step_segments(&c.thread.histogram_us, x_max, floor);
+        let mut label = histogram_label(c);
         let past_axis = c
             .thread
             .histogram_us
@@ -406,6 +368,55 @@ fn histogram<DB: DrawingBackend>(
             .legend(legend_mark(colour));
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// One step line per run of consecutive non-empty buckets up to `x_max`,
+/// each rising from `floor` and falling back to it, so that lone outliers
+/// stand out as spikes and gaps stay empty.
+fn step_segments(buckets: &[(u64, u64)], x_max: f64, floor: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for &(us, count) in buckets {
+        if us as f64 > x_max {
+            break;
+        }
+        if prev.is_none_or(|p| p + 1 != us) {
+            if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
+                seg.push(((p + 1) as f64, floor));
+            }
+            segments.push(vec![(us as f64, floor)]);
+        }
+        if let Some(seg) = segments.last_mut() {
+            seg.push((us as f64, count as f64));
+            seg.push(((us + 1) as f64, count as f64));
+        }
+        prev = Some(us);
+    }
+    if let (Some(p), Some(seg)) = (prev, segments.last_mut()) {
+        seg.push(((p + 1) as f64, floor));
+    }
+    segments
+}
+
+/// A curve's legend: its max, and the samples beyond the histogram.
+fn histogram_label(c: &Curve) -> String {
+    let s = &c.thread.stats;
+    let mut label = format!(
+        "{}: max {} µs",
+        c.label,
+        s.max_ns
+            .map_or("?".into(), |m| format!("{:.1}", m as f64 / 1000.0))
+    );
+    if let Some(b) = s.beyond_histogram.filter(|b| *b > 0)
+        && c.thread
+            .histogram_us
+            .iter()
+            .fold(0u64, |a, b| a.saturating_add(b.1))
+            < s.samples
+    {
+        label.push_str(&format!(" ({b} beyond the histogram, not drawn)"));
+    }
+    label
 }
 
 /// An axis number without a useless decimal (500, 2.5, 10000).

@@ -205,3 +205,24 @@ fn the_histogram_shows_the_body_and_counts_what_is_past_its_axis() {
         top(&full)
     );
 }
+
+#[test]
+fn step_lines_rise_from_the_floor_for_each_run_of_buckets() {
+    let f = 0.5;
+    let segs = step_segments(&[(1, 5), (2, 3), (5, 1), (40, 9)], 10.0, f);
+    assert_eq!(
+        segs,
+        vec![
+            vec![
+                (1.0, f),
+                (1.0, 5.0),
+                (2.0, 5.0),
+                (2.0, 3.0),
+                (3.0, 3.0),
+                (3.0, f)
+            ],
+            vec![(5.0, f), (5.0, 1.0), (6.0, 1.0), (6.0, f)],
+        ],
+        "the bucket past the axis is left out"
+    );
+}
