@@ -227,7 +227,6 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
         return out;
     };
     for c in conditions {
-        let base = c.metric.value(&first.stats);
         let from = match c.bound {
             Bound::Absolute(_) => 0,
             _ => 1,
@@ -247,75 +246,69 @@ pub fn gate(columns: &[Column], conditions: &[Condition]) -> Vec<Verdict> {
             continue;
         }
         for col in &columns[from..] {
-            let value = c.metric.value(&col.stats);
-            let verdict = |failed: bool, reason: String| Verdict {
+            let (failed, reason) = judge(c, first, col);
+            out.push(Verdict {
                 condition: c.text.clone(),
                 column: col.label.clone(),
                 failed,
                 reason,
-            };
-            let Some(v) = value else {
-                out.push(verdict(
-                    true,
-                    format!(
-                        "{} of {} is unknown (beyond its histogram, or not in its format)",
-                        c.metric.name(),
-                        col.label
-                    ),
-                ));
-                continue;
-            };
-            let b = match (c.bound, base) {
-                (Bound::Absolute(_), _) => 0.0,
-                (_, Some(b)) => b,
-                (_, None) => {
-                    out.push(verdict(
-                        true,
-                        format!(
-                            "{} of {} (the baseline) is unknown",
-                            c.metric.name(),
-                            first.label
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            let shown = show_unit(c.metric, Some(v));
-            let (failed, reason) = match c.bound {
-                Bound::Absolute(limit) => (
-                    c.op.holds(v, limit),
-                    format!("{} {} is {shown}", col.label, c.metric.name()),
-                ),
-                Bound::Delta(limit) => (
-                    c.op.holds(v - b, limit),
-                    format!(
-                        "{} {} is {shown}, {} against {} {}",
-                        col.label,
-                        c.metric.name(),
-                        show_delta(c.metric, v - b),
-                        first.label,
-                        show_unit(c.metric, Some(b))
-                    ),
-                ),
-                Bound::Relative(limit) => {
-                    let change = relative(v, b);
-                    (
-                        c.op.holds(change, limit),
-                        format!(
-                            "{} {} is {shown}, {} against {} {}",
-                            col.label,
-                            c.metric.name(),
-                            show_relative(change),
-                            first.label,
-                            show_unit(c.metric, Some(b))
-                        ),
-                    )
-                }
-            };
-            out.push(verdict(failed, reason));
+            });
         }
     }
     out
+}
+
+/// Whether condition `c` fails on `col` (against `first`, the baseline),
+/// and why, in words.
+fn judge(c: &Condition, first: &Column, col: &Column) -> (bool, String) {
+    let Some(v) = c.metric.value(&col.stats) else {
+        return (
+            true,
+            format!(
+                "{} of {} is unknown (beyond its histogram, or not in its format)",
+                c.metric.name(),
+                col.label
+            ),
+        );
+    };
+    let b = match (c.bound, c.metric.value(&first.stats)) {
+        (Bound::Absolute(_), _) => 0.0,
+        (_, Some(b)) => b,
+        (_, None) => {
+            return (
+                true,
+                format!(
+                    "{} of {} (the baseline) is unknown",
+                    c.metric.name(),
+                    first.label
+                ),
+            );
+        }
+    };
+    let shown = show_unit(c.metric, Some(v));
+    let against = |change: String| {
+        format!(
+            "{} {} is {shown}, {change} against {} {}",
+            col.label,
+            c.metric.name(),
+            first.label,
+            show_unit(c.metric, Some(b))
+        )
+    };
+    match c.bound {
+        Bound::Absolute(limit) => (
+            c.op.holds(v, limit),
+            format!("{} {} is {shown}", col.label, c.metric.name()),
+        ),
+        Bound::Delta(limit) => (
+            c.op.holds(v - b, limit),
+            against(show_delta(c.metric, v - b)),
+        ),
+        Bound::Relative(limit) => {
+            let change = relative(v, b);
+            (c.op.holds(change, limit), against(show_relative(change)))
+        }
+    }
 }
 
 /// (v - b) / b, infinite when b is 0 and v is not.
