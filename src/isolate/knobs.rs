@@ -113,10 +113,21 @@ pub fn apply(
             }
         }
     }
-    // Every IRQ: keep what it has on nrt, or give it all of nrt.
+    move_irqs(journal, root, nrt, stop, &mut out)?;
+    Ok(out)
+}
+
+/// Every IRQ: keep what it has on nrt, or give it all of nrt.
+fn move_irqs(
+    journal: &mut Journal,
+    root: &SysRoot,
+    nrt: &[usize],
+    stop: &dyn Fn() -> bool,
+    out: &mut Vec<KnobOutcome>,
+) -> Result<(), crate::sys::journal::JournalError> {
     for irq in crate::sys::irq::numbers(root) {
         if stop() {
-            return Ok(out);
+            return Ok(());
         }
         let path = paths::irq_affinity_list(irq);
         let Some(now) = root.read_opt(&path) else {
@@ -137,7 +148,7 @@ pub fn apply(
             status: moved.status,
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Short lines for the report: one per knob, the refused IRQs folded into
