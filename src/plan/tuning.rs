@@ -189,36 +189,7 @@ impl Planner<'_> {
                 of_program.push(None);
                 continue;
             };
-            if bw.group.is_none() && bw.quota_us.is_none() {
-                self.refuse(
-                    key_pos,
-                    "`cpu.period` alone changes nothing".into(),
-                    "add `cpu.quota DURATION` (the CPU time allowed per period)",
-                );
-            }
-            if !hierarchy_checked {
-                hierarchy_checked = true;
-                if !self.machine.privileges().root {
-                    self.refuse(
-                        key_pos,
-                        "CPU bandwidth groups are cgroups: making them needs root".into(),
-                        "run with sudo, or leave the `cpu.*` keys out",
-                    );
-                } else if let Err(why) = self.machine.cpu_bandwidth() {
-                    self.refuse(
-                        key_pos,
-                        format!("no CPU bandwidth control: {why}"),
-                        "leave the `cpu.*` keys out, or mount the cpu controller",
-                    );
-                }
-            }
-            if prog.sched.value.policy.is_realtime() {
-                self.refuse(
-                    key_pos,
-                    format!("program[{}]: CPU bandwidth limits only OTHER, BATCH and IDLE tasks", prog.index),
-                    "real-time tasks are limited by RT throttling (sched_rt_runtime_us), not by cpu.quota; drop `sched.policy` or the `cpu.*` keys",
-                );
-            }
+            self.check_bandwidth_program(prog, key_pos, &mut hierarchy_checked);
             let name = bw
                 .group
                 .as_ref()
@@ -264,6 +235,47 @@ impl Planner<'_> {
             of_program.push(Some(name));
         }
         (of_program, groups.into_iter().map(|(g, _, _)| g).collect())
+    }
+
+    /// A program's `cpu.*` keys against the machine (checked once) and its
+    /// policy.
+    fn check_bandwidth_program(
+        &mut self,
+        prog: &crate::config::ProgramConfig,
+        key_pos: Pos,
+        hierarchy_checked: &mut bool,
+    ) {
+        let bw = &prog.bandwidth;
+        if bw.group.is_none() && bw.quota_us.is_none() {
+            self.refuse(
+                key_pos,
+                "`cpu.period` alone changes nothing".into(),
+                "add `cpu.quota DURATION` (the CPU time allowed per period)",
+            );
+        }
+        if !*hierarchy_checked {
+            *hierarchy_checked = true;
+            if !self.machine.privileges().root {
+                self.refuse(
+                    key_pos,
+                    "CPU bandwidth groups are cgroups: making them needs root".into(),
+                    "run with sudo, or leave the `cpu.*` keys out",
+                );
+            } else if let Err(why) = self.machine.cpu_bandwidth() {
+                self.refuse(
+                    key_pos,
+                    format!("no CPU bandwidth control: {why}"),
+                    "leave the `cpu.*` keys out, or mount the cpu controller",
+                );
+            }
+        }
+        if prog.sched.value.policy.is_realtime() {
+            self.refuse(
+                key_pos,
+                format!("program[{}]: CPU bandwidth limits only OTHER, BATCH and IDLE tasks", prog.index),
+                "real-time tasks are limited by RT throttling (sched_rt_runtime_us), not by cpu.quota; drop `sched.policy` or the `cpu.*` keys",
+            );
+        }
     }
 }
 
