@@ -609,15 +609,8 @@ fn windows<DB: DrawingBackend>(
             "no windows in these inputs (only rtlab monitor's windows file has them)",
         );
     };
-    // The time axis in hours, minutes or seconds, as the span asks.
     let span = w.windows.iter().map(|x| x.1).fold(0.0, f64::max);
-    let (unit, per) = if span >= 7200.0 {
-        ("hours", 3600.0)
-    } else if span >= 120.0 {
-        ("minutes", 60.0)
-    } else {
-        ("seconds", 1.0)
-    };
+    let (unit, per) = time_unit(span);
     let hours = |s: f64| s / per;
     let x_max = hours(span).max(1e-3);
     // Bucket edges in µs, log10; the last bucket is drawn one decade high.
@@ -645,23 +638,7 @@ fn windows<DB: DrawingBackend>(
     )
     .draw()
     .map_err(err)?;
-    let mut cells = Vec::new();
-    for (from, to, counts, _) in &w.windows {
-        let total: u64 = counts.iter().sum();
-        if total == 0 {
-            continue;
-        }
-        for (i, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-            // Share 1e-6 .. 1 onto light .. dark.
-            let share = (n as f64 / total as f64).log10().clamp(-6.0, 0.0);
-            let dark = 1.0 - (share + 6.0) / 6.0 * 0.85;
-            let level = (255.0 * dark) as u8;
-            cells.push(Rectangle::new(
-                [(hours(*from), edge(i)), (hours(*to), edge(i + 1))],
-                RGBColor(level, level, 255).filled(),
-            ));
-        }
-    }
+    let cells = window_cells(&w.windows, &hours, &edge);
     chart.draw_series(cells).map_err(err)?;
     chart
         .draw_series(LineSeries::new(
@@ -677,6 +654,44 @@ fn windows<DB: DrawingBackend>(
         .label("max per window")
         .legend(legend_mark(BLACK));
     legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// The time axis in hours, minutes or seconds, as `span` (s) asks: its
+/// name and seconds per unit.
+fn time_unit(span: f64) -> (&'static str, f64) {
+    if span >= 7200.0 {
+        ("hours", 3600.0)
+    } else if span >= 120.0 {
+        ("minutes", 60.0)
+    } else {
+        ("seconds", 1.0)
+    }
+}
+
+/// One rectangle per non-empty bucket of each window, darker for a larger
+/// share of the window's samples (1e-6 .. 1 onto light .. dark).
+fn window_cells(
+    windows: &[(f64, f64, Vec<u64>, Option<u64>)],
+    x: &dyn Fn(f64) -> f64,
+    edge: &dyn Fn(usize) -> f64,
+) -> Vec<Rectangle<(f64, f64)>> {
+    let mut cells = Vec::new();
+    for (from, to, counts, _) in windows {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            continue;
+        }
+        for (i, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let share = (n as f64 / total as f64).log10().clamp(-6.0, 0.0);
+            let dark = 1.0 - (share + 6.0) / 6.0 * 0.85;
+            let level = (255.0 * dark) as u8;
+            cells.push(Rectangle::new(
+                [(x(*from), edge(i)), (x(*to), edge(i + 1))],
+                RGBColor(level, level, 255).filled(),
+            ));
+        }
+    }
+    cells
 }
 
 /// The picture as an SVG document.
