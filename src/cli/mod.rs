@@ -337,11 +337,9 @@ fn check_json(args: &RunArgs) -> Result<(), i32> {
 fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
     let (text, name, origins) = if args.oneoff.given() {
         use plan::Machine;
-        let online = RealMachine {
-            root: SysRoot::real(),
-        }
-        .online_cpus();
-        match oneoff::experiment(&args.oneoff, &online) {
+        let root = SysRoot::real();
+        let online = RealMachine { root: root.clone() }.online_cpus();
+        match oneoff::experiment(&args.oneoff, &online, &partitions(&root)) {
             Ok(g) => (g.text(), "rtlab run".to_string(), g.origins()),
             Err(code) => return code,
         }

@@ -54,8 +54,14 @@ impl OneOff {
     }
 }
 
-/// The experiment of the one-off options on `online` CPUs.
-pub fn experiment(o: &OneOff, online: &[usize]) -> Result<Generated, i32> {
+/// The experiment of the one-off options on `online` CPUs. As in the
+/// built-in experiment, each thread goes in the cpuset partition (cgroup
+/// v1: name and CPUs) that holds its CPU.
+pub fn experiment(
+    o: &OneOff,
+    online: &[usize],
+    partitions: &[(String, Vec<usize>)],
+) -> Result<Generated, i32> {
     let cpus = match &o.cpus {
         Some(list) => {
             let list = one_line("the CPU list", list)?;
@@ -93,6 +99,9 @@ pub fn experiment(o: &OneOff, online: &[usize]) -> Result<Generated, i32> {
     for (i, cpu) in cpus.iter().enumerate() {
         g.line("").line(format!("timer_thread[{i}]")).line("{");
         g.from(format!("  cpu_affinity {cpu}"), "--cpus", &cpu.to_string());
+        if let Some((name, _)) = partitions.iter().find(|(_, cpus)| cpus.contains(cpu)) {
+            g.line(format!("  cpuset {name}"));
+        }
         key(&mut g, &o.policy, "--policy", "sched.policy", "FIFO")?;
         key(&mut g, &o.priority, "--priority", "sched.priority", "99")?;
         key(&mut g, &o.period, "--period", "timer.period", "1 ms")?;
@@ -134,7 +143,7 @@ mod tests {
             histo_size: Some("400 us".into()),
             ..OneOff::default()
         };
-        let g = experiment(&o, &[0, 1, 2, 3]).unwrap();
+        let g = experiment(&o, &[0, 1, 2, 3], &[]).unwrap();
         let text = g.text();
         assert!(
             text.contains("timer_thread[1]\n{\n  cpu_affinity 3\n"),
@@ -155,7 +164,7 @@ mod tests {
             .unwrap();
         assert_eq!(origins[line].as_deref(), Some("--priority 95"));
         // The defaults are the built-in experiment's.
-        let text = experiment(&OneOff::default(), &[0]).unwrap().text();
+        let text = experiment(&OneOff::default(), &[0], &[]).unwrap().text();
         for k in [
             "sched.policy FIFO",
             "sched.priority 99",
@@ -170,7 +179,8 @@ mod tests {
                     cpus: Some("x".into()),
                     ..OneOff::default()
                 },
-                &[0]
+                &[0],
+                &[]
             )
             .is_err()
         );
@@ -180,9 +190,18 @@ mod tests {
                     period: Some("1 ms\n}".into()),
                     ..OneOff::default()
                 },
-                &[0]
+                &[0],
+                &[]
             )
             .is_err()
         );
+        // A CPU of a partition runs in it, as in the built-in experiment.
+        let parts = [("rt".to_string(), vec![1]), ("nrt".to_string(), vec![0])];
+        let o = OneOff {
+            cpus: Some("1".into()),
+            ..OneOff::default()
+        };
+        let text = experiment(&o, &[0, 1], &parts).unwrap().text();
+        assert!(text.contains("  cpu_affinity 1\n  cpuset rt\n"), "{text}");
     }
 }

@@ -178,33 +178,44 @@ fn timer_result(
     })
 }
 
-/// Writes every output of a result: the timer threads' result files (into
-/// directories made before the run), the JSON document if asked, and the
-/// closing lines on stdout. A file that cannot be written does not stop the
-/// others: every one that can be is written, then the failures are returned.
-pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
+/// Writes the files of a result: the timer threads' result files (into
+/// directories made before the run) when `result_files`, the JSON document
+/// if asked, and the flight recorder's trace windows. A file that cannot
+/// be written does not stop the others: each failure is returned, in words.
+pub fn write_files(
+    result: &RunResult,
+    json: Option<&std::path::Path>,
+    result_files: bool,
+) -> Vec<String> {
     let plan = &result.plan;
     let mut failures = Vec::new();
-    for t in &result.timers {
+    let mut write = |path: &std::path::Path, bytes: &[u8]| {
+        if let Err(e) = outfile::write_whole(path, bytes) {
+            failures.push(format!("cannot write {}", e.with_hint()));
+        }
+    };
+    for t in result.timers.iter().filter(|_| result_files) {
         let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
             continue;
         };
-        let text = report::files::render(t, plan.main.stats_format);
-        if let Err(e) = outfile::write_whole(&tp.path, text.as_bytes()) {
-            failures.push(format!("cannot write {}", e.with_hint()));
-        }
+        write(
+            &tp.path,
+            report::files::render(t, plan.main.stats_format).as_bytes(),
+        );
     }
-    if let Some(path) = json
-        && let Err(e) = outfile::write_whole(path, report::json::render(result).as_bytes())
-    {
-        failures.push(format!("cannot write {}", e.with_hint()));
+    if let Some(path) = json {
+        write(path, report::json::render(result).as_bytes());
     }
     for (name, json) in &result.trace_windows {
-        let path = plan.outdir.join(name);
-        if let Err(e) = outfile::write_whole(&path, json.as_bytes()) {
-            failures.push(format!("cannot write {}", e.with_hint()));
-        }
+        write(&plan.outdir.join(name), json.as_bytes());
     }
+    failures
+}
+
+/// Writes every output of a result ([`write_files`]), then the closing
+/// lines on stdout; Err lists the files that could not be written.
+pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let failures = write_files(result, json, true);
     out!("{}", report::live::closing_lines(result));
     if let Some(trace) = &result.trace {
         out!("{}", report::explain::verdict(trace));

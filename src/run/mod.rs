@@ -36,7 +36,7 @@ mod watch;
 
 use arm::{Armed, MainThread, SignalThread};
 use collect::collect;
-pub use collect::write_outputs;
+pub use collect::{write_files, write_outputs};
 use exporting::Exporting;
 use traces::promises;
 use watch::Watch;

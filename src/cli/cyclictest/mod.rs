@@ -155,23 +155,15 @@ fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) ->
         let node = |cpu: usize| crate::sys::cpu_node(&root, cpu).unwrap_or(0);
         write(path, &render::json(view, result, &node), &mut failures);
     }
-    if let Some(path) = &a.rtlab_json {
-        write(path, &crate::report::json::render(result), &mut failures);
-    }
-    // The flight recorder's windows of `-b` wake-ups, which its verdict
-    // names (in --rtlab-outdir, else the current directory).
-    for (name, json) in &result.trace_windows {
-        write(&result.plan.outdir.join(name), json, &mut failures);
-    }
-    if a.rtlab_outdir.is_some() {
-        // The systress result files, as `rtlab run` writes them.
-        for t in &result.timers {
-            if let Some(tp) = result.plan.timers.iter().find(|p| p.spec.index == t.index) {
-                let text = crate::report::files::render(t, result.plan.main.stats_format);
-                write(&tp.path, &text, &mut failures);
-            }
-        }
-    }
+    // rtlab's JSON result, the flight recorder's windows of `-b` wake-ups
+    // (which its verdict names: in --rtlab-outdir, else the current
+    // directory), and the systress result files with --rtlab-outdir, as
+    // `rtlab run` writes them.
+    failures.extend(crate::run::write_files(
+        result,
+        a.rtlab_json.as_deref(),
+        a.rtlab_outdir.is_some(),
+    ));
     errln!("{}", render::percentiles(view, result).trim_end());
     if let Some(trace) = &result.trace {
         errln!("{}", crate::report::explain::verdict(trace).trim_end());
