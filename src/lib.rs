@@ -30,6 +30,7 @@ pub mod measure;
 pub mod messages;
 pub mod monitor;
 pub mod plan;
+pub mod rawtrace;
 pub mod report;
 pub mod result;
 pub mod run;

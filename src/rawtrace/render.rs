@@ -1,0 +1,241 @@
+//! A record's fields as the kernel's text shows them (`key=value`), and
+//! the kernel's symbols for the addresses it shows by name.
+
+use super::format::{EventFormat, Field, Render, Storage};
+use super::page::uint_at;
+use std::fmt::Write;
+
+/// The kernel's text symbols (`/proc/kallsyms`), sorted by address.
+#[derive(Debug, Default, Clone)]
+pub struct Symbols {
+    sorted: Vec<(u64, String)>,
+}
+
+impl Symbols {
+    /// Reads `/proc/kallsyms` text. Addresses hidden (all zero, as
+    /// `kptr_restrict` makes them) give an empty table.
+    pub fn parse(kallsyms: &str) -> Symbols {
+        let mut sorted: Vec<(u64, String)> = kallsyms
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                let module = w.next();
+                if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                Some((
+                    addr,
+                    match module {
+                        Some(m) => format!("{name} {m}"),
+                        None => name.to_string(),
+                    },
+                ))
+            })
+            .collect();
+        sorted.sort_unstable_by_key(|s| s.0);
+        sorted.dedup_by_key(|s| s.0);
+        Symbols { sorted }
+    }
+
+    /// Whether the table is empty (addresses are shown in hex).
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    /// `addr` as `%ps` (`name`) or `%pS` (`name+0xOFF/0xSIZE`) show it.
+    fn name(&self, addr: u64, offset: bool, out: &mut String) {
+        let at = self.sorted.partition_point(|s| s.0 <= addr);
+        let Some((start, name)) = at.checked_sub(1).map(|i| &self.sorted[i]) else {
+            let _ = write!(out, "0x{addr:x}");
+            return;
+        };
+        let (name, module) = match name.split_once(' ') {
+            Some((n, m)) => (n, Some(m)),
+            None => (name.as_str(), None),
+        };
+        out.push_str(name);
+        if offset {
+            let size = self.sorted.get(at).map_or(0, |n| n.0 - start);
+            let _ = write!(out, "+0x{:x}/0x{size:x}", addr - start);
+        }
+        if let Some(m) = module {
+            out.push(' ');
+            out.push_str(m);
+        }
+    }
+}
+
+/// The event's name and its fields' text. The ftrace `print` event (a
+/// `trace_marker` write) is named by its caller, as the text does, and its
+/// fields are the written text.
+pub fn event(format: &EventFormat, data: &[u8], symbols: &Symbols) -> Option<(String, String)> {
+    if format.name == "print"
+        && let (Some(ip), Some(buf)) = (format.field("ip"), format.field("buf"))
+    {
+        let mut name = String::new();
+        let addr = int(&format.fields[ip], data)? as u64;
+        if symbols.is_empty() {
+            name.push_str("tracing_mark_write");
+        } else {
+            symbols.name(addr, false, &mut name);
+        }
+        let text = text(&format.fields[buf], data)?;
+        return Some((name, text.trim_end_matches('\n').to_string()));
+    }
+    let mut out = String::with_capacity(96);
+    for (key, render) in &format.keys {
+        let at = out.len();
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(key);
+        out.push('=');
+        if value(format, render, data, symbols, &mut out).is_none() {
+            out.truncate(at);
+        }
+    }
+    Some((format.name.clone(), out))
+}
+
+/// Appends one value. None when the record does not hold it, or the text
+/// shows what the record cannot (a string behind a kernel pointer).
+fn value(
+    format: &EventFormat,
+    render: &Render,
+    data: &[u8],
+    symbols: &Symbols,
+    out: &mut String,
+) -> Option<()> {
+    let field = &format.fields[render.field()];
+    match render {
+        Render::Number {
+            hex: false, pad, ..
+        } => {
+            let _ = write!(out, "{:0pad$}", int(field, data)?);
+        }
+        Render::Number { hex: true, pad, .. } => {
+            let _ = write!(out, "{:0pad$x}", int(field, data)? as u64);
+        }
+        Render::Text { .. } => out.push_str(&text(field, data)?),
+        Render::Symbolic { table, .. } => {
+            let v = int(field, data)?;
+            match table.iter().find(|(k, _)| *k as i64 == v) {
+                Some((_, name)) => out.push_str(name),
+                None => {
+                    let _ = write!(out, "{v}");
+                }
+            }
+        }
+        Render::Choice { set, unset, .. } => {
+            out.push_str(if int(field, data)? != 0 { set } else { unset });
+        }
+        Render::TaskState { flags, .. } => task_state(int(field, data)? as u64, flags, out),
+        Render::Symbol { offset, .. } => symbols.name(int(field, data)? as u64, *offset, out),
+        Render::Pointer { .. } => {
+            let _ = write!(out, "{:016x}", int(field, data)? as u64);
+        }
+        Render::Bitmask { .. } => bitmask(dynamic(field, data)?, out),
+    }
+    Some(())
+}
+
+/// An integer field, sign-extended when signed. None for other storage.
+fn int(field: &Field, data: &[u8]) -> Option<i64> {
+    let Storage::Int { signed } = field.storage else {
+        return None;
+    };
+    let v = uint_at(data, field.offset, field.size)?;
+    let bits = field.size as u32 * 8;
+    Some(if signed && bits < 64 {
+        ((v << (64 - bits)) as i64) >> (64 - bits)
+    } else {
+        v as i64
+    })
+}
+
+/// A text field, up to its first NUL.
+fn text(field: &Field, data: &[u8]) -> Option<String> {
+    let bytes = match field.storage {
+        Storage::Chars => data.get(field.offset..field.offset + field.size)?,
+        Storage::Tail => data.get(field.offset..)?,
+        Storage::Dynamic { .. } => dynamic(field, data)?,
+        Storage::Int { .. } => return None,
+    };
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
+/// The bytes of a `__data_loc`/`__rel_loc` field.
+fn dynamic<'a>(field: &Field, data: &'a [u8]) -> Option<&'a [u8]> {
+    let Storage::Dynamic { relative } = field.storage else {
+        return None;
+    };
+    let word = uint_at(data, field.offset, 4)?;
+    let (mut offset, len) = ((word & 0xffff) as usize, (word >> 16) as usize);
+    if relative {
+        offset += field.offset + field.size;
+    }
+    data.get(offset..offset.checked_add(len)?)
+}
+
+/// `prev_state`: the letters of its flags joined by `|`, `R` when none is
+/// set, then `+` when the preempted bit (just above the flags) is.
+pub(super) fn task_state(state: u64, flags: &[(u64, String)], out: &mut String) {
+    let top = flags.iter().map(|f| f.0).max().unwrap_or(0);
+    let preempted = top.checked_mul(2).unwrap_or(0).max(1);
+    let mask = preempted - 1;
+    let set: Vec<&str> = flags
+        .iter()
+        .filter(|(bit, _)| state & mask & bit != 0)
+        .map(|(_, name)| name.as_str())
+        .collect();
+    if set.is_empty() {
+        out.push('R');
+    } else {
+        out.push_str(&set.join("|"));
+    }
+    if state & preempted != 0 {
+        out.push('+');
+    }
+}
+
+/// A bitmap as the kernel's `%*pb`: 32-bit hex chunks, most significant
+/// first, joined by commas.
+pub(super) fn bitmask(bytes: &[u8], out: &mut String) {
+    let chunks: Vec<u32> = bytes
+        .chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect();
+    for (i, c) in chunks.iter().rev().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{c:08x}");
+    }
+}
+
+/// The task names a record carries: `(prev_pid, prev_comm)`,
+/// `(next_pid, next_comm)`, `(pid, comm)`.
+pub fn comms(format: &EventFormat, data: &[u8]) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for (pid, comm) in [
+        ("prev_pid", "prev_comm"),
+        ("next_pid", "next_comm"),
+        ("pid", "comm"),
+    ] {
+        if let (Some(p), Some(c)) = (format.field(pid), format.field(comm))
+            && let (Some(p), Some(c)) =
+                (int(&format.fields[p], data), text(&format.fields[c], data))
+        {
+            out.push((p as i32, c));
+        }
+    }
+    out
+}

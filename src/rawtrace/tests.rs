@@ -1,0 +1,182 @@
+use super::*;
+use crate::explain::parse;
+use std::path::{Path, PathBuf};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces/raw-6.18")
+}
+
+/// The fixture's `format` files.
+fn formats(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for system in std::fs::read_dir(dir.join("formats")).unwrap() {
+        let system = system.unwrap().path();
+        if system.is_dir() {
+            for f in std::fs::read_dir(system).unwrap() {
+                out.push(std::fs::read_to_string(f.unwrap().path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn decoder(dir: &Path) -> Decoder {
+    let header = std::fs::read_to_string(dir.join("formats/header_page")).unwrap();
+    let symbols = Symbols::parse(&std::fs::read_to_string(dir.join("kallsyms")).unwrap());
+    Decoder::new(&header, &formats(dir), symbols).unwrap()
+}
+
+/// The keys whose text the binary engine cannot match: hashed pointers
+/// (`%p`), and symbolic names the format file spells as kernel constants.
+fn comparable(format: &format::EventFormat, key: &str) -> bool {
+    !format.keys.iter().any(|(k, r)| {
+        k == key
+            && match r {
+                format::Render::Pointer { .. } => true,
+                format::Render::Symbolic { table, .. } => table.is_empty(),
+                _ => false,
+            }
+    })
+}
+
+/// Every name the events gave task `pid`.
+fn names_of(events: &[parse::Event], pid: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in events {
+        for (p, c) in [
+            ("prev_pid", "prev_comm"),
+            ("next_pid", "next_comm"),
+            ("pid", "comm"),
+        ] {
+            if e.num(p) == Some(i64::from(pid)) {
+                out.push(e.field(c).unwrap_or("").to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_binary_pages_decode_to_the_events_the_kernel_formatted() {
+    let dir = fixture();
+    let mut d = decoder(&dir);
+    let by_name: std::collections::HashMap<String, format::EventFormat> = formats(&dir)
+        .iter()
+        .filter_map(|f| format::EventFormat::parse(f))
+        .map(|f| (f.name.clone(), f))
+        .collect();
+    let mut compared = 0;
+    let mut all = Vec::new();
+    for cpu in 0..2 {
+        let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
+        decoder(&dir).pages(cpu, &raw, &mut all);
+    }
+    for cpu in 0..2 {
+        let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
+        let want: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
+        let mut got = Vec::new();
+        d.pages(cpu, &raw, &mut got);
+        assert_eq!(got.len(), want.len(), "CPU {cpu}: every event, none more");
+        for (g, w) in got.iter().zip(&want) {
+            // The text shows microseconds, rounded.
+            assert_eq!((g.ts_ns + 500) / 1000, w.ts_ns / 1000, "{w:?}");
+            assert_eq!((g.cpu, g.pid, &g.name), (w.cpu, w.pid, &w.name), "{w:?}");
+            // The text names a task as it is called when read (after an
+            // exec, the new name); the pages as it was called then.
+            if w.comm != "<...>" && g.comm != w.comm {
+                assert!(names_of(&all, g.pid).contains(&w.comm), "{w:?} vs {g:?}");
+            }
+            if w.name == "tracing_mark_write" {
+                assert_eq!(g.fields, w.fields);
+                continue;
+            }
+            let format = &by_name[&w.name];
+            for (key, _) in &format.keys {
+                if comparable(format, key) && w.field(key).is_some() {
+                    assert_eq!(g.field(key), w.field(key), "{key} of {w:?} vs {g:?}");
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 1000, "{compared} fields compared");
+    assert_eq!((d.unknown, d.missed), (0, 0));
+}
+
+#[test]
+fn the_formats_plan_the_texts_keys() {
+    let dir = fixture();
+    let all = formats(&dir);
+    let find = |name: &str| {
+        all.iter()
+            .filter_map(|f| format::EventFormat::parse(f))
+            .find(|f| f.name == name)
+            .unwrap()
+    };
+    let keys = |name: &str| -> Vec<String> { find(name).keys.into_iter().map(|k| k.0).collect() };
+    assert_eq!(
+        keys("sched_switch"),
+        [
+            "prev_comm",
+            "prev_pid",
+            "prev_prio",
+            "prev_state",
+            "next_comm",
+            "next_pid",
+            "next_prio"
+        ]
+    );
+    assert_eq!(keys("softirq_entry"), ["vec", "action"]);
+    assert_eq!(keys("workqueue_execute_start"), ["work", "function"]);
+    let switch = find("sched_switch");
+    assert!(matches!(
+        &switch.keys[3].1,
+        format::Render::TaskState { flags, .. } if flags.len() == 8 && flags[7] == (0x80, "I".into())
+    ));
+}
+
+#[test]
+fn a_task_state_and_a_bitmask_read_as_the_kernel_prints_them() {
+    let flags: Vec<(u64, String)> = ["S", "D", "T", "t", "X", "Z", "P", "I"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (1u64 << i, n.to_string()))
+        .collect();
+    let state = |s| {
+        let mut out = String::new();
+        render::task_state(s, &flags, &mut out);
+        out
+    };
+    assert_eq!(state(0), "R");
+    assert_eq!(state(0x100), "R+");
+    assert_eq!(state(1), "S");
+    assert_eq!(state(2 | 0x100), "D+");
+    assert_eq!(state(0x80), "I");
+    let mut out = String::new();
+    render::bitmask(&[3, 0, 0, 0, 0, 0, 0, 0], &mut out);
+    assert_eq!(out, "00000000,00000003");
+}
+
+#[test]
+fn pages_that_lie_end_where_the_lie_starts() {
+    let dir = fixture();
+    let mut d = decoder(&dir);
+    let raw = std::fs::read(dir.join("cpu0.raw")).unwrap();
+    let mut all = Vec::new();
+    d.pages(0, &raw[..4096], &mut all);
+    assert!(!all.is_empty());
+    // Every cut and every corrupted byte of a page: no panic, and never
+    // more events than the page holds.
+    for cut in (0..4096).step_by(7) {
+        let mut got = Vec::new();
+        d.pages(0, &raw[..cut], &mut got);
+        assert!(got.len() <= all.len());
+    }
+    for at in (0..4096).step_by(3) {
+        let mut page = raw[..4096].to_vec();
+        page[at] ^= 0xff;
+        let mut got = Vec::new();
+        d.page(0, &page, &mut got);
+    }
+}
