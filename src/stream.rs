@@ -8,11 +8,11 @@
 
 use crate::audit::{Audit, AuditReport, Promises, TaskInfo};
 use crate::config::TaskSelector;
-use crate::explain::parse;
 use crate::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
-use crate::sys::trace::{self, Instance, Pipe, Recording};
+use crate::sys::trace::{self, Instance, Recording};
+use crate::trace_source::{Reader, Source};
 
 /// What the stream must feed.
 #[derive(Debug, Clone, Default)]
@@ -29,21 +29,17 @@ pub const BUFFER_KB: u64 = 4096;
 /// Most bytes read from the pipe at one look (the rest waits for the
 /// next).
 const MAX_READ: usize = 16 << 20;
-/// A line longer than this is not an event: it is dropped.
-const MAX_LINE: usize = 4096;
 
 /// A running trace stream.
 pub struct TraceStream {
     root: SysRoot,
     /// Declared before the instance: fields drop in order, and the
-    /// instance cannot be removed while its pipe is open.
-    pipe: Pipe,
+    /// instance cannot be removed while its pipes are open. Its buffers
+    /// are kept, with their capacity, from look to look: freeing a large
+    /// buffer would make the kernel flush the TLBs of every CPU this
+    /// process runs on, an IPI to the measured CPUs.
+    source: Source,
     instance: Instance,
-    /// Bytes read and not yet fed (after the last whole line). Kept, with
-    /// its capacity, from look to look: freeing a large buffer would make
-    /// the kernel flush the TLBs of every CPU this process runs on, an IPI
-    /// to the measured CPUs.
-    buf: Vec<u8>,
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
     cpus: Vec<usize>,
@@ -51,8 +47,6 @@ pub struct TraceStream {
     /// and just after.
     irqs_before: Vec<(u32, u64)>,
     irqs_started: Vec<(u32, u64)>,
-    /// `[LOST N EVENTS]` lines of the pipe.
-    lost_lines: u64,
     events: u64,
     /// Tracepoints this kernel lacks.
     pub missing: Vec<String>,
@@ -92,12 +86,11 @@ impl TraceStream {
             events: trace::STREAM_EVENTS,
         })?;
         let irqs_started = crate::sys::irq::totals(root);
-        let pipe = instance.pipe()?;
+        let source = Source::open(root, &instance, online, trace::STREAM_EVENTS)?;
         let mut stream = TraceStream {
             root: root.clone(),
             instance,
-            pipe,
-            buf: Vec::with_capacity(MAX_READ + MAX_LINE),
+            source,
             audit: spec.audit_cpus.as_deref().map(Audit::new),
             matchers: spec
                 .irq_tasks
@@ -107,7 +100,6 @@ impl TraceStream {
             cpus: online.to_vec(),
             irqs_before,
             irqs_started,
-            lost_lines: 0,
             events: 0,
             missing,
             task_filter: None,
@@ -153,45 +145,27 @@ impl TraceStream {
         if let Some(a) = self.audit.as_mut() {
             a.set_measured(measured);
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        if self.pipe.read_into(&mut buf, MAX_READ).is_ok() {
-            let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
-            for line in buf[..whole].split(|&b| b == b'\n') {
-                self.line(line);
-            }
-            buf.drain(..whole);
-            if buf.len() > MAX_LINE {
-                buf.clear();
-            }
-        }
-        self.buf = buf;
+        self.read(false);
         self.describe_new_tasks();
     }
 
-    fn line(&mut self, line: &[u8]) {
-        let Ok(text) = std::str::from_utf8(line) else {
-            return;
-        };
-        // `CPU:1 [LOST 123 EVENTS]`
-        if let Some(n) = text
-            .strip_prefix("CPU:")
-            .and_then(|t| t.split_once(" [LOST "))
-            .and_then(|(_, r)| r.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            self.lost_lines += n;
-            return;
-        }
-        let Some(e) = parse::line(text) else {
-            return;
-        };
-        self.events += 1;
-        if let Some(a) = self.audit.as_mut() {
-            a.feed(&e);
-        }
-        for m in &mut self.matchers {
-            m.feed(&e);
-        }
+    /// Which reader the stream uses.
+    pub fn reader(&self) -> Reader {
+        self.source.reader()
+    }
+
+    /// Feeds what the kernel holds now (`last`: all of it).
+    fn read(&mut self, last: bool) {
+        let (audit, matchers, events) = (&mut self.audit, &mut self.matchers, &mut self.events);
+        self.source.read(MAX_READ, last, |e| {
+            *events += 1;
+            if let Some(a) = audit.as_mut() {
+                a.feed(e);
+            }
+            for m in matchers.iter_mut() {
+                m.feed(e);
+            }
+        });
     }
 
     /// The threads of tasks chosen by PID or program, as they are now.
@@ -246,13 +220,24 @@ impl TraceStream {
     ) -> (Option<AuditReport>, Vec<IrqTaskResult>) {
         let before_stop = crate::sys::irq::totals(&self.root);
         self.instance.stop();
-        self.look(measured, programs);
+        self.learn_tasks(programs);
+        if let Some(a) = self.audit.as_mut() {
+            a.set_measured(measured);
+        }
+        self.read(true);
+        self.describe_new_tasks();
         let after = crate::sys::irq::totals(&self.root);
-        let lost = self.instance.lost_events(&self.cpus).max(self.lost_lines);
-        // The instance goes now, its pipe first (it cannot be removed while
+        let lost = self
+            .instance
+            .lost_events(&self.cpus)
+            .max(self.source.lost());
+        let reader = self.source.reader();
+        // The instance goes now, its pipes first (it cannot be removed while
         // a file of it is open).
-        let Self { pipe, instance, .. } = self;
-        drop(pipe);
+        let Self {
+            source, instance, ..
+        } = self;
+        drop(source);
         drop(instance);
         let audit = self.audit.take().map(|a| {
             let mut r = a.finish(promises, lost);
@@ -261,6 +246,13 @@ impl TraceStream {
                     "tracepoints this kernel lacks (not counted): {}",
                     self.missing.join(", ")
                 ));
+            }
+            if reader == Reader::Text {
+                r.notes.push(
+                    "the trace was read as the kernel's text: its binary pages could not be \
+                     read or decoded here (or RTLAB_TRACE_READER=text asked for it)"
+                        .into(),
+                );
             }
             if lost > 0 {
                 r.notes.push(format!(

@@ -74,5 +74,7 @@ pub fn task_cpuset(pid: i32) -> String {
 
 /// Where rtlab mounts tracefs when it is not mounted.
 pub const TRACEFS: &str = "sys/kernel/tracing";
+/// The kernel's symbols (names the addresses binary trace events hold).
+pub const KALLSYMS: &str = "proc/kallsyms";
 /// Where tracefs may be found: its own mount point, or under debugfs.
 pub const TRACEFS_MOUNTS: [&str; 2] = [TRACEFS, "sys/kernel/debug/tracing"];

@@ -211,6 +211,80 @@ impl Pipe {
     }
 }
 
+/// The instance's per-CPU binary pipes (`per_cpu/cpuN/trace_pipe_raw`),
+/// opened non-blocking: each read consumes whole ring-buffer pages (the
+/// last one possibly partial), undecoded.
+pub struct RawPipes {
+    /// Each traced CPU and its pipe.
+    files: Vec<(usize, File)>,
+}
+
+/// The size of a ring-buffer page as `trace_pipe_raw` gives it.
+pub const RAW_PAGE: usize = 4096;
+
+impl RawPipes {
+    /// The traced CPUs, in the order [`RawPipes::read_into`] takes them.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.files.iter().map(|f| f.0).collect()
+    }
+
+    /// Appends the pages CPU number `index` (of [`RawPipes::cpus`]) holds
+    /// now to `buf`, at most `max` bytes, whole pages. Returns the bytes
+    /// read (0 when nothing is waiting).
+    pub fn read_into(
+        &mut self,
+        index: usize,
+        buf: &mut Vec<u8>,
+        max: usize,
+    ) -> std::io::Result<usize> {
+        use std::io::Read;
+        let Some((_, file)) = self.files.get_mut(index) else {
+            return Ok(0);
+        };
+        let mut total = 0;
+        while total + RAW_PAGE <= max {
+            let at = buf.len();
+            buf.resize(at + RAW_PAGE, 0);
+            let read = file.read(&mut buf[at..]);
+            let n = match read {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    buf.truncate(at);
+                    break;
+                }
+                Err(e) => {
+                    buf.truncate(at);
+                    return Err(e);
+                }
+            };
+            if n == 0 {
+                buf.truncate(at);
+                break;
+            }
+            // A short read is a page all the same: its header says how
+            // much it holds; the rest stays zero.
+            total += RAW_PAGE;
+        }
+        Ok(total)
+    }
+}
+
+/// What decoding an instance's binary pages needs: the page header's
+/// layout and each enabled event's `format` file.
+#[derive(Debug, Clone, Default)]
+pub struct Formats {
+    /// `events/header_page`.
+    pub header_page: String,
+    /// The `format` files of the events asked for that this kernel has.
+    pub events: Vec<String>,
+}
+
+/// The kernel's symbols (`/proc/kallsyms`), or None when unreadable.
+pub fn kallsyms(root: &SysRoot) -> Option<String> {
+    root.read_opt(paths::KALLSYMS)
+}
+
 /// Events the kernel could not keep in CPU `cpu`'s buffer (the `overrun`
 /// and `dropped events` lines of `per_cpu/cpuN/stats`).
 pub fn parse_lost(stats: &str) -> u64 {
@@ -327,6 +401,48 @@ impl Instance {
             .open_read_nonblocking(&format!("{}/trace_pipe", self.dir))
             .map_err(kernel("cannot open the trace pipe"))?;
         Ok(Pipe { file })
+    }
+
+    /// The instance's binary pipes, one per CPU of `cpus`.
+    pub fn raw_pipes(&self, cpus: &[usize]) -> Result<RawPipes, TraceError> {
+        let mut files = Vec::new();
+        for &cpu in cpus {
+            let file = self
+                .root
+                .open_read_nonblocking(&format!("{}/per_cpu/cpu{cpu}/trace_pipe_raw", self.dir))
+                .map_err(kernel("cannot open a binary trace pipe"))?;
+            files.push((cpu, file));
+        }
+        Ok(RawPipes { files })
+    }
+
+    /// The layout and formats that decode `events` (and `ftrace/print`,
+    /// the trace marker's). Err when the page layout is unreadable.
+    pub fn formats(&self, events: &[&str]) -> Result<Formats, TraceError> {
+        let header_page = self
+            .root
+            .read(&format!("{}/events/header_page", self.dir))
+            .map_err(kernel("cannot read the trace page layout"))?;
+        let events = events
+            .iter()
+            .chain(std::iter::once(&"ftrace/print"))
+            .filter_map(|e| {
+                self.root
+                    .read_opt(&format!("{}/events/{e}/format", self.dir))
+            })
+            .collect();
+        Ok(Formats {
+            header_page,
+            events,
+        })
+    }
+
+    /// Task names the tracer saved (`saved_cmdlines`, `PID COMM`).
+    pub fn saved_cmdlines(&self) -> String {
+        let tracefs = self.dir.split("/instances/").next().unwrap_or("");
+        self.root
+            .read_opt(&format!("{tracefs}/saved_cmdlines"))
+            .unwrap_or_default()
     }
 
     /// Events lost on `cpus` so far (the kernel's own counters).

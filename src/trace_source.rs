@@ -1,0 +1,185 @@
+//! Where a consumed trace's events come from: the binary per-CPU pages
+//! (`trace_pipe_raw`, decoded by [`crate::rawtrace`]), or the kernel's
+//! text (`trace_pipe`) where the pages cannot be had or decoded. Both give
+//! the same [`Event`]s, in time order across CPUs.
+//!
+//! `RTLAB_TRACE_READER=text` forces the text reader (to compare the two).
+
+use crate::explain::parse::{self, Event};
+use crate::rawtrace::{Decoder, Symbols};
+use crate::sys::SysRoot;
+use crate::sys::trace::{self, Instance, Pipe, RawPipes};
+
+/// Events newer than this (ns before the read began) wait for the next
+/// read: another CPU may not have committed its events of that moment yet.
+const HOLD_NS: u64 = 2_000_000;
+/// A line longer than this is not an event: it is dropped.
+const MAX_LINE: usize = 4096;
+/// Most decoded events held back: past it the oldest go (a trace clock
+/// that is not CLOCK_MONOTONIC would hold everything).
+const MAX_HELD: usize = 1 << 20;
+
+/// Which reader a source uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The binary pages.
+    Raw,
+    /// The kernel's text.
+    Text,
+}
+
+impl Reader {
+    /// Its name in notes and benchmarks.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reader::Raw => "binary pages (trace_pipe_raw)",
+            Reader::Text => "text (trace_pipe)",
+        }
+    }
+}
+
+/// A consumed trace of an instance.
+pub enum Source {
+    /// Binary pages: the pipes, their decoder, and decoded events held
+    /// back until every CPU has committed past them.
+    Raw {
+        /// One pipe per CPU.
+        pipes: RawPipes,
+        /// The decoder.
+        decoder: Box<Decoder>,
+        /// Decoded, not yet given.
+        held: Vec<Event>,
+        /// The read buffer, kept from read to read.
+        buf: Vec<u8>,
+    },
+    /// The text pipe.
+    Text {
+        /// The pipe.
+        pipe: Pipe,
+        /// Bytes read and not yet parsed (after the last whole line).
+        buf: Vec<u8>,
+        /// `[LOST N EVENTS]` lines.
+        lost: u64,
+    },
+}
+
+impl Source {
+    /// The binary pages of `cpus` where they can be read and decoded,
+    /// else the text pipe. `events` are the instance's tracepoints.
+    pub fn open(
+        root: &SysRoot,
+        instance: &Instance,
+        cpus: &[usize],
+        events: &[&str],
+    ) -> Result<Source, trace::TraceError> {
+        let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
+        if !forced_text && let Some(raw) = Self::raw(root, instance, cpus, events) {
+            return Ok(raw);
+        }
+        Ok(Source::Text {
+            pipe: instance.pipe()?,
+            buf: Vec::new(),
+            lost: 0,
+        })
+    }
+
+    fn raw(root: &SysRoot, instance: &Instance, cpus: &[usize], events: &[&str]) -> Option<Source> {
+        let formats = instance.formats(events).ok()?;
+        // Addresses are named as the text names them: by the kernel's
+        // symbols (read once; hidden addresses give hex).
+        let symbols = trace::kallsyms(root)
+            .map(|k| Symbols::parse(&k))
+            .unwrap_or_default();
+        let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols)?;
+        decoder.learn_comms(&instance.saved_cmdlines());
+        let pipes = instance.raw_pipes(cpus).ok()?;
+        Some(Source::Raw {
+            pipes,
+            decoder: Box::new(decoder),
+            held: Vec::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Which reader this is.
+    pub fn reader(&self) -> Reader {
+        match self {
+            Source::Raw { .. } => Reader::Raw,
+            Source::Text { .. } => Reader::Text,
+        }
+    }
+
+    /// Events the reader saw reported lost (the pages' headers, the
+    /// text's `[LOST]` lines).
+    pub fn lost(&self) -> u64 {
+        match self {
+            Source::Raw { decoder, .. } => decoder.missed,
+            Source::Text { lost, .. } => *lost,
+        }
+    }
+
+    /// Reads what the kernel holds now, at most `max` bytes per CPU, and
+    /// gives the events in time order to `feed`. `last`: the tracing has
+    /// stopped, nothing is held back.
+    pub fn read(&mut self, max: usize, last: bool, mut feed: impl FnMut(&Event)) {
+        match self {
+            Source::Raw {
+                pipes,
+                decoder,
+                held,
+                buf,
+            } => {
+                let began = crate::sys::os::monotonic_ns();
+                for index in 0..pipes.cpus().len() {
+                    buf.clear();
+                    if pipes.read_into(index, buf, max).is_ok() {
+                        let cpu = pipes.cpus()[index];
+                        decoder.pages(cpu, buf, held);
+                    }
+                }
+                held.sort_by_key(|e| e.ts_ns);
+                let ready = if last {
+                    held.len()
+                } else {
+                    let until = began.saturating_sub(HOLD_NS);
+                    let ready = held.partition_point(|e| e.ts_ns < until);
+                    ready.max(held.len().saturating_sub(MAX_HELD))
+                };
+                for e in held.drain(..ready) {
+                    feed(&e);
+                }
+            }
+            Source::Text { pipe, buf, lost } => {
+                if pipe.read_into(buf, max).is_ok() {
+                    let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+                    for line in buf[..whole].split(|&b| b == b'\n') {
+                        text_line(line, lost, &mut feed);
+                    }
+                    buf.drain(..whole);
+                    if buf.len() > MAX_LINE {
+                        buf.clear();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One line of the text pipe: an event, or a `CPU:1 [LOST 123 EVENTS]`.
+fn text_line(line: &[u8], lost: &mut u64, feed: &mut impl FnMut(&Event)) {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return;
+    };
+    if let Some(n) = text
+        .strip_prefix("CPU:")
+        .and_then(|t| t.split_once(" [LOST "))
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        *lost += n;
+        return;
+    }
+    if let Some(e) = parse::line(text) {
+        feed(&e);
+    }
+}
