@@ -135,7 +135,7 @@ impl EventFormat {
     }
 }
 
-/// `field:char prev_comm[16];	offset:8;	size:16;	signed:0;`
+/// `field:char prev_comm[16]; offset:8; size:16; signed:0;`
 fn parse_field(line: &str) -> Option<Field> {
     let mut decl = None;
     let (mut offset, mut size, mut signed) = (None, None, false);
