@@ -36,6 +36,7 @@ pub mod result;
 pub mod run;
 pub mod stats;
 pub mod stream;
+pub mod task_latency;
 pub mod trace_source;
 pub mod tune;
 #[cfg(test)]

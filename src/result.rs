@@ -210,4 +210,8 @@ pub struct RunResult {
     /// The IRQ-to-task measurements (`irq_task[N]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+    /// The task-latency measurements (`task_latency[N]`), absent in older
+    /// results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_latency: Vec<crate::task_latency::TaskLatencyResult>,
 }

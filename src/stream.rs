@@ -12,6 +12,7 @@ use crate::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
+use crate::task_latency::{TaskLatencyResult, TaskLatencySpec, Tracker};
 use crate::trace_source::{Reader, Source};
 
 /// What the stream must feed.
@@ -21,6 +22,8 @@ pub struct StreamSpec {
     pub audit_cpus: Option<Vec<usize>>,
     /// The IRQ-to-task measurements.
     pub irq_tasks: Vec<IrqTaskSpec>,
+    /// The task-latency measurements.
+    pub task_latency: Vec<TaskLatencySpec>,
 }
 
 /// Ring buffer per CPU (KiB): with a look every 20 ms, room for bursts
@@ -29,6 +32,16 @@ pub const BUFFER_KB: u64 = 4096;
 /// Most bytes read from the pipe at one look (the rest waits for the
 /// next).
 const MAX_READ: usize = 16 << 20;
+
+/// What a stream found, once finished.
+pub struct StreamResults {
+    /// The isolation audit.
+    pub audit: Option<AuditReport>,
+    /// The IRQ-to-task measurements.
+    pub irq_tasks: Vec<IrqTaskResult>,
+    /// The task-latency measurements.
+    pub task_latency: Vec<TaskLatencyResult>,
+}
 
 /// A running trace stream.
 pub struct TraceStream {
@@ -42,6 +55,7 @@ pub struct TraceStream {
     instance: Instance,
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
+    trackers: Vec<Tracker>,
     cpus: Vec<usize>,
     /// `/proc/interrupts` totals per IRQ number before the trace started,
     /// and just after.
@@ -52,6 +66,8 @@ pub struct TraceStream {
     pub missing: Vec<String>,
     /// The syscall exits' filter in effect (None: not traced).
     task_filter: Option<String>,
+    /// The timer arms' filter in effect (None: not traced).
+    timer_filter: Option<String>,
 }
 
 /// The tracepoints without which the stream's figures are wrong: the
@@ -63,6 +79,9 @@ pub fn core_events() -> &'static [&'static str] {
 
 /// The tasks' syscall exits: each bounds a switch-in not logged.
 const SYS_EXIT: &str = "raw_syscalls/sys_exit";
+/// The tasks' timers armed: each gives the expiry a timer wake-up is late
+/// from (filtered to the tasks' threads).
+const TIMER_START: &str = "timer/hrtimer_start";
 /// Most threads named in the syscall exits' filter.
 const MAX_FILTERED_TIDS: usize = 64;
 
@@ -86,7 +105,11 @@ impl TraceStream {
             events: trace::STREAM_EVENTS,
         })?;
         let irqs_started = crate::sys::irq::totals(root);
-        let source = Source::open(root, &instance, online, trace::STREAM_EVENTS)?;
+        // Decoded: every event of the stream, and those enabled with a
+        // filter below.
+        let mut decoded = trace::STREAM_EVENTS.to_vec();
+        decoded.extend([SYS_EXIT, TIMER_START]);
+        let source = Source::open(root, &instance, online, &decoded)?;
         let mut stream = TraceStream {
             root: root.clone(),
             instance,
@@ -97,44 +120,58 @@ impl TraceStream {
                 .iter()
                 .filter_map(|s| Matcher::new(s.clone()))
                 .collect(),
+            trackers: spec
+                .task_latency
+                .iter()
+                .map(|s| Tracker::new(s.clone()))
+                .collect(),
             cpus: online.to_vec(),
             irqs_before,
             irqs_started,
             events: 0,
             missing,
             task_filter: None,
+            timer_filter: None,
         };
         // The tasks' syscall exits bound a switch-in the kernel did not log.
-        if !stream.matchers.is_empty() {
+        if !stream.matchers.is_empty() || !stream.trackers.is_empty() {
             let filter = stream.task_filter();
             match stream.instance.filter_and_enable(SYS_EXIT, &filter) {
                 Ok(()) => stream.task_filter = Some(filter),
                 Err(_) => stream.missing.push(SYS_EXIT.into()),
             }
         }
+        if !stream.trackers.is_empty() {
+            let filter = stream.timer_filter();
+            match stream.instance.filter_and_enable(TIMER_START, &filter) {
+                Ok(()) => stream.timer_filter = Some(filter),
+                Err(_) => stream.missing.push(TIMER_START.into()),
+            }
+        }
         Ok(stream)
     }
 
-    /// The filter of the syscall exits: the tasks' threads, or names.
+    /// The filter of the syscall exits: the measured tasks' threads, or
+    /// names.
     fn task_filter(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        for m in &self.matchers {
-            match &m.spec().task {
-                TaskSelector::Name(name) => parts.push(format!("comm == \"{name}\"")),
-                _ => parts.extend(
-                    m.tids()
-                        .iter()
-                        .take(MAX_FILTERED_TIDS)
-                        .map(|t| format!("common_pid == {t}")),
-                ),
-            }
+        let irq_tasks = self.matchers.iter().map(|m| (&m.spec().task, m.tids()));
+        let tasks = self.trackers.iter().map(|t| (&t.spec().task, t.tids()));
+        filter_of(irq_tasks.chain(tasks).collect())
+    }
+
+    /// The filter of the timer arms: the measured tasks' names, or none
+    /// (`0`) when a task is chosen by process: its new threads arm timers
+    /// before the next look could add them to a filter.
+    fn timer_filter(&self) -> String {
+        let by_name = self
+            .trackers
+            .iter()
+            .all(|t| matches!(t.spec().task, TaskSelector::Name(_)));
+        if !by_name {
+            return "0".into();
         }
-        if parts.is_empty() {
-            // Nothing yet: the idle task makes no syscall.
-            "common_pid == 0".into()
-        } else {
-            parts.join(" || ")
-        }
+        let tasks = self.trackers.iter().map(|t| (&t.spec().task, t.tids()));
+        filter_of(tasks.collect())
     }
 
     /// Reads what the kernel traced since the last look and feeds it.
@@ -157,6 +194,7 @@ impl TraceStream {
     /// Feeds what the kernel holds now (`last`: all of it).
     fn read(&mut self, last: bool) {
         let (audit, matchers, events) = (&mut self.audit, &mut self.matchers, &mut self.events);
+        let trackers = &mut self.trackers;
         self.source.read(MAX_READ, last, |e| {
             *events += 1;
             if let Some(a) = audit.as_mut() {
@@ -164,6 +202,9 @@ impl TraceStream {
             }
             for m in matchers.iter_mut() {
                 m.feed(e);
+            }
+            for t in trackers.iter_mut() {
+                t.feed(e);
             }
         });
     }
@@ -181,10 +222,27 @@ impl TraceStream {
                 m.add_tids(crate::sys::threads::of_process(&self.root, pid));
             }
         }
+        for t in &mut self.trackers {
+            let pid = match t.spec().task {
+                TaskSelector::Pid(pid) => Some(pid),
+                TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
+                TaskSelector::Name(_) => None,
+            };
+            if let Some(pid) = pid {
+                t.add_tids(std::iter::once(pid));
+                t.add_tids(crate::sys::threads::of_process(&self.root, pid));
+            }
+        }
         if let Some(old) = &self.task_filter {
             let new = self.task_filter();
             if *old != new && self.instance.set_filter(SYS_EXIT, &new).is_ok() {
                 self.task_filter = Some(new);
+            }
+        }
+        if let Some(old) = &self.timer_filter {
+            let new = self.timer_filter();
+            if *old != new && self.instance.set_filter(TIMER_START, &new).is_ok() {
+                self.timer_filter = Some(new);
             }
         }
     }
@@ -217,7 +275,7 @@ impl TraceStream {
         measured: &[i32],
         programs: &[(usize, i32)],
         promises: &Promises,
-    ) -> (Option<AuditReport>, Vec<IrqTaskResult>) {
+    ) -> StreamResults {
         let before_stop = crate::sys::irq::totals(&self.root);
         self.instance.stop();
         self.learn_tasks(programs);
@@ -281,7 +339,37 @@ impl TraceStream {
                 r
             })
             .collect();
-        (audit, results)
+        let missing = self.missing.clone();
+        let task_latency = std::mem::take(&mut self.trackers)
+            .into_iter()
+            .map(|t| t.finish(lost, &missing))
+            .collect();
+        StreamResults {
+            audit,
+            irq_tasks: results,
+            task_latency,
+        }
+    }
+}
+
+/// An event filter naming tasks: by name, or each known thread.
+fn filter_of(tasks: Vec<(&TaskSelector, &std::collections::BTreeSet<i32>)>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (task, tids) in tasks {
+        match task {
+            TaskSelector::Name(name) => parts.push(format!("comm == \"{name}\"")),
+            _ => parts.extend(
+                tids.iter()
+                    .take(MAX_FILTERED_TIDS)
+                    .map(|t| format!("common_pid == {t}")),
+            ),
+        }
+    }
+    if parts.is_empty() {
+        // Nothing yet: the idle task makes no syscall and arms no timer.
+        "common_pid == 0".into()
+    } else {
+        parts.join(" || ")
     }
 }
 

@@ -73,8 +73,11 @@ impl Source {
         events: &[&str],
     ) -> Result<Source, trace::TraceError> {
         let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
-        if !forced_text && let Some(raw) = Self::raw(root, instance, cpus, events) {
-            return Ok(raw);
+        if !forced_text {
+            match Self::raw(root, instance, cpus, events) {
+                Ok(raw) => return Ok(raw),
+                Err(why) => crate::messages::debug(1, &format!("trace read as text: {why}")),
+            }
         }
         Ok(Source::Text {
             pipe: instance.pipe()?,
@@ -83,17 +86,23 @@ impl Source {
         })
     }
 
-    fn raw(root: &SysRoot, instance: &Instance, cpus: &[usize], events: &[&str]) -> Option<Source> {
-        let formats = instance.formats(events).ok()?;
+    fn raw(
+        root: &SysRoot,
+        instance: &Instance,
+        cpus: &[usize],
+        events: &[&str],
+    ) -> Result<Source, String> {
+        let formats = instance.formats(events).map_err(|e| e.to_string())?;
         // Addresses are named as the text names them: by the kernel's
         // symbols (read once; hidden addresses give hex).
         let symbols = trace::kallsyms(root)
             .map(|k| Symbols::parse(&k))
             .unwrap_or_default();
-        let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols)?;
+        let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols)
+            .ok_or("the page layout (events/header_page) is not one rtlab reads")?;
         decoder.learn_comms(&instance.saved_cmdlines());
-        let pipes = instance.raw_pipes(cpus).ok()?;
-        Some(Source::Raw {
+        let pipes = instance.raw_pipes(cpus).map_err(|e| e.to_string())?;
+        Ok(Source::Raw {
             pipes,
             decoder: Box::new(decoder),
             held: Vec::new(),

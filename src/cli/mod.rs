@@ -23,6 +23,7 @@ mod monitor;
 mod oneoff;
 mod partition;
 mod show;
+mod task_latency;
 mod trace;
 mod tune;
 
@@ -144,6 +145,11 @@ pub enum Command {
     /// the task that waits for its data (`-- CMD` starts that task).
     #[command(name = "irq-task")]
     IrqTask(trace::IrqTaskArgs),
+    /// How late any task wakes up, unmodified (`--pid`, `--name`, or a
+    /// command after `--`): each wake-up's timer lateness, wake-to-run and
+    /// latency, run time, period, deadline misses, and who held the CPU.
+    #[command(name = "task-latency")]
+    TaskLatency(task_latency::TaskLatencyArgs),
     /// Why wake-ups were late: the culprits of a run with `trace.threshold`
     /// and every explained wake-up, or the worst wake-ups it kept.
     Explain {
@@ -535,6 +541,7 @@ pub fn main() -> i32 {
         (Some(Command::Audit(args)), _) => trace::audit_main(args),
         (Some(Command::Monitor(args)), _) => monitor::monitor_main(args, cli.dbg_level),
         (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
+        (Some(Command::TaskLatency(args)), _) => task_latency::main(args),
         (Some(Command::Check { file }), _) => check_main(file, cli.dbg_level),
         (None, Some(file)) => run_command(
             &RunArgs {

@@ -263,10 +263,15 @@ pub fn explain_main(path: &Path) -> i32 {
     for m in &run.details.irq_tasks {
         out!("{}", crate::report::audit::irq_task(m));
     }
+    for m in &run.details.task_latency {
+        out!("{}", crate::report::task_latency::text(m));
+    }
     if let Some(audit) = &run.details.audit {
         out!("{}", crate::report::audit::audit(audit));
     }
-    let other_findings = run.details.audit.is_some() || !run.details.irq_tasks.is_empty();
+    let other_findings = run.details.audit.is_some()
+        || !run.details.irq_tasks.is_empty()
+        || !run.details.task_latency.is_empty();
     let no_spikes = run.threads.iter().all(|t| t.spikes.is_empty());
     match &run.details.trace {
         Some(trace) => {

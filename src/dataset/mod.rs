@@ -173,6 +173,8 @@ pub struct Details {
     pub audit: Option<crate::audit::AuditReport>,
     /// The IRQ-to-task measurements, with their counts.
     pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+    /// The task-latency measurements.
+    pub task_latency: Vec<crate::task_latency::TaskLatencyResult>,
 }
 
 /// A finished run, read from a file.

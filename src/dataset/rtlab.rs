@@ -53,8 +53,22 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
+    let task_threads: usize = result.task_latency.iter().map(|m| m.threads.len()).sum();
+    if result.task_latency.len() > crate::config::MAX_TASK_LATENCY
+        || task_threads > super::MAX_THREADS
+    {
+        return Err(ParseError::new(
+            1,
+            1,
+            "more task-latency measurements or threads than rtlab keeps".to_string(),
+            "no rtlab run has this many; the file was altered",
+        ));
+    }
     let mut threads: Vec<Thread> = result.timers.iter().map(thread).collect();
     threads.extend(result.irq_tasks.iter().map(irq_task));
+    for m in &result.task_latency {
+        threads.extend(m.threads.iter().map(|t| task_thread(m.spec.index, t)));
+    }
     let context = context(&result);
     let details = details(&result);
     Ok(Run::new(path, Format::Rtlab, context, threads, details))
@@ -80,6 +94,24 @@ fn irq_task(m: &crate::irq_task::IrqTaskResult) -> Thread {
         distribution,
     )
     .irq_to_task()
+}
+
+/// A thread of a `task_latency[N]` as a thread of the run (`L0.TID`): its
+/// latencies from release to switch-in, as a timer thread's.
+fn task_thread(index: usize, t: &crate::task_latency::TaskThreadResult) -> Thread {
+    let (stats, distribution) = summary_stats(&t.latency, &t.hdr_histogram);
+    let histogram_us = super::per_us(t.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
+    Thread::new(
+        format!("L{index}.{}", t.tid),
+        None,
+        Stats {
+            overruns: None,
+            ..stats
+        },
+        histogram_us,
+        None,
+        distribution,
+    )
 }
 
 /// The statistics and distribution of a summary and its HDR buckets.
@@ -311,5 +343,6 @@ fn details(r: &RunResult) -> Details {
         trace: r.trace.clone(),
         audit: r.audit.clone(),
         irq_tasks: r.irq_tasks.clone(),
+        task_latency: r.task_latency.clone(),
     }
 }

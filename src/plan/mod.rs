@@ -14,6 +14,7 @@ use crate::tune::bandwidth::BandwidthError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+mod task_latency;
 mod tuning;
 pub use crate::tune::TuningSpec;
 
@@ -196,13 +197,18 @@ pub struct RunPlan {
     /// IRQ-to-task measurements (absent in older results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub irq_tasks: Vec<crate::irq_task::IrqTaskSpec>,
+    /// Task-latency measurements (absent in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_latency: Vec<crate::task_latency::TaskLatencySpec>,
 }
 
 impl RunPlan {
-    /// Whether the run reads a trace stream (an audit or an IRQ-to-task
-    /// measurement).
+    /// Whether the run reads a trace stream (an audit, an IRQ-to-task or
+    /// a task-latency measurement).
     pub fn streams(&self) -> bool {
-        self.main.audit_cpus.is_some() || !self.irq_tasks.is_empty()
+        self.main.audit_cpus.is_some()
+            || !self.irq_tasks.is_empty()
+            || !self.task_latency.is_empty()
     }
 }
 
@@ -451,6 +457,7 @@ pub fn build(
     let (group_of, cpu_groups) = p.bandwidth_groups(exp);
     let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
+    let task_latency = task_latency::specs(&mut p.diags, exp);
     p.check_something_runs(exp);
     check_privileges(&mut p, exp);
     if !p.diags.is_empty() {
@@ -465,6 +472,7 @@ pub fn build(
         programs,
         cpu_groups,
         irq_tasks,
+        task_latency,
     })
 }
 
@@ -654,16 +662,19 @@ impl Planner<'_> {
 
     /// A run must have something to run, and traces need root.
     fn check_something_runs(&mut self, exp: &Experiment) {
-        let traces = exp.main.audit_cpus.is_some() || !exp.irq_tasks.is_empty();
+        let traces = exp.main.audit_cpus.is_some()
+            || !exp.irq_tasks.is_empty()
+            || !exp.task_latency.is_empty();
         if traces && !self.machine.privileges().root {
             let pos = exp
                 .irq_tasks
                 .first()
                 .map(|m| m.pos)
+                .or(exp.task_latency.first().map(|m| m.pos))
                 .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
                 .unwrap_or_default();
             self.diags.push(
-                Diagnostic::new(pos, "the isolation audit and IRQ-to-task latency read kernel tracepoints: they need root")
+                Diagnostic::new(pos, "the isolation audit, IRQ-to-task and task latency read kernel tracepoints: they need root")
                     .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
             );
         }

@@ -16,3 +16,4 @@ pub mod html;
 pub mod json;
 pub mod live;
 pub mod plot;
+pub mod task_latency;

@@ -512,9 +512,12 @@ impl Armed {
         // at the end).
         self.timers.halt();
         let measured = measured_tids(&self.timers.handles);
-        let (audit, irq_tasks) = match self.stream.take() {
-            Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
-            None => (None, Vec::new()),
+        let (audit, irq_tasks, task_latency) = match self.stream.take() {
+            Some(s) => {
+                let r = s.finish(&measured, &self.supervisor.running(), promises);
+                (r.audit, r.irq_tasks, r.task_latency)
+            }
+            None => (None, Vec::new(), Vec::new()),
         };
         let audit = audit.or_else(|| {
             let why = self.stream_unavailable.clone()?;
@@ -561,6 +564,7 @@ impl Armed {
             trace_windows,
             audit,
             irq_tasks,
+            task_latency,
         }
     }
 }
@@ -578,6 +582,7 @@ pub(super) struct Stopped {
     pub(super) trace_windows: Vec<(String, String)>,
     pub(super) audit: Option<AuditReport>,
     pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+    pub(super) task_latency: Vec<crate::task_latency::TaskLatencyResult>,
 }
 
 /// Lets go of the binary's pages that start-up touched, but the timer

@@ -83,6 +83,7 @@ pub(super) fn collect(
         trace_windows: stopped.trace_windows,
         audit: stopped.audit,
         irq_tasks: stopped.irq_tasks,
+        task_latency: stopped.task_latency,
     }
 }
 
@@ -222,6 +223,9 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
     }
     for m in &result.irq_tasks {
         out!("{}", report::audit::irq_task(m));
+    }
+    for m in &result.task_latency {
+        out!("{}", report::task_latency::text(m));
     }
     if let Some(audit) = &result.audit {
         out!("{}", report::audit::audit(audit));

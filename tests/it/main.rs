@@ -23,5 +23,6 @@ mod monitor;
 mod reports;
 mod run;
 mod simulated;
+mod task_latency;
 mod trace_experiments;
 mod tuning;

@@ -40,7 +40,7 @@ fn run(dir: &Path, name: &str, cfg: &str) -> (Output, Value) {
 }
 
 /// Root and tracefs, or the refusal checked and said.
-fn can_trace(test: &str) -> bool {
+pub(crate) fn can_trace(test: &str) -> bool {
     if !is_root() {
         let dir = tempfile::tempdir().unwrap();
         let o = rtlab(dir.path(), &["audit", "0", "--duration", "1s"]);

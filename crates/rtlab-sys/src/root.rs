@@ -142,6 +142,27 @@ impl SysRoot {
         fs::read_to_string(&path).map_err(|e| SysError::from_io(&path, e))
     }
 
+    /// Reads `rel` as text with reads of one large buffer: some kernel
+    /// files (tracefs `header_page`) end early when read in small pieces.
+    /// At most `max` bytes.
+    pub fn read_large(&self, rel: &str, max: usize) -> Result<String, SysError> {
+        use std::io::Read;
+        let path = self.path(rel);
+        let mut file = fs::File::open(&path).map_err(|e| SysError::from_io(&path, e))?;
+        let mut buf = vec![0u8; max];
+        let mut len = 0;
+        while len < max {
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(SysError::from_io(&path, e)),
+            }
+        }
+        buf.truncate(len);
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
     /// Reads `rel` and trims surrounding whitespace.
     pub fn read_trim(&self, rel: &str) -> Result<String, SysError> {
         self.read(rel).map(|s| s.trim().to_string())

@@ -421,7 +421,7 @@ impl Instance {
     pub fn formats(&self, events: &[&str]) -> Result<Formats, TraceError> {
         let header_page = self
             .root
-            .read(&format!("{}/events/header_page", self.dir))
+            .read_large(&format!("{}/events/header_page", self.dir), 65536)
             .map_err(kernel("cannot read the trace page layout"))?;
         let events = events
             .iter()

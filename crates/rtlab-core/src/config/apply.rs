@@ -31,6 +31,18 @@ pub(super) struct Draft {
     pub program: ProgramDraft,
     /// The keys of `irq_task[N]` alone.
     pub irq_task: IrqTaskDraft,
+    /// The keys of `task_latency[N]` alone.
+    pub task_latency: TaskLatencyDraft,
+}
+
+/// The keys of `task_latency[N]` alone.
+#[derive(Default)]
+pub(super) struct TaskLatencyDraft {
+    /// Each `task.*` key given (exactly one is valid).
+    pub task: Vec<Spanned<TaskSelector>>,
+    pub period_ns: Option<u64>,
+    pub deadline_ns: Option<u64>,
+    pub samples: usize,
 }
 
 /// The keys of `irq_task[N]` alone.
@@ -96,6 +108,7 @@ impl Draft {
                 bandwidth: BandwidthConfig::default(),
             },
             irq_task: IrqTaskDraft::default(),
+            task_latency: TaskLatencyDraft::default(),
         }
     }
 }
@@ -296,7 +309,8 @@ pub(super) fn irq_task_irq(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     d.irq_task.irq = Some(spanned(prop, irq));
 }
 
-pub(super) fn irq_task_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+/// A `task.name` value: a task name the kernel could have.
+fn task_name(b: &mut Builder<'_>, prop: &Prop) -> Option<Spanned<TaskSelector>> {
     let v = prop.value.trim();
     if v.len() > 15 || v.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
         b.value_error(
@@ -304,26 +318,68 @@ pub(super) fn irq_task_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
             ValueError::new("a task name (comm) has at most 15 characters, no quote or backslash")
                 .hint("the kernel cuts a task's name to 15 bytes: write those (`ps -o comm`)"),
         );
-        return;
+        return None;
     }
-    d.irq_task
-        .task
-        .push(spanned(prop, TaskSelector::Name(v.to_string())));
+    Some(spanned(prop, TaskSelector::Name(v.to_string())))
+}
+
+fn task_pid(b: &mut Builder<'_>, prop: &Prop) -> Option<Spanned<TaskSelector>> {
+    let pid = b.get(prop, values::integer(&prop.value, 1, i64::from(i32::MAX)))?;
+    Some(spanned(prop, TaskSelector::Pid(pid as i32)))
+}
+
+fn task_program(b: &mut Builder<'_>, prop: &Prop) -> Option<Spanned<TaskSelector>> {
+    let n = count(b, prop, 0, super::MAX_PROGRAMS - 1)?;
+    Some(spanned(prop, TaskSelector::Program(n)))
+}
+
+pub(super) fn irq_task_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.irq_task.task.extend(task_name(b, prop));
 }
 
 pub(super) fn irq_task_pid(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if let Some(pid) = b.get(prop, values::integer(&prop.value, 1, i64::from(i32::MAX))) {
-        d.irq_task
-            .task
-            .push(spanned(prop, TaskSelector::Pid(pid as i32)));
-    }
+    d.irq_task.task.extend(task_pid(b, prop));
 }
 
 pub(super) fn irq_task_program(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
-    if let Some(n) = count(b, prop, 0, super::MAX_PROGRAMS - 1) {
-        d.irq_task
-            .task
-            .push(spanned(prop, TaskSelector::Program(n)));
+    d.irq_task.task.extend(task_program(b, prop));
+}
+
+// Keys of `task_latency[N]`.
+
+pub(super) fn task_latency_name(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.task_latency.task.extend(task_name(b, prop));
+}
+
+pub(super) fn task_latency_pid(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.task_latency.task.extend(task_pid(b, prop));
+}
+
+pub(super) fn task_latency_program(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.task_latency.task.extend(task_program(b, prop));
+}
+
+pub(super) fn task_latency_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.task_latency.period_ns = task_duration(b, prop);
+}
+
+pub(super) fn task_latency_deadline(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.task_latency.deadline_ns = task_duration(b, prop);
+}
+
+/// A task's period or deadline: from 1 µs to 1 h.
+fn task_duration(b: &mut Builder<'_>, prop: &Prop) -> Option<u64> {
+    let ns = b.duration(prop, 1_000)?;
+    if ns == 0 || ns > 3_600_000_000_000 {
+        b.value_error(prop, ValueError::new("must be from 1 us to 1 h"));
+        return None;
+    }
+    Some(ns)
+}
+
+pub(super) fn task_latency_samples(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = count(b, prop, 0, 1_000_000) {
+        d.task_latency.samples = n;
     }
 }
 

@@ -14,6 +14,8 @@ pub enum StanzaKind {
     Program,
     /// `irq_task[N]`: an IRQ-to-task latency measurement.
     IrqTask,
+    /// `task_latency[N]`: the wake-up latency of any task.
+    TaskLatency,
 }
 
 impl StanzaKind {
@@ -24,6 +26,7 @@ impl StanzaKind {
             StanzaKind::Timer => "timer_thread[N]",
             StanzaKind::Program => "program[N]",
             StanzaKind::IrqTask => "irq_task[N]",
+            StanzaKind::TaskLatency => "task_latency[N]",
         }
     }
 }
@@ -92,7 +95,7 @@ pub fn markdown_table(kind: StanzaKind) -> String {
 }
 
 use super::apply;
-use StanzaKind::{IrqTask, Main, Program, Timer};
+use StanzaKind::{IrqTask, Main, Program, TaskLatency, Timer};
 
 /// All keys, in the manual's order.
 pub const KEYS: &[KeySpec] = &[
@@ -646,6 +649,72 @@ pub const KEYS: &[KeySpec] = &[
         repeatable: false,
         apply: apply::irq_task_program,
     },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "task.name",
+        syntax: "COMM",
+        value: "a task name (`comm`, at most 15 characters)",
+        default: "none",
+        meaning: "the task measured: every thread of this name (one of `task.name`, `task.pid`, `task.program` is required)",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_name,
+    },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "task.pid",
+        syntax: "PID",
+        value: "a process id",
+        default: "none",
+        meaning: "the task measured: every thread of this process",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_pid,
+    },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "task.program",
+        syntax: "N",
+        value: "the index of a `program[N]` of the file",
+        default: "none",
+        meaning: "the task measured: every thread of program N",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_program,
+    },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "period",
+        syntax: "DURATION",
+        value: "a duration (`1 ms`, `500 us`)",
+        default: "none",
+        meaning: "the task's cycle: jitter is the period seen minus this, and the deadline when `deadline` is not given",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_period,
+    },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "deadline",
+        syntax: "DURATION",
+        value: "a duration",
+        default: "the period",
+        meaning: "a cycle that ends (the task sleeps again) later than this after its release (armed expiry, or wake-up) is a deadline miss",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_deadline,
+    },
+    KeySpec {
+        stanza: TaskLatency,
+        name: "samples",
+        syntax: "N",
+        value: "0 to 1000000",
+        default: "0",
+        meaning: "keep each thread's first N wake-ups one by one in the result (expiry, timer lateness, wake-to-run, latency, waker)",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_samples,
+    },
 ];
 
 /// The key `name` of stanza `kind`, if it exists.
@@ -801,7 +870,7 @@ mod tests {
                 Main => ("main {\n", ""),
                 Timer => ("timer_thread[0] {\n", ""),
                 Program => ("program[0] {\n", "cmdline true\n"),
-                IrqTask => continue,
+                IrqTask | TaskLatency => continue,
             };
             let value = k.default.trim_matches('`');
             let without = format!("{open}{tail}}}\n");

@@ -25,6 +25,8 @@ pub const MAX_TIMERS: usize = 1024;
 pub const MAX_PROGRAMS: usize = 256;
 /// Most `irq_task[N]` stanzas.
 pub const MAX_IRQ_TASKS: usize = 64;
+/// Most `task_latency[N]` stanzas.
+pub const MAX_TASK_LATENCY: usize = 64;
 /// Most properties in one stanza (repeatable keys included).
 pub const MAX_PROPERTIES: usize = 512;
 /// Longest thread-name pattern (`threads.sched`): thread names have at
@@ -382,6 +384,23 @@ pub struct IrqTaskConfig {
     pub task: Spanned<TaskSelector>,
 }
 
+/// A `task_latency[N]` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskLatencyConfig {
+    /// N.
+    pub index: usize,
+    /// Where the stanza starts.
+    pub pos: Pos,
+    /// The task.
+    pub task: Spanned<TaskSelector>,
+    /// Its stated period (ns).
+    pub period_ns: Option<u64>,
+    /// Its deadline from each release (ns).
+    pub deadline_ns: Option<u64>,
+    /// Wake-ups kept one by one, per thread.
+    pub samples: usize,
+}
+
 /// A whole experiment, as written in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Experiment {
@@ -393,4 +412,6 @@ pub struct Experiment {
     pub programs: Vec<ProgramConfig>,
     /// IRQ-to-task measurements, ordered by index.
     pub irq_tasks: Vec<IrqTaskConfig>,
+    /// Task-latency measurements, ordered by index.
+    pub task_latency: Vec<TaskLatencyConfig>,
 }

@@ -79,6 +79,7 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
         "timer_thread" => StanzaKind::Timer,
         "program" => StanzaKind::Program,
         "irq_task" => StanzaKind::IrqTask,
+        "task_latency" => StanzaKind::TaskLatency,
         _ => return Err(unknown_stanza(name)),
     };
     let index = rest
@@ -95,7 +96,7 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
 
 fn unknown_stanza(name: &str) -> String {
     format!(
-        "unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]`, `program[N]` and `irq_task[N]`"
+        "unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]`, `program[N]`, `irq_task[N]` and `task_latency[N]`"
     )
 }
 
@@ -123,13 +124,14 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
     let mut exp = Experiment::default();
     let mut main_seen: Option<Pos> = None;
     let mut seen: std::collections::HashMap<(StanzaKind, usize), Pos> = Default::default();
-    let (mut timers, mut programs, mut irq_tasks) = (0, 0, 0);
+    let (mut timers, mut programs, mut irq_tasks, mut tasks) = (0, 0, 0, 0);
     for st in stanzas {
         let (count, max) = match st.kind {
             StanzaKind::Main => (&mut 0, 1),
             StanzaKind::Timer => (&mut timers, MAX_TIMERS),
             StanzaKind::Program => (&mut programs, MAX_PROGRAMS),
             StanzaKind::IrqTask => (&mut irq_tasks, MAX_IRQ_TASKS),
+            StanzaKind::TaskLatency => (&mut tasks, MAX_TASK_LATENCY),
         };
         *count += 1;
         if *count == max + 1 {
@@ -186,16 +188,22 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
                     exp.irq_tasks.push(m);
                 }
             }
+            StanzaKind::TaskLatency => {
+                if let Some(m) = b.task_latency(&st) {
+                    exp.task_latency.push(m);
+                }
+            }
         }
     }
     exp.irq_tasks.sort_by_key(|m| m.index);
+    exp.task_latency.sort_by_key(|m| m.index);
     exp.timers.sort_by_key(|t| t.index);
     exp.programs.sort_by_key(|p| p.index);
     (exp, diags.into_sorted())
 }
 
 /// Most stanzas of a file: one `main`, the timers and the programs.
-const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS + MAX_IRQ_TASKS;
+const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS + MAX_IRQ_TASKS + MAX_TASK_LATENCY;
 
 /// The problems found, in a bounded list: past [`MAX_DIAGNOSTICS`] they are
 /// counted, not kept (a megabyte of garbage would otherwise make a million).
@@ -754,7 +762,39 @@ impl Builder<'_> {
             }
             return None;
         };
-        let mut tasks = d.irq_task.task.into_iter();
+        let task = self.one_task(st, &who, d.irq_task.task)?;
+        Some(IrqTaskConfig {
+            index: st.index,
+            pos: st.pos,
+            irq,
+            task,
+        })
+    }
+
+    fn task_latency(&mut self, st: &Stanza) -> Option<TaskLatencyConfig> {
+        let d = self.draft(st);
+        let who = format!("task_latency[{}]", st.index);
+        let t = d.task_latency;
+        let task = self.one_task(st, &who, t.task)?;
+        Some(TaskLatencyConfig {
+            index: st.index,
+            pos: st.pos,
+            task,
+            period_ns: t.period_ns,
+            deadline_ns: t.deadline_ns,
+            samples: t.samples,
+        })
+    }
+
+    /// The one task a stanza names (`task.name`, `task.pid`,
+    /// `task.program`).
+    fn one_task(
+        &mut self,
+        st: &Stanza,
+        who: &str,
+        given: Vec<Spanned<TaskSelector>>,
+    ) -> Option<Spanned<TaskSelector>> {
+        let mut tasks = given.into_iter();
         let task = tasks.next();
         if let Some(extra) = tasks.next() {
             self.diags.push(
@@ -774,12 +814,7 @@ impl Builder<'_> {
             }
             return None;
         };
-        Some(IrqTaskConfig {
-            index: st.index,
-            pos: st.pos,
-            irq,
-            task,
-        })
+        Some(task)
     }
 
     fn program(&mut self, st: &Stanza) -> Option<ProgramConfig> {

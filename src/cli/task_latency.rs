@@ -1,0 +1,197 @@
+//! `rtlab task-latency`: how late any task wakes up, unmodified. It writes
+//! the experiment it runs (a `task_latency[0]` stanza, and a `program[0]`
+//! for a command given after `--`; printed with `--print`) and runs it as
+//! `rtlab run` would.
+
+use super::generated::{Generated, one_line};
+use super::{EXIT_REFUSED, RunArgs};
+use crate::config::values::quote_cmdline;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `rtlab task-latency`.
+#[derive(Debug, Args)]
+pub struct TaskLatencyArgs {
+    /// The task by process id (every thread of it).
+    #[arg(long, conflicts_with = "name")]
+    pub pid: Option<i32>,
+    /// The task by name (`comm`: every thread of this name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// How long to measure (`10s`), a command given after `--` or not.
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// The task's period: jitter is measured against it, and it is the
+    /// deadline unless `--deadline` is given.
+    #[arg(long)]
+    pub period: Option<String>,
+    /// The deadline from each release: a cycle ending later is a miss.
+    #[arg(long)]
+    pub deadline: Option<String>,
+    /// Explain each wake-up later than this (`trace.threshold`).
+    #[arg(long, value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// Keep each thread's first N wake-ups one by one in the JSON result.
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// CPUs of the command given after `--`.
+    #[arg(long, value_name = "CPUS")]
+    pub cpu: Option<String>,
+    /// Write the JSON result document to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Print the experiment file it runs, and run it.
+    #[arg(long)]
+    pub print: bool,
+    /// The task to start and measure (program[0]).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `rtlab task-latency --pid P | --name N | -- CMD`.
+pub fn main(args: &TaskLatencyArgs) -> i32 {
+    let g = match text(args) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let text = g.text();
+    if args.print {
+        out!("# the experiment `rtlab task-latency` runs\n{text}");
+    }
+    super::run_text(
+        &text,
+        "rtlab task-latency",
+        &RunArgs {
+            json: args.json.clone(),
+            ..RunArgs::default()
+        },
+        &g.origins(),
+    )
+}
+
+fn text(a: &TaskLatencyArgs) -> Result<Generated, i32> {
+    let chosen = usize::from(a.name.is_some()) + usize::from(a.pid.is_some());
+    if chosen + usize::from(!a.command.is_empty()) != 1 {
+        errln!("rtlab: name the task once: --pid PID, --name NAME, or a command after `--`");
+        errln!("  hint: rtlab task-latency --period 1ms --cpu 1 -- ./my-control-loop");
+        return Err(EXIT_REFUSED);
+    }
+    if a.command.is_empty() && a.cpu.is_some() {
+        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
+        return Err(EXIT_REFUSED);
+    }
+    let mut g = Generated::default();
+    g.line("main").line("{");
+    let duration = one_line("the duration", &a.duration)?;
+    g.from(
+        format!("  lifetime.duration {duration}"),
+        "--duration",
+        &a.duration,
+    );
+    if let Some(t) = &a.threshold {
+        let v = one_line("the threshold", t)?;
+        g.from(format!("  trace.threshold {v}"), "--threshold", t);
+    }
+    g.line("}").line("task_latency[0]").line("{");
+    match (&a.name, a.pid) {
+        (Some(name), _) => {
+            let v = one_line("the task name", name)?;
+            g.from(format!("  task.name {v}"), "--name", name)
+        }
+        (None, Some(pid)) => g.from(format!("  task.pid {pid}"), "--pid", &pid.to_string()),
+        (None, None) => g.line("  task.program 0"),
+    };
+    for (key, option, value) in [
+        ("period", "--period", &a.period),
+        ("deadline", "--deadline", &a.deadline),
+    ] {
+        if let Some(v) = value {
+            let line = one_line(key, v)?;
+            g.from(format!("  {key} {line}"), option, v);
+        }
+    }
+    if let Some(n) = a.samples {
+        g.from(format!("  samples {n}"), "--samples", &n.to_string());
+    }
+    g.line("}");
+    if !a.command.is_empty() {
+        program(&mut g, a)?;
+    }
+    Ok(g)
+}
+
+/// `program[0]`: the command (the run lasts `--duration` all the same).
+fn program(g: &mut Generated, a: &TaskLatencyArgs) -> Result<(), i32> {
+    let Some(cmdline) = quote_cmdline(&a.command) else {
+        errln!("rtlab: this command line cannot be written in an experiment file");
+        errln!("  hint: put it in a script, or write the experiment file yourself");
+        return Err(EXIT_REFUSED);
+    };
+    g.line("program[0]").line("{");
+    g.from(
+        format!("  cmdline {cmdline}"),
+        "the command after `--`:",
+        &cmdline,
+    );
+    g.line("  termination.ok IGNORE")
+        .line("  termination.ko IGNORE");
+    if let Some(cpus) = &a.cpu {
+        let list = one_line("the CPU list", cpus)?;
+        g.from(format!("  cpu_affinity {list}"), "--cpu", cpus);
+    }
+    g.line("}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(command: &[&str]) -> TaskLatencyArgs {
+        TaskLatencyArgs {
+            pid: None,
+            name: None,
+            duration: "5s".into(),
+            period: Some("1ms".into()),
+            deadline: None,
+            threshold: Some("200us".into()),
+            samples: Some(100),
+            cpu: Some("1".into()),
+            json: None,
+            print: false,
+            command: command.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_generated_experiment_reads_back_as_asked() {
+        let g = text(&args(&["./loop", "a b"])).unwrap();
+        let exp = crate::config::parse(&g.text()).unwrap();
+        let m = &exp.task_latency[0];
+        assert_eq!(m.task.value, crate::config::TaskSelector::Program(0));
+        assert_eq!(
+            (m.period_ns, m.deadline_ns, m.samples),
+            (Some(1_000_000), None, 100)
+        );
+        assert_eq!(exp.main.trace_threshold_ns, Some(200_000));
+        assert_eq!(exp.programs[0].argv.value, ["./loop", "a b"]);
+        let mut a = args(&[]);
+        a.cpu = None;
+        assert_eq!(text(&a).err(), Some(EXIT_REFUSED), "no task named");
+        a.pid = Some(42);
+        a.name = Some("x".into());
+        assert_eq!(text(&a).err(), Some(EXIT_REFUSED), "named twice");
+        a.name = None;
+        let exp = crate::config::parse(&text(&a).unwrap().text()).unwrap();
+        assert_eq!(
+            exp.task_latency[0].task.value,
+            crate::config::TaskSelector::Pid(42)
+        );
+        a.period = Some("1ms }\nprogram[3] {".into());
+        assert_eq!(
+            text(&a).err(),
+            Some(EXIT_REFUSED),
+            "a value that would change the file"
+        );
+    }
+}

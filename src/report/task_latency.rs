@@ -1,0 +1,111 @@
+//! A task-latency measurement as text: per thread, the wake-ups, the
+//! latency from release to switch-in (the timer thread's figure), its
+//! parts (timer lateness, wake-to-run), the cycles' run time and period,
+//! deadline misses, who woke it, and the late wake-ups explained.
+
+use crate::stats::Summary;
+use crate::task_latency::{TaskLatencyResult, TaskThreadResult};
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+/// `min / p50 / p99 / max µs`, or `-` without samples.
+fn figures(s: &Summary) -> String {
+    if s.samples == 0 {
+        return "-".into();
+    }
+    let p = |name: &str| {
+        s.percentiles
+            .iter()
+            .find(|p| p.name == name)
+            .map_or("?".into(), |p| us(p.value_ns))
+    };
+    format!(
+        "{} / {} / {} / {}",
+        us(s.min_ns),
+        p("p50"),
+        p("p99"),
+        us(s.max_ns)
+    )
+}
+
+/// The measurement as the end of a run and `rtlab explain` show it.
+pub fn text(m: &TaskLatencyResult) -> String {
+    let mut out = format!("\nTask latency L{}: {}\n", m.spec.index, m.spec.task);
+    if m.threads.is_empty() {
+        out.push_str("  no wake-up of the task was seen\n");
+    }
+    for t in &m.threads {
+        thread(&mut out, m, t);
+    }
+    if m.lost_events > 0 {
+        out.push_str(&format!(
+            "  note: the kernel lost {} events (buffer full): the counts are lower bounds\n",
+            m.lost_events
+        ));
+    }
+    for n in &m.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out
+}
+
+fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
+    out.push_str(&format!(
+        "  L{}.{} {} (TID {}): {} wake-ups, {} by its own timers\n",
+        m.spec.index, t.tid, t.comm, t.tid, t.wake_ups, t.timer_wake_ups
+    ));
+    if t.switch_ins_inferred > 0 {
+        out.push_str(&format!(
+            "    note: {} switch-ins were not logged by this kernel (out of idle) and were taken at \
+             the thread's next event (its syscall's exit): those latencies are a few µs high\n",
+            t.switch_ins_inferred
+        ));
+    }
+    out.push_str("    µs (min / p50 / p99 / max)\n");
+    for (what, s) in [
+        ("latency (release to run)", &t.latency),
+        ("timer interrupt late", &t.timer_late),
+        ("wake-up to run", &t.wake_to_run),
+        ("run time per cycle", &t.run_time),
+        ("period seen", &t.period),
+    ] {
+        out.push_str(&format!("    {what:<26} {}\n", figures(s)));
+    }
+    if let Some(j) = &t.jitter {
+        out.push_str(&format!(
+            "    {:<26} {}\n",
+            "jitter (|period - stated|)",
+            figures(j)
+        ));
+    }
+    if let Some(misses) = t.deadline_misses {
+        out.push_str(&format!("    deadline misses: {misses}\n"));
+    }
+    if !t.wakers.is_empty() {
+        let w: Vec<String> = t
+            .wakers
+            .iter()
+            .take(5)
+            .map(|(who, n)| format!("{who} ({n})"))
+            .collect();
+        out.push_str(&format!("    woken otherwise by: {}\n", w.join(", ")));
+    }
+    for e in t.explained.iter().take(5) {
+        let parts: Vec<String> = e
+            .parts
+            .iter()
+            .map(|(what, ns)| format!("{what} {}", us(*ns)))
+            .collect();
+        out.push_str(&format!(
+            "    late wake-up {} µs on CPU {}{}: {}\n",
+            us(e.wake_up.latency_ns),
+            e.wake_up.cpu,
+            e.blame
+                .as_ref()
+                .map_or(String::new(), |b| format!(", CPU held by {b}")),
+            parts.join(" + ")
+        ));
+    }
+}

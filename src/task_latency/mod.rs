@@ -1,0 +1,630 @@
+//! Task latency: how late any task wakes up, unmodified, from the kernel's
+//! tracepoints. For each wake-up of each thread of the task:
+//! - woken by a timer it armed itself (`clock_nanosleep`, `nanosleep`,
+//!   `timerfd`, POSIX timers, `epoll`/`poll`/`select` timeouts: each arms
+//!   an hrtimer from the thread, `hrtimer_start`), how late the timer's
+//!   interrupt handled it (expiry handled minus the armed expiry), how long
+//!   from the wake-up to the switch-in, and the total from the armed
+//!   expiry to the switch-in: the figure a timer thread gives;
+//! - woken otherwise, the wake-to-run delay, and who woke it (a thread, an
+//!   interrupt, a softirq, another timer);
+//! - each cycle's run time (switch-in to the next sleep), the period seen
+//!   between switch-ins, and deadline misses against a stated deadline.
+//!
+//! Each wake-up over the threshold is explained: its delay split into the
+//! timer interrupt's lateness and who held the CPU until the switch-in
+//! (tasks, interrupts, softirqs), the rest named as such; the parts add up.
+//! Pure: the trace stream ([`crate::stream`]) feeds it.
+
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+use crate::config::TaskSelector;
+use crate::explain::parse::Event;
+use crate::stats::{self, HdrBucket, Recorder, Summary};
+use cpu::Occupancy;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What a `task_latency[N]` measures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLatencySpec {
+    /// The stanza index N.
+    pub index: usize,
+    /// The task.
+    pub task: TaskSelector,
+    /// The task's stated period (ns): jitter is measured against it.
+    pub period_ns: Option<u64>,
+    /// Its deadline (ns) from each release (the armed expiry, or the
+    /// wake-up): a cycle that ends later is a miss. The period when unset.
+    pub deadline_ns: Option<u64>,
+    /// Wake-ups later than this are explained.
+    pub threshold_ns: Option<u64>,
+    /// How many wake-ups to keep one by one (per thread).
+    pub samples: usize,
+}
+
+/// Most threads followed per measurement.
+const MAX_THREADS: usize = 256;
+/// Most armed timers remembered (a thread arming timers it never lets
+/// expire must not grow the table without end).
+const MAX_ARMED: usize = 1 << 14;
+/// Most wake-ups explained per thread.
+const MAX_EXPLAINED: usize = 20;
+/// Most wakers named per thread.
+const MAX_WAKERS: usize = 32;
+/// Histogram range of the per-µs columns (µs).
+const HISTO_US: u64 = 1000;
+
+/// How a wake-up came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeKind {
+    /// By a timer the thread armed.
+    Timer,
+    /// By anything else.
+    Other,
+}
+
+/// One wake-up, as kept one by one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeUp {
+    /// The thread.
+    pub tid: i32,
+    /// How it came.
+    pub kind: WakeKind,
+    /// The CPU it ran on.
+    pub cpu: usize,
+    /// The armed expiry (the timer's clock, ns; CLOCK_MONOTONIC for
+    /// `clock_nanosleep(CLOCK_MONOTONIC)` and `timerfd`), for a timer.
+    pub expiry_ns: Option<u64>,
+    /// How late the timer's interrupt handled it (ns), for a timer.
+    pub timer_late_ns: Option<u64>,
+    /// From the wake-up to the switch-in (ns).
+    pub wake_to_run_ns: u64,
+    /// From the release (armed expiry, or wake-up) to the switch-in (ns).
+    pub latency_ns: u64,
+    /// When it was switched in (trace clock, ns).
+    pub run_at_ns: u64,
+    /// Who woke it.
+    pub waker: String,
+}
+
+/// A late wake-up explained: its latency split into parts that add up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explained {
+    /// The wake-up.
+    pub wake_up: WakeUp,
+    /// Each part (label, ns), largest first.
+    pub parts: Vec<(String, u64)>,
+    /// The largest part that is not the timer's lateness or the
+    /// unexplained rest: who held the CPU.
+    pub blame: Option<String>,
+}
+
+/// The figures of one thread of the task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskThreadResult {
+    /// The thread.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// Wake-ups seen (switch-ins after a wake-up).
+    pub wake_ups: u64,
+    /// Of them, by its own timer.
+    pub timer_wake_ups: u64,
+    /// Switch-ins the kernel did not log (out of idle, on some kernels),
+    /// taken at the thread's first event after its wake-up (its syscall's
+    /// exit): those latencies are a few µs high.
+    pub switch_ins_inferred: u64,
+    /// Release to switch-in, every wake-up.
+    pub latency: Summary,
+    /// Every sample of it, log-linear (0.1%).
+    pub hdr_histogram: Vec<HdrBucket>,
+    /// The timer interrupt's lateness, timer wake-ups.
+    pub timer_late: Summary,
+    /// Wake-up to switch-in, every wake-up.
+    pub wake_to_run: Summary,
+    /// Switch-in to the next sleep, every cycle.
+    pub run_time: Summary,
+    /// Switch-in to the next wake-up's switch-in.
+    pub period: Summary,
+    /// |period seen - stated period|, with a stated period.
+    pub jitter: Option<Summary>,
+    /// Cycles ended past the deadline, with a stated deadline or period.
+    pub deadline_misses: Option<u64>,
+    /// Who woke it (other than its timers), most first.
+    pub wakers: Vec<(String, u64)>,
+    /// Its wake-ups over the threshold, explained (the worst kept).
+    pub explained: Vec<Explained>,
+    /// Its first wake-ups one by one (`samples`).
+    pub wake_up_samples: Vec<WakeUp>,
+}
+
+/// The figures of a `task_latency[N]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskLatencyResult {
+    /// What was measured.
+    pub spec: TaskLatencySpec,
+    /// Each thread that woke, by TID.
+    pub threads: Vec<TaskThreadResult>,
+    /// Events the kernel could not keep (the counts are then lower bounds).
+    pub lost_events: u64,
+    /// Tracepoints missing, or a timer clock this cannot compare.
+    pub notes: Vec<String>,
+}
+
+/// A timer a thread armed.
+#[derive(Debug, Clone, Copy)]
+struct Armed {
+    tid: i32,
+    expiry: u64,
+}
+
+/// A timer of a thread being handled on a CPU.
+#[derive(Debug, Clone, Copy)]
+struct Expiring {
+    armed: Option<Armed>,
+    /// How late (the handler's `now` minus the armed expiry).
+    late: u64,
+    at: u64,
+}
+
+/// A wake-up awaiting its switch-in.
+#[derive(Debug, Clone)]
+struct Pending {
+    kind: WakeKind,
+    woken: u64,
+    expiry: Option<u64>,
+    late: Option<u64>,
+    /// The trace-clock time of the release.
+    release: u64,
+    waker: String,
+}
+
+/// A cycle running: since when, and its release.
+#[derive(Debug, Clone, Copy)]
+struct Cycle {
+    since: u64,
+    release: u64,
+}
+
+struct Thread {
+    comm: String,
+    latency: Recorder,
+    timer_late: Recorder,
+    wake_to_run: Recorder,
+    run_time: Recorder,
+    period: Recorder,
+    jitter: Recorder,
+    wake_ups: u64,
+    timer_wake_ups: u64,
+    misses: u64,
+    inferred: u64,
+    pending: Option<Pending>,
+    cycle: Option<Cycle>,
+    running: bool,
+    last_switch_in: Option<u64>,
+    wakers: BTreeMap<String, u64>,
+    explained: Vec<Explained>,
+    samples: Vec<WakeUp>,
+}
+
+impl Thread {
+    fn new(comm: &str) -> Option<Thread> {
+        let r = || Recorder::new(HISTO_US).ok();
+        Some(Thread {
+            comm: comm.to_string(),
+            latency: r()?,
+            timer_late: r()?,
+            wake_to_run: r()?,
+            run_time: r()?,
+            period: r()?,
+            jitter: r()?,
+            wake_ups: 0,
+            timer_wake_ups: 0,
+            misses: 0,
+            inferred: 0,
+            pending: None,
+            cycle: None,
+            running: false,
+            last_switch_in: None,
+            wakers: BTreeMap::new(),
+            explained: Vec::new(),
+            samples: Vec::new(),
+        })
+    }
+}
+
+/// Follows one `task_latency[N]` over the trace.
+pub struct Tracker {
+    spec: TaskLatencySpec,
+    tids: BTreeSet<i32>,
+    threads: BTreeMap<i32, Thread>,
+    /// Timers armed by the task's threads, by the timer's address.
+    armed: HashMap<String, Armed>,
+    /// Per CPU: the timer being handled, if any.
+    expiring: Vec<Option<Expiring>>,
+    cpus: Occupancy,
+    notes: BTreeSet<String>,
+}
+
+impl Tracker {
+    /// A tracker for `spec`.
+    pub fn new(spec: TaskLatencySpec) -> Tracker {
+        let tids = match spec.task {
+            TaskSelector::Pid(pid) => BTreeSet::from([pid]),
+            _ => BTreeSet::new(),
+        };
+        Tracker {
+            spec,
+            tids,
+            threads: BTreeMap::new(),
+            armed: HashMap::new(),
+            expiring: Vec::new(),
+            cpus: Occupancy::default(),
+            notes: BTreeSet::new(),
+        }
+    }
+
+    /// What it measures.
+    pub fn spec(&self) -> &TaskLatencySpec {
+        &self.spec
+    }
+
+    /// The threads recognised as the task so far.
+    pub fn tids(&self) -> &BTreeSet<i32> {
+        &self.tids
+    }
+
+    /// Adds threads of the task (read by the caller from `/proc`).
+    pub fn add_tids(&mut self, tids: impl IntoIterator<Item = i32>) {
+        for tid in tids {
+            if self.tids.len() < MAX_THREADS * 4 {
+                self.tids.insert(tid);
+            }
+        }
+    }
+
+    fn is_task(&mut self, pid: i64, comm: Option<&str>) -> bool {
+        let Ok(pid) = i32::try_from(pid) else {
+            return false;
+        };
+        if pid <= 0 {
+            return false;
+        }
+        if self.tids.contains(&pid) {
+            return true;
+        }
+        match (&self.spec.task, comm) {
+            (TaskSelector::Name(name), Some(c)) if c == name => {
+                self.add_tids([pid]);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn thread(&mut self, tid: i32, comm: &str) -> Option<&mut Thread> {
+        if !self.threads.contains_key(&tid) && self.threads.len() < MAX_THREADS {
+            self.threads.insert(tid, Thread::new(comm)?);
+        }
+        let t = self.threads.get_mut(&tid)?;
+        if t.comm != comm && !comm.starts_with('<') {
+            t.comm = comm.to_string();
+        }
+        Some(t)
+    }
+
+    /// Follows one event (every CPU's, in time order).
+    pub fn feed(&mut self, e: &Event) {
+        self.cpus.feed(e);
+        self.seen_running(e);
+        match e.name.as_str() {
+            "hrtimer_start" => self.timer_armed(e),
+            "hrtimer_expire_entry" => self.timer_expiring(e),
+            "hrtimer_expire_exit" => {
+                if let Some(slot) = self.expiring.get_mut(e.cpu) {
+                    *slot = None;
+                }
+            }
+            "sched_waking" => self.woken(e),
+            "sched_switch" => self.switched(e),
+            _ => {}
+        }
+    }
+
+    /// A thread woken and not yet switched in that is seen running (an
+    /// event of its own, such as its syscall's exit): some kernels log no
+    /// switch out of idle, so the switch-in is taken here, a little
+    /// late (counted as inferred).
+    fn seen_running(&mut self, e: &Event) {
+        if e.pid <= 0 || !self.tids.contains(&e.pid) {
+            return;
+        }
+        let Some(t) = self.threads.get_mut(&e.pid) else {
+            return;
+        };
+        if t.running || t.pending.is_none() {
+            return;
+        }
+        t.running = true;
+        t.inferred += 1;
+        self.ran(e.pid, e.cpu, e.ts_ns);
+    }
+
+    fn timer_armed(&mut self, e: &Event) {
+        if !self.is_task(i64::from(e.pid), Some(&e.comm)) {
+            return;
+        }
+        let (Some(timer), Some(expiry)) = (e.field("hrtimer"), e.num("softexpires")) else {
+            return;
+        };
+        if self.armed.len() >= MAX_ARMED {
+            self.armed.clear();
+        }
+        self.armed.insert(
+            timer.to_string(),
+            Armed {
+                tid: e.pid,
+                expiry: expiry.max(0) as u64,
+            },
+        );
+    }
+
+    fn timer_expiring(&mut self, e: &Event) {
+        if e.cpu >= cpu::MAX_CPU {
+            return;
+        }
+        if self.expiring.len() <= e.cpu {
+            self.expiring.resize(e.cpu + 1, None);
+        }
+        let armed = e.field("hrtimer").and_then(|t| self.armed.remove(t));
+        let now = e.num("now").unwrap_or(0).max(0) as u64;
+        let late = armed.map_or(0, |a| now.saturating_sub(a.expiry));
+        self.expiring[e.cpu] = Some(Expiring {
+            armed,
+            late,
+            at: e.ts_ns,
+        });
+    }
+
+    /// Who woke a thread, as the wake-up's CPU shows it: the interrupt
+    /// it was in, else the task that ran.
+    fn waker(&self, e: &Event) -> String {
+        self.cpus
+            .context(e.cpu)
+            .unwrap_or_else(|| cpu::task_label(&e.comm, i64::from(e.pid)))
+    }
+
+    fn woken(&mut self, e: &Event) {
+        let Some(tid) = e.num("pid") else { return };
+        let comm = e.field("comm").unwrap_or("?").to_string();
+        if !self.is_task(tid, Some(&comm)) {
+            return;
+        }
+        let tid = tid as i32;
+        let expiring = self.expiring.get(e.cpu).copied().flatten();
+        let own = expiring.filter(|x| x.armed.is_some_and(|a| a.tid == tid));
+        let waker = match (own, expiring) {
+            (Some(_), _) => "its timer".to_string(),
+            (None, Some(_)) => format!("a timer on CPU {}", e.cpu),
+            (None, None) => self.waker(e),
+        };
+        let Some(t) = self.thread(tid, &comm) else {
+            return;
+        };
+        if t.pending.is_some() {
+            return; // Woken twice before it ran: the first counts.
+        }
+        let pending = match own {
+            Some(x) => Pending {
+                kind: WakeKind::Timer,
+                woken: e.ts_ns,
+                expiry: x.armed.map(|a| a.expiry),
+                late: Some(x.late),
+                release: x.at.saturating_sub(x.late),
+                waker,
+            },
+            None => Pending {
+                kind: WakeKind::Other,
+                woken: e.ts_ns,
+                expiry: None,
+                late: None,
+                release: e.ts_ns,
+                waker,
+            },
+        };
+        if t.running {
+            // Woken before it slept: it runs on at once.
+            t.pending = Some(pending);
+            self.ran(tid, e.cpu, e.ts_ns);
+        } else {
+            t.pending = Some(pending);
+        }
+    }
+
+    fn switched(&mut self, e: &Event) {
+        let prev = e.num("prev_pid").unwrap_or(-1);
+        if self.is_task(prev, e.field("prev_comm")) {
+            let state = e.field("prev_state").unwrap_or("R");
+            let slept = !state.starts_with('R');
+            self.left(prev as i32, slept, e.ts_ns);
+        }
+        let next = e.num("next_pid").unwrap_or(-1);
+        let comm = e.field("next_comm").unwrap_or("?").to_string();
+        if self.is_task(next, Some(&comm)) {
+            let tid = next as i32;
+            let Some(t) = self.thread(tid, &comm) else {
+                return;
+            };
+            if !t.running {
+                t.running = true;
+                self.ran(tid, e.cpu, e.ts_ns);
+            }
+        }
+    }
+
+    /// Thread `tid` left its CPU at `at`: asleep (a cycle ends) or
+    /// preempted.
+    fn left(&mut self, tid: i32, slept: bool, at: u64) {
+        let deadline = self.spec.deadline_ns.or(self.spec.period_ns);
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        t.running = false;
+        if !slept {
+            return;
+        }
+        if let Some(c) = t.cycle.take() {
+            t.run_time.record(at.saturating_sub(c.since));
+            if deadline.is_some_and(|d| at.saturating_sub(c.release) > d) {
+                t.misses += 1;
+            }
+        }
+    }
+
+    /// Thread `tid` runs on `cpu` from `at`: a wake-up ends if one waited.
+    fn ran(&mut self, tid: i32, cpu: usize, at: u64) {
+        let threshold = self.spec.threshold_ns;
+        let (period, keep) = (self.spec.period_ns, self.spec.samples);
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let Some(p) = t.pending.take() else { return };
+        let wake_to_run = at.saturating_sub(p.woken);
+        let latency = at.saturating_sub(p.release);
+        let w = WakeUp {
+            tid,
+            kind: p.kind,
+            cpu,
+            expiry_ns: p.expiry,
+            timer_late_ns: p.late,
+            wake_to_run_ns: wake_to_run,
+            latency_ns: latency,
+            run_at_ns: at,
+            waker: p.waker.clone(),
+        };
+        t.wake_ups += 1;
+        t.latency.record(latency);
+        t.wake_to_run.record(wake_to_run);
+        if let Some(late) = p.late {
+            t.timer_wake_ups += 1;
+            t.timer_late.record(late);
+        } else if t.wakers.len() < MAX_WAKERS || t.wakers.contains_key(&p.waker) {
+            *t.wakers.entry(p.waker.clone()).or_default() += 1;
+        }
+        if let Some(last) = t.last_switch_in.replace(at) {
+            let seen = at.saturating_sub(last);
+            t.period.record(seen);
+            if let Some(stated) = period {
+                t.jitter.record(seen.abs_diff(stated));
+            }
+        }
+        t.cycle = Some(Cycle {
+            since: at,
+            release: p.release,
+        });
+        if t.samples.len() < keep {
+            t.samples.push(w.clone());
+        }
+        if threshold.is_some_and(|th| latency > th) {
+            let parts = self.parts(&p, cpu, at);
+            self.keep_explained(tid, w, parts);
+        }
+    }
+
+    /// A late wake-up's parts: the timer's lateness, then who held the
+    /// CPU from the wake-up to the switch-in, then what no event covers.
+    fn parts(&self, p: &Pending, cpu: usize, at: u64) -> Vec<(String, u64)> {
+        let total = at.saturating_sub(p.release);
+        let mut parts = Vec::new();
+        let mut from = p.release;
+        if let Some(late) = p.late {
+            parts.push(("timer interrupt late".to_string(), late));
+            from = p.release.saturating_add(late);
+        }
+        parts.extend(self.cpus.held(cpu, from, at));
+        let covered: u64 = parts.iter().map(|p| p.1).sum();
+        if covered < total {
+            parts.push(("wake-up and switch (no event)".into(), total - covered));
+        }
+        parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+        parts
+    }
+
+    fn keep_explained(&mut self, tid: i32, w: WakeUp, parts: Vec<(String, u64)>) {
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let blame = parts
+            .iter()
+            .find(|p| {
+                !p.0.starts_with("timer interrupt")
+                    && !p.0.contains("(no event)")
+                    && !p.0.ends_with(&format!("-{tid}"))
+            })
+            .map(|p| p.0.clone());
+        let e = Explained {
+            wake_up: w,
+            parts,
+            blame,
+        };
+        if t.explained.len() < MAX_EXPLAINED {
+            t.explained.push(e);
+        } else if let Some(min) = t.explained.iter_mut().min_by_key(|x| x.wake_up.latency_ns)
+            && min.wake_up.latency_ns < e.wake_up.latency_ns
+        {
+            *min = e;
+        }
+    }
+
+    /// The result, once every event is fed.
+    pub fn finish(self, lost_events: u64, missing: &[String]) -> TaskLatencyResult {
+        let has_deadline = self.spec.deadline_ns.or(self.spec.period_ns).is_some();
+        let stated = self.spec.period_ns.is_some();
+        let mut notes: Vec<String> = self.notes.into_iter().collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "tracepoints this kernel lacks: {}",
+                missing.join(", ")
+            ));
+        }
+        let threads = self
+            .threads
+            .into_iter()
+            .filter(|(_, t)| t.wake_ups > 0)
+            .map(|(tid, mut t)| {
+                t.explained
+                    .sort_by_key(|e| std::cmp::Reverse(e.wake_up.latency_ns));
+                let mut wakers: Vec<(String, u64)> = t.wakers.into_iter().collect();
+                wakers.sort_by_key(|w| std::cmp::Reverse(w.1));
+                TaskThreadResult {
+                    tid,
+                    comm: t.comm,
+                    wake_ups: t.wake_ups,
+                    timer_wake_ups: t.timer_wake_ups,
+                    switch_ins_inferred: t.inferred,
+                    latency: stats::summarize(&t.latency),
+                    hdr_histogram: stats::hdr_buckets(&t.latency),
+                    timer_late: stats::summarize(&t.timer_late),
+                    wake_to_run: stats::summarize(&t.wake_to_run),
+                    run_time: stats::summarize(&t.run_time),
+                    period: stats::summarize(&t.period),
+                    jitter: stated.then(|| stats::summarize(&t.jitter)),
+                    deadline_misses: has_deadline.then_some(t.misses),
+                    wakers,
+                    explained: t.explained,
+                    wake_up_samples: t.samples,
+                }
+            })
+            .collect();
+        TaskLatencyResult {
+            spec: self.spec,
+            threads,
+            lost_events,
+            notes,
+        }
+    }
+}

@@ -1,0 +1,116 @@
+use super::*;
+use crate::explain::parse;
+
+fn spec() -> TaskLatencySpec {
+    TaskLatencySpec {
+        index: 0,
+        task: TaskSelector::Name("loop".into()),
+        period_ns: Some(1_000_000),
+        deadline_ns: Some(500_000),
+        threshold_ns: Some(100_000),
+        samples: 100,
+    }
+}
+
+fn feed(t: &mut Tracker, lines: &str) {
+    for l in lines.lines().filter(|l| !l.trim().is_empty()) {
+        t.feed(&parse::line(l).unwrap_or_else(|| panic!("{l}")));
+    }
+}
+
+/// A cycle of `loop` (TID 7) on CPU 1: armed for `expiry` µs, the timer
+/// handled `late` µs after it, then `hog` (TID 9, FIFO) holds the CPU
+/// until the switch-in at `run` µs; it sleeps again at `sleep` µs.
+fn cycle(expiry: u64, late: u64, run: u64, sleep: u64) -> String {
+    let s = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    let ns = |us: u64| us * 1000;
+    format!(
+        "loop-7 [001] d.... {}: hrtimer_start: hrtimer=0000000011 function=hrtimer_wakeup expires={} softexpires={} mode=ABS was_armed=0\n\
+         loop-7 [001] d.... {}: sched_switch: prev_comm=loop prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=9 next_prio=39\n\
+         hog-9 [001] d.h.. {}: hrtimer_expire_entry: hrtimer=0000000011 now={} function=hrtimer_wakeup/0x0\n\
+         hog-9 [001] d.h.. {}: sched_waking: comm=loop pid=7 prio=49 target_cpu=001\n\
+         hog-9 [001] d.h.. {}: hrtimer_expire_exit: hrtimer=0000000011\n\
+         hog-9 [001] d.... {}: sched_switch: prev_comm=hog prev_pid=9 prev_prio=39 prev_state=S ==> next_comm=loop next_pid=7 next_prio=49\n\
+         loop-7 [001] d.... {}: sched_switch: prev_comm=loop prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n",
+        s(expiry - 900),
+        ns(expiry),
+        ns(expiry),
+        s(expiry - 800),
+        s(expiry + late),
+        ns(expiry + late),
+        s(expiry + late + 1),
+        s(expiry + late + 2),
+        s(run),
+        s(sleep),
+    )
+}
+
+#[test]
+fn a_timer_wake_up_is_split_into_its_timers_lateness_and_who_held_the_cpu() {
+    let mut t = Tracker::new(spec());
+    feed(&mut t, &cycle(10_000, 5, 10_300, 10_310));
+    feed(&mut t, &cycle(11_000, 7, 11_020, 11_030));
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    assert_eq!((th.tid, th.comm.as_str()), (7, "loop"));
+    assert_eq!((th.wake_ups, th.timer_wake_ups), (2, 2));
+    let w = &th.wake_up_samples[0];
+    assert_eq!(w.expiry_ns, Some(10_000_000));
+    assert_eq!(w.timer_late_ns, Some(5_000));
+    assert_eq!(w.wake_to_run_ns, 300_000 - 5_000 - 1_000);
+    assert_eq!(w.latency_ns, 300_000);
+    assert_eq!(th.wake_up_samples[1].latency_ns, 20_000);
+    // The period seen between the switch-ins, the run time to the sleep.
+    assert_eq!(th.period.max_ns, 11_020_000 - 10_300_000);
+    assert_eq!(th.run_time.max_ns, 10_000);
+    // Released at 10 ms, asleep again at 10.31 ms: past the 500 µs
+    // deadline? No: 310 µs. Neither is the second.
+    assert_eq!(th.deadline_misses, Some(0));
+    // The late one is explained, its parts adding up, the hog blamed.
+    assert_eq!(th.explained.len(), 1);
+    let e = &th.explained[0];
+    assert_eq!(e.parts.iter().map(|p| p.1).sum::<u64>(), 300_000);
+    assert_eq!(e.blame.as_deref(), Some("hog-9"));
+    assert!(e.parts.contains(&("timer interrupt late".into(), 5_000)));
+    assert!(e.parts.contains(&("hog-9".into(), 300_000 - 5_000)));
+}
+
+#[test]
+fn a_cycle_ending_past_its_deadline_is_a_miss() {
+    let mut t = Tracker::new(spec());
+    feed(&mut t, &cycle(10_000, 5, 10_600, 10_700));
+    let r = t.finish(0, &[]);
+    assert_eq!(r.threads[0].deadline_misses, Some(1));
+}
+
+#[test]
+fn a_wake_up_by_an_interrupt_names_it_and_an_unlogged_switch_in_is_inferred() {
+    let mut t = Tracker::new(spec());
+    feed(
+        &mut t,
+        "loop-7 [000] d.... 1.000000: sched_switch: prev_comm=loop prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\
+         <idle>-0 [000] d.h.. 1.000100: irq_handler_entry: irq=36 name=virtio1-req.0\n\
+         <idle>-0 [000] d.h.. 1.000105: sched_waking: comm=loop pid=7 prio=120 target_cpu=000\n\
+         <idle>-0 [000] d.h.. 1.000110: irq_handler_exit: irq=36 ret=handled\n\
+         loop-7 [000] ..... 1.000140: sys_exit: NR 0 = 4096\n",
+    );
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    assert_eq!(
+        (th.wake_ups, th.timer_wake_ups, th.switch_ins_inferred),
+        (1, 0, 1)
+    );
+    assert_eq!(th.wakers, [("IRQ 36 virtio1-req.0".to_string(), 1)]);
+    assert_eq!(th.wake_up_samples[0].wake_to_run_ns, 35_000);
+}
+
+#[test]
+fn other_tasks_are_not_measured() {
+    let mut t = Tracker::new(spec());
+    feed(
+        &mut t,
+        "<idle>-0 [000] d.h.. 1.000105: sched_waking: comm=other pid=8 prio=120 target_cpu=000\n\
+         <idle>-0 [000] d.... 1.000200: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=other next_pid=8 next_prio=120\n",
+    );
+    assert!(t.finish(0, &[]).threads.is_empty());
+}

@@ -1,0 +1,342 @@
+//! Task latency of unmodified programs, checked against each program's own
+//! clock: small C programs (built here with `cc`) run cyclic loops on an
+//! absolute `clock_nanosleep`, on a `timerfd`, and woken by a condition
+//! variable from another thread, each writing its own lateness per cycle
+//! (CLOCK_MONOTONIC after the wake-up minus the expiry). rtlab measures
+//! them from the kernel's tracepoints: every cycle is found (by its armed
+//! expiry, exactly), rtlab's latency never exceeds the program's own (the
+//! switch-in comes before the program reads its clock) and agrees with it
+//! within the time from the switch-in to that clock read. Under a pinned
+//! higher-priority hog, the late wake-ups are blamed on the hog, their
+//! parts adding up. Needs root, tracefs and a C compiler, else says so.
+
+use crate::fixtures::{online_cpus, path_taken, rtlab_in as rtlab, text};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The agreement asked of the median wake-up: the program reads its clock
+/// a few µs after the switch-in rtlab sees (its syscall's return).
+const MEDIAN_AGREEMENT_NS: i64 = 50_000;
+/// How far rtlab's figure may exceed the program's own: the trace clock
+/// (`mono`) and CLOCK_MONOTONIC are one clock, read at µs-apart moments.
+const CLOCK_SLACK_NS: i64 = 2_000;
+
+/// Builds `tests/support/NAME.c` into `dir`, or None without a compiler.
+fn build(dir: &Path, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/support/{name}.c"));
+    let out = dir.join(name);
+    let ok = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+fn ready(test: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    if !crate::trace_experiments::can_trace(test) {
+        return None;
+    }
+    match (build(dir, "cyclic"), build(dir, "hog")) {
+        (Some(c), Some(h)) => Some((c, h)),
+        _ => {
+            path_taken(test, "no C compiler here: nothing to measure");
+            None
+        }
+    }
+}
+
+/// Runs `cyclic MODE 1000 CYCLES own.txt 50` under `rtlab task-latency`,
+/// on `cpu`; gives rtlab's result and the program's own `expiry -> lateness`.
+fn measure(
+    dir: &Path,
+    cyclic: &Path,
+    mode: &str,
+    cycles: u32,
+    cpu: usize,
+    extra: &[&str],
+) -> (Value, Vec<(i64, i64)>) {
+    let own = dir.join(format!("{mode}.own"));
+    let json = format!("{mode}.json");
+    let cpu = cpu.to_string();
+    let mut args = vec![
+        "task-latency",
+        "--duration",
+        "4s",
+        "--period",
+        "1ms",
+        "--samples",
+        "10000",
+        "--cpu",
+        &cpu,
+        "--json",
+        &json,
+    ];
+    args.extend_from_slice(extra);
+    let cycles = cycles.to_string();
+    let cmd = [
+        cyclic.to_str().unwrap(),
+        mode,
+        "1000",
+        &cycles,
+        own.to_str().unwrap(),
+        "50",
+    ];
+    args.push("--");
+    args.extend_from_slice(&cmd);
+    let o = rtlab(dir, &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value = serde_json::from_slice(&std::fs::read(dir.join(&json)).unwrap()).unwrap();
+    let own: Vec<(i64, i64)> = std::fs::read_to_string(&own)
+        .unwrap_or_else(|e| panic!("{mode}: the program wrote no figures ({e}): {}", text(&o)))
+        .lines()
+        .map(|l| {
+            let mut w = l.split(' ').map(|x| x.parse::<i64>().unwrap());
+            (w.next().unwrap(), w.next().unwrap())
+        })
+        .collect();
+    (r, own)
+}
+
+/// The result's threads without their samples and histograms (for a
+/// failure's message).
+fn brief(r: &Value) -> String {
+    let mut threads = r["task_latency"][0]["threads"].clone();
+    for t in threads.as_array_mut().into_iter().flatten() {
+        for k in ["wake_up_samples", "hdr_histogram"] {
+            t[k] = Value::Null;
+        }
+        for k in [
+            "latency",
+            "timer_late",
+            "wake_to_run",
+            "run_time",
+            "period",
+            "jitter",
+        ] {
+            t[k]["percentiles"] = Value::Null;
+            t[k]["systress"] = Value::Null;
+        }
+    }
+    threads.to_string()
+}
+
+/// The thread of the result that woke most.
+fn busiest(r: &Value) -> &Value {
+    r["task_latency"][0]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|t| t["wake_ups"].as_u64())
+        .unwrap()
+}
+
+/// Each cycle of the program matched to rtlab's wake-up of the same armed
+/// expiry: all found, rtlab never above the program, the median close.
+fn agrees(mode: &str, r: &Value, own: &[(i64, i64)]) -> Vec<(i64, Value)> {
+    let t = busiest(r);
+    let by_expiry: HashMap<i64, &Value> = t["wake_up_samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "timer")
+        .map(|w| (w["expiry_ns"].as_i64().unwrap(), w))
+        .collect();
+    let mut diffs = Vec::new();
+    let mut matched = Vec::new();
+    for &(expiry, lateness) in own {
+        let w = by_expiry
+            .get(&expiry)
+            .unwrap_or_else(|| panic!("{mode}: no wake-up of expiry {expiry} in {t}"));
+        let mine = w["latency_ns"].as_i64().unwrap();
+        assert!(
+            mine <= lateness + CLOCK_SLACK_NS,
+            "{mode}: rtlab {mine} ns > the program's {lateness} ns"
+        );
+        diffs.push(lateness - mine);
+        matched.push((lateness, (*w).clone()));
+    }
+    diffs.sort_unstable();
+    let median = diffs[diffs.len() / 2];
+    eprintln!(
+        "{mode}: {} cycles, program minus rtlab: min {} median {median} max {} ns",
+        own.len(),
+        diffs[0],
+        diffs[diffs.len() - 1]
+    );
+    assert!(
+        median <= MEDIAN_AGREEMENT_NS,
+        "{mode}: median difference {median} ns"
+    );
+    matched
+}
+
+#[test]
+fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() {
+    const TEST: &str = "an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = *online_cpus().last().unwrap();
+    for mode in ["sleep", "timerfd"] {
+        let (r, own) = measure(dir.path(), &cyclic, mode, 1000, cpu, &[]);
+        assert_eq!(own.len(), 1000);
+        agrees(mode, &r, &own);
+        let t = busiest(&r);
+        // The cycles are every timer wake-up of the thread from the first
+        // cycle's expiry on: the counts match exactly.
+        let first = own[0].0;
+        let cycles = t["wake_up_samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "timer" && w["expiry_ns"].as_i64() >= Some(first))
+            .count();
+        assert_eq!(cycles, own.len(), "{mode}: {}", brief(&r));
+        assert_eq!(
+            t["period"]["samples"].as_u64(),
+            t["wake_ups"].as_u64().map(|n| n - 1)
+        );
+    }
+}
+
+#[test]
+fn a_thread_woken_by_a_condition_variable_is_measured_and_its_waker_named() {
+    const TEST: &str = "a_thread_woken_by_a_condition_variable_is_measured_and_its_waker_named";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = *online_cpus().last().unwrap();
+    let (r, own) = measure(dir.path(), &cyclic, "cond", 500, cpu, &[]);
+    let threads = r["task_latency"][0]["threads"].as_array().unwrap();
+    // The waiter: woken by the signaller once per cycle.
+    let waiter = threads
+        .iter()
+        .find(|t| {
+            t["wakers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w[0].as_str().unwrap().starts_with("signaller-"))
+        })
+        .unwrap_or_else(|| panic!("no thread woken by the signaller: {}", brief(&r)));
+    let by_signaller: u64 = waiter["wakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w[0].as_str().unwrap().starts_with("signaller-"))
+        .map(|w| w[1].as_u64().unwrap())
+        .sum();
+    // Every cycle that slept (the signal did not come first), exactly.
+    let slept = std::fs::read_to_string(dir.path().join("cond.own"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.ends_with(" 1"))
+        .count();
+    assert_eq!(by_signaller, slept as u64, "{}", waiter["wakers"]);
+    // The program's own figure (signal to its clock read) is never below
+    // rtlab's wake-to-run, and close on the median.
+    let mut mine: Vec<i64> = waiter["wake_up_samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["waker"].as_str().unwrap().starts_with("signaller-"))
+        .map(|w| w["wake_to_run_ns"].as_i64().unwrap())
+        .collect();
+    let mut theirs: Vec<i64> = own.iter().map(|o| o.1).collect();
+    mine.sort_unstable();
+    theirs.sort_unstable();
+    let (m, t) = (mine[mine.len() / 2], theirs[theirs.len() / 2]);
+    eprintln!("cond: median wake-to-run {m} ns, the program's own {t} ns");
+    assert!(
+        m <= t + CLOCK_SLACK_NS && t - m <= MEDIAN_AGREEMENT_NS,
+        "rtlab {m} vs own {t}"
+    );
+    // The signaller itself is a cyclic thread of its own timer.
+    let names: Vec<(&Value, &Value)> = threads
+        .iter()
+        .map(|t| (&t["comm"], &t["timer_wake_ups"]))
+        .collect();
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["comm"] == "signaller" && t["timer_wake_ups"].as_u64() >= Some(500)),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
+    const TEST: &str = "late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, hog)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = *online_cpus().last().unwrap();
+    // FIFO 60 on the measured CPU, 1.5 ms of every 20 ms, from 0.5 s on.
+    let mut hog = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 0.5; exec taskset -c {cpu} {} 60 1500 20000 2",
+            hog.display()
+        ))
+        .spawn()
+        .unwrap();
+    let (r, own) = measure(
+        dir.path(),
+        &cyclic,
+        "sleep",
+        2000,
+        cpu,
+        &["--threshold", "500us"],
+    );
+    let _ = hog.wait();
+    let matched = agrees("sleep under a hog", &r, &own);
+    let late_by_hog = matched
+        .iter()
+        .filter(|(own, w)| *own > 1_000_000 && w["timer_late_ns"].as_i64() < Some(100_000))
+        .count();
+    assert!(
+        late_by_hog > 0,
+        "the hog delayed no wake-up by 1 ms: {}",
+        brief(&r)
+    );
+    let t = busiest(&r);
+    let explained = t["explained"].as_array().unwrap();
+    assert!(!explained.is_empty(), "{}", brief(&r));
+    let mut blamed = 0;
+    for e in explained {
+        let w = &e["wake_up"];
+        let parts: u64 = e["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            Some(parts),
+            w["latency_ns"].as_u64(),
+            "the parts add up: {e}"
+        );
+        // Held off its CPU for a millisecond after a timely timer: only the
+        // hog, at a higher priority on that CPU, can have done it.
+        if w["wake_to_run_ns"].as_u64() > Some(1_000_000) {
+            let blame = e["blame"].as_str().unwrap_or("");
+            assert!(blame.starts_with("hog-"), "{e}");
+            blamed += 1;
+        }
+    }
+    assert!(
+        blamed > 0,
+        "no explained wake-up was held off by the hog: {}",
+        brief(&r)
+    );
+}
