@@ -22,9 +22,11 @@ with its flight recorder on (`trace.threshold US us`: tracefs instance on the
 measured CPU, wake-ups over US explained while the run goes on), and the
 table adds the ratios rtlab+trace / rtlab: what the recorder costs.
 
-With --audit, another variant runs in the same rounds: rtlab auditing the
+With --audit, two more variants run in the same rounds: rtlab auditing the
 measured CPU (`audit.cpus CPU`: its trace stream on every CPU, read while
-the run goes on), and the table adds rtlab+audit / rtlab.
+the run goes on) with the binary trace reader (rtlab+audit) and with the
+text reader it replaced (rtlab+audit-text, RTLAB_TRACE_READER=text), and
+the table adds their ratios to rtlab.
 
 Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000] [--audit]
 Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
@@ -119,7 +121,7 @@ def rtlab_round(exe, work, a, variant="rtlab"):
     main = "  cpuset rt\n" if a.partition else f"  cpu_affinity {a.main_cpu}\n"
     if variant == "rtlab+trace":
         main += f"  trace.threshold {a.trace_threshold} us\n"
-    if variant == "rtlab+audit":
+    if variant.startswith("rtlab+audit"):
         main += f"  audit.cpus {a.cpu}\n"
     timer_cpuset = "  cpuset rt\n" if a.partition else ""
     with open(cfg, "w") as f:
@@ -130,7 +132,12 @@ def rtlab_round(exe, work, a, variant="rtlab"):
             f"  lifetime.duration {a.duration} s\n  stats.histo_size {a.histo} us\n}}\n"
         )
     out = os.path.join(work, "rtlab.json")
-    r = run_tool([exe, "run", cfg, "--json", out, "--outdir", work], "rtlab-timer0", a.duration, a.interval)
+    if variant == "rtlab+audit-text":
+        os.environ["RTLAB_TRACE_READER"] = "text"
+    try:
+        r = run_tool([exe, "run", cfg, "--json", out, "--outdir", work], "rtlab-timer0", a.duration, a.interval)
+    finally:
+        os.environ.pop("RTLAB_TRACE_READER", None)
     with open(out) as f:
         doc = json.load(f)
     t = doc["timers"][0]
@@ -195,7 +202,7 @@ def main():
     ct_version = next((l for l in ct_version if "cyclictest V" in l), "cyclictest").strip()
     rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
 
-    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": [], "rtlab+audit": []}
+    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": [], "rtlab+audit": [], "rtlab+audit-text": []}
     partition_note = ""
     if a.partition:
         made = subprocess.run([exe, "partition", "create", str(a.cpu)], capture_output=True, text=True)
@@ -221,7 +228,7 @@ def rounds(exe, a, rows):
     with tempfile.TemporaryDirectory() as work:
         for i in range(a.rounds):
             tools = (["rtlab", "cyclictest"] + (["rtlab+trace"] if a.trace_threshold else [])
-                     + (["rtlab+audit"] if a.audit else []))
+                     + (["rtlab+audit", "rtlab+audit-text"] if a.audit else []))
             shift = i % len(tools)
             order = tools[shift:] + tools[:shift]
             for tool in order:
@@ -230,7 +237,7 @@ def rounds(exe, a, rows):
                 else:
                     r = rtlab_round(exe, work, a, variant=tool)
                 rows[tool].append(r)
-                print(f"round {i + 1} {tool:11s} samples {r['samples']:6d} median {r['median']:4d} "
+                print(f"round {i + 1} {tool:16s} samples {r['samples']:6d} median {r['median']:4d} "
                       f"p99 {r['p99']:5d} max {r['max']:6d} us, thread "
                       f"{r.get('thread_cpu_ns_per_sample', float('nan')):7.0f} ns/sample, process "
                       f"{r['process_cpu_ns_per_sample']:7.0f} ns/sample", flush=True)
@@ -255,7 +262,7 @@ def report(a, rows, rt_version, ct_version, partition_note):
           + ("a SCHED_OTHER busy loop per online CPU" if a.load else "idle machine")
           + "; figures are medians over rounds")
     print()
-    extras = [v for v in ("rtlab+trace", "rtlab+audit") if rows[v]]
+    extras = [v for v in ("rtlab+trace", "rtlab+audit", "rtlab+audit-text") if rows[v]]
     if rows["rtlab+trace"]:
         print(f"Flight recorder: trace.threshold {a.trace_threshold} us")
         tot = {k: sum(r["trace"][k] for r in rows["rtlab+trace"])

@@ -274,7 +274,7 @@ impl Audit {
             self.state.resize(e.cpu + 1, Cpu::default());
         }
         self.follow_current(e);
-        let name = e.name.as_str();
+        let name = e.name.as_ref();
         if name == "sched_switch" {
             self.switch(e);
         } else if name == "sched_waking" {
@@ -308,7 +308,7 @@ impl Audit {
     }
 
     fn ipi_sent(&mut self, e: &Event) {
-        let targets: Vec<usize> = match e.name.as_str() {
+        let targets: Vec<usize> = match e.name.as_ref() {
             "ipi_send_cpu" => e.num("cpu").map(|c| vec![c as usize]).unwrap_or_default(),
             _ => e
                 .field("cpumask")
@@ -334,7 +334,7 @@ impl Audit {
         if e.name == "sched_switch" && cpu.current.is_none() {
             return;
         }
-        self.runs_from(e.cpu, e.pid, e.comm.clone(), e.ts_ns);
+        self.runs_from(e.cpu, e.pid, e.comm.to_string(), e.ts_ns);
     }
 
     /// `pid` runs on `cpu` from `at`: the task before it ran until then.
@@ -561,7 +561,7 @@ pub fn per_cpu_kthread(comm: &str, cpu: usize) -> bool {
 
 /// The source an `*_entry` event opens, if it is one.
 fn entry(e: &Event) -> Option<(SourceKind, String)> {
-    let name = e.name.as_str();
+    let name = e.name.as_ref();
     Some(match name {
         "irq_handler_entry" => (SourceKind::Irq, e.irq_label()),
         "softirq_entry" => (

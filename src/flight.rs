@@ -17,6 +17,7 @@ use crate::measure::TimerHandle;
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
+use crate::trace_source::Tails;
 use std::fs::File;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,9 +58,15 @@ const LOOKBACK_NS: u64 = 2_000_000;
 const MAX_EVENTS: usize = 20_000;
 /// Most bytes of one CPU's buffer text read.
 const MAX_BUFFER_TEXT: usize = 32 << 20;
+/// Most text kept per CPU from the binary pages: more than a full buffer's
+/// (512 KiB of pages is about 1.7 MB of text).
+const MAX_TAIL_TEXT: usize = 4 << 20;
 
 /// A running flight recorder.
 pub struct FlightRecorder {
+    /// The binary pages read so far, per CPU (None: the text is read).
+    /// Declared before the instance, which cannot go while they are open.
+    tails: Option<Tails>,
     instance: Instance,
     marker: Option<Arc<File>>,
     spec: TraceSpec,
@@ -102,6 +109,15 @@ impl FlightRecorder {
         })?;
         let marker = instance.marker().ok().map(Arc::new);
         let mut notes = Vec::new();
+        let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
+        let tails = if forced_text {
+            notes.push("the trace is read as text (RTLAB_TRACE_READER=text)".to_string());
+            None
+        } else {
+            Tails::open(root, &instance, cpus, trace::EVENTS, MAX_TAIL_TEXT)
+                .map_err(|why| notes.push(format!("the trace is read as text: {why}")))
+                .ok()
+        };
         if marker.is_none() {
             notes.push(
                 "the trace marker could not be opened: spikes are not marked in the trace".into(),
@@ -115,6 +131,7 @@ impl FlightRecorder {
                 notes,
                 ..TraceReport::default()
             },
+            tails,
             instance,
             marker,
             spec: spec.clone(),
@@ -267,7 +284,13 @@ impl FlightRecorder {
             } else {
                 self.report.reads += 1;
                 let read = Instant::now();
-                let text = self.instance.read_cpu(cpu, MAX_BUFFER_TEXT);
+                let text = match self.tails.as_mut() {
+                    Some(t) => t.read_cpu(cpu),
+                    None => self
+                        .instance
+                        .read_cpu(cpu, MAX_BUFFER_TEXT)
+                        .map_err(|e| e.to_string()),
+                };
                 self.report.read_ns += read.elapsed().as_nanos() as u64;
                 text.map_err(|e| self.note(format!("CPU {cpu}: {e}"))).ok()
             };
@@ -299,6 +322,11 @@ impl FlightRecorder {
                 for m in choose(marks, room, self.worst_explained, beyond) {
                     self.explain(buffer, cpu, tid, &m);
                 }
+            }
+            drop(buffer);
+            // The binary reader's text goes back: the next read adds to it.
+            if let (Some(t), Some(text)) = (self.tails.as_mut(), text) {
+                t.give_back(cpu, text);
             }
         }
         let spent = started.elapsed();

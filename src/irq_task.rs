@@ -315,7 +315,7 @@ impl Matcher {
             self.cpus.resize(e.cpu + 1, CpuContext::default());
         }
         self.follow_current(e);
-        match e.name.as_str() {
+        match e.name.as_ref() {
             "irq_handler_entry" => {
                 if let Some(irq) = e.num("irq").and_then(|n| u32::try_from(n).ok()) {
                     self.irq_matches(irq, e.field("name"));

@@ -211,27 +211,12 @@ impl TraceStream {
 
     /// The threads of tasks chosen by PID or program, as they are now.
     fn learn_tasks(&mut self, programs: &[(usize, i32)]) {
+        let root = &self.root;
         for m in &mut self.matchers {
-            let pid = match m.spec().task {
-                TaskSelector::Pid(pid) => Some(pid),
-                TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
-                TaskSelector::Name(_) => None,
-            };
-            if let Some(pid) = pid {
-                m.add_tids(std::iter::once(pid));
-                m.add_tids(crate::sys::threads::of_process(&self.root, pid));
-            }
+            m.add_tids(threads_of(root, &m.spec().task, programs));
         }
         for t in &mut self.trackers {
-            let pid = match t.spec().task {
-                TaskSelector::Pid(pid) => Some(pid),
-                TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
-                TaskSelector::Name(_) => None,
-            };
-            if let Some(pid) = pid {
-                t.add_tids(std::iter::once(pid));
-                t.add_tids(crate::sys::threads::of_process(&self.root, pid));
-            }
+            t.add_tids(threads_of(root, &t.spec().task, programs));
         }
         if let Some(old) = &self.task_filter {
             let new = self.task_filter();
@@ -350,6 +335,22 @@ impl TraceStream {
             task_latency,
         }
     }
+}
+
+/// The threads of a task chosen by PID or program (its process first),
+/// as `/proc` lists them now; none for a task chosen by name.
+fn threads_of(root: &SysRoot, task: &TaskSelector, programs: &[(usize, i32)]) -> Vec<i32> {
+    let pid = match *task {
+        TaskSelector::Pid(pid) => Some(pid),
+        TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
+        TaskSelector::Name(_) => None,
+    };
+    let Some(pid) = pid else {
+        return Vec::new();
+    };
+    let mut tids = vec![pid];
+    tids.extend(crate::sys::threads::of_process(root, pid));
+    tids
 }
 
 /// An event filter naming tasks: by name, or each known thread.

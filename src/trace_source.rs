@@ -70,7 +70,7 @@ impl Source {
         root: &SysRoot,
         instance: &Instance,
         cpus: &[usize],
-        events: &[&str],
+        events: &[&'static str],
     ) -> Result<Source, trace::TraceError> {
         let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
         if !forced_text {
@@ -86,11 +86,11 @@ impl Source {
         })
     }
 
-    fn raw(
+    pub(crate) fn raw(
         root: &SysRoot,
         instance: &Instance,
         cpus: &[usize],
-        events: &[&str],
+        events: &[&'static str],
     ) -> Result<Source, String> {
         let formats = instance.formats(events).map_err(|e| e.to_string())?;
         // Addresses are named as the text names them: by the kernel's
@@ -98,7 +98,7 @@ impl Source {
         let symbols = trace::kallsyms(root)
             .map(|k| Symbols::parse(&k))
             .unwrap_or_default();
-        let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols)
+        let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols, events)
             .ok_or("the page layout (events/header_page) is not one rtlab reads")?;
         decoder.learn_comms(&instance.saved_cmdlines());
         let pipes = instance.raw_pipes(cpus).map_err(|e| e.to_string())?;
@@ -190,5 +190,88 @@ fn text_line(line: &[u8], lost: &mut u64, feed: &mut impl FnMut(&Event)) {
     }
     if let Some(e) = parse::line(text) {
         feed(&e);
+    }
+}
+
+/// A CPU's recent events as the flight recorder reads them: its binary
+/// pages consumed at each read and decoded, kept as the kernel's text
+/// lines (ns timestamps), at most `max_bytes` (the oldest go first). The
+/// text reader's `per_cpu/cpuN/trace` formatted the whole buffer at every
+/// read; this formats only what came since the last.
+pub struct Tails {
+    pipes: RawPipes,
+    decoder: Box<Decoder>,
+    /// Per CPU of the pipes: the text kept.
+    kept: Vec<String>,
+    /// Reused between reads.
+    raw: Vec<u8>,
+    events: Vec<Event>,
+    max_bytes: usize,
+}
+
+impl Tails {
+    /// The binary pages of `cpus` (an overwrite-mode instance), or why not.
+    pub fn open(
+        root: &SysRoot,
+        instance: &Instance,
+        cpus: &[usize],
+        events: &[&'static str],
+        max_bytes: usize,
+    ) -> Result<Tails, String> {
+        let Source::Raw { pipes, decoder, .. } = Source::raw(root, instance, cpus, events)? else {
+            return Err("no binary pages".into());
+        };
+        Ok(Tails {
+            kept: vec![String::new(); cpus.len()],
+            pipes,
+            decoder,
+            raw: Vec::new(),
+            events: Vec::new(),
+            max_bytes,
+        })
+    }
+
+    /// CPU `cpu`'s events up to now, as text lines, lent: give them back
+    /// with [`Tails::give_back`] (the next read appends to them).
+    pub fn read_cpu(&mut self, cpu: usize) -> Result<String, String> {
+        let index = self
+            .pipes
+            .cpus()
+            .iter()
+            .position(|&c| c == cpu)
+            .ok_or_else(|| format!("CPU {cpu} is not traced"))?;
+        self.raw.clear();
+        self.events.clear();
+        self.pipes
+            .read_into(index, &mut self.raw, self.max_bytes)
+            .map_err(|e| format!("cannot read the binary trace pipe: {e}"))?;
+        self.decoder.pages(cpu, &self.raw, &mut self.events);
+        let kept = &mut self.kept[index];
+        for e in &self.events {
+            use std::fmt::Write;
+            let _ = writeln!(
+                kept,
+                "{}-{} [{:03}] ..... {}.{:09}: {}: {}",
+                e.comm,
+                e.pid,
+                e.cpu,
+                e.ts_ns / 1_000_000_000,
+                e.ts_ns % 1_000_000_000,
+                e.name,
+                e.fields
+            );
+        }
+        if let Some(cut) = kept.len().checked_sub(self.max_bytes).filter(|c| *c > 0) {
+            let at = kept[cut..].find('\n').map_or(kept.len(), |n| cut + n + 1);
+            kept.drain(..at);
+        }
+        Ok(std::mem::take(kept))
+    }
+
+    /// Takes back what [`Tails::read_cpu`] lent.
+    pub fn give_back(&mut self, cpu: usize, text: String) {
+        if let Some(index) = self.pipes.cpus().iter().position(|&c| c == cpu) {
+            self.kept[index] = text;
+        }
     }
 }

@@ -46,3 +46,70 @@ pub(crate) fn one_line(what: &str, value: &str) -> Result<String, i32> {
     }
     Ok(value.trim().to_string())
 }
+
+/// The task of a measurement written from options: `task.name` (from
+/// `name_option`), `task.pid`, or `task.program 0` for the command after
+/// `--`.
+pub(crate) fn task_keys(
+    g: &mut Generated,
+    name: Option<&String>,
+    name_option: &str,
+    pid: Option<i32>,
+) -> Result<(), i32> {
+    match (name, pid) {
+        (Some(name), _) => {
+            let v = one_line("the task name", name)?;
+            g.from(format!("  task.name {v}"), name_option, name)
+        }
+        (None, Some(pid)) => g.from(format!("  task.pid {pid}"), "--pid", &pid.to_string()),
+        (None, None) => g.line("  task.program 0"),
+    };
+    Ok(())
+}
+
+/// `program[0]`: the command given after `--`, pinned by `--cpu`, with
+/// `ending` (`RESPAWN`, `IGNORE`) on both terminations.
+pub(crate) fn command_program(
+    g: &mut Generated,
+    command: &[String],
+    cpu: Option<&String>,
+    ending: &str,
+) -> Result<(), i32> {
+    let Some(cmdline) = crate::config::values::quote_cmdline(command) else {
+        errln!("rtlab: this command line cannot be written in an experiment file");
+        errln!("  hint: put it in a script, or write the experiment file yourself");
+        return Err(EXIT_REFUSED);
+    };
+    g.line("program[0]").line("{");
+    g.from(
+        format!("  cmdline {cmdline}"),
+        "the command after `--`:",
+        &cmdline,
+    );
+    g.line(format!("  termination.ok {ending}"))
+        .line(format!("  termination.ko {ending}"));
+    if let Some(cpus) = cpu {
+        let list = one_line("the CPU list", cpus)?;
+        g.from(format!("  cpu_affinity {list}"), "--cpu", cpus);
+    }
+    g.line("}");
+    Ok(())
+}
+
+/// `main`'s first line and `lifetime.duration` from `--duration`; Err
+/// when `--cpu` is given without a command to pin.
+pub(crate) fn main_with_duration(
+    g: &mut Generated,
+    duration: &str,
+    cpu: Option<&String>,
+    command: &[String],
+) -> Result<(), i32> {
+    if command.is_empty() && cpu.is_some() {
+        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
+        return Err(EXIT_REFUSED);
+    }
+    g.line("main").line("{");
+    let d = one_line("the duration", duration)?;
+    g.from(format!("  lifetime.duration {d}"), "--duration", duration);
+    Ok(())
+}

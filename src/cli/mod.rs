@@ -25,6 +25,7 @@ mod partition;
 mod show;
 mod task_latency;
 mod trace;
+mod trace_readers;
 mod tune;
 
 pub use crate::exit::{FAILED as EXIT_FAILED, REFUSED as EXIT_REFUSED};
@@ -150,6 +151,10 @@ pub enum Command {
     /// latency, run time, period, deadline misses, and who held the CPU.
     #[command(name = "task-latency")]
     TaskLatency(task_latency::TaskLatencyArgs),
+    /// One trace buffer read as the kernel's text and as its binary pages,
+    /// timed and compared (the binary trace engine's benchmark and check).
+    #[command(name = "trace-readers", hide = true)]
+    TraceReaders(trace_readers::TraceReadersArgs),
     /// Why wake-ups were late: the culprits of a run with `trace.threshold`
     /// and every explained wake-up, or the worst wake-ups it kept.
     Explain {
@@ -542,6 +547,7 @@ pub fn main() -> i32 {
         (Some(Command::Monitor(args)), _) => monitor::monitor_main(args, cli.dbg_level),
         (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
         (Some(Command::TaskLatency(args)), _) => task_latency::main(args),
+        (Some(Command::TraceReaders(args)), _) => trace_readers::main(args),
         (Some(Command::Check { file }), _) => check_main(file, cli.dbg_level),
         (None, Some(file)) => run_command(
             &RunArgs {

@@ -3,9 +3,8 @@
 //! for a command given after `--`; printed with `--print`) and runs it as
 //! `rtlab run` would.
 
-use super::generated::{Generated, one_line};
+use super::generated::{Generated, command_program, main_with_duration, one_line, task_keys};
 use super::{EXIT_REFUSED, RunArgs};
-use crate::config::values::quote_cmdline;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -76,31 +75,14 @@ fn text(a: &TaskLatencyArgs) -> Result<Generated, i32> {
         errln!("  hint: rtlab task-latency --period 1ms --cpu 1 -- ./my-control-loop");
         return Err(EXIT_REFUSED);
     }
-    if a.command.is_empty() && a.cpu.is_some() {
-        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
-        return Err(EXIT_REFUSED);
-    }
     let mut g = Generated::default();
-    g.line("main").line("{");
-    let duration = one_line("the duration", &a.duration)?;
-    g.from(
-        format!("  lifetime.duration {duration}"),
-        "--duration",
-        &a.duration,
-    );
+    main_with_duration(&mut g, &a.duration, a.cpu.as_ref(), &a.command)?;
     if let Some(t) = &a.threshold {
         let v = one_line("the threshold", t)?;
         g.from(format!("  trace.threshold {v}"), "--threshold", t);
     }
     g.line("}").line("task_latency[0]").line("{");
-    match (&a.name, a.pid) {
-        (Some(name), _) => {
-            let v = one_line("the task name", name)?;
-            g.from(format!("  task.name {v}"), "--name", name)
-        }
-        (None, Some(pid)) => g.from(format!("  task.pid {pid}"), "--pid", &pid.to_string()),
-        (None, None) => g.line("  task.program 0"),
-    };
+    task_keys(&mut g, a.name.as_ref(), "--name", a.pid)?;
     for (key, option, value) in [
         ("period", "--period", &a.period),
         ("deadline", "--deadline", &a.deadline),
@@ -115,32 +97,10 @@ fn text(a: &TaskLatencyArgs) -> Result<Generated, i32> {
     }
     g.line("}");
     if !a.command.is_empty() {
-        program(&mut g, a)?;
+        // The run lasts `--duration`, the command ended or not.
+        command_program(&mut g, &a.command, a.cpu.as_ref(), "IGNORE")?;
     }
     Ok(g)
-}
-
-/// `program[0]`: the command (the run lasts `--duration` all the same).
-fn program(g: &mut Generated, a: &TaskLatencyArgs) -> Result<(), i32> {
-    let Some(cmdline) = quote_cmdline(&a.command) else {
-        errln!("rtlab: this command line cannot be written in an experiment file");
-        errln!("  hint: put it in a script, or write the experiment file yourself");
-        return Err(EXIT_REFUSED);
-    };
-    g.line("program[0]").line("{");
-    g.from(
-        format!("  cmdline {cmdline}"),
-        "the command after `--`:",
-        &cmdline,
-    );
-    g.line("  termination.ok IGNORE")
-        .line("  termination.ko IGNORE");
-    if let Some(cpus) = &a.cpu {
-        let list = one_line("the CPU list", cpus)?;
-        g.from(format!("  cpu_affinity {list}"), "--cpu", cpus);
-    }
-    g.line("}");
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,9 +3,8 @@
 //! keep or edit) and runs it as `rtlab run` would: one path from file to
 //! result, whichever way the experiment was given.
 
-use super::generated::{Generated, one_line};
+use super::generated::{Generated, command_program, main_with_duration, one_line, task_keys};
 use super::{EXIT_REFUSED, RunArgs};
-use crate::config::values::quote_cmdline;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -114,18 +113,8 @@ fn irq_task_text(a: &IrqTaskArgs) -> Result<Generated, i32> {
         );
         return Err(EXIT_REFUSED);
     }
-    if a.command.is_empty() && a.cpu.is_some() {
-        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
-        return Err(EXIT_REFUSED);
-    }
     let mut g = Generated::default();
-    g.line("main").line("{");
-    let duration = one_line("the duration", &a.duration)?;
-    g.from(
-        format!("  lifetime.duration {duration}"),
-        "--duration",
-        &a.duration,
-    );
+    main_with_duration(&mut g, &a.duration, a.cpu.as_ref(), &a.command)?;
     if let Some(cpus) = &a.audit {
         let list = one_line("the CPU list", cpus)?;
         g.from(format!("  audit.cpus {list}"), "--audit", cpus);
@@ -133,34 +122,10 @@ fn irq_task_text(a: &IrqTaskArgs) -> Result<Generated, i32> {
     g.line("}").line("irq_task[0]").line("{");
     let irq = one_line("the IRQ", &a.irq)?;
     g.from(format!("  irq {irq}"), "IRQ", &a.irq);
-    match (&a.task, a.pid) {
-        (Some(name), _) => {
-            let name_ = one_line("the task name", name)?;
-            g.from(format!("  task.name {name_}"), "--task", name)
-        }
-        (None, Some(pid)) => g.from(format!("  task.pid {pid}"), "--pid", &pid.to_string()),
-        (None, None) => g.line("  task.program 0"),
-    };
+    task_keys(&mut g, a.task.as_ref(), "--task", a.pid)?;
     g.line("}");
     if !a.command.is_empty() {
-        let Some(cmdline) = quote_cmdline(&a.command) else {
-            errln!("rtlab: this command line cannot be written in an experiment file");
-            errln!("  hint: put it in a script, or write the experiment file yourself");
-            return Err(EXIT_REFUSED);
-        };
-        g.line("program[0]").line("{");
-        g.from(
-            format!("  cmdline {cmdline}"),
-            "the command after `--`:",
-            &cmdline,
-        );
-        g.line("  termination.ok RESPAWN")
-            .line("  termination.ko RESPAWN");
-        if let Some(cpus) = &a.cpu {
-            let list = one_line("the CPU list", cpus)?;
-            g.from(format!("  cpu_affinity {list}"), "--cpu", cpus);
-        }
-        g.line("}");
+        command_program(&mut g, &a.command, a.cpu.as_ref(), "RESPAWN")?;
     }
     Ok(g)
 }

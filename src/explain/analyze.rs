@@ -144,7 +144,7 @@ struct Task {
 impl Task {
     fn of(e: &Event, inferred: bool) -> Self {
         Task {
-            comm: e.comm.clone(),
+            comm: e.comm.to_string(),
             pid: e.pid,
             work: None,
             inferred,
@@ -161,7 +161,7 @@ struct Handler {
 
 /// The hardirq context an event opens, with the event that closes it.
 fn opens(e: &Event) -> Option<Handler> {
-    let (kind, what, exit) = match e.name.as_str() {
+    let (kind, what, exit) = match e.name.as_ref() {
         "irq_handler_entry" => (PartKind::Irq, e.irq_label(), "irq_handler_exit"),
         "local_timer_entry" => (
             PartKind::Irq,
@@ -317,7 +317,7 @@ impl Walk {
 
     fn follow(&mut self, e: &Event) {
         let tid = self.tid as i64;
-        match e.name.as_str() {
+        match e.name.as_ref() {
             "sched_switch" => {
                 self.stack.clear();
                 self.task = Task {
@@ -486,7 +486,7 @@ pub fn explain(
 
 /// A thread's kernel priority, as the window's last event naming it says.
 fn prio_in(events: &[Event], pid: i32) -> Option<i32> {
-    events.iter().rev().find_map(|e| match e.name.as_str() {
+    events.iter().rev().find_map(|e| match e.name.as_ref() {
         "sched_switch" if e.num("next_pid") == Some(pid as i64) => {
             e.num("next_prio").map(|p| p as i32)
         }

@@ -5,16 +5,18 @@
 /// One event of the buffer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    /// The task that was running (`rtlab-timer0`, `<idle>`).
-    pub comm: String,
+    /// The task that was running (`rtlab-timer0`, `<idle>`): shared, as
+    /// the binary reader gives the same name to many events.
+    pub comm: std::sync::Arc<str>,
     /// Its PID (0 for idle).
     pub pid: i32,
     /// The CPU.
     pub cpu: usize,
     /// When, on the trace clock (ns; the text gives µs).
     pub ts_ns: u64,
-    /// The event's name (`sched_switch`).
-    pub name: String,
+    /// The event's name (`sched_switch`): borrowed from the binary
+    /// reader's formats, owned from the text.
+    pub name: std::borrow::Cow<'static, str>,
     /// Its fields as written (`prev_comm=... ==> next_comm=...`).
     pub fields: String,
 }
@@ -81,11 +83,11 @@ pub fn line(text: &str) -> Option<Event> {
     let (comm, pid, cpu, ts_ns, rest) = split(text)?;
     let (name, fields) = rest.split_once(':')?;
     Some(Event {
-        comm: comm.to_string(),
+        comm: comm.into(),
         pid,
         cpu,
         ts_ns,
-        name: name.trim().to_string(),
+        name: name.trim().to_string().into(),
         fields: fields.trim().to_string(),
     })
 }
@@ -256,21 +258,21 @@ mod tests {
             "    rtlab-timer0-16157   [001] d..2. 11692.596950: sched_switch: prev_comm=rtlab-timer0 prev_pid=16157 prev_prio=9 prev_state=R ==> next_comm=python3 next_pid=16134 next_prio=4",
         )
         .unwrap();
-        assert_eq!((e.comm.as_str(), e.pid, e.cpu), ("rtlab-timer0", 16157, 1));
+        assert_eq!((e.comm.as_ref(), e.pid, e.cpu), ("rtlab-timer0", 16157, 1));
         assert_eq!(e.ts_ns, 11_692_596_950_000);
         assert_eq!(e.name, "sched_switch");
         assert_eq!(e.field("next_comm"), Some("python3"));
         assert_eq!(e.num("next_pid"), Some(16134));
         assert_eq!(e.num("prev_prio"), Some(9));
         let idle = line("          <idle>-0       [001] ..s1. 11693.144016: softirq_entry: vec=7 [action=SCHED]").unwrap();
-        assert_eq!((idle.comm.as_str(), idle.pid), ("<idle>", 0));
+        assert_eq!((idle.comm.as_ref(), idle.pid), ("<idle>", 0));
         assert_eq!(idle.field("action"), Some("SCHED"));
         // A dash in the command name, no irq-info column.
         let d =
             line("kworker/u4:1-x-77 [000] 5.000001: workqueue_execute_start: work=1 function=f")
                 .unwrap();
         assert_eq!(
-            (d.comm.as_str(), d.pid, d.ts_ns),
+            (d.comm.as_ref(), d.pid, d.ts_ns),
             ("kworker/u4:1-x", 77, 5_000_001_000)
         );
     }

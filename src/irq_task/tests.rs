@@ -104,7 +104,7 @@ fn a_switch_in_the_kernel_did_not_log_is_inferred_and_said() {
     for (i, e) in events.iter().enumerate() {
         if e.name == "irq_handler_exit" {
             let rest = &events[i + 1..];
-            let Some(run_at) = rest.iter().position(|x| x.comm == "dd") else {
+            let Some(run_at) = rest.iter().position(|x| &*x.comm == "dd") else {
                 continue;
             };
             if rest[..run_at].iter().any(|x| x.name == "sched_waking") {

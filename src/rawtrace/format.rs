@@ -96,6 +96,8 @@ pub struct EventFormat {
     /// The text's `key=` pairs, in the text's order (a conversion without
     /// `key=` is keyed by its field's name).
     pub keys: Vec<(String, Render)>,
+    /// The fields that name a task: (PID field, name field), found once.
+    pub comm_pairs: Vec<(usize, usize)>,
 }
 
 impl EventFormat {
@@ -122,7 +124,17 @@ impl EventFormat {
             id: id?,
             fields,
             keys: Vec::new(),
+            comm_pairs: Vec::new(),
         };
+        for (pid, comm) in [
+            ("prev_pid", "prev_comm"),
+            ("next_pid", "next_comm"),
+            ("pid", "comm"),
+        ] {
+            if let (Some(p), Some(c)) = (format.field(pid), format.field(comm)) {
+                format.comm_pairs.push((p, c));
+            }
+        }
         if let Some(p) = print {
             format.keys = plan_keys(&p, &format.fields).unwrap_or_default();
         }

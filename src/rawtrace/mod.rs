@@ -16,20 +16,61 @@ mod tests;
 use crate::explain::parse::Event;
 use format::EventFormat;
 use page::PageLayout;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+/// A hasher for PIDs: one multiplication (the default hasher costs more
+/// than the rest of an event's decoding).
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.0 = u64::from(v as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Pids<V> = HashMap<i32, V, BuildHasherDefault<PidHasher>>;
 
 pub use render::Symbols;
 
 /// The names tasks had, as the trace shows them, bounded.
 const MAX_COMMS: usize = 1 << 16;
 
+/// Notes task `pid`'s name (bounded: past [`MAX_COMMS`] the table starts
+/// again).
+fn remember(comms: &mut Pids<Arc<str>>, pid: i32, comm: &[u8]) {
+    if pid <= 0 || comms.get(&pid).is_some_and(|c| c.as_bytes() == comm) {
+        return;
+    }
+    if comms.len() >= MAX_COMMS {
+        comms.clear();
+    }
+    comms.insert(pid, String::from_utf8_lossy(comm).into());
+}
+
 /// Decodes pages of one instance into events.
 pub struct Decoder {
     layout: PageLayout,
-    formats: HashMap<u16, EventFormat>,
+    /// The formats, found by ID (a few dozen: a scan is fastest).
+    formats: Vec<EventFormat>,
     symbols: Symbols,
     /// Each task's name, learned from the events that carry it.
-    comms: HashMap<i32, String>,
+    comms: Pids<Arc<str>>,
+    /// The events' names, shared by every event of each (by format ID).
+    names: Vec<(u16, Cow<'static, str>)>,
+    idle: Arc<str>,
+    unknown_task: Arc<str>,
     /// Records of no known format, and pages that lied.
     pub unknown: u64,
     /// Events the kernel reported lost, from the pages' headers.
@@ -38,19 +79,41 @@ pub struct Decoder {
 
 impl Decoder {
     /// A decoder for pages laid out as `header_page` says, of the events
-    /// whose `format` files are given.
-    pub fn new(header_page: &str, formats: &[String], symbols: Symbols) -> Option<Decoder> {
+    /// whose `format` files are given. `known` are the events' paths
+    /// (`sched/sched_switch`): their names are shared, not copied, by the
+    /// decoded events.
+    pub fn new(
+        header_page: &str,
+        formats: &[String],
+        symbols: Symbols,
+        known: &[&'static str],
+    ) -> Option<Decoder> {
         let layout = PageLayout::parse(header_page)?;
-        let formats = formats
+        let formats: Vec<EventFormat> = formats
             .iter()
             .filter_map(|f| EventFormat::parse(f))
-            .map(|f| (f.id, f))
+            .collect();
+        let names = formats
+            .iter()
+            .map(|f| {
+                let known = known
+                    .iter()
+                    .filter_map(|k| k.rsplit('/').next())
+                    .find(|k| *k == f.name);
+                (
+                    f.id,
+                    known.map_or_else(|| Cow::Owned(f.name.clone()), Cow::Borrowed),
+                )
+            })
             .collect();
         Some(Decoder {
             layout,
             formats,
             symbols,
-            comms: HashMap::new(),
+            comms: Pids::default(),
+            names,
+            idle: "<idle>".into(),
+            unknown_task: "<...>".into(),
             unknown: 0,
             missed: 0,
         })
@@ -68,13 +131,7 @@ impl Decoder {
     }
 
     fn remember(&mut self, pid: i32, comm: &str) {
-        if pid <= 0 || self.comms.get(&pid).is_some_and(|c| c == comm) {
-            return;
-        }
-        if self.comms.len() >= MAX_COMMS {
-            self.comms.clear();
-        }
-        self.comms.insert(pid, comm.to_string());
+        remember(&mut self.comms, pid, comm.as_bytes());
     }
 
     /// The page size of these pages (header and data).
@@ -96,6 +153,8 @@ impl Decoder {
 
     /// Decodes a run of whole pages (what `trace_pipe_raw` reads give).
     pub fn pages(&mut self, cpu: usize, bytes: &[u8], out: &mut Vec<Event>) {
+        // About one event per 35 bytes of pages: grown once.
+        out.reserve(bytes.len() / 32);
         for chunk in bytes.chunks(self.page_size()) {
             self.page(cpu, chunk, out);
         }
@@ -103,20 +162,23 @@ impl Decoder {
 
     fn record(&mut self, cpu: usize, r: page::Record) -> Option<Event> {
         let id = page::uint_at(r.data, 0, 2)? as u16;
-        let format = self.formats.get(&id)?;
+        let format = self.formats.iter().find(|f| f.id == id)?;
         let pid = page::uint_at(r.data, 4, 4)? as u32 as i32;
-        let (name, fields) = render::event(format, r.data, &self.symbols)?;
-        let learned = render::comms(format, r.data);
-        for (p, c) in learned {
-            self.remember(p, &c);
+        let (name, fields) = render::event(format, r.data, &mut self.symbols)?;
+        for (p, c) in render::comms(format, r.data) {
+            remember(&mut self.comms, p, c);
         }
         let comm = match pid {
-            0 => "<idle>".to_string(),
-            p => self
-                .comms
-                .get(&p)
-                .cloned()
-                .unwrap_or_else(|| "<...>".into()),
+            0 => self.idle.clone(),
+            p => self.comms.get(&p).unwrap_or(&self.unknown_task).clone(),
+        };
+        let name = match name {
+            Some(own) => Cow::Owned(own),
+            None => self
+                .names
+                .iter()
+                .find(|n| n.0 == id)
+                .map_or(Cow::Borrowed("?"), |n| n.1.clone()),
         };
         Some(Event {
             comm,

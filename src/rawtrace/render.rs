@@ -3,13 +3,22 @@
 
 use super::format::{EventFormat, Field, Render, Storage};
 use super::page::uint_at;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// The kernel's text symbols (`/proc/kallsyms`), sorted by address.
 #[derive(Debug, Default, Clone)]
 pub struct Symbols {
     sorted: Vec<(u64, String)>,
+    /// Addresses already named (`%ps`, `%pS`): a trace names the same
+    /// few functions again and again.
+    named: HashMap<(u64, bool), String>,
+    /// The decoder's scratch line (kept here: every render has it).
+    scratch: String,
 }
+
+/// Most names remembered (past it the memory starts again).
+const MAX_NAMED: usize = 4096;
 
 impl Symbols {
     /// Reads `/proc/kallsyms` text. Addresses hidden (all zero, as
@@ -37,7 +46,11 @@ impl Symbols {
             .collect();
         sorted.sort_unstable_by_key(|s| s.0);
         sorted.dedup_by_key(|s| s.0);
-        Symbols { sorted }
+        Symbols {
+            sorted,
+            named: HashMap::new(),
+            scratch: String::new(),
+        }
     }
 
     /// Whether the table is empty (addresses are shown in hex).
@@ -46,7 +59,21 @@ impl Symbols {
     }
 
     /// `addr` as `%ps` (`name`) or `%pS` (`name+0xOFF/0xSIZE`) show it.
-    fn name(&self, addr: u64, offset: bool, out: &mut String) {
+    fn name(&mut self, addr: u64, offset: bool, out: &mut String) {
+        if let Some(n) = self.named.get(&(addr, offset)) {
+            out.push_str(n);
+            return;
+        }
+        let mut n = String::new();
+        self.lookup(addr, offset, &mut n);
+        out.push_str(&n);
+        if self.named.len() >= MAX_NAMED {
+            self.named.clear();
+        }
+        self.named.insert((addr, offset), n);
+    }
+
+    fn lookup(&self, addr: u64, offset: bool, out: &mut String) {
         let at = self.sorted.partition_point(|s| s.0 <= addr);
         let Some((start, name)) = at.checked_sub(1).map(|i| &self.sorted[i]) else {
             let _ = write!(out, "0x{addr:x}");
@@ -68,10 +95,14 @@ impl Symbols {
     }
 }
 
-/// The event's name and its fields' text. The ftrace `print` event (a
-/// `trace_marker` write) is named by its caller, as the text does, and its
-/// fields are the written text.
-pub fn event(format: &EventFormat, data: &[u8], symbols: &Symbols) -> Option<(String, String)> {
+/// The event's fields' text, and its name when it is not the format's:
+/// the ftrace `print` event (a `trace_marker` write) is named by its
+/// caller, as the text does, and its fields are the written text.
+pub fn event(
+    format: &EventFormat,
+    data: &[u8],
+    symbols: &mut Symbols,
+) -> Option<(Option<String>, String)> {
     if format.name == "print"
         && let (Some(ip), Some(buf)) = (format.field("ip"), format.field("buf"))
     {
@@ -83,9 +114,12 @@ pub fn event(format: &EventFormat, data: &[u8], symbols: &Symbols) -> Option<(St
             symbols.name(addr, false, &mut name);
         }
         let text = text(&format.fields[buf], data)?;
-        return Some((name, text.trim_end_matches('\n').to_string()));
+        return Some((Some(name), text.trim_end_matches('\n').to_string()));
     }
-    let mut out = String::with_capacity(96);
+    // Written in a scratch buffer, then copied at its size: a few dozen
+    // bytes per event, not a growing string's capacity.
+    let mut out = std::mem::take(&mut symbols.scratch);
+    out.clear();
     for (key, render) in &format.keys {
         let at = out.len();
         if !out.is_empty() {
@@ -97,7 +131,9 @@ pub fn event(format: &EventFormat, data: &[u8], symbols: &Symbols) -> Option<(St
             out.truncate(at);
         }
     }
-    Some((format.name.clone(), out))
+    let fields = out.as_str().to_owned();
+    symbols.scratch = out;
+    Some((None, fields))
 }
 
 /// Appends one value. None when the record does not hold it, or the text
@@ -106,11 +142,16 @@ fn value(
     format: &EventFormat,
     render: &Render,
     data: &[u8],
-    symbols: &Symbols,
+    symbols: &mut Symbols,
     out: &mut String,
 ) -> Option<()> {
     let field = &format.fields[render.field()];
     match render {
+        Render::Number {
+            hex: false, pad: 0, ..
+        } => {
+            out.push_str(itoa::Buffer::new().format(int(field, data)?));
+        }
         Render::Number {
             hex: false, pad, ..
         } => {
@@ -119,7 +160,7 @@ fn value(
         Render::Number { hex: true, pad, .. } => {
             let _ = write!(out, "{:0pad$x}", int(field, data)? as u64);
         }
-        Render::Text { .. } => out.push_str(&text(field, data)?),
+        Render::Text { .. } => push_text(out, text_bytes(field, data)?),
         Render::Symbolic { table, .. } => {
             let v = int(field, data)?;
             match table.iter().find(|(k, _)| *k as i64 == v) {
@@ -156,8 +197,8 @@ fn int(field: &Field, data: &[u8]) -> Option<i64> {
     })
 }
 
-/// A text field, up to its first NUL.
-fn text(field: &Field, data: &[u8]) -> Option<String> {
+/// A text field's bytes, up to its first NUL.
+fn text_bytes<'a>(field: &Field, data: &'a [u8]) -> Option<&'a [u8]> {
     let bytes = match field.storage {
         Storage::Chars => data.get(field.offset..field.offset + field.size)?,
         Storage::Tail => data.get(field.offset..)?,
@@ -165,7 +206,20 @@ fn text(field: &Field, data: &[u8]) -> Option<String> {
         Storage::Int { .. } => return None,
     };
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    Some(&bytes[..end])
+}
+
+/// A text field, up to its first NUL.
+fn text(field: &Field, data: &[u8]) -> Option<String> {
+    Some(String::from_utf8_lossy(text_bytes(field, data)?).into_owned())
+}
+
+/// Appends text bytes (invalid UTF-8 replaced).
+fn push_text(out: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => out.push_str(s),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
 }
 
 /// The bytes of a `__data_loc`/`__rel_loc` field.
@@ -222,20 +276,16 @@ pub(super) fn bitmask(bytes: &[u8], out: &mut String) {
 }
 
 /// The task names a record carries: `(prev_pid, prev_comm)`,
-/// `(next_pid, next_comm)`, `(pid, comm)`.
-pub fn comms(format: &EventFormat, data: &[u8]) -> Vec<(i32, String)> {
-    let mut out = Vec::new();
-    for (pid, comm) in [
-        ("prev_pid", "prev_comm"),
-        ("next_pid", "next_comm"),
-        ("pid", "comm"),
-    ] {
-        if let (Some(p), Some(c)) = (format.field(pid), format.field(comm))
-            && let (Some(p), Some(c)) =
-                (int(&format.fields[p], data), text(&format.fields[c], data))
-        {
-            out.push((p as i32, c));
-        }
-    }
-    out
+/// `(next_pid, next_comm)`, `(pid, comm)`, as bytes (no copy).
+pub fn comms<'a>(
+    format: &'a EventFormat,
+    data: &'a [u8],
+) -> impl Iterator<Item = (i32, &'a [u8])> + 'a {
+    format.comm_pairs.iter().filter_map(move |&(p, c)| {
+        let pid = int(&format.fields[p], data)? as i32;
+        let field = &format.fields[c];
+        let bytes = data.get(field.offset..field.offset + field.size)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        Some((pid, &bytes[..end]))
+    })
 }

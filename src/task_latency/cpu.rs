@@ -68,7 +68,7 @@ impl Occupancy {
         let Some(cpu) = self.cpu(e.cpu) else {
             return;
         };
-        match e.name.as_str() {
+        match e.name.as_ref() {
             "sched_switch" => {
                 let prev = task_label(
                     e.field("prev_comm").unwrap_or("?"),
@@ -117,18 +117,20 @@ impl Occupancy {
             return Vec::new();
         };
         let overlap = |s: &Stretch| s.to.min(to).saturating_sub(s.from.max(from));
-        let mut parts: Vec<(String, u64)> = Vec::new();
-        let add = |label: &str, ns: i128, parts: &mut Vec<(String, u64)>| match parts
+        // Summed signed (an interrupt closes before the task it ran over,
+        // so its time is taken before the task's is added), clamped last.
+        let mut sums: Vec<(String, i128)> = Vec::new();
+        let add = |label: &str, ns: i128, sums: &mut Vec<(String, i128)>| match sums
             .iter_mut()
             .find(|p| p.0 == label)
         {
-            Some(p) => p.1 = (p.1 as i128 + ns).max(0) as u64,
-            None => parts.push((label.to_string(), ns.max(0) as u64)),
+            Some(p) => p.1 += ns,
+            None => sums.push((label.to_string(), ns)),
         };
         let stretches: Vec<&Stretch> = c.kept.iter().filter(|s| overlap(s) > 0).collect();
         for s in &stretches {
             let ns = overlap(s) as i128;
-            add(&s.label, ns, &mut parts);
+            add(&s.label, ns, &mut sums);
             // An interrupt's time is taken from what it interrupted.
             let under = match s.kind {
                 Kind::Task => None,
@@ -145,9 +147,13 @@ impl Occupancy {
                     }),
             };
             if let Some(u) = under {
-                add(&u.label.clone(), -ns, &mut parts);
+                add(&u.label.clone(), -ns, &mut sums);
             }
         }
+        let mut parts: Vec<(String, u64)> = sums
+            .into_iter()
+            .map(|(label, ns)| (label, ns.max(0) as u64))
+            .collect();
         parts.retain(|p| p.1 > 0);
         parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         parts

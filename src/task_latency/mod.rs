@@ -321,7 +321,7 @@ impl Tracker {
     pub fn feed(&mut self, e: &Event) {
         self.cpus.feed(e);
         self.seen_running(e);
-        match e.name.as_str() {
+        match e.name.as_ref() {
             "hrtimer_start" => self.timer_armed(e),
             "hrtimer_expire_entry" => self.timer_expiring(e),
             "hrtimer_expire_exit" => {

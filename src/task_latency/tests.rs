@@ -114,3 +114,21 @@ fn other_tasks_are_not_measured() {
     );
     assert!(t.finish(0, &[]).threads.is_empty());
 }
+
+#[test]
+fn an_interrupt_over_the_hog_is_its_own_part_and_the_parts_still_add_up() {
+    let mut t = Tracker::new(spec());
+    let mut lines = cycle(10_000, 5, 10_300, 10_310);
+    // An interrupt of 20 µs while the hog held the CPU.
+    let at = lines.find("hog-9 [001] d.... 0.010300").unwrap();
+    lines.insert_str(
+        at,
+        "hog-9 [001] d.h.. 0.010100: irq_handler_entry: irq=36 name=virtio1-req.0\n\
+         hog-9 [001] d.h.. 0.010120: irq_handler_exit: irq=36 ret=handled\n",
+    );
+    feed(&mut t, &lines);
+    let e = &t.finish(0, &[]).threads[0].explained[0];
+    assert_eq!(e.parts.iter().map(|p| p.1).sum::<u64>(), 300_000, "{e:?}");
+    assert!(e.parts.contains(&("IRQ 36 virtio1-req.0".into(), 20_000)));
+    assert!(e.parts.contains(&("hog-9".into(), 300_000 - 5_000 - 20_000)));
+}

@@ -19,6 +19,10 @@ use std::process::Command;
 /// The agreement asked of the median wake-up: the program reads its clock
 /// a few µs after the switch-in rtlab sees (its syscall's return).
 const MEDIAN_AGREEMENT_NS: i64 = 50_000;
+/// Held off its CPU this long, a cyclic task under the hog (1.5 ms of
+/// every 20 ms, the task's expiries 1 ms apart: each burn delays one
+/// wake-up by at least 0.5 ms).
+const HELD_NS: i64 = 400_000;
 /// How far rtlab's figure may exceed the program's own: the trace clock
 /// (`mono`) and CLOCK_MONOTONIC are one clock, read at µs-apart moments.
 const CLOCK_SLACK_NS: i64 = 2_000;
@@ -302,11 +306,11 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
     let matched = agrees("sleep under a hog", &r, &own);
     let late_by_hog = matched
         .iter()
-        .filter(|(own, w)| *own > 1_000_000 && w["timer_late_ns"].as_i64() < Some(100_000))
+        .filter(|(own, w)| *own > HELD_NS && w["timer_late_ns"].as_i64() < Some(100_000))
         .count();
     assert!(
         late_by_hog > 0,
-        "the hog delayed no wake-up by 1 ms: {}",
+        "the hog delayed no wake-up by 0.4 ms: {}",
         brief(&r)
     );
     let t = busiest(&r);
@@ -328,10 +332,14 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
         );
         // Held off its CPU for a millisecond after a timely timer: only the
         // hog, at a higher priority on that CPU, can have done it.
-        if w["wake_to_run_ns"].as_u64() > Some(1_000_000) {
-            let blame = e["blame"].as_str().unwrap_or("");
-            assert!(blame.starts_with("hog-"), "{e}");
-            blamed += 1;
+        // A timer wake-up held off its CPU after a timely timer, by a
+        // task: only the hog, above it on that CPU, can have done it. (An
+        // interrupt or softirq may be named; never another task.)
+        let blame = e["blame"].as_str().unwrap_or("");
+        if w["kind"] == "timer" && w["wake_to_run_ns"].as_u64() > Some(HELD_NS as u64) {
+            let by_irq = blame.starts_with("IRQ ") || blame.starts_with("softirq ");
+            assert!(blame.starts_with("hog-") || by_irq, "{e}");
+            blamed += usize::from(blame.starts_with("hog-"));
         }
     }
     assert!(

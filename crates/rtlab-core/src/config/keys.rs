@@ -795,7 +795,7 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md");
         let mut manual = std::fs::read_to_string(&path).expect("docs/config-format.md exists");
         let bless = std::env::var_os("RTLAB_BLESS").is_some();
-        for kind in [Main, Timer, Program, IrqTask] {
+        for kind in [Main, Timer, Program, IrqTask, TaskLatency] {
             let range = table_in(&manual, kind).expect("the manual has a key table per stanza");
             let want = markdown_table(kind);
             if bless {
