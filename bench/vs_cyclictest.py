@@ -145,6 +145,9 @@ def rtlab_round(exe, work, a, variant="rtlab"):
     if variant == "rtlab+trace":
         r["trace"] = {k: trace.get(k, 0) for k in ("over_threshold", "not_explained", "reads", "read_ns")}
         r["trace"]["explained"] = len(trace.get("explanations", []))
+    cost = (doc.get("audit") or {}).get("stream_cost")
+    if variant.startswith("rtlab+audit") and cost:
+        r["stream"] = dict(cost, elapsed_ns=doc["elapsed_ns"])
     hist = {us: c for us, c in t["histogram_us"]}
     s = t["summary"]
     r.update(samples=s["samples"], median=percentile_from_hist(hist, 0.5),
@@ -273,6 +276,15 @@ def report(a, rows, rt_version, ct_version, partition_note):
               f"({tot['read_ns'] / 1e6 / max(1, tot['reads']):.1f} ms each)")
     if rows["rtlab+audit"]:
         print(f"Audit: audit.cpus {a.cpu}")
+        for v in ("rtlab+audit", "rtlab+audit-text"):
+            costs = [r["stream"] for r in rows[v] if "stream" in r]
+            if costs:
+                share = statistics.median(100 * c["read_ns"] / c["elapsed_ns"] for c in costs)
+                per_event = statistics.median(c["read_ns"] / max(1, c["events"]) for c in costs)
+                start = statistics.median(c["start_ns"] for c in costs) / 1e6
+                print(f"  {v}: reader {costs[0]['reader']}, the stream's reads {share:.2f} % of the main "
+                      f"thread's CPU ({per_event:.0f} ns per event, {statistics.median(c['events'] for c in costs):.0f} "
+                      f"events a run), its start {start:.0f} ms")
     print()
     print("| metric | rtlab | cyclictest | " + "".join(f"{v} | " for v in extras)
           + "rtlab/cyclictest |" + "".join(f" {v}/rtlab |" for v in extras))

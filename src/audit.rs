@@ -107,6 +107,26 @@ pub struct AuditReport {
     pub unavailable: Option<String>,
     /// What else the reader should know.
     pub notes: Vec<String>,
+    /// What the trace stream cost the main thread (absent in older
+    /// results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_cost: Option<StreamCost>,
+}
+
+/// The trace stream's time on the main thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamCost {
+    /// The reader: `binary` (pages) or `text`.
+    pub reader: String,
+    /// Starting it: the instance, the formats, the kernel's symbols (ns).
+    pub start_ns: u64,
+    /// Its reads while the run went on, and their time (ns), decoding and
+    /// feeding the audit and measurements included.
+    pub reads: u64,
+    /// The time of those reads (ns).
+    pub read_ns: u64,
+    /// Events fed.
+    pub events: u64,
 }
 
 impl AuditReport {
@@ -495,6 +515,7 @@ impl Audit {
             lost_events,
             unavailable: None,
             notes,
+            stream_cost: None,
         }
     }
 

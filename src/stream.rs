@@ -68,6 +68,8 @@ pub struct TraceStream {
     task_filter: Option<String>,
     /// The timer arms' filter in effect (None: not traced).
     timer_filter: Option<String>,
+    /// What the stream cost the main thread.
+    cost: crate::audit::StreamCost,
 }
 
 /// The tracepoints without which the stream's figures are wrong: the
@@ -95,6 +97,7 @@ impl TraceStream {
         spec: &StreamSpec,
         online: &[usize],
     ) -> Result<Self, trace::TraceError> {
+        let started = std::time::Instant::now();
         let tracefs = trace::mount(root, journal)?;
         let instance = Instance::create(root, journal, &tracefs, "-stream")?;
         let irqs_before = crate::sys::irq::totals(root);
@@ -132,6 +135,7 @@ impl TraceStream {
             missing,
             task_filter: None,
             timer_filter: None,
+            cost: crate::audit::StreamCost::default(),
         };
         // The tasks' syscall exits bound a switch-in the kernel did not log.
         if !stream.matchers.is_empty() || !stream.trackers.is_empty() {
@@ -148,6 +152,11 @@ impl TraceStream {
                 Err(_) => stream.missing.push(TIMER_START.into()),
             }
         }
+        stream.cost.reader = match stream.source.reader() {
+            Reader::Raw => "binary".into(),
+            Reader::Text => "text".into(),
+        };
+        stream.cost.start_ns = started.elapsed().as_nanos() as u64;
         Ok(stream)
     }
 
@@ -178,12 +187,15 @@ impl TraceStream {
     /// `measured` are the timer threads, `programs` the running programs
     /// (index, PID).
     pub fn look(&mut self, measured: &[i32], programs: &[(usize, i32)]) {
+        let started = std::time::Instant::now();
         self.learn_tasks(programs);
         if let Some(a) = self.audit.as_mut() {
             a.set_measured(measured);
         }
         self.read(false);
         self.describe_new_tasks();
+        self.cost.reads += 1;
+        self.cost.read_ns += started.elapsed().as_nanos() as u64;
     }
 
     /// Which reader the stream uses.
@@ -282,8 +294,13 @@ impl TraceStream {
         } = self;
         drop(source);
         drop(instance);
+        let cost = crate::audit::StreamCost {
+            events: self.events,
+            ..self.cost.clone()
+        };
         let audit = self.audit.take().map(|a| {
             let mut r = a.finish(promises, lost);
+            r.stream_cost = Some(cost);
             if !self.missing.is_empty() {
                 r.notes.push(format!(
                     "tracepoints this kernel lacks (not counted): {}",

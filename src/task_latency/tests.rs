@@ -130,5 +130,8 @@ fn an_interrupt_over_the_hog_is_its_own_part_and_the_parts_still_add_up() {
     let e = &t.finish(0, &[]).threads[0].explained[0];
     assert_eq!(e.parts.iter().map(|p| p.1).sum::<u64>(), 300_000, "{e:?}");
     assert!(e.parts.contains(&("IRQ 36 virtio1-req.0".into(), 20_000)));
-    assert!(e.parts.contains(&("hog-9".into(), 300_000 - 5_000 - 20_000)));
+    assert!(
+        e.parts
+            .contains(&("hog-9".into(), 300_000 - 5_000 - 20_000))
+    );
 }
