@@ -8,7 +8,9 @@
 //! switch-in comes before the program reads its clock) and agrees with it
 //! within the time from the switch-in to that clock read. Under a pinned
 //! higher-priority hog, the late wake-ups are blamed on the hog, their
-//! parts adding up. Needs root, tracefs and a C compiler, else says so.
+//! parts adding up. And the binary trace engine gives the events the
+//! kernel's text gives, on a buffer of whatever kernel runs the tests.
+//! Needs root, tracefs and a C compiler, else says so.
 
 use crate::fixtures::{online_cpus, path_taken, rtlab_in as rtlab, text};
 use serde_json::Value;
@@ -347,4 +349,40 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
         "no explained wake-up was held off by the hog: {}",
         brief(&r)
     );
+}
+
+#[test]
+fn both_trace_readers_give_the_same_events_on_this_kernels_buffer() {
+    const TEST: &str = "both_trace_readers_give_the_same_events_on_this_kernels_buffer";
+    let _machine = crate::fixtures::machine_exclusive();
+    if !crate::trace_experiments::can_trace(TEST) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = rtlab(
+        dir.path(),
+        &[
+            "trace-readers",
+            "--buffer-kb",
+            "256",
+            "--record-ms",
+            "300",
+            "--rounds",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert_eq!(r["differences"], serde_json::json!([]), "{r}");
+        assert_eq!(r["text_events"], r["raw_events"], "{r}");
+    }
+    // The napping thread's CPU filled its buffer: fields were compared.
+    let compared: u64 = rows
+        .iter()
+        .map(|r| r["compared_fields"].as_u64().unwrap())
+        .sum();
+    assert!(compared > 100, "{rows:?}");
 }
