@@ -77,13 +77,24 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
 /// An IRQ-to-task measurement as a thread of the run: its delays from the
 /// handler's exit, with the CPU of its task when it was one.
 fn irq_task(m: &crate::irq_task::IrqTaskResult) -> Thread {
-    let (stats, distribution) = summary_stats(&m.from_exit, &m.hdr_histogram);
-    let histogram_us = super::per_us(m.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
     let mut task_cpus = m.cpu_pairs.iter().map(|p| p.task_cpu);
     let first = task_cpus.next();
     let cpu = first.filter(|c| task_cpus.all(|x| x == *c));
+    summary_thread(format!("I{}", m.index), cpu, &m.from_exit, &m.hdr_histogram).irq_to_task()
+}
+
+/// A measurement of a summary and its HDR buckets as a thread of the run
+/// (no overruns: it has no period of its own).
+fn summary_thread(
+    name: String,
+    cpu: Option<usize>,
+    s: &crate::stats::Summary,
+    hdr: &[crate::stats::HdrBucket],
+) -> Thread {
+    let (stats, distribution) = summary_stats(s, hdr);
+    let histogram_us = super::per_us(hdr.iter().map(|b| (b.low_ns, b.count)));
     Thread::new(
-        format!("I{}", m.index),
+        name,
         cpu,
         Stats {
             overruns: None,
@@ -93,24 +104,16 @@ fn irq_task(m: &crate::irq_task::IrqTaskResult) -> Thread {
         None,
         distribution,
     )
-    .irq_to_task()
 }
 
 /// A thread of a `task_latency[N]` as a thread of the run (`L0.TID`): its
 /// latencies from release to switch-in, as a timer thread's.
 fn task_thread(index: usize, t: &crate::task_latency::TaskThreadResult) -> Thread {
-    let (stats, distribution) = summary_stats(&t.latency, &t.hdr_histogram);
-    let histogram_us = super::per_us(t.hdr_histogram.iter().map(|b| (b.low_ns, b.count)));
-    Thread::new(
+    summary_thread(
         format!("L{index}.{}", t.tid),
         None,
-        Stats {
-            overruns: None,
-            ..stats
-        },
-        histogram_us,
-        None,
-        distribution,
+        &t.latency,
+        &t.hdr_histogram,
     )
 }
 
