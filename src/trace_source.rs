@@ -249,16 +249,19 @@ impl Tails {
         let kept = &mut self.kept[index];
         for e in &self.events {
             use std::fmt::Write;
+            // One event, one line: a task may name itself with a line
+            // break (and forge a marker line with it).
+            let one = |s: &str| s.replace(['\n', '\r'], "?");
             let _ = writeln!(
                 kept,
                 "{}-{} [{:03}] ..... {}.{:09}: {}: {}",
-                e.comm,
+                one(&e.comm),
                 e.pid,
                 e.cpu,
                 e.ts_ns / 1_000_000_000,
                 e.ts_ns % 1_000_000_000,
                 e.name,
-                e.fields
+                one(&e.fields)
             );
         }
         if let Some(cut) = kept.len().checked_sub(self.max_bytes).filter(|c| *c > 0) {

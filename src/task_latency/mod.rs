@@ -54,6 +54,9 @@ const MAX_ARMED: usize = 1 << 14;
 const MAX_EXPLAINED: usize = 20;
 /// Most wakers named per thread.
 const MAX_WAKERS: usize = 32;
+/// Most wake-ups kept one by one over all threads of a measurement (each
+/// about 100 bytes).
+const MAX_SAMPLES_TOTAL: usize = 1_000_000;
 /// Histogram range of the per-µs columns (µs).
 const HISTO_US: u64 = 1000;
 
@@ -248,6 +251,8 @@ pub struct Tracker {
     expiring: Vec<Option<Expiring>>,
     cpus: Occupancy,
     notes: BTreeSet<String>,
+    /// Wake-ups kept one by one so far, over all threads.
+    samples_kept: usize,
 }
 
 impl Tracker {
@@ -265,6 +270,7 @@ impl Tracker {
             expiring: Vec::new(),
             cpus: Occupancy::default(),
             notes: BTreeSet::new(),
+            samples_kept: 0,
         }
     }
 
@@ -526,8 +532,9 @@ impl Tracker {
             since: at,
             release: p.release,
         });
-        if t.samples.len() < keep {
+        if t.samples.len() < keep && self.samples_kept < MAX_SAMPLES_TOTAL {
             t.samples.push(w.clone());
+            self.samples_kept += 1;
         }
         if threshold.is_some_and(|th| latency > th) {
             let parts = self.parts(&p, cpu, at);
