@@ -141,7 +141,9 @@ pub fn records<'a>(layout: &PageLayout, page: &'a [u8]) -> (PageHeader, Vec<Reco
                 let Some(len) = u32_at(data, at + 4) else {
                     break;
                 };
-                at.checked_add(4 + len as usize)
+                (len as usize)
+                    .checked_add(4)
+                    .and_then(|l| at.checked_add(l))
             }
             TIME_EXTEND => {
                 let Some(ext) = u32_at(data, at + 4) else {
@@ -165,7 +167,8 @@ pub fn records<'a>(layout: &PageLayout, page: &'a [u8]) -> (PageHeader, Vec<Reco
                     break;
                 };
                 let (start, len) = (at + 8, (len as usize).saturating_sub(4));
-                let Some(bytes) = data.get(start..start + len) else {
+                let Some(bytes) = start.checked_add(len).and_then(|end| data.get(start..end))
+                else {
                     break;
                 };
                 out.push(Record { ts, data: bytes });
@@ -174,7 +177,8 @@ pub fn records<'a>(layout: &PageLayout, page: &'a [u8]) -> (PageHeader, Vec<Reco
             n => {
                 ts = ts.wrapping_add(delta);
                 let (start, len) = (at + 4, n as usize * 4);
-                let Some(bytes) = data.get(start..start + len) else {
+                let Some(bytes) = start.checked_add(len).and_then(|end| data.get(start..end))
+                else {
                     break;
                 };
                 out.push(Record { ts, data: bytes });

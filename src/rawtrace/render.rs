@@ -200,7 +200,7 @@ fn int(field: &Field, data: &[u8]) -> Option<i64> {
 /// A text field's bytes, up to its first NUL.
 fn text_bytes<'a>(field: &Field, data: &'a [u8]) -> Option<&'a [u8]> {
     let bytes = match field.storage {
-        Storage::Chars => data.get(field.offset..field.offset + field.size)?,
+        Storage::Chars => data.get(field.offset..field.offset.checked_add(field.size)?)?,
         Storage::Tail => data.get(field.offset..)?,
         Storage::Dynamic { .. } => dynamic(field, data)?,
         Storage::Int { .. } => return None,
@@ -230,7 +230,7 @@ fn dynamic<'a>(field: &Field, data: &'a [u8]) -> Option<&'a [u8]> {
     let word = uint_at(data, field.offset, 4)?;
     let (mut offset, len) = ((word & 0xffff) as usize, (word >> 16) as usize);
     if relative {
-        offset += field.offset + field.size;
+        offset = offset.checked_add(field.offset)?.checked_add(field.size)?;
     }
     data.get(offset..offset.checked_add(len)?)
 }
@@ -284,7 +284,7 @@ pub fn comms<'a>(
     format.comm_pairs.iter().filter_map(move |&(p, c)| {
         let pid = int(&format.fields[p], data)? as i32;
         let field = &format.fields[c];
-        let bytes = data.get(field.offset..field.offset + field.size)?;
+        let bytes = data.get(field.offset..field.offset.checked_add(field.size)?)?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         Some((pid, &bytes[..end]))
     })

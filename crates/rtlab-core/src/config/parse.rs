@@ -285,7 +285,7 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
                 if stanzas.len() > MAX_STANZAS {
                     diags.push(
                         Diagnostic::new(pos, format!("more than {MAX_STANZAS} stanzas"))
-                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads, {MAX_PROGRAMS} programs and {MAX_IRQ_TASKS} IRQ-to-task measurements; the rest of the file is not read"))),
+                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads, {MAX_PROGRAMS} programs, {MAX_IRQ_TASKS} IRQ-to-task and {MAX_TASK_LATENCY} task-latency measurements; the rest of the file is not read"))),
                     );
                     stanzas.pop();
                     return stanzas;
@@ -1200,7 +1200,7 @@ mod tests {
         let d = errors(&"main\n{\n}\n".repeat(5000));
         assert!(
             d.iter()
-                .any(|d| d.message.contains("more than 1345 stanzas")),
+                .any(|d| d.message.contains("more than 1409 stanzas")),
             "{d:?}"
         );
         // Patterns are bounded.
