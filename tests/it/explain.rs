@@ -584,6 +584,10 @@ fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
         .as_array()
         .cloned()
         .unwrap_or_default();
+    let preemption = &r["system"]["preemption"];
+    let fully_preemptible = preemption["realtime"] == true
+        || matches!(preemption["dynamic_mode"].as_str(), Some("full" | "lazy"))
+        || matches!(preemption["model"].as_str(), Some("PREEMPT" | "PREEMPT_RT"));
     let mut landed = 0;
     for e in &explained {
         let main = e["parts"]
@@ -593,11 +597,18 @@ fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
             .find(|p| p["kind"] != "timer_thread")
             .unwrap();
         // The hog (prio 19, below the timer thread's 9) as the thread that
-        // kept the timer thread off its CPU: never.
-        assert!(
-            !(main["kind"] == "thread" && main["pid"] == hog),
-            "the hog below the timer thread is blamed: {e}"
-        );
+        // kept the timer thread off its CPU: never in its burst. On a
+        // kernel that does not preempt kernel code (PREEMPT_DYNAMIC `none`
+        // or `voluntary`, as this VM's), it may hold the CPU for the end of
+        // a system call: then only briefly, and said so.
+        if main["kind"] == "thread" && main["pid"] == hog {
+            let cause = e["cause"].as_str().unwrap_or("");
+            assert!(
+                !fully_preemptible && cause.contains("non-preemptible section"),
+                "the hog below the timer thread is blamed: {e}"
+            );
+            assert!(main["ns"].as_u64() < Some(1_000_000), "{e}");
+        }
         landed += usize::from(main["kind"] == "timer_late" && main["pid"] == hog);
     }
     let culprits = r["trace"]["culprits"]
