@@ -28,16 +28,6 @@ pub enum Reader {
     Text,
 }
 
-impl Reader {
-    /// Its name in notes and benchmarks.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reader::Raw => "binary pages (trace_pipe_raw)",
-            Reader::Text => "text (trace_pipe)",
-        }
-    }
-}
-
 /// A consumed trace of an instance.
 pub enum Source {
     /// Binary pages: the pipes, their decoder, and decoded events held
@@ -139,10 +129,9 @@ impl Source {
                 buf,
             } => {
                 let began = crate::sys::os::monotonic_ns();
-                for index in 0..pipes.cpus().len() {
+                for (index, cpu) in pipes.cpus().into_iter().enumerate() {
                     buf.clear();
                     if pipes.read_into(index, buf, max).is_ok() {
-                        let cpu = pipes.cpus()[index];
                         decoder.pages(cpu, buf, held);
                     }
                 }

@@ -250,7 +250,6 @@ pub struct Tracker {
     /// Per CPU: the timer being handled, if any.
     expiring: Vec<Option<Expiring>>,
     cpus: Occupancy,
-    notes: BTreeSet<String>,
     /// Wake-ups kept one by one so far, over all threads.
     samples_kept: usize,
 }
@@ -269,7 +268,6 @@ impl Tracker {
             armed: HashMap::new(),
             expiring: Vec::new(),
             cpus: Occupancy::default(),
-            notes: BTreeSet::new(),
             samples_kept: 0,
         }
     }
@@ -591,7 +589,7 @@ impl Tracker {
     pub fn finish(self, lost_events: u64, missing: &[String]) -> TaskLatencyResult {
         let has_deadline = self.spec.deadline_ns.or(self.spec.period_ns).is_some();
         let stated = self.spec.period_ns.is_some();
-        let mut notes: Vec<String> = self.notes.into_iter().collect();
+        let mut notes = Vec::new();
         if !missing.is_empty() {
             notes.push(format!(
                 "tracepoints this kernel lacks: {}",
