@@ -18,6 +18,7 @@ use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
 use crate::trace_source::Tails;
+use rtlab_core::config::TraceStacks;
 use std::fs::File;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,11 +30,25 @@ pub struct TraceSpec {
     pub threshold_ns: u64,
     /// Explain at most this many in a run.
     pub max_spikes: usize,
+    /// The kernel stacks recorded (absent in older results: none).
+    #[serde(default = "no_stacks")]
+    pub stacks: TraceStacks,
+    /// Ring buffer per traced CPU (KiB; absent in older results).
+    #[serde(default = "default_buffer_kb")]
+    pub buffer_kb: u64,
+    /// Tracepoints the user added (`SYSTEM/EVENT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
 }
 
-/// Ring buffer per traced CPU (KiB): about a second of this machine's
-/// events at 1 kHz timers, read back in a few milliseconds.
-pub const BUFFER_KB: u64 = 512;
+fn no_stacks() -> TraceStacks {
+    TraceStacks::Off
+}
+
+fn default_buffer_kb() -> u64 {
+    rtlab_core::config::DEFAULT_TRACE_BUFFER_KB
+}
+
 /// How often the watch loop calls [`FlightRecorder::look`].
 pub const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// At most 10 buffer reads a second: announced wake-ups wait for the next
@@ -88,6 +103,9 @@ pub struct FlightRecorder {
     beyond: usize,
     /// CPUs checked for switches out of idle the kernel does not log.
     idle_checked: Vec<usize>,
+    /// The stack triggers are set (or none is wanted): they name the
+    /// timer threads, known once every one has started.
+    stacks_armed: bool,
 }
 
 impl FlightRecorder {
@@ -103,9 +121,10 @@ impl FlightRecorder {
         let instance = Instance::create(root, journal, &tracefs, "")?;
         let missing = instance.start(&Recording {
             cpus: cpus.to_vec(),
-            buffer_kb: BUFFER_KB,
+            buffer_kb: spec.buffer_kb,
             overwrite: true,
             events: trace::EVENTS,
+            extra: spec.events.clone(),
         })?;
         let marker = instance.marker().ok().map(Arc::new);
         let mut notes = Vec::new();
@@ -114,10 +133,25 @@ impl FlightRecorder {
             notes.push("the trace is read as text (RTLAB_TRACE_READER=text)".to_string());
             None
         } else {
-            Tails::open(root, &instance, cpus, trace::EVENTS, MAX_TAIL_TEXT)
-                .map_err(|why| notes.push(format!("the trace is read as text: {why}")))
-                .ok()
+            Tails::open(
+                root,
+                &instance,
+                cpus,
+                trace::EVENTS,
+                &spec.events,
+                MAX_TAIL_TEXT,
+            )
+            .map_err(|why| notes.push(format!("the trace is read as text: {why}")))
+            .ok()
         };
+        if spec.stacks != TraceStacks::Off && tails.as_ref().is_some_and(Tails::names_hidden) {
+            notes.push(
+                "kernel stacks are not named: /proc/kallsyms hides the kernel's addresses \
+                 (kernel.kptr_restrict); their frames show `?`. With kptr_restrict=0, or the text \
+                 reader (RTLAB_TRACE_READER=text), the kernel names them"
+                    .into(),
+            );
+        }
         if marker.is_none() {
             notes.push(
                 "the trace marker could not be opened: spikes are not marked in the trace".into(),
@@ -142,6 +176,7 @@ impl FlightRecorder {
             worst_read: 0,
             beyond: 0,
             idle_checked: Vec::new(),
+            stacks_armed: spec.stacks == TraceStacks::Off,
         })
     }
 
@@ -198,6 +233,9 @@ impl FlightRecorder {
     /// Looks for wake-ups announced since the last look and, within the
     /// rate limit, reads the buffers they are in and explains them.
     pub fn look(&mut self, timers: &[TimerHandle]) {
+        if !self.stacks_armed {
+            self.arm_stacks(timers);
+        }
         self.take_announced(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
         // A wake-up a quarter later than the worst read so far is read now
@@ -210,6 +248,39 @@ impl FlightRecorder {
                 .any(|t| t.pending.is_some() && t.new_max > bar);
         if !limited || urgent {
             self.read_pending(timers);
+        }
+    }
+
+    /// Sets the `stacktrace` triggers once every timer thread has its TID:
+    /// on the switch to a timer thread from any task but idle (where that
+    /// task let the CPU go) and, for `all`, on each timer thread's wake-up.
+    fn arm_stacks(&mut self, timers: &[TimerHandle]) {
+        let tids: Vec<i32> = timers
+            .iter()
+            .map(|t| t.live.tid.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
+        if tids.is_empty() || tids.iter().any(|&t| t <= 0) {
+            return;
+        }
+        self.stacks_armed = true;
+        let any = |field: &str| {
+            let one: Vec<String> = tids.iter().map(|t| format!("{field} == {t}")).collect();
+            one.join(" || ")
+        };
+        let mut triggers = vec![(
+            "sched/sched_switch",
+            format!("stacktrace if ({}) && prev_pid != 0", any("next_pid")),
+        )];
+        if self.spec.stacks == TraceStacks::All {
+            triggers.push((
+                "sched/sched_waking",
+                format!("stacktrace if {}", any("pid")),
+            ));
+        }
+        for (event, trigger) in triggers {
+            if let Err(e) = self.instance.set_trigger(event, &trigger) {
+                self.note(format!("no kernel stacks on {event}: {e}"));
+            }
         }
     }
 
@@ -289,6 +360,7 @@ impl FlightRecorder {
                     None => self
                         .instance
                         .read_cpu(cpu, MAX_BUFFER_TEXT)
+                        .map(parse::fold_stacks)
                         .map_err(|e| e.to_string()),
                 };
                 self.report.read_ns += read.elapsed().as_nanos() as u64;
@@ -474,7 +546,10 @@ pub fn ftrace_text(lines: &[&str]) -> String {
          #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n",
     );
     for l in lines {
-        out.push_str(l);
+        match parse::unfold_stack(l) {
+            Some(stack) => out.push_str(&stack),
+            None => out.push_str(l),
+        }
         out.push('\n');
     }
     out

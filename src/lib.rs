@@ -34,6 +34,7 @@ pub mod rawtrace;
 pub mod report;
 pub mod result;
 pub mod run;
+pub mod spike_actions;
 pub mod stats;
 pub mod stream;
 pub mod task_latency;

@@ -39,6 +39,8 @@ pub enum EndReason {
         /// How it ended.
         status: String,
     },
+    /// An `on_spike stop` action ended it (cyclictest `-b`).
+    SpikeStop,
     /// Something failed after the start (a timer thread, a respawn).
     Failed {
         /// What.
@@ -51,7 +53,7 @@ impl EndReason {
     pub fn exit_code(&self) -> i32 {
         use crate::exit;
         match self {
-            EndReason::Completed => exit::OK,
+            EndReason::Completed | EndReason::SpikeStop => exit::OK,
             EndReason::Failed { .. } => exit::FAILED,
             EndReason::Aborted { .. } => exit::ABORTED,
             EndReason::Interrupted { number, .. } => exit::signal(*number),
@@ -214,4 +216,7 @@ pub struct RunResult {
     /// results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_latency: Vec<crate::task_latency::TaskLatencyResult>,
+    /// What the `on_spike` actions did, absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_spike: Option<crate::spike_actions::SpikeReport>,
 }

@@ -106,6 +106,7 @@ impl TraceStream {
             buffer_kb: BUFFER_KB,
             overwrite: false,
             events: trace::STREAM_EVENTS,
+            extra: Vec::new(),
         })?;
         let irqs_started = crate::sys::irq::totals(root);
         // Decoded: every event of the stream, and those enabled with a

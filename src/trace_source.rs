@@ -64,7 +64,7 @@ impl Source {
     ) -> Result<Source, trace::TraceError> {
         let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
         if !forced_text {
-            match Self::raw(root, instance, cpus, events) {
+            match Self::raw(root, instance, cpus, events, &[]) {
                 Ok(raw) => return Ok(raw),
                 Err(why) => crate::messages::debug(1, &format!("trace read as text: {why}")),
             }
@@ -81,8 +81,14 @@ impl Source {
         instance: &Instance,
         cpus: &[usize],
         events: &[&'static str],
+        extra: &[String],
     ) -> Result<Source, String> {
-        let formats = instance.formats(events).map_err(|e| e.to_string())?;
+        let all: Vec<&str> = events
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+            .collect();
+        let formats = instance.formats(&all).map_err(|e| e.to_string())?;
         // Addresses are named as the text names them: by the kernel's
         // symbols (read once; hidden addresses give hex).
         let symbols = trace::kallsyms(root)
@@ -205,9 +211,11 @@ impl Tails {
         instance: &Instance,
         cpus: &[usize],
         events: &[&'static str],
+        extra: &[String],
         max_bytes: usize,
     ) -> Result<Tails, String> {
-        let Source::Raw { pipes, decoder, .. } = Source::raw(root, instance, cpus, events)? else {
+        let Source::Raw { pipes, decoder, .. } = Source::raw(root, instance, cpus, events, extra)?
+        else {
             return Err("no binary pages".into());
         };
         Ok(Tails {
@@ -258,6 +266,12 @@ impl Tails {
             kept.drain(..at);
         }
         Ok(std::mem::take(kept))
+    }
+
+    /// Whether `/proc/kallsyms` hides the kernel's addresses: stacks and
+    /// symbols are then shown as `?`.
+    pub fn names_hidden(&self) -> bool {
+        self.decoder.names_hidden()
     }
 
     /// Takes back what [`Tails::read_cpu`] lent.

@@ -403,7 +403,7 @@ const LAYERS: &[&[&str]] = &[
     &["sys"],
     &["stats", "workload", "tune", "explain", "rawtrace"],
     &["irq_task", "audit", "task_latency", "trace_source"],
-    &["isolate", "measure", "load", "flight", "stream", "monitor"],
+    &["isolate", "measure", "load", "flight", "stream", "spike_actions", "monitor"],
     &["plan"],
     &["result"],
     &["dataset"],

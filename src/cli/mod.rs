@@ -455,6 +455,9 @@ fn run_plan(
             status,
         } => errln!("rtlab: run aborted: program[{program}] (`{command}`) ended with {status}"),
         EndReason::Failed { error } => errln!("rtlab: run failed: {error}"),
+        EndReason::SpikeStop => {
+            errln!("rtlab: run stopped at a late wake-up (`on_spike stop`); results written")
+        }
     }
     result.end.exit_code()
 }

@@ -38,6 +38,19 @@ pub struct OneOff {
     /// Lock memory (`memlock`).
     #[arg(long, conflicts_with = "file")]
     pub memlock: bool,
+    /// Explain wake-ups at least this late (`trace.threshold`, root).
+    #[arg(long = "trace-threshold", value_name = "DURATION", conflicts_with = "file")]
+    pub trace_threshold: Option<String>,
+    /// What to do at such a wake-up (`on_spike`: `save`, `stop`, `signal
+    /// PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated.
+    #[arg(long = "on-spike", value_name = "ACTION", conflicts_with = "file")]
+    pub on_spike: Vec<String>,
+    /// At most one round of actions this often (`on_spike.every`).
+    #[arg(long = "on-spike-every", value_name = "DURATION", conflicts_with = "file")]
+    pub on_spike_every: Option<String>,
+    /// Samples of the first DURATION not counted (`warmup`).
+    #[arg(long, value_name = "DURATION", conflicts_with = "file")]
+    pub warmup: Option<String>,
 }
 
 impl OneOff {
@@ -51,6 +64,10 @@ impl OneOff {
             || self.priority.is_some()
             || self.histo_size.is_some()
             || self.memlock
+            || self.trace_threshold.is_some()
+            || !self.on_spike.is_empty()
+            || self.on_spike_every.is_some()
+            || self.warmup.is_some()
     }
 }
 
@@ -80,6 +97,21 @@ pub fn experiment(
         .line("  stats.cpu_load all");
     if o.memlock {
         g.from("  memlock", "--memlock", "");
+    }
+    let main_keys = [
+        (&o.trace_threshold, "--trace-threshold", "trace.threshold"),
+        (&o.on_spike_every, "--on-spike-every", "on_spike.every"),
+        (&o.warmup, "--warmup", "warmup"),
+    ];
+    for (value, option, key) in main_keys {
+        if let Some(v) = value {
+            let v = one_line(option, v)?;
+            g.from(format!("  {key} {v}"), option, &v);
+        }
+    }
+    for action in &o.on_spike {
+        let v = one_line("--on-spike", action)?;
+        g.from(format!("  on_spike {v}"), "--on-spike", &v);
     }
     g.line("}");
     let key =

@@ -334,6 +334,7 @@ fn details(r: &RunResult) -> Details {
             command, status, ..
         } => format!("aborted: {command} ended ({status})"),
         EndReason::Failed { error } => format!("failed: {error}"),
+        EndReason::SpikeStop => "stopped at a late wake-up (on_spike stop)".to_string(),
     });
     Details {
         system: serde_json::to_value(&r.system).ok(),

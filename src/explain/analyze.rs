@@ -30,6 +30,15 @@ pub enum PartKind {
     TimerThread,
     /// Idle after the thread was woken.
     Idle,
+    /// A non-maskable interrupt's handler (`nmi:nmi_handler`): hardware
+    /// noise (perf, the NMI watchdog) that no priority keeps out.
+    Nmi,
+    /// The timer interrupt came late while the CPU was busy and no event at
+    /// all was logged in that stretch: a hypervisor that did not run this
+    /// CPU, an SMI, an NMI without a tracepoint, or interrupts off in code
+    /// that logs nothing. The trace cannot say which; never given to the
+    /// thread that happened to be running.
+    Unseen,
     /// Before the first event of the window: nothing recorded says.
     Unknown,
 }
@@ -93,6 +102,34 @@ pub struct Explanation {
     /// most [`MAX_SLICES`]; the rest are in the parts).
     #[serde(default)]
     pub timeline: Vec<Slice>,
+    /// Kernel stacks the trace recorded in the window (`trace.stacks`):
+    /// where each task was as it let the CPU go to the timer thread, and
+    /// at the timer thread's wake-up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<KernelStack>,
+}
+
+/// Most stacks kept in an explanation.
+pub const MAX_STACKS: usize = 4;
+/// Most frames kept of a stack.
+pub const MAX_STACK_FRAMES: usize = 32;
+
+/// A task's kernel stack at a moment of a late wake-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelStack {
+    /// The task whose stack it is (the one running then).
+    pub comm: String,
+    /// Its PID.
+    pub pid: i32,
+    /// The moment: `switch` (it let the CPU go to the timer thread) or
+    /// `wake` (the timer thread's wake-up: the waker, or what its
+    /// interrupt interrupted).
+    pub at: String,
+    /// When, after the deadline (ns; 0 if before it).
+    pub after_deadline_ns: u64,
+    /// The frames, innermost first (`?` where `/proc/kallsyms` hides the
+    /// names).
+    pub frames: Vec<String>,
 }
 
 /// Most slices kept in an explanation's timeline.
@@ -284,6 +321,11 @@ impl Walk {
 
     /// Follows one event; false once past the window's end.
     fn step(&mut self, at: &mut u64, e: &Event) -> bool {
+        // A stack is logged after its event by the task that logged that
+        // (for a switch, the one that left): it says nothing of who runs.
+        if e.name == "kernel_stack" {
+            return true;
+        }
         // The task that logged the event is the one running (for a switch,
         // the one leaving): a switch the buffer lost (some kernels do not
         // log the switch out of idle).
@@ -412,7 +454,94 @@ pub fn segments(
     // Already running when woken (woken while it ran, or preempted):
     // it is "in" from the wake-up.
     let switched = w.switched.or(w.woken);
-    (w.out, w.woken, switched)
+    let out = carve_nmis(unseen(w.out, events), &nmis(events, deadline_ns, end));
+    (out, w.woken, switched)
+}
+
+/// A late timer interrupt's stretch over a task that holds no event at all
+/// is unseen: the task running then is named, never blamed.
+fn unseen(mut segs: Vec<Segment>, events: &[Event]) -> Vec<Segment> {
+    // A task's (not a softirq's, which is seen running around it).
+    for s in segs
+        .iter_mut()
+        .filter(|s| s.kind == PartKind::TimerLate && s.pid.is_some())
+    {
+        let first_after = events.partition_point(|e| e.ts_ns <= s.from_ns);
+        if events.get(first_after).is_some_and(|e| e.ts_ns < s.to_ns) {
+            continue;
+        }
+        let busy = s
+            .what
+            .strip_prefix("timer interrupt late (")
+            .and_then(|w| w.strip_suffix(')'))
+            .unwrap_or("CPU busy");
+        s.kind = PartKind::Unseen;
+        s.what = format!(
+            "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or \
+             interrupts off ({busy})"
+        );
+        s.pid = None;
+    }
+    segs
+}
+
+/// The NMI handlers' runs in `[from, to]`: `nmi_handler` is logged as a
+/// handler returns, with how long it ran (`delta_ns`).
+fn nmis(events: &[Event], from: u64, to: u64) -> Vec<(u64, u64, String)> {
+    events
+        .iter()
+        .filter(|e| e.name == "nmi_handler")
+        .filter_map(|e| {
+            let delta = e.num("delta_ns").or_else(|| {
+                let after = e.fields.split_once("delta_ns: ")?.1;
+                after.split(' ').next()?.parse().ok()
+            })?;
+            let handler = e
+                .field("handler")
+                .or_else(|| e.fields.split("()").next())
+                .unwrap_or("?");
+            let start = e.ts_ns.saturating_sub(u64::try_from(delta).ok()?);
+            let (start, end) = (start.max(from), e.ts_ns.min(to));
+            (end > start).then(|| (start, end, format!("NMI {handler}")))
+        })
+        .collect()
+}
+
+/// Gives each NMI's run to the NMI, out of the segments it lands in (the
+/// other events were logged around it, never inside).
+fn carve_nmis(segs: Vec<Segment>, nmis: &[(u64, u64, String)]) -> Vec<Segment> {
+    if nmis.is_empty() {
+        return segs;
+    }
+    let mut out = Vec::with_capacity(segs.len() + 2 * nmis.len());
+    for s in segs {
+        let mut at = s.from_ns;
+        for (from, to, what) in nmis.iter().filter(|n| n.0 < s.to_ns && n.1 > s.from_ns) {
+            let (from, to) = ((*from).max(at), (*to).min(s.to_ns));
+            if from > at {
+                out.push(Segment {
+                    from_ns: at,
+                    to_ns: from,
+                    ..s.clone()
+                });
+            }
+            if to > from {
+                out.push(Segment {
+                    from_ns: from,
+                    to_ns: to,
+                    kind: PartKind::Nmi,
+                    what: what.clone(),
+                    pid: None,
+                    inferred: false,
+                });
+            }
+            at = at.max(to);
+        }
+        if s.to_ns > at {
+            out.push(Segment { from_ns: at, ..s });
+        }
+    }
+    out
 }
 
 /// Whether a window can explain a wake-up: it must hold events from
@@ -453,7 +582,14 @@ pub fn explain(
     let mut parts = parts_of(&segs, woken, &prio_of);
     parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
     let own_prio = prio_of(tid);
-    let cause = cause(&parts, own_prio, latency_ns);
+    let stacks = stacks_in(events, tid, deadline_ns, deadline_ns.saturating_add(latency_ns));
+    let mut cause = cause(&parts, own_prio, latency_ns);
+    if let Some(main) = parts.iter().find(|p| p.kind != PartKind::TimerThread)
+        && let Some(s) = stacks.iter().find(|s| Some(s.pid) == main.pid)
+    {
+        let top: Vec<&str> = s.frames.iter().take(4).map(String::as_str).collect();
+        cause.push_str(&format!("; its kernel stack there: {}", top.join(" <- ")));
+    }
     Explanation {
         timer,
         sample,
@@ -481,7 +617,47 @@ pub fn explain(
                 inferred: s.inferred,
             })
             .collect(),
+        stacks,
     }
+}
+
+/// The kernel stacks the window holds for this wake-up: a `kernel_stack`
+/// record follows the event that triggered it on the same CPU, by the
+/// same task: the switch to the timer thread (the task leaving) or the
+/// timer thread's wake-up (the waker).
+fn stacks_in(events: &[Event], tid: i32, deadline_ns: u64, end_ns: u64) -> Vec<KernelStack> {
+    let mut out = Vec::new();
+    // After the clock read, a little: the stack is recorded after its event.
+    let last = end_ns.saturating_add(50_000);
+    for pair in events.windows(2) {
+        let (cause, stack) = (&pair[0], &pair[1]);
+        if stack.name != "kernel_stack"
+            || stack.pid != cause.pid
+            || cause.ts_ns > end_ns
+            || stack.ts_ns > last
+            || cause.ts_ns.saturating_add(2_000) < deadline_ns
+        {
+            continue;
+        }
+        let at = match cause.name.as_ref() {
+            "sched_switch" if cause.num("next_pid") == Some(i64::from(tid)) => "switch",
+            "sched_waking" if cause.num("pid") == Some(i64::from(tid)) => "wake",
+            _ => continue,
+        };
+        let mut frames = super::parse::stack_frames(stack);
+        frames.truncate(MAX_STACK_FRAMES);
+        out.push(KernelStack {
+            comm: cause.comm.to_string(),
+            pid: cause.pid,
+            at: at.into(),
+            after_deadline_ns: cause.ts_ns.saturating_sub(deadline_ns),
+            frames,
+        });
+        if out.len() == MAX_STACKS {
+            break;
+        }
+    }
+    out
 }
 
 /// A thread's kernel priority, as the window's last event naming it says.
@@ -590,6 +766,18 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             format!("the timer thread's own wake-up path took {share} (no other context ran)")
         }
         PartKind::Idle => format!("the CPU idled {share} after the wake-up"),
+        PartKind::Nmi => format!(
+            "non-maskable interrupt handler {} ran {share}: hardware noise no priority keeps out",
+            p.what.trim_start_matches("NMI ")
+        ),
+        PartKind::Unseen => format!(
+            "{share} unseen: no event was logged while the timer interrupt was late on a busy CPU \
+             (a hypervisor that did not run it, an SMI, an NMI without a tracepoint, or \
+             interrupts off in code that logs nothing); {}",
+            p.what
+                .rsplit_once('(')
+                .map_or("", |(_, w)| w.trim_end_matches(')'))
+        ),
         PartKind::Unknown => {
             format!("{share} before the first event of the window: the trace does not say")
         }

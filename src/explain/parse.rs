@@ -130,6 +130,72 @@ pub fn marker(text: &str) -> Option<Marker> {
     })
 }
 
+/// The kernel's text shows a `stacktrace` trigger's record as a
+/// `<stack trace>` line followed by one ` => function` line per frame:
+/// folded here into one event line, `kernel_stack: => a => b`, as the
+/// binary reader gives it. Text without stacks is returned as it is.
+pub fn fold_stacks(text: String) -> String {
+    if !text.contains(": <stack trace>") {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_stack = false;
+    for l in text.lines() {
+        if let Some(frame) = l.strip_prefix(" => ") {
+            if in_stack {
+                out.pop(); // The newline: the frame joins the stack's line.
+                out.push_str(" => ");
+                out.push_str(frame.trim());
+                out.push('\n');
+            }
+            continue;
+        }
+        in_stack = false;
+        match l.strip_suffix(": <stack trace>") {
+            Some(head) if split(l).is_some() => {
+                out.push_str(head);
+                out.push_str(": kernel_stack:");
+                in_stack = true;
+            }
+            _ => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A folded stack line back in the kernel's text (for the saved window).
+pub fn unfold_stack(line: &str) -> Option<String> {
+    let (head, frames) = line.split_once(": kernel_stack:")?;
+    let mut out = format!("{head}: <stack trace>");
+    for f in frames.split("=>").map(str::trim).filter(|f| !f.is_empty()) {
+        out.push_str("\n => ");
+        out.push_str(f);
+    }
+    Some(out)
+}
+
+/// The frames of a `kernel_stack` event, innermost first, without the
+/// tracing machinery's own (`trace_event_raw_event_*`, `__traceiter_*`...).
+pub fn stack_frames(e: &Event) -> Vec<String> {
+    let all: Vec<&str> = e
+        .fields
+        .split("=>")
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let tracing = |f: &str| {
+        f.starts_with("trace_event_raw_event_")
+            || f.starts_with("__traceiter_")
+            || f.starts_with("trace_")
+            || f.starts_with("event_triggers_call")
+            || f.starts_with("__trace_stack")
+            || f.starts_with("ftrace_")
+    };
+    let first = all.iter().position(|f| !tracing(f)).unwrap_or(all.len());
+    all[first..].iter().map(|f| f.to_string()).collect()
+}
+
 /// `11692.596950` (seconds, micro- or nanoseconds) in ns.
 fn timestamp_ns(text: &str) -> Option<u64> {
     let (s, frac) = text.split_once('.')?;

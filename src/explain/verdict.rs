@@ -109,6 +109,7 @@ mod tests {
             trace_file: None,
             trace_text: None,
             timeline: Vec::new(),
+            stacks: Vec::new(),
         }
     }
 

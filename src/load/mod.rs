@@ -537,7 +537,15 @@ impl Supervisor {
         rec
     }
 
-    /// The process id of each program running now, by index.
+    /// Has the guard kill process group `pgid` if rtlab dies (a program
+    /// an `on_spike` action started).
+    pub fn guard_group(&mut self, pgid: i32) {
+        if let Some(g) = self.guard.as_mut() {
+            g.tell(&format!("pgid {pgid}"));
+        }
+    }
+
+    /// The programs running now: (index, PID).
     pub fn running(&self) -> Vec<(usize, i32)> {
         self.programs
             .iter()

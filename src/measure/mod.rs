@@ -44,6 +44,9 @@ pub struct TimerSpec {
     /// to the flight recorder (absent in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_threshold_ns: Option<u64>,
+    /// Its first wake-ups, over this long (ns), are not counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_ns: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

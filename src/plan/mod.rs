@@ -164,6 +164,16 @@ pub struct MainPlan {
     /// `audit.cpus`: the CPUs the isolation audit watches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_cpus: Option<Vec<usize>>,
+    /// `on_spike`: what the main thread does at a late wake-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_spike: Option<crate::spike_actions::SpikeActions>,
+    /// `warmup` (ns): the timer threads' first wake-ups not counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A timer thread's part of the plan: what the measurement layer needs,
@@ -527,7 +537,15 @@ impl Planner<'_> {
                 .map(|threshold_ns| crate::flight::TraceSpec {
                     threshold_ns,
                     max_spikes: exp.main.trace_max_spikes,
+                    stacks: exp.main.trace_stacks,
+                    buffer_kb: exp.main.trace_buffer_kb,
+                    events: exp.main.trace_events.iter().map(|e| e.value.clone()).collect(),
                 }),
+            on_spike: (!exp.main.on_spike.is_empty()).then(|| crate::spike_actions::SpikeActions {
+                actions: exp.main.on_spike.iter().map(|a| a.value.clone()).collect(),
+                every_ns: exp.main.on_spike_every_ns,
+            }),
+            warmup_ns: exp.main.warmup_ns,
             lifetime_ns: exp.main.lifetime_ns,
             audit_cpus,
         }
@@ -600,7 +618,13 @@ impl Planner<'_> {
                         threshold_ns: exp.main.spikes_threshold_ns,
                         max_over: exp.main.spikes_max,
                     },
-                    trace_threshold_ns: exp.main.trace_threshold_ns,
+                    // Announced to the main thread: the flight recorder's
+                    // threshold, else the spikes' when actions wait on them.
+                    trace_threshold_ns: exp.main.trace_threshold_ns.or(exp
+                        .main
+                        .spikes_threshold_ns
+                        .filter(|_| !exp.main.on_spike.is_empty())),
+                    warmup_ns: exp.main.warmup_ns,
                 },
                 filename,
                 path,
@@ -678,10 +702,38 @@ impl Planner<'_> {
                     .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
             );
         }
+        self.check_on_spike(exp);
         if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
             self.diags.push(
                 Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
                     .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
+            );
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// `on_spike` acts on the wake-ups over a threshold, and `save` keeps
+    /// the flight recorder's window: each needs its key.
+    fn check_on_spike(&mut self, exp: &Experiment) {
+        let main = &exp.main;
+        let Some(first) = main.on_spike.first() else {
+            return;
+        };
+        if main.trace_threshold_ns.is_none() && main.spikes_threshold_ns.is_none() {
+            self.diags.push(
+                Diagnostic::new(first.pos, "`on_spike` acts on wake-ups over a threshold, and none is set")
+                    .with_hint(Some("set `trace.threshold` (explained spikes) or `spikes.threshold`".into())),
+            );
+        }
+        let save = main
+            .on_spike
+            .iter()
+            .find(|a| a.value == rtlab_core::config::SpikeAction::Save);
+        if let Some(save) = save.filter(|_| main.trace_threshold_ns.is_none()) {
+            self.diags.push(
+                Diagnostic::new(save.pos, "`on_spike save` keeps the flight recorder's trace window, and no `trace.threshold` starts it")
+                    .with_hint(Some("set `trace.threshold DURATION` in main".into())),
             );
         }
     }

@@ -116,6 +116,9 @@ pub fn event(
         let text = text(&format.fields[buf], data)?;
         return Some((Some(name), text.trim_end_matches('\n').to_string()));
     }
+    if format.name == "kernel_stack" {
+        return Some((None, stack(format, data, symbols)?));
+    }
     // Written in a scratch buffer, then copied at its size: a few dozen
     // bytes per event, not a growing string's capacity.
     let mut out = std::mem::take(&mut symbols.scratch);
@@ -135,6 +138,44 @@ pub fn event(
     symbols.scratch = out;
     Some((None, fields))
 }
+
+/// A `stacktrace` trigger's record (`size` return addresses from `caller`,
+/// innermost first) as the fields the text reader folds the kernel's
+/// `<stack trace>` lines into: ` => name` each. Addresses `/proc/kallsyms`
+/// hides (`kptr_restrict`) are shown as `?`, never raw.
+fn stack(format: &EventFormat, data: &[u8], symbols: &mut Symbols) -> Option<String> {
+    let size = int(&format.fields[format.field("size")?], data)?;
+    let caller = &format.fields[format.field("caller")?];
+    // `unsigned long caller[8]`: the word size is the kernel's.
+    let word = match caller.size {
+        32 => 4,
+        _ => 8,
+    };
+    let count = usize::try_from(size).ok()?.min(MAX_FRAMES);
+    let mut out = String::new();
+    for i in 0..count {
+        let at = caller.offset.checked_add(i.checked_mul(word)?)?;
+        let Some(addr) = uint_at(data, at, word) else {
+            break;
+        };
+        if addr == 0 || addr == u64::MAX {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str("=> ");
+        if symbols.is_empty() {
+            out.push('?');
+        } else {
+            symbols.name(addr, false, &mut out);
+        }
+    }
+    Some(out)
+}
+
+/// Most frames read from one kernel stack (the kernel keeps fewer).
+pub const MAX_FRAMES: usize = 64;
 
 /// Appends one value. None when the record does not hold it, or the text
 /// shows what the record cannot (a string behind a kernel pointer).

@@ -361,6 +361,8 @@ fn colour(k: PartKind) -> &'static str {
         PartKind::TimerThread => "#2ca02c",
         PartKind::Idle => "#c7c7c7",
         PartKind::Unknown => "#9467bd",
+        PartKind::Nmi => "#e377c2",
+        PartKind::Unseen => "#17becf",
     }
 }
 

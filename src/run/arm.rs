@@ -378,6 +378,8 @@ pub(super) struct Armed {
     pub(super) stream: Option<TraceStream>,
     /// The flight recorder, when the run traces.
     pub(super) flight: Option<FlightRecorder>,
+    /// The `on_spike` actions, when the run has any.
+    pub(super) spikes: Option<crate::spike_actions::SpikeWatch>,
     pub(super) supervisor: Supervisor,
     journal: RunJournal,
     start_wall: SystemTime,
@@ -447,6 +449,11 @@ impl Armed {
             timers,
             timers_start: Instant::now(),
             flight,
+            spikes: plan
+                .main
+                .on_spike
+                .as_ref()
+                .map(crate::spike_actions::SpikeWatch::new),
             trace_unavailable,
             stream,
             stream_unavailable,
@@ -465,6 +472,10 @@ impl Armed {
     pub(super) fn read_traces(&mut self) {
         if let Some(f) = self.flight.as_mut() {
             f.look(&self.timers.handles);
+        }
+        if let Some(w) = self.spikes.as_mut() {
+            let supervisor = &mut self.supervisor;
+            w.look(&self.timers.handles, &mut |pgid| supervisor.guard_group(pgid));
         }
         if let Some(s) = self.stream.as_mut() {
             s.look(
@@ -486,6 +497,9 @@ impl Armed {
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Some(EndReason::Completed);
+        }
+        if self.spikes.as_ref().is_some_and(|w| w.stop) {
+            return Some(EndReason::SpikeStop);
         }
         let timers = &self.timers.handles;
         if timers.iter().any(|t| t.live.failed.load(Ordering::Relaxed)) {
@@ -544,6 +558,7 @@ impl Armed {
                 (report, Vec::new())
             }
         };
+        let on_spike = self.spikes.take().map(crate::spike_actions::SpikeWatch::finish);
         let final_rows = rows(&self.timers.handles);
         let joined = self.timers.join();
         let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
@@ -565,6 +580,7 @@ impl Armed {
             audit,
             irq_tasks,
             task_latency,
+            on_spike,
         }
     }
 }
@@ -583,6 +599,7 @@ pub(super) struct Stopped {
     pub(super) audit: Option<AuditReport>,
     pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
     pub(super) task_latency: Vec<crate::task_latency::TaskLatencyResult>,
+    pub(super) on_spike: Option<crate::spike_actions::SpikeReport>,
 }
 
 /// Lets go of the binary's pages that start-up touched, but the timer

@@ -84,6 +84,7 @@ pub(super) fn collect(
         audit: stopped.audit,
         irq_tasks: stopped.irq_tasks,
         task_latency: stopped.task_latency,
+        on_spike: stopped.on_spike,
     }
 }
 

@@ -258,7 +258,7 @@ impl Watch {
                 .supervisor
                 .next_respawn()
                 .map_or(next_refresh, |r| r.min(next_refresh));
-            if armed.flight.is_some() || armed.stream.is_some() {
+            if armed.flight.is_some() || armed.stream.is_some() || armed.spikes.is_some() {
                 wake_at = wake_at.min(Instant::now() + crate::flight::LOOK_EVERY);
             }
             if let Some(d) = armed.deadline {

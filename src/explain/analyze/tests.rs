@@ -220,8 +220,8 @@ fn a_thread_running_at_the_deadline_and_after_the_wake_is_two_parts() {
     );
     // Before the wake-up, the hog is only where the late interrupt landed.
     assert!(
-        e.parts.iter().any(|p| p.kind == PartKind::TimerLate
-            && p.what == "timer interrupt late (CPU busy with hog)"
+        e.parts.iter().any(|p| p.kind == PartKind::Unseen
+            && p.what == "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with hog)"
             && p.before_wake
             && p.ns == 3_000),
         "{e:#?}"
@@ -292,12 +292,12 @@ fn a_lower_priority_thread_where_the_late_interrupt_landed_is_not_the_cause() {
 ";
     let e = explain(&events(text), 0, 50, 1, 3_000_100_000, 25_000);
     assert_eq!(total(&e), 25_000);
-    assert_eq!(e.parts[0].kind, PartKind::TimerLate, "{e:#?}");
-    assert_eq!(e.parts[0].what, "timer interrupt late (CPU busy with rt80)");
+    assert_eq!(e.parts[0].kind, PartKind::Unseen, "{e:#?}");
+    assert_eq!(e.parts[0].what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rt80)");
     assert_eq!(e.parts[0].ns, 20_000);
     assert!(
         e.cause
-            .starts_with("the timer interrupt came late (CPU busy with rt80)"),
+            .starts_with("20.0 µs of 25.0 µs unseen"),
         "{}",
         e.cause
     );
@@ -329,11 +329,8 @@ fn the_timer_threads_own_time_while_its_interrupt_was_late_is_the_interrupts() {
     let e = explain(&events(text), 0, 50, 1, 4_000_100_000, 1_795_000);
     assert_eq!(total(&e), 1_795_000);
     let late = &e.parts[0];
-    assert_eq!(late.kind, PartKind::TimerLate, "{e:#?}");
-    assert_eq!(
-        late.what,
-        "timer interrupt late (CPU busy with rtlab-timer0)"
-    );
+    assert_eq!(late.kind, PartKind::Unseen, "{e:#?}");
+    assert_eq!(late.what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rtlab-timer0)");
     assert_eq!(late.ns, 1_790_000);
     assert!(
         e.parts
@@ -366,7 +363,7 @@ fn a_task_woken_on_an_idle_cpu_whose_switch_was_not_logged_is_inferred_running()
         "the hog ran, not idle: {e:#?}"
     );
     let late = &e.parts[0];
-    assert_eq!(late.what, "timer interrupt late (CPU busy with hog)");
+    assert_eq!(late.what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with hog)");
     assert_eq!((late.ns, late.inferred_ns), (20_000, 20_000));
     assert!(e.cause.contains("inferred"), "{}", e.cause);
     assert!(e.timeline[0].inferred);
@@ -396,7 +393,7 @@ fn only_the_stretch_before_a_tasks_first_event_is_inferred() {
     let before = e
         .parts
         .iter()
-        .find(|p| p.kind == PartKind::TimerLate)
+        .find(|p| p.kind == PartKind::Unseen)
         .unwrap();
     // From the deadline (6.000010) to the hog's first event (6.000052).
     assert_eq!((before.ns, before.inferred_ns), (42_000, 42_000));

@@ -276,6 +276,74 @@ pub(super) fn trace_max_spikes(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) 
     }
 }
 
+pub(super) fn trace_stacks(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.main.trace_stacks = match prop.value.to_ascii_lowercase().as_str() {
+        "off" => super::TraceStacks::Off,
+        "switch" => super::TraceStacks::Switch,
+        "all" => super::TraceStacks::All,
+        _ => {
+            return b.value_error(
+                prop,
+                ValueError::new(format!("unknown stack choice `{}`", prop.value))
+                    .hint("use `off`, `switch` or `all`"),
+            );
+        }
+    };
+}
+
+pub(super) fn trace_buffer_kb(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(n) = b.get(prop, values::integer(&prop.value, 64, 1 << 20)) {
+        d.main.trace_buffer_kb = n as u64;
+    }
+}
+
+pub(super) fn trace_event(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    let v = prop.value.trim().replacen(':', "/", 1);
+    let word = |w: &str| {
+        !w.is_empty() && w.len() <= 64 && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    match v.split_once('/') {
+        Some((system, event)) if word(system) && word(event) => {
+            if d.main.trace_events.len() >= super::MAX_TRACE_EVENTS {
+                return b.value_error(
+                    prop,
+                    ValueError::new(format!("more than {} extra tracepoints", super::MAX_TRACE_EVENTS)),
+                );
+            }
+            d.main.trace_events.push(Spanned {
+                value: v,
+                pos: prop.value_pos,
+            });
+        }
+        _ => b.value_error(
+            prop,
+            ValueError::new(format!("`{}` is not a tracepoint name", prop.value))
+                .hint("write SYSTEM/EVENT as under tracefs `events/`, e.g. `sched/sched_migrate_task`"),
+        ),
+    }
+}
+
+pub(super) fn warmup(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 0) {
+        d.main.warmup_ns = ns;
+    }
+}
+
+pub(super) fn on_spike(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(action) = b.get(prop, values::spike_action(&prop.value)) {
+        d.main.on_spike.push(Spanned {
+            value: action,
+            pos: prop.value_pos,
+        });
+    }
+}
+
+pub(super) fn on_spike_every(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 1_000_000) {
+        d.main.on_spike_every_ns = ns;
+    }
+}
+
 pub(super) fn main_lifetime(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     if let Some(ns) = b.duration(prop, 1_000_000) {
         d.main.lifetime_ns = Some(ns);

@@ -216,7 +216,62 @@ pub struct MainConfig {
     pub lifetime_ns: Option<u64>,
     /// `audit.cpus`: the CPUs the isolation audit watches.
     pub audit_cpus: Option<Spanned<Vec<usize>>>,
+    /// `trace.stacks`: which kernel stacks the flight recorder keeps.
+    pub trace_stacks: TraceStacks,
+    /// `trace.buffer_kb`: the flight recorder's buffer per CPU (KiB).
+    pub trace_buffer_kb: u64,
+    /// `trace.event`: tracepoints the user adds (`SYSTEM/EVENT`).
+    pub trace_events: Vec<Spanned<String>>,
+    /// `warmup` (ns): samples of the timer threads' first moments are not
+    /// counted.
+    pub warmup_ns: u64,
+    /// `on_spike`: what to do at each late wake-up.
+    pub on_spike: Vec<Spanned<SpikeAction>>,
+    /// `on_spike.every` (ns): at most one round of actions this often.
+    pub on_spike_every_ns: u64,
 }
+
+/// Which kernel stacks the flight recorder records (`trace.stacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceStacks {
+    /// None.
+    Off,
+    /// A task's, as it lets the CPU go to a timer thread (not idle's).
+    #[default]
+    Switch,
+    /// Those, and the waker's at each timer thread's wake-up.
+    All,
+}
+
+/// An action at a late wake-up (`on_spike`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpikeAction {
+    /// Keep the trace window (the flight recorder does it).
+    Save,
+    /// End the run (cyclictest `-b`).
+    Stop,
+    /// Send `signal` to process `pid`.
+    Signal {
+        /// The process.
+        pid: i32,
+        /// The signal's number.
+        signal: i32,
+    },
+    /// Run a program (no shell), the spike's figures in its environment.
+    Run {
+        /// The program and its arguments.
+        argv: Vec<String>,
+    },
+}
+
+/// `on_spike.every` when not given.
+pub const DEFAULT_ON_SPIKE_EVERY_NS: u64 = 1_000_000_000;
+/// `trace.buffer_kb` when not given.
+pub const DEFAULT_TRACE_BUFFER_KB: u64 = 512;
+/// Most `trace.event` keys.
+pub const MAX_TRACE_EVENTS: usize = 32;
 
 /// The `main` keys that change the system for the duration of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -270,6 +325,12 @@ impl Default for MainConfig {
             trace_max_spikes: DEFAULT_TRACE_MAX_SPIKES,
             lifetime_ns: None,
             audit_cpus: None,
+            trace_stacks: TraceStacks::Switch,
+            trace_buffer_kb: DEFAULT_TRACE_BUFFER_KB,
+            trace_events: Vec::new(),
+            warmup_ns: 0,
+            on_spike: Vec::new(),
+            on_spike_every_ns: DEFAULT_ON_SPIKE_EVERY_NS,
         }
     }
 }

@@ -1153,7 +1153,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes, lifetime.duration, audit.cpus"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes, lifetime.duration, audit.cpus, trace.stacks, trace.buffer_kb, trace… (40 more characters)"
         );
     }
 

@@ -117,6 +117,67 @@ pub fn policy(text: &str) -> Result<Policy, ValueError> {
     }
 }
 
+/// An `on_spike` value: `save`, `stop`, `signal PID SIGNAL` or `run
+/// PROGRAM [ARG...]` (split at blanks, never given to a shell).
+pub fn spike_action(text: &str) -> Result<super::SpikeAction, ValueError> {
+    use super::SpikeAction;
+    let mut words = text.split_whitespace();
+    let hint = "use `save`, `stop`, `signal PID SIGNAL` or `run PROGRAM [ARG...]`";
+    let action = match words.next().map(str::to_ascii_lowercase).as_deref() {
+        Some("save") => SpikeAction::Save,
+        Some("stop") => SpikeAction::Stop,
+        Some("signal") => {
+            let pid = words
+                .next()
+                .and_then(|p| p.parse::<i32>().ok())
+                .filter(|&p| p > 1)
+                .ok_or_else(|| {
+                    ValueError::new("`signal` needs a process ID above 1").hint("`signal 1234 USR1`")
+                })?;
+            let signal = words.next().and_then(signal_number).ok_or_else(|| {
+                ValueError::new("`signal` needs a signal").hint("a name (`USR1`, `TERM`) or a number 1..64")
+            })?;
+            SpikeAction::Signal { pid, signal }
+        }
+        Some("run") => {
+            let argv: Vec<String> = words.by_ref().map(str::to_string).collect();
+            if argv.is_empty() {
+                return Err(ValueError::new("`run` needs a program").hint("`run /usr/local/bin/notify`"));
+            }
+            return Ok(SpikeAction::Run { argv });
+        }
+        _ => return Err(ValueError::new(format!("unknown action `{text}`")).hint(hint)),
+    };
+    match words.next() {
+        Some(extra) => Err(ValueError::new(format!("unexpected `{extra}`")).hint(hint)),
+        None => Ok(action),
+    }
+}
+
+/// A signal by name (`USR1`, `SIGUSR1`) or number (1..64).
+pub fn signal_number(text: &str) -> Option<i32> {
+    if let Ok(n) = text.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let upper = text.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    // The numbers every Linux architecture rtlab builds for shares.
+    let n = match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "KILL" => 9,
+        "USR1" => 10,
+        "USR2" => 12,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CONT" => 18,
+        "STOP" => 19,
+        _ => return None,
+    };
+    Some(n)
+}
+
 /// What to do when a program ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
