@@ -98,7 +98,8 @@ impl SpikeWatch {
     /// the rate limit, acts on the latest. `guard` is told each program's
     /// process group.
     pub fn look(&mut self, timers: &[TimerHandle], guard: &mut dyn FnMut(i32)) {
-        self.children.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        self.children
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
         self.seen.resize(timers.len(), 0);
         // The worst of this look's news is acted on; the others counted.
         let mut latest: Option<(Round, i32)> = None;

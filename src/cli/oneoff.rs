@@ -39,14 +39,22 @@ pub struct OneOff {
     #[arg(long, conflicts_with = "file")]
     pub memlock: bool,
     /// Explain wake-ups at least this late (`trace.threshold`, root).
-    #[arg(long = "trace-threshold", value_name = "DURATION", conflicts_with = "file")]
+    #[arg(
+        long = "trace-threshold",
+        value_name = "DURATION",
+        conflicts_with = "file"
+    )]
     pub trace_threshold: Option<String>,
     /// What to do at such a wake-up (`on_spike`: `save`, `stop`, `signal
     /// PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated.
     #[arg(long = "on-spike", value_name = "ACTION", conflicts_with = "file")]
     pub on_spike: Vec<String>,
     /// At most one round of actions this often (`on_spike.every`).
-    #[arg(long = "on-spike-every", value_name = "DURATION", conflicts_with = "file")]
+    #[arg(
+        long = "on-spike-every",
+        value_name = "DURATION",
+        conflicts_with = "file"
+    )]
     pub on_spike_every: Option<String>,
     /// Samples of the first DURATION not counted (`warmup`).
     #[arg(long, value_name = "DURATION", conflicts_with = "file")]

@@ -97,7 +97,7 @@ fn readings(
         buffer_kb: args.buffer_kb,
         overwrite: true,
         events: trace::EVENTS,
-            extra: Vec::new(),
+        extra: Vec::new(),
     };
     let formats = instance.formats(trace::EVENTS).map_err(|e| e.to_string())?;
     let symbols = Symbols::parse(&trace::kallsyms(root).unwrap_or_default());

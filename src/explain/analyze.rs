@@ -39,8 +39,18 @@ pub enum PartKind {
     /// that logs nothing. The trace cannot say which; never given to the
     /// thread that happened to be running.
     Unseen,
+    /// The trace's own work in the window: a kernel stack walked for
+    /// `trace.stacks` (its cost is rtlab's, said apart).
+    Tracing,
     /// Before the first event of the window: nothing recorded says.
     Unknown,
+}
+
+impl PartKind {
+    /// The timer thread's own time, or the trace's: never a culprit.
+    pub fn is_own(self) -> bool {
+        matches!(self, PartKind::TimerThread | PartKind::Tracing)
+    }
 }
 
 /// One part of a latency.
@@ -454,7 +464,10 @@ pub fn segments(
     // Already running when woken (woken while it ran, or preempted):
     // it is "in" from the wake-up.
     let switched = w.switched.or(w.woken);
-    let out = carve_nmis(unseen(w.out, events), &nmis(events, deadline_ns, end));
+    let mut carved = nmis(events, deadline_ns, end);
+    carved.extend(stack_walks(events, deadline_ns, end));
+    carved.sort_by_key(|c| c.0);
+    let out = carve(unseen(w.out, events), &carved);
     (out, w.woken, switched)
 }
 
@@ -466,8 +479,13 @@ fn unseen(mut segs: Vec<Segment>, events: &[Event]) -> Vec<Segment> {
         .iter_mut()
         .filter(|s| s.kind == PartKind::TimerLate && s.pid.is_some())
     {
+        // An NMI or a stack walk, carved out next, says nothing of the rest.
         let first_after = events.partition_point(|e| e.ts_ns <= s.from_ns);
-        if events.get(first_after).is_some_and(|e| e.ts_ns < s.to_ns) {
+        let seen = events[first_after..]
+            .iter()
+            .take_while(|e| e.ts_ns < s.to_ns)
+            .any(|e| e.name != "nmi_handler" && e.name != "kernel_stack");
+        if seen {
             continue;
         }
         let busy = s
@@ -480,14 +498,32 @@ fn unseen(mut segs: Vec<Segment>, events: &[Event]) -> Vec<Segment> {
             "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or \
              interrupts off ({busy})"
         );
-        s.pid = None;
     }
     segs
 }
 
+/// A stretch carved out of the segments: (from, to, kind, what).
+type Carved = (u64, u64, PartKind, String);
+
+/// The kernel stacks walked in `[from, to]`: from the event that triggered
+/// each to the stack's record.
+fn stack_walks(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
+    events
+        .windows(2)
+        .filter(|p| p[1].name == "kernel_stack" && p[0].pid == p[1].pid && p[0].cpu == p[1].cpu)
+        .filter_map(|p| {
+            let (start, end) = (p[0].ts_ns.max(from), p[1].ts_ns.min(to));
+            (end > start).then(|| {
+                let what = "kernel stack walk (trace.stacks)".to_string();
+                (start, end, PartKind::Tracing, what)
+            })
+        })
+        .collect()
+}
+
 /// The NMI handlers' runs in `[from, to]`: `nmi_handler` is logged as a
 /// handler returns, with how long it ran (`delta_ns`).
-fn nmis(events: &[Event], from: u64, to: u64) -> Vec<(u64, u64, String)> {
+fn nmis(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
     events
         .iter()
         .filter(|e| e.name == "nmi_handler")
@@ -502,21 +538,22 @@ fn nmis(events: &[Event], from: u64, to: u64) -> Vec<(u64, u64, String)> {
                 .unwrap_or("?");
             let start = e.ts_ns.saturating_sub(u64::try_from(delta).ok()?);
             let (start, end) = (start.max(from), e.ts_ns.min(to));
-            (end > start).then(|| (start, end, format!("NMI {handler}")))
+            (end > start).then(|| (start, end, PartKind::Nmi, format!("NMI {handler}")))
         })
         .collect()
 }
 
-/// Gives each NMI's run to the NMI, out of the segments it lands in (the
-/// other events were logged around it, never inside).
-fn carve_nmis(segs: Vec<Segment>, nmis: &[(u64, u64, String)]) -> Vec<Segment> {
-    if nmis.is_empty() {
+/// Gives each carved stretch (an NMI's run, a stack walk) to its owner,
+/// out of the segments it lands in (the other events were logged around
+/// it, never inside).
+fn carve(segs: Vec<Segment>, carved: &[Carved]) -> Vec<Segment> {
+    if carved.is_empty() {
         return segs;
     }
-    let mut out = Vec::with_capacity(segs.len() + 2 * nmis.len());
+    let mut out = Vec::with_capacity(segs.len() + 2 * carved.len());
     for s in segs {
         let mut at = s.from_ns;
-        for (from, to, what) in nmis.iter().filter(|n| n.0 < s.to_ns && n.1 > s.from_ns) {
+        for (from, to, kind, what) in carved.iter().filter(|n| n.0 < s.to_ns && n.1 > s.from_ns) {
             let (from, to) = ((*from).max(at), (*to).min(s.to_ns));
             if from > at {
                 out.push(Segment {
@@ -529,7 +566,7 @@ fn carve_nmis(segs: Vec<Segment>, nmis: &[(u64, u64, String)]) -> Vec<Segment> {
                 out.push(Segment {
                     from_ns: from,
                     to_ns: to,
-                    kind: PartKind::Nmi,
+                    kind: *kind,
                     what: what.clone(),
                     pid: None,
                     inferred: false,
@@ -582,13 +619,26 @@ pub fn explain(
     let mut parts = parts_of(&segs, woken, &prio_of);
     parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
     let own_prio = prio_of(tid);
-    let stacks = stacks_in(events, tid, deadline_ns, deadline_ns.saturating_add(latency_ns));
+    let stacks = stacks_in(
+        events,
+        tid,
+        deadline_ns,
+        deadline_ns.saturating_add(latency_ns),
+    );
     let mut cause = cause(&parts, own_prio, latency_ns);
-    if let Some(main) = parts.iter().find(|p| p.kind != PartKind::TimerThread)
+    if let Some(main) = parts.iter().find(|p| !p.kind.is_own())
         && let Some(s) = stacks.iter().find(|s| Some(s.pid) == main.pid)
     {
-        let top: Vec<&str> = s.frames.iter().take(4).map(String::as_str).collect();
-        cause.push_str(&format!("; its kernel stack there: {}", top.join(" <- ")));
+        let top: Vec<&str> = s.frames.iter().take(5).map(String::as_str).collect();
+        let moment = match s.at.as_str() {
+            "switch" => "as it let the CPU go",
+            _ => "at the wake-up",
+        };
+        cause.push_str(&format!(
+            "; {}'s kernel stack {moment}: {}",
+            s.comm,
+            top.join(" <- ")
+        ));
     }
     Explanation {
         timer,
@@ -711,16 +761,23 @@ fn parts_of(
 
 /// The main cause: the largest part that is not the timer thread itself.
 fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
-    let Some(p) = parts
-        .iter()
-        .find(|p| p.kind != PartKind::TimerThread)
-        .or(parts.first())
-    else {
+    let Some(p) = parts.iter().find(|p| !p.kind.is_own()).or(parts.first()) else {
         return "no part".into();
     };
     let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
     let share = format!("{} of {}", us(p.ns), us(latency_ns));
-    let sentence = main_cause(p, own_prio, latency_ns, &share);
+    let mut sentence = main_cause(p, own_prio, latency_ns, &share);
+    let walks: u64 = parts
+        .iter()
+        .filter(|p| p.kind == PartKind::Tracing)
+        .map(|p| p.ns)
+        .sum();
+    if walks > 0 {
+        sentence.push_str(&format!(
+            " (and rtlab's kernel stack walks {} of it: `trace.stacks`)",
+            us(walks)
+        ));
+    }
     if p.inferred_ns == 0 {
         return sentence;
     }
@@ -770,6 +827,7 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             "non-maskable interrupt handler {} ran {share}: hardware noise no priority keeps out",
             p.what.trim_start_matches("NMI ")
         ),
+        PartKind::Tracing => format!("{} took {share}: rtlab's own cost", p.what),
         PartKind::Unseen => format!(
             "{share} unseen: no event was logged while the timer interrupt was late on a busy CPU \
              (a hypervisor that did not run it, an SMI, an NMI without a tracepoint, or \

@@ -539,7 +539,12 @@ impl Planner<'_> {
                     max_spikes: exp.main.trace_max_spikes,
                     stacks: exp.main.trace_stacks,
                     buffer_kb: exp.main.trace_buffer_kb,
-                    events: exp.main.trace_events.iter().map(|e| e.value.clone()).collect(),
+                    events: exp
+                        .main
+                        .trace_events
+                        .iter()
+                        .map(|e| e.value.clone())
+                        .collect(),
                 }),
             on_spike: (!exp.main.on_spike.is_empty()).then(|| crate::spike_actions::SpikeActions {
                 actions: exp.main.on_spike.iter().map(|a| a.value.clone()).collect(),
@@ -722,8 +727,13 @@ impl Planner<'_> {
         };
         if main.trace_threshold_ns.is_none() && main.spikes_threshold_ns.is_none() {
             self.diags.push(
-                Diagnostic::new(first.pos, "`on_spike` acts on wake-ups over a threshold, and none is set")
-                    .with_hint(Some("set `trace.threshold` (explained spikes) or `spikes.threshold`".into())),
+                Diagnostic::new(
+                    first.pos,
+                    "`on_spike` acts on wake-ups over a threshold, and none is set",
+                )
+                .with_hint(Some(
+                    "set `trace.threshold` (explained spikes) or `spikes.threshold`".into(),
+                )),
             );
         }
         let save = main

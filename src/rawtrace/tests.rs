@@ -183,3 +183,48 @@ fn pages_that_lie_end_where_the_lie_starts() {
         d.page(0, &page, &mut got);
     }
 }
+
+#[test]
+fn a_kernel_stack_record_is_named_frame_by_frame_or_hidden() {
+    let format = format::EventFormat::parse(
+        "name: kernel_stack\nID: 4\nformat:\n\
+         \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+         \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+         \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+         \tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n\
+         \tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n\
+         print fmt: \"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], (void *)REC->caller[1]\n",
+    )
+    .unwrap();
+    // Three frames (a dynamic array: the record holds `size` of them).
+    let mut data = vec![4u8, 0, 0, 0, 0x2a, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0];
+    for addr in [
+        0xffff_0000_0000_1010u64,
+        0xffff_0000_0000_2004,
+        0xffff_0000_0000_1000,
+    ] {
+        data.extend_from_slice(&addr.to_le_bytes());
+    }
+    let kallsyms = "ffff000000001000 T __schedule\nffff000000002000 t compact_zone\n";
+    let mut symbols = Symbols::parse(kallsyms);
+    let (_, fields) = render::event(&format, &data, &mut symbols).unwrap();
+    assert_eq!(fields, "=> __schedule => compact_zone => __schedule");
+    // Hidden addresses are never shown raw.
+    let mut hidden = Symbols::parse("0000000000000000 T __schedule\n");
+    let (_, fields) = render::event(&format, &data, &mut hidden).unwrap();
+    assert_eq!(fields, "=> ? => ? => ?");
+    // A record that claims more frames than it holds stops at its end.
+    data[8] = 200;
+    let (_, fields) = render::event(&format, &data, &mut symbols).unwrap();
+    assert_eq!(fields.matches("=>").count(), 3);
+    // What the text reader folds the kernel's lines into, the same.
+    let e = crate::explain::parse::line(&format!(
+        "sh-42 [001] ..... 1.000000: kernel_stack: {fields}"
+    ))
+    .unwrap();
+    assert_eq!(
+        crate::explain::parse::stack_frames(&e),
+        ["__schedule", "compact_zone", "__schedule"]
+    );
+}

@@ -118,6 +118,9 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
             us(s)
         ));
     }
+    for k in &e.stacks {
+        out.push_str(&stack_line(k, indent));
+    }
     if let Some(f) = &e.trace_file {
         let text = e
             .trace_text
@@ -127,6 +130,26 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
         out.push_str(&format!("{indent}  trace window: {f}{text}\n"));
     }
     out
+}
+
+/// A kernel stack of an explanation, on one line (terminal-safe).
+pub fn stack_line(k: &crate::explain::analyze::KernelStack, indent: &str) -> String {
+    let moment = match k.at.as_str() {
+        "switch" => "as it let the CPU go",
+        _ => "at the timer thread's wake-up",
+    };
+    let frames: Vec<String> = k
+        .frames
+        .iter()
+        .map(|f| crate::text::one_line(f).into_owned())
+        .collect();
+    format!(
+        "{indent}  kernel stack of {} (pid {}) {moment}, {} after the deadline: {}\n",
+        crate::text::one_line(&k.comm),
+        k.pid,
+        us(k.after_deadline_ns),
+        frames.join(" <- ")
+    )
 }
 
 /// Every explained wake-up, in time order, after the verdict.

@@ -231,6 +231,20 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
             escape(&e.cause)
         );
         timeline(out, e);
+        for k in &e.stacks {
+            let _ = writeln!(
+                out,
+                "<details><summary>kernel stack of {} (pid {}) {}</summary><pre>{}</pre></details>",
+                escape(&k.comm),
+                k.pid,
+                if k.at == "switch" {
+                    "as it let the CPU go"
+                } else {
+                    "at the wake-up"
+                },
+                escape(&k.frames.join("\n"))
+            );
+        }
     }
 }
 
@@ -273,7 +287,7 @@ fn timelines_shown(r: &crate::explain::TraceReport) -> Vec<&Explanation> {
     let main = |e: &Explanation| {
         e.parts
             .iter()
-            .find(|p| p.kind != PartKind::TimerThread)
+            .find(|p| !p.kind.is_own())
             .map(|p| (p.kind, p.what.clone(), p.pid))
     };
     let most = r
@@ -363,6 +377,7 @@ fn colour(k: PartKind) -> &'static str {
         PartKind::Unknown => "#9467bd",
         PartKind::Nmi => "#e377c2",
         PartKind::Unseen => "#17becf",
+        PartKind::Tracing => "#aec7e8",
     }
 }
 

@@ -475,7 +475,9 @@ impl Armed {
         }
         if let Some(w) = self.spikes.as_mut() {
             let supervisor = &mut self.supervisor;
-            w.look(&self.timers.handles, &mut |pgid| supervisor.guard_group(pgid));
+            w.look(&self.timers.handles, &mut |pgid| {
+                supervisor.guard_group(pgid)
+            });
         }
         if let Some(s) = self.stream.as_mut() {
             s.look(
@@ -558,7 +560,10 @@ impl Armed {
                 (report, Vec::new())
             }
         };
-        let on_spike = self.spikes.take().map(crate::spike_actions::SpikeWatch::finish);
+        let on_spike = self
+            .spikes
+            .take()
+            .map(crate::spike_actions::SpikeWatch::finish);
         let final_rows = rows(&self.timers.handles);
         let joined = self.timers.join();
         let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;

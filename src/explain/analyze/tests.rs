@@ -293,11 +293,13 @@ fn a_lower_priority_thread_where_the_late_interrupt_landed_is_not_the_cause() {
     let e = explain(&events(text), 0, 50, 1, 3_000_100_000, 25_000);
     assert_eq!(total(&e), 25_000);
     assert_eq!(e.parts[0].kind, PartKind::Unseen, "{e:#?}");
-    assert_eq!(e.parts[0].what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rt80)");
+    assert_eq!(
+        e.parts[0].what,
+        "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rt80)"
+    );
     assert_eq!(e.parts[0].ns, 20_000);
     assert!(
-        e.cause
-            .starts_with("20.0 µs of 25.0 µs unseen"),
+        e.cause.starts_with("20.0 µs of 25.0 µs unseen"),
         "{}",
         e.cause
     );
@@ -330,7 +332,10 @@ fn the_timer_threads_own_time_while_its_interrupt_was_late_is_the_interrupts() {
     assert_eq!(total(&e), 1_795_000);
     let late = &e.parts[0];
     assert_eq!(late.kind, PartKind::Unseen, "{e:#?}");
-    assert_eq!(late.what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rtlab-timer0)");
+    assert_eq!(
+        late.what,
+        "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with rtlab-timer0)"
+    );
     assert_eq!(late.ns, 1_790_000);
     assert!(
         e.parts
@@ -363,7 +368,10 @@ fn a_task_woken_on_an_idle_cpu_whose_switch_was_not_logged_is_inferred_running()
         "the hog ran, not idle: {e:#?}"
     );
     let late = &e.parts[0];
-    assert_eq!(late.what, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with hog)");
+    assert_eq!(
+        late.what,
+        "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off (CPU busy with hog)"
+    );
     assert_eq!((late.ns, late.inferred_ns), (20_000, 20_000));
     assert!(e.cause.contains("inferred"), "{}", e.cause);
     assert!(e.timeline[0].inferred);
@@ -390,11 +398,100 @@ fn only_the_stretch_before_a_tasks_first_event_is_inferred() {
         (after.what.as_str(), after.ns, after.inferred_ns),
         ("hog", 2_000_000, 0)
     );
-    let before = e
-        .parts
-        .iter()
-        .find(|p| p.kind == PartKind::Unseen)
-        .unwrap();
+    let before = e.parts.iter().find(|p| p.kind == PartKind::Unseen).unwrap();
     // From the deadline (6.000010) to the hog's first event (6.000052).
     assert_eq!((before.ns, before.inferred_ns), (42_000, 42_000));
+}
+
+/// A FIFO 50 shell writing `/proc/sys/vm/compact_memory` on the timer
+/// thread's CPU (TID 3580, FIFO 99), recorded with `trace.stacks switch`:
+/// the kernel's text, its stack as the kernel prints it.
+const COMPACTION: &str = include_str!("../../../tests/traces/compaction-stack.txt");
+const COMPACTION_DEADLINE: u64 = 13_609_199_160_970;
+
+fn compaction(extra: &str) -> Explanation {
+    let text = parse::fold_stacks(format!("{COMPACTION}{extra}"));
+    let mut ev = events(&text);
+    ev.sort_by_key(|e| e.ts_ns);
+    explain(&ev, 0, 3580, 21, COMPACTION_DEADLINE, 120_295)
+}
+
+#[test]
+fn the_thread_in_a_non_preemptible_section_is_shown_with_its_kernel_stack() {
+    let e = compaction("");
+    assert_eq!(total(&e), 120_295);
+    let [stack] = &e.stacks[..] else {
+        panic!("{e:#?}")
+    };
+    assert_eq!(
+        (stack.comm.as_str(), stack.pid, stack.at.as_str()),
+        ("sh", 3575, "switch")
+    );
+    // The tracing machinery's own frames are left out.
+    assert_eq!(
+        stack.frames[..5],
+        [
+            "__schedule",
+            "__cond_resched",
+            "isolate_migratepages_block",
+            "__compact_zone",
+            "compact_node"
+        ]
+    );
+    assert_eq!(
+        stack.frames.last().unwrap(),
+        "entry_SYSCALL_64_after_hwframe"
+    );
+    // Switched at 13609.199183660, 22.69 µs after the deadline.
+    assert_eq!(stack.after_deadline_ns, 22_690);
+    // The stack walk (to 13609.199279042) is its own part, not the timer
+    // thread's.
+    let walk = e
+        .parts
+        .iter()
+        .find(|p| p.kind == PartKind::Tracing)
+        .unwrap();
+    assert_eq!(walk.ns, 95_382);
+    let own: u64 = e
+        .parts
+        .iter()
+        .filter(|p| p.kind == PartKind::TimerThread)
+        .map(|p| p.ns)
+        .sum();
+    assert_eq!(own, 120_295 - 22_690 - 95_382);
+    // The busy shell is named with where it was.
+    assert!(
+        e.cause
+            .contains("sh's kernel stack as it let the CPU go: __schedule <- __cond_resched <- isolate_migratepages_block"),
+        "{}",
+        e.cause
+    );
+    // The saved window gives the kernel's text back.
+    let folded = parse::fold_stacks(COMPACTION.to_string());
+    let line = folded.lines().find(|l| l.contains("kernel_stack")).unwrap();
+    let kernel: Vec<&str> = COMPACTION
+        .lines()
+        .skip_while(|l| !l.contains("<stack trace>"))
+        .take_while(|l| !l.contains("tracing_mark_write"))
+        .collect();
+    assert_eq!(parse::unfold_stack(line).unwrap(), kernel.join("\n"));
+}
+
+#[test]
+fn an_nmi_is_its_own_part_carved_from_what_it_interrupted() {
+    // The same window, with an NMI handler's run in the late interrupt's
+    // stretch (this VM has no NMIs: the line is the kernel's format).
+    let nmi = "sh-3575 [001] d.Z.. 13609.199170000: nmi_handler: perf_event_nmi_handler() delta_ns: 5000 handled: 1\n";
+    let e = compaction(nmi);
+    assert_eq!(total(&e), 120_295);
+    let n = e.parts.iter().find(|p| p.kind == PartKind::Nmi).unwrap();
+    assert_eq!(
+        (n.what.as_str(), n.ns),
+        ("NMI perf_event_nmi_handler", 5_000)
+    );
+    let unseen = e.parts.iter().find(|p| p.kind == PartKind::Unseen).unwrap();
+    assert_eq!(unseen.ns, 13_016 - 5_000);
+    // The binary reader's form of the same record.
+    let raw = "sh-3575 [001] ..... 13609.199170000: nmi_handler: handler=perf_event_nmi_handler delta_ns=5000 handled=1\n";
+    assert_eq!(compaction(raw).parts, e.parts);
 }

@@ -307,7 +307,10 @@ pub(super) fn trace_event(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
             if d.main.trace_events.len() >= super::MAX_TRACE_EVENTS {
                 return b.value_error(
                     prop,
-                    ValueError::new(format!("more than {} extra tracepoints", super::MAX_TRACE_EVENTS)),
+                    ValueError::new(format!(
+                        "more than {} extra tracepoints",
+                        super::MAX_TRACE_EVENTS
+                    )),
                 );
             }
             d.main.trace_events.push(Spanned {
@@ -317,8 +320,9 @@ pub(super) fn trace_event(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
         }
         _ => b.value_error(
             prop,
-            ValueError::new(format!("`{}` is not a tracepoint name", prop.value))
-                .hint("write SYSTEM/EVENT as under tracefs `events/`, e.g. `sched/sched_migrate_task`"),
+            ValueError::new(format!("`{}` is not a tracepoint name", prop.value)).hint(
+                "write SYSTEM/EVENT as under tracefs `events/`, e.g. `sched/sched_migrate_task`",
+            ),
         ),
     }
 }

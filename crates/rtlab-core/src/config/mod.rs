@@ -236,9 +236,9 @@ pub struct MainConfig {
 #[serde(rename_all = "snake_case")]
 pub enum TraceStacks {
     /// None.
+    #[default]
     Off,
     /// A task's, as it lets the CPU go to a timer thread (not idle's).
-    #[default]
     Switch,
     /// Those, and the waker's at each timer thread's wake-up.
     All,
@@ -325,7 +325,7 @@ impl Default for MainConfig {
             trace_max_spikes: DEFAULT_TRACE_MAX_SPIKES,
             lifetime_ns: None,
             audit_cpus: None,
-            trace_stacks: TraceStacks::Switch,
+            trace_stacks: TraceStacks::Off,
             trace_buffer_kb: DEFAULT_TRACE_BUFFER_KB,
             trace_events: Vec::new(),
             warmup_ns: 0,

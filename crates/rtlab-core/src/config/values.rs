@@ -132,17 +132,21 @@ pub fn spike_action(text: &str) -> Result<super::SpikeAction, ValueError> {
                 .and_then(|p| p.parse::<i32>().ok())
                 .filter(|&p| p > 1)
                 .ok_or_else(|| {
-                    ValueError::new("`signal` needs a process ID above 1").hint("`signal 1234 USR1`")
+                    ValueError::new("`signal` needs a process ID above 1")
+                        .hint("`signal 1234 USR1`")
                 })?;
             let signal = words.next().and_then(signal_number).ok_or_else(|| {
-                ValueError::new("`signal` needs a signal").hint("a name (`USR1`, `TERM`) or a number 1..64")
+                ValueError::new("`signal` needs a signal")
+                    .hint("a name (`USR1`, `TERM`) or a number 1..64")
             })?;
             SpikeAction::Signal { pid, signal }
         }
         Some("run") => {
             let argv: Vec<String> = words.by_ref().map(str::to_string).collect();
             if argv.is_empty() {
-                return Err(ValueError::new("`run` needs a program").hint("`run /usr/local/bin/notify`"));
+                return Err(
+                    ValueError::new("`run` needs a program").hint("`run /usr/local/bin/notify`")
+                );
             }
             return Ok(SpikeAction::Run { argv });
         }
