@@ -38,6 +38,7 @@ pub mod spike_actions;
 pub mod stats;
 pub mod stream;
 pub mod task_latency;
+pub mod timer_irq;
 pub mod trace_source;
 pub mod tune;
 #[cfg(test)]

@@ -219,4 +219,8 @@ pub struct RunResult {
     /// What the `on_spike` actions did, absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_spike: Option<crate::spike_actions::SpikeReport>,
+    /// Each timer thread's IRQ side (`irq_latency`), absent in older
+    /// results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
 }

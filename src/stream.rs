@@ -24,6 +24,8 @@ pub struct StreamSpec {
     pub irq_tasks: Vec<IrqTaskSpec>,
     /// The task-latency measurements.
     pub task_latency: Vec<TaskLatencySpec>,
+    /// The timer threads' IRQ side (`irq_latency`).
+    pub timer_irq: bool,
 }
 
 /// Ring buffer per CPU (KiB): with a look every 20 ms, room for bursts
@@ -41,6 +43,8 @@ pub struct StreamResults {
     pub irq_tasks: Vec<IrqTaskResult>,
     /// The task-latency measurements.
     pub task_latency: Vec<TaskLatencyResult>,
+    /// The timer threads' IRQ side.
+    pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
 }
 
 /// A running trace stream.
@@ -56,6 +60,7 @@ pub struct TraceStream {
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
     trackers: Vec<Tracker>,
+    timer_irq: Option<crate::timer_irq::TimerIrq>,
     cpus: Vec<usize>,
     /// `/proc/interrupts` totals per IRQ number before the trace started,
     /// and just after.
@@ -129,6 +134,7 @@ impl TraceStream {
                 .iter()
                 .map(|s| Tracker::new(s.clone()))
                 .collect(),
+            timer_irq: spec.timer_irq.then(crate::timer_irq::TimerIrq::default),
             cpus: online.to_vec(),
             irqs_before,
             irqs_started,
@@ -146,7 +152,7 @@ impl TraceStream {
                 Err(_) => stream.missing.push(SYS_EXIT.into()),
             }
         }
-        if !stream.trackers.is_empty() {
+        if !stream.trackers.is_empty() || stream.timer_irq.is_some() {
             let filter = stream.timer_filter();
             match stream.instance.filter_and_enable(TIMER_START, &filter) {
                 Ok(()) => stream.timer_filter = Some(filter),
@@ -177,18 +183,34 @@ impl TraceStream {
             .trackers
             .iter()
             .all(|t| matches!(t.spec().task, TaskSelector::Name(_)));
-        if !by_name {
+        // The timer threads start after the stream: until their TIDs are
+        // known, every arm is traced (none of theirs missed).
+        let timers_unknown = self.timer_irq.as_ref().is_some_and(|t| t.tids().is_empty());
+        if !by_name || timers_unknown {
             return "0".into();
         }
         let tasks = self.trackers.iter().map(|t| (&t.spec().task, t.tids()));
-        filter_of(tasks.collect())
+        let mut filter = filter_of(tasks.collect());
+        for tid in self.timer_irq.iter().flat_map(|t| t.tids()) {
+            filter.push_str(&format!(" || common_pid == {tid}"));
+        }
+        filter
     }
 
     /// Reads what the kernel traced since the last look and feeds it.
     /// `measured` are the timer threads, `programs` the running programs
-    /// (index, PID).
-    pub fn look(&mut self, measured: &[i32], programs: &[(usize, i32)]) {
+    /// (index, PID), `timers` the timer threads (index, TID, first
+    /// deadline measured).
+    pub fn look(
+        &mut self,
+        measured: &[i32],
+        programs: &[(usize, i32)],
+        timers: &[(usize, i32, u64)],
+    ) {
         let started = std::time::Instant::now();
+        if let Some(t) = self.timer_irq.as_mut() {
+            t.set_timers(timers);
+        }
         self.learn_tasks(programs);
         if let Some(a) = self.audit.as_mut() {
             a.set_measured(measured);
@@ -208,7 +230,11 @@ impl TraceStream {
     fn read(&mut self, last: bool) {
         let (audit, matchers, events) = (&mut self.audit, &mut self.matchers, &mut self.events);
         let trackers = &mut self.trackers;
+        let timer_irq = &mut self.timer_irq;
         self.source.read(MAX_READ, last, |e| {
+            if let Some(t) = timer_irq.as_mut() {
+                t.feed(e);
+            }
             *events += 1;
             if let Some(a) = audit.as_mut() {
                 a.feed(e);
@@ -351,6 +377,11 @@ impl TraceStream {
             audit,
             irq_tasks: results,
             task_latency,
+            timer_irq: self
+                .timer_irq
+                .take()
+                .map(crate::timer_irq::TimerIrq::finish)
+                .unwrap_or_default(),
         }
     }
 }

@@ -402,7 +402,13 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sys"],
     &["stats", "workload", "tune", "explain", "rawtrace"],
-    &["irq_task", "audit", "task_latency", "trace_source"],
+    &[
+        "irq_task",
+        "audit",
+        "task_latency",
+        "timer_irq",
+        "trace_source",
+    ],
     &[
         "isolate",
         "measure",

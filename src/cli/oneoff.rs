@@ -56,6 +56,12 @@ pub struct OneOff {
         conflicts_with = "file"
     )]
     pub on_spike_every: Option<String>,
+    /// Each timer thread's interrupt latency too (`irq_latency`, root).
+    #[arg(long = "irq-latency", conflicts_with = "file")]
+    pub irq_latency: bool,
+    /// Kernel stacks in the explanations (`trace.stacks`: off, switch, all).
+    #[arg(long = "trace-stacks", value_name = "WHICH", conflicts_with = "file")]
+    pub trace_stacks: Option<String>,
     /// Samples of the first DURATION not counted (`warmup`).
     #[arg(long, value_name = "DURATION", conflicts_with = "file")]
     pub warmup: Option<String>,
@@ -76,6 +82,8 @@ impl OneOff {
             || !self.on_spike.is_empty()
             || self.on_spike_every.is_some()
             || self.warmup.is_some()
+            || self.irq_latency
+            || self.trace_stacks.is_some()
     }
 }
 
@@ -110,12 +118,16 @@ pub fn experiment(
         (&o.trace_threshold, "--trace-threshold", "trace.threshold"),
         (&o.on_spike_every, "--on-spike-every", "on_spike.every"),
         (&o.warmup, "--warmup", "warmup"),
+        (&o.trace_stacks, "--trace-stacks", "trace.stacks"),
     ];
     for (value, option, key) in main_keys {
         if let Some(v) = value {
             let v = one_line(option, v)?;
             g.from(format!("  {key} {v}"), option, &v);
         }
+    }
+    if o.irq_latency {
+        g.from("  irq_latency", "--irq-latency", "");
     }
     for action in &o.on_spike {
         let v = one_line("--on-spike", action)?;

@@ -64,7 +64,24 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
-    let mut threads: Vec<Thread> = result.timers.iter().map(thread).collect();
+    if result.timer_irq.len() > result.timers.len() {
+        return Err(ParseError::new(
+            1,
+            1,
+            "more IRQ-side measurements than timer threads".to_string(),
+            "no rtlab run has this many; the file was altered",
+        ));
+    }
+    // Each timer thread, then its IRQ side: the two side by side.
+    let mut threads: Vec<Thread> = Vec::new();
+    for t in &result.timers {
+        threads.push(thread(t));
+        if let Some(irq) = result.timer_irq.iter().find(|i| i.timer == t.index) {
+            let cpu = t.cpu_first.or_else(|| t.cpus.first().copied());
+            let name = format!("T{}.irq", t.index);
+            threads.push(summary_thread(name, cpu, &irq.latency, &irq.hdr_histogram));
+        }
+    }
     threads.extend(result.irq_tasks.iter().map(irq_task));
     for m in &result.task_latency {
         threads.extend(m.threads.iter().map(|t| task_thread(m.spec.index, t)));

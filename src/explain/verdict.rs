@@ -33,10 +33,10 @@ pub struct Culprit {
 pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
     let mut out: Vec<Culprit> = Vec::new();
     for e in explanations {
-        let main = e.parts.iter().find(|p| p.kind != PartKind::TimerThread);
+        let main = e.parts.iter().find(|p| !p.kind.is_own());
         // This wake-up's share of each culprit: (index in `out`, ns, main).
         let mut shares: Vec<(usize, u64, bool)> = Vec::new();
-        for p in e.parts.iter().filter(|p| p.kind != PartKind::TimerThread) {
+        for p in e.parts.iter().filter(|p| !p.kind.is_own()) {
             let is_main = main.is_some_and(|m| std::ptr::eq(m, p));
             let at = match out
                 .iter()

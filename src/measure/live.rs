@@ -123,6 +123,9 @@ pub struct LiveCounters {
     /// switches; u64::MAX: unknown): kept here, out of the loop's registers
     /// (a local held across the loop cost 10 instructions a sample).
     usage_at_release: [AtomicU64; 4],
+    /// The first deadline measured (CLOCK_MONOTONIC ns; 0 until known):
+    /// the warm-up's end.
+    pub first_deadline_ns: AtomicU64,
 }
 
 impl LiveCounters {

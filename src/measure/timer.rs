@@ -257,6 +257,8 @@ pub(super) fn run<W: WakeSource>(
         ..LiveSnapshot::default()
     };
     let start = warm_up(&mut wake, period, spec.warmup_ns, &stop);
+    live.first_deadline_ns
+        .store(start.saturating_add(period), Ordering::Relaxed);
     let end = spec
         .duration_ns
         .map_or(u64::MAX, |d| start.saturating_add(d));

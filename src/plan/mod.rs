@@ -170,6 +170,9 @@ pub struct MainPlan {
     /// `warmup` (ns): the timer threads' first wake-ups not counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ns: u64,
+    /// `irq_latency`: each timer thread's IRQ side, from the trace stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub irq_latency: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -217,6 +220,7 @@ impl RunPlan {
     /// a task-latency measurement).
     pub fn streams(&self) -> bool {
         self.main.audit_cpus.is_some()
+            || self.main.irq_latency
             || !self.irq_tasks.is_empty()
             || !self.task_latency.is_empty()
     }
@@ -551,6 +555,7 @@ impl Planner<'_> {
                 every_ns: exp.main.on_spike_every_ns,
             }),
             warmup_ns: exp.main.warmup_ns,
+            irq_latency: exp.main.irq_latency,
             lifetime_ns: exp.main.lifetime_ns,
             audit_cpus,
         }
@@ -692,6 +697,7 @@ impl Planner<'_> {
     /// A run must have something to run, and traces need root.
     fn check_something_runs(&mut self, exp: &Experiment) {
         let traces = exp.main.audit_cpus.is_some()
+            || exp.main.irq_latency
             || !exp.irq_tasks.is_empty()
             || !exp.task_latency.is_empty();
         if traces && !self.machine.privileges().root {
@@ -703,7 +709,7 @@ impl Planner<'_> {
                 .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
                 .unwrap_or_default();
             self.diags.push(
-                Diagnostic::new(pos, "the isolation audit, IRQ-to-task and task latency read kernel tracepoints: they need root")
+                Diagnostic::new(pos, "the isolation audit, IRQ latency, IRQ-to-task and task latency read kernel tracepoints: they need root")
                     .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
             );
         }

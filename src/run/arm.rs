@@ -480,9 +480,20 @@ impl Armed {
             });
         }
         if let Some(s) = self.stream.as_mut() {
+            let timers: Vec<(usize, i32, u64)> = self
+                .timers
+                .handles
+                .iter()
+                .map(|t| {
+                    let tid = t.live.tid.load(Ordering::Relaxed);
+                    let from = t.live.first_deadline_ns.load(Ordering::Relaxed);
+                    (t.spec.index, tid, from)
+                })
+                .collect();
             s.look(
                 &measured_tids(&self.timers.handles),
                 &self.supervisor.running(),
+                &timers,
             );
         }
     }
@@ -528,12 +539,12 @@ impl Armed {
         // at the end).
         self.timers.halt();
         let measured = measured_tids(&self.timers.handles);
-        let (audit, irq_tasks, task_latency) = match self.stream.take() {
+        let (audit, irq_tasks, task_latency, timer_irq) = match self.stream.take() {
             Some(s) => {
                 let r = s.finish(&measured, &self.supervisor.running(), promises);
-                (r.audit, r.irq_tasks, r.task_latency)
+                (r.audit, r.irq_tasks, r.task_latency, r.timer_irq)
             }
-            None => (None, Vec::new(), Vec::new()),
+            None => (None, Vec::new(), Vec::new(), Vec::new()),
         };
         let audit = audit.or_else(|| {
             let why = self.stream_unavailable.clone()?;
@@ -585,6 +596,7 @@ impl Armed {
             audit,
             irq_tasks,
             task_latency,
+            timer_irq,
             on_spike,
         }
     }
@@ -605,6 +617,7 @@ pub(super) struct Stopped {
     pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
     pub(super) task_latency: Vec<crate::task_latency::TaskLatencyResult>,
     pub(super) on_spike: Option<crate::spike_actions::SpikeReport>,
+    pub(super) timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
 }
 
 /// Lets go of the binary's pages that start-up touched, but the timer

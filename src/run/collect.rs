@@ -85,6 +85,7 @@ pub(super) fn collect(
         irq_tasks: stopped.irq_tasks,
         task_latency: stopped.task_latency,
         on_spike: stopped.on_spike,
+        timer_irq: stopped.timer_irq,
     }
 }
 

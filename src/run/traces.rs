@@ -85,6 +85,7 @@ pub(super) fn start_stream(
         audit_cpus: plan.main.audit_cpus.clone(),
         irq_tasks: plan.irq_tasks.clone(),
         task_latency: plan.task_latency.clone(),
+        timer_irq: plan.main.irq_latency,
     };
     let started = match journal.0.as_mut() {
         Some(j) => TraceStream::start(root, j, &spec, online).map_err(|e| e.to_string()),

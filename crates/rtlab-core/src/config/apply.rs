@@ -348,6 +348,10 @@ pub(super) fn on_spike_every(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+pub(super) fn irq_latency(_: &mut Builder<'_>, _: &Prop, d: &mut Draft) {
+    d.main.irq_latency = true;
+}
+
 pub(super) fn main_lifetime(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     if let Some(ns) = b.duration(prop, 1_000_000) {
         d.main.lifetime_ns = Some(ns);

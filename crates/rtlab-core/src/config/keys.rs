@@ -398,6 +398,17 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         stanza: Main,
+        name: "irq_latency",
+        syntax: "(flag)",
+        value: "flag",
+        default: "off",
+        meaning: "each timer thread's interrupt latency too (rtla's IRQ column): from the trace (root), the timer it arms for each sleep and that timer's handling, less the deadline; kept as its own histogram (`timer_irq[]`, and thread `T<N>.irq` of reports, plots, compare and `--fail-if`), beside the thread's latency",
+        extension: true,
+        repeatable: false,
+        apply: apply::irq_latency,
+    },
+    KeySpec {
+        stanza: Main,
         name: "on_spike",
         syntax: "ACTION",
         value: "`save`, `stop`, `signal PID SIGNAL` or `run PROGRAM [ARG...]`",

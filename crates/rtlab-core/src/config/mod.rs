@@ -229,6 +229,8 @@ pub struct MainConfig {
     pub on_spike: Vec<Spanned<SpikeAction>>,
     /// `on_spike.every` (ns): at most one round of actions this often.
     pub on_spike_every_ns: u64,
+    /// `irq_latency`: each timer thread's interrupt latency too.
+    pub irq_latency: bool,
 }
 
 /// Which kernel stacks the flight recorder records (`trace.stacks`).
@@ -331,6 +333,7 @@ impl Default for MainConfig {
             warmup_ns: 0,
             on_spike: Vec::new(),
             on_spike_every_ns: DEFAULT_ON_SPIKE_EVERY_NS,
+            irq_latency: false,
         }
     }
 }
