@@ -23,6 +23,7 @@ mod monitor;
 mod reports;
 mod run;
 mod simulated;
+mod spikes_second_pass;
 mod task_latency;
 mod trace_experiments;
 mod tuning;

@@ -1,0 +1,270 @@
+//! The explanation's second pass on the real kernel: actions at a late
+//! wake-up (`on_spike`), the IRQ side of each timer thread beside its
+//! latency (`irq_latency`), the warm-up, and the kernel stack of a thread
+//! in a long kernel section (`trace.stacks`). What needs root and tracefs
+//! checks rtlab's refusal elsewhere and says so.
+
+use crate::fixtures::{
+    is_root, leftover_instances, load_cpu, machine_exclusive, machine_shared, measured_cpu,
+    path_taken, rtlab_in as rtlab, text,
+};
+use serde_json::Value;
+use std::path::Path;
+
+fn run(dir: &Path, name: &str, cfg: &str) -> (std::process::Output, Value) {
+    std::fs::write(dir.join(format!("{name}.cfg")), cfg).unwrap();
+    let json = format!("{name}.json");
+    let o = rtlab(dir, &["run", &format!("{name}.cfg"), "--json", &json]);
+    let r = std::fs::read(dir.join(&json))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (o, r)
+}
+
+fn timer(extra: &str) -> String {
+    format!(
+        "timer_thread[0] {{\n cpu_affinity {}\n sched.policy FIFO\n sched.priority 90\n \
+         timer.period 1 ms\n {extra}\n}}\n",
+        measured_cpu()
+    )
+}
+
+#[test]
+fn a_command_runs_once_per_round_with_the_spikes_figures() {
+    let _shared = machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("spikes.log");
+    let script = dir.path().join("on-spike.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$RTLAB_SPIKE_TIMER $RTLAB_SPIKE_SAMPLE $RTLAB_SPIKE_LATENCY_NS\" >> {}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Every wake-up is a spike (1 µs): the rate limit decides the rounds.
+    let cfg = format!(
+        "main {{\n spikes.threshold 1 us\n on_spike run {}\n on_spike.every 400 ms\n}}\n{}",
+        script.display(),
+        timer("lifetime.duration 2 s")
+    );
+    let (o, r) = run(dir.path(), "act", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = &r["on_spike"];
+    let rounds = report["rounds"].as_array().unwrap();
+    // At most one round per 400 ms of a 2 s run: the first at once, then
+    // one per period at most.
+    assert!((1..=6).contains(&rounds.len()), "{report}");
+    let samples = r["timers"][0]["summary"]["samples"].as_u64().unwrap();
+    assert_eq!(
+        report["spikes"].as_u64(),
+        Some(samples),
+        "every wake-up is one"
+    );
+    assert_eq!(
+        report["suppressed"].as_u64().unwrap() + rounds.len() as u64,
+        samples
+    );
+    // Each round's program ran once (it ended before the run did, or was
+    // waited for), with that round's figures in its environment.
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let mut got: Vec<&str> = lines.lines().collect();
+    let mut want: Vec<String> = rounds
+        .iter()
+        .map(|r| format!("0 {} {}", r["sample"], r["latency_ns"]))
+        .collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert!(
+        rounds
+            .iter()
+            .all(|r| r["outcomes"][0].as_str().unwrap().contains("started")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_stop_action_ends_the_run_at_the_first_spike_and_writes_its_result() {
+    let _shared = machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "main {{\n spikes.threshold 1 us\n on_spike stop\n}}\n{}",
+        timer("lifetime.duration 30 s")
+    );
+    let (o, r) = run(dir.path(), "stop", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(r["end"]["kind"], "spike_stop", "{}", r["end"]);
+    assert!(text(&o).contains("on_spike stop"), "{}", text(&o));
+    // Stopped long before its 30 s: the main thread looks every 20 ms.
+    let samples = r["timers"][0]["summary"]["samples"].as_u64().unwrap();
+    assert!((1..29_000).contains(&samples), "{samples}");
+}
+
+#[test]
+fn on_spike_is_refused_without_a_threshold_and_a_save_without_the_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!("main {{\n on_spike save\n}}\n{}", timer(""));
+    let (o, _) = run(dir.path(), "refused", &cfg);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("refused.cfg:2:"), "{t}");
+    assert!(t.contains("none is set"), "{t}");
+    assert!(t.contains("no `trace.threshold`"), "{t}");
+    let cfg = format!(
+        "main {{\n spikes.threshold 1 ms\n on_spike signal 1 USR1\n}}\n{}",
+        timer("")
+    );
+    let (o, _) = run(dir.path(), "signal", &cfg);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("signal.cfg:3:"), "{}", text(&o));
+    assert!(text(&o).contains("`signal` needs a process ID above 1"));
+}
+
+#[test]
+fn a_warm_up_is_not_counted() {
+    let _shared = machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "main {{\n warmup 300 ms\n}}\n{}",
+        timer("lifetime.duration 500 ms")
+    );
+    let (o, r) = run(dir.path(), "warm", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The lifetime counts from the warm-up's end: 500 deadlines of 1 ms
+    // (fewer if the thread overran some).
+    let t = &r["timers"][0]["summary"];
+    let (samples, missed) = (
+        t["samples"].as_u64().unwrap(),
+        t["missed_periods"].as_u64().unwrap(),
+    );
+    assert_eq!(samples + missed, 500, "{t}");
+    assert_eq!(r["plan"]["main"]["warmup_ns"], 300_000_000);
+}
+
+#[test]
+fn the_irq_side_of_each_wake_up_is_below_the_threads_own() {
+    let _machine = machine_exclusive();
+    if !is_root() || !crate::trace_experiments::can_trace("irq_side") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "main {{\n cpu_affinity {}\n irq_latency\n}}\n{}",
+        load_cpu(),
+        timer("lifetime.duration 2 s")
+    );
+    let (o, r) = run(dir.path(), "irq", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(leftover_instances(), Vec::<String>::new());
+    let thread = &r["timers"][0]["summary"];
+    let [irq] = &r["timer_irq"].as_array().unwrap()[..] else {
+        panic!("{}", r["timer_irq"])
+    };
+    let irq = &irq["latency"];
+    // Each sleep of the thread is found with its timer's handling: as many
+    // as the thread counted, give or take the last one.
+    let (n, m) = (
+        thread["samples"].as_u64().unwrap(),
+        irq["samples"].as_u64().unwrap(),
+    );
+    assert!(m <= n + 1 && m + 2 >= n, "thread {n}, IRQ side {m}");
+    // The interrupt comes before the thread runs: its side is below the
+    // thread's own clock at every percentile (the thread reads its clock
+    // after the interrupt, the wake-up and the switch).
+    let pct = |s: &Value, name: &str| {
+        s["percentiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["value_ns"]
+            .as_u64()
+            .unwrap()
+    };
+    for p in ["p50", "p90", "p99"] {
+        assert!(pct(irq, p) <= pct(thread, p), "{p}: {irq} vs {thread}");
+    }
+    assert!(irq["max_ns"].as_u64() <= thread["max_ns"].as_u64());
+    // Beside the thread in every output: the report's table.
+    let o = rtlab(dir.path(), &["report", "irq.json", "-o", "irq.html"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.path().join("irq.html")).unwrap();
+    assert!(html.contains("T0.irq"));
+}
+
+#[test]
+fn a_thread_in_a_long_kernel_section_is_shown_with_its_kernel_stack() {
+    let _machine = machine_exclusive();
+    if !is_root() || !crate::trace_experiments::can_trace("kernel_stack") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO 50 writer to compact_memory on the measured CPU (below the
+    // timer thread): the kernel compacts with few preemption points.
+    let script = dir.path().join("compact.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 2000 ]; do echo 1 > /proc/sys/vm/compact_memory; i=$((i+1)); done\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hog = format!(
+        "program[0] {{\n cmdline {}\n cpu_affinity {}\n sched.policy FIFO\n sched.priority 50\n}}\n",
+        script.display(),
+        measured_cpu()
+    );
+    let cfg = format!(
+        "main {{\n cpu_affinity {}\n trace.threshold 40 us\n trace.stacks switch\n}}\n{hog}{}",
+        load_cpu(),
+        timer("lifetime.duration 3 s")
+    );
+    let (o, r) = run(dir.path(), "stack", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(leftover_instances(), Vec::<String>::new());
+    let pid = r["programs"][0]["first_pid"].as_i64().unwrap();
+    let explained = r["trace"]["explanations"].as_array().unwrap();
+    let stacks: Vec<&Value> = explained
+        .iter()
+        .flat_map(|e| e["stacks"].as_array().into_iter().flatten())
+        .collect();
+    if stacks.is_empty() {
+        path_taken(
+            "kernel_stack",
+            "compaction kept no wake-up waiting on this machine: no stack to check",
+        );
+        return;
+    }
+    // Every stack is of a task that let the CPU go to the timer thread
+    // (never idle), innermost first, from the scheduler, without the
+    // tracing machinery's frames; the shell's are in compaction.
+    for s in &stacks {
+        assert_eq!(s["at"], "switch");
+        assert_ne!(s["pid"], 0);
+        let frames: Vec<&str> = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert!(
+            !frames.iter().any(|f| f.starts_with("trace_event_raw")),
+            "{frames:?}"
+        );
+        assert!(frames[0].contains("schedule"), "{frames:?}");
+    }
+    let shell: Vec<&&Value> = stacks.iter().filter(|s| s["pid"] == pid).collect();
+    assert!(
+        shell.iter().any(|s| s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("compact"))),
+        "{stacks:?}"
+    );
+}
