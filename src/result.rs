@@ -87,6 +87,10 @@ pub struct TimerResult {
     pub cpu_last: Option<usize>,
     /// The scheduling it had.
     pub sched: Sched,
+    /// Its SCHED_DEADLINE reservation, when it had one (`sched` then says
+    /// OTHER: the policy has no priority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<crate::sched::Deadline>,
     /// Period (ns).
     pub period_ns: u64,
     /// Result file where it was written (with `--outdir`, under it), as

@@ -246,7 +246,10 @@ fn opens(e: &Event) -> Option<Handler> {
 
 /// `prio 4` in words: `FIFO/RR 95` or `nice 0`.
 pub fn prio_words(prio: i32) -> String {
-    if prio < 100 {
+    if prio < 0 {
+        // The kernel shows a SCHED_DEADLINE task at -1: above every other.
+        "SCHED_DEADLINE".to_string()
+    } else if prio < 100 {
         format!("real-time priority {}", 99 - prio)
     } else {
         format!("nice {}", prio - 120)
@@ -467,27 +470,26 @@ pub fn segments(
     let mut carved = nmis(events, deadline_ns, end);
     carved.extend(stack_walks(events, deadline_ns, end));
     carved.sort_by_key(|c| c.0);
-    let out = carve(unseen(w.out, events), &carved);
+    let out = carve(unseen(w.out, events, deadline_ns), &carved);
     (out, w.woken, switched)
 }
 
-/// A late timer interrupt's stretch over a task that holds no event at all
-/// is unseen: the task running then is named, never blamed.
-fn unseen(mut segs: Vec<Segment>, events: &[Event]) -> Vec<Segment> {
+/// From the deadline to the first event after it, nothing shows the CPU
+/// at work: when a task held it then and the timer interrupt was late, that
+/// stretch is unseen (the task is named, never blamed). Once any event is
+/// logged (another interrupt, a switch, a softirq), the CPU is seen running.
+fn unseen(mut segs: Vec<Segment>, events: &[Event], deadline_ns: u64) -> Vec<Segment> {
+    // An NMI or a stack walk, carved out next, says nothing of the rest.
+    let seen_at = events
+        .iter()
+        .filter(|e| e.ts_ns > deadline_ns)
+        .find(|e| e.name != "nmi_handler" && e.name != "kernel_stack")
+        .map_or(u64::MAX, |e| e.ts_ns);
     // A task's (not a softirq's, which is seen running around it).
     for s in segs
         .iter_mut()
-        .filter(|s| s.kind == PartKind::TimerLate && s.pid.is_some())
+        .filter(|s| s.kind == PartKind::TimerLate && s.pid.is_some() && s.to_ns <= seen_at)
     {
-        // An NMI or a stack walk, carved out next, says nothing of the rest.
-        let first_after = events.partition_point(|e| e.ts_ns <= s.from_ns);
-        let seen = events[first_after..]
-            .iter()
-            .take_while(|e| e.ts_ns < s.to_ns)
-            .any(|e| e.name != "nmi_handler" && e.name != "kernel_stack");
-        if seen {
-            continue;
-        }
         let busy = s
             .what
             .strip_prefix("timer interrupt late (")

@@ -47,6 +47,9 @@ pub struct TimerSpec {
     /// Its first wake-ups, over this long (ns), are not counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ns: u64,
+    /// SCHED_DEADLINE's reservation, instead of `sched`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<crate::sched::Deadline>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -62,6 +65,8 @@ pub struct TimerOutcome {
     pub cpus_seen: (Option<usize>, Option<usize>),
     /// The scheduling it actually had.
     pub sched_seen: Option<Sched>,
+    /// The SCHED_DEADLINE reservation it had, if any.
+    pub deadline_seen: Option<crate::sched::Deadline>,
     /// The cpuset it ran in (`/proc/thread-self/cpuset`).
     pub cpuset_seen: Option<String>,
     /// What the kernel counted for it between its first sleep and its last
@@ -96,6 +101,7 @@ impl TimerHandle {
                 recorder: None,
                 cpus_seen: (None, None),
                 sched_seen: None,
+                deadline_seen: None,
                 cpuset_seen: None,
                 usage: None,
                 error: Some("timer thread panicked".into()),

@@ -24,6 +24,9 @@ fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
     }
     os::set_affinity(0, &spec.cpus)
         .map_err(|e| format!("cannot pin to CPUs {:?}: {e}", spec.cpus))?;
+    if let Some(dl) = spec.deadline {
+        return set_deadline(spec, dl);
+    }
     os::set_sched(0, spec.sched).map_err(|e| {
         format!(
             "cannot take {} priority {}: {e}",
@@ -46,6 +49,20 @@ fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// SCHED_DEADLINE for the calling thread, read back.
+fn set_deadline(spec: &TimerSpec, dl: crate::sched::Deadline) -> Result<(), String> {
+    os::set_deadline(0, dl).map_err(|e| format!("cannot take {}: {e}", dl.describe()))?;
+    let pinned = os::get_affinity(0).map_err(|e| format!("cannot read back the affinity: {e}"))?;
+    if pinned != spec.cpus {
+        return Err(format!("asked for CPUs {:?} but got {pinned:?}", spec.cpus));
+    }
+    match os::get_deadline(0) {
+        Ok(Some(seen)) if seen == dl => Ok(()),
+        Ok(seen) => Err(format!("asked for {} but got {seen:?}", dl.describe())),
+        Err(e) => Err(format!("cannot read back the policy: {e}")),
+    }
 }
 
 /// `rtlab T<index> sample <n> deadline <ns> latency <ns>` into `buf`
@@ -230,6 +247,7 @@ pub(super) fn run<W: WakeSource>(
     let cpuset_seen = root.read_opt(crate::sys::paths::THREAD_SELF_CPUSET);
     os::prefault_stack();
     let sched_seen = os::get_sched(0).ok();
+    let deadline_seen = os::get_deadline(0).ok().flatten();
     let first_cpu = os::current_cpu();
     if let Err(e) = setup_result {
         live.failed.store(true, Ordering::Relaxed);
@@ -239,6 +257,7 @@ pub(super) fn run<W: WakeSource>(
             recorder: Some(rec),
             cpus_seen: (first_cpu, first_cpu),
             sched_seen,
+            deadline_seen,
             cpuset_seen,
             usage: None,
             error: Some(e),
@@ -358,6 +377,7 @@ pub(super) fn run<W: WakeSource>(
         recorder: Some(rec),
         cpus_seen: (first_cpu, last_cpu),
         sched_seen,
+        deadline_seen,
         cpuset_seen,
         usage,
         error: (sleep_error != 0).then(|| {

@@ -27,6 +27,8 @@ pub trait Machine {
     fn privileges(&self) -> Privileges;
     /// Tries `sched` on a throw-away thread.
     fn probe_sched(&self, sched: Sched) -> std::io::Result<()>;
+    /// Tries SCHED_DEADLINE `dl` on a throw-away thread pinned to `cpus`.
+    fn probe_deadline(&self, cpus: &[usize], dl: crate::sched::Deadline) -> std::io::Result<()>;
     /// Finds a command on PATH (or checks a path with a `/`).
     fn find_command(&self, name: &str) -> Option<PathBuf>;
     /// The cpuset `name`, or the one this process is in (`None`).
@@ -64,6 +66,16 @@ impl Machine for RealMachine {
         std::thread::spawn(move || os::set_sched(0, sched))
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
+    }
+
+    fn probe_deadline(&self, cpus: &[usize], dl: crate::sched::Deadline) -> std::io::Result<()> {
+        let cpus = cpus.to_vec();
+        std::thread::spawn(move || {
+            os::set_affinity(0, &cpus)?;
+            os::set_deadline(0, dl)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
     }
 
     fn find_command(&self, name: &str) -> Option<PathBuf> {
@@ -474,6 +486,7 @@ pub fn build(
     let task_latency = task_latency::specs(&mut p.diags, exp);
     p.check_something_runs(exp);
     check_privileges(&mut p, exp);
+    check_deadlines(&mut p, exp);
     if !p.diags.is_empty() {
         p.diags.sort_by_key(|d| d.pos);
         return Err(p.diags);
@@ -635,6 +648,7 @@ impl Planner<'_> {
                         .spikes_threshold_ns
                         .filter(|_| !exp.main.on_spike.is_empty())),
                     warmup_ns: exp.main.warmup_ns,
+                    deadline: t.deadline.as_ref().map(|d| d.value),
                 },
                 filename,
                 path,
@@ -884,6 +898,44 @@ fn check_privileges(p: &mut Planner, exp: &Experiment) {
     }
 }
 
+/// Tries each timer thread's SCHED_DEADLINE reservation on a throw-away
+/// thread pinned as it will be: the kernel's admission control refuses a
+/// thread pinned to fewer CPUs than its root domain, said before the start
+/// with the ways out.
+fn check_deadlines(p: &mut Planner, exp: &Experiment) {
+    for t in &exp.timers {
+        let Some(dl) = &t.deadline else {
+            continue;
+        };
+        let cpus = t
+            .cpu_affinity
+            .as_ref()
+            .map_or_else(|| p.machine.online_cpus(), |c| c.value.clone());
+        let Err(e) = p.machine.probe_deadline(&cpus, dl.value) else {
+            continue;
+        };
+        let hint = match e.raw_os_error() {
+            Some(crate::sys::consts::ENOSYS) => "the sched_setattr syscall is not available here (ENOSYS): a seccomp filter or an emulator refuses it".to_string(),
+            _ if !p.machine.privileges().root => "SCHED_DEADLINE needs root (or CAP_SYS_NICE)".to_string(),
+            _ => format!(
+                "the kernel's admission control: a SCHED_DEADLINE thread must be allowed on every CPU of its root domain, and this one is pinned to {}; put its CPU in an exclusive partition (`rtlab partition create`), or turn admission control off (`sysctl kernel.sched_rt_runtime_us=-1`, which also ends RT throttling), or leave out `cpu_affinity`; the reservation must also fit the CPUs' bandwidth",
+                crate::cpulist::format(&cpus)
+            ),
+        };
+        p.diags.push(
+            Diagnostic::new(
+                dl.pos,
+                format!(
+                    "timer_thread[{}]: the kernel refuses {}: {e}",
+                    t.index,
+                    dl.value.describe()
+                ),
+            )
+            .with_hint(Some(hint)),
+        );
+    }
+}
+
 /// Why the kernel refused a policy rtlab was allowed to ask for, by the
 /// error: ENOSYS is no such syscall here (a seccomp filter, an emulator),
 /// never a matter of RT time.
@@ -957,6 +1009,13 @@ pub(crate) mod tests {
             }
         }
         fn probe_sched(&self, _: Sched) -> std::io::Result<()> {
+            if self.probe_ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::from_raw_os_error(crate::sys::consts::EPERM))
+            }
+        }
+        fn probe_deadline(&self, _: &[usize], _: crate::sched::Deadline) -> std::io::Result<()> {
             if self.probe_ok {
                 Ok(())
             } else {

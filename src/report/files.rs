@@ -207,6 +207,7 @@ pub(crate) mod tests {
                 policy: Policy::Fifo,
                 priority: 99,
             },
+            deadline: None,
             period_ns: 1_000_000,
             result_file: "timer_thread00.txt".into(),
             summary: summarize(&r),

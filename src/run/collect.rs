@@ -159,6 +159,7 @@ fn timer_result(
         cpu_first: outcome.cpus_seen.0,
         cpu_last: outcome.cpus_seen.1,
         sched: outcome.sched_seen.unwrap_or(spec.sched),
+        deadline: outcome.deadline_seen,
         period_ns: spec.period_ns,
         // Where the file really is (under --outdir), as systress names it
         // when there is none.

@@ -54,6 +54,31 @@ impl Default for Sched {
     }
 }
 
+/// SCHED_DEADLINE's reservation: `runtime` of CPU time in every `period`,
+/// done by `deadline` after the period's start (ns; runtime <= deadline <=
+/// period).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Deadline {
+    /// CPU time reserved per period.
+    pub runtime_ns: u64,
+    /// By when in the period.
+    pub deadline_ns: u64,
+    /// The period.
+    pub period_ns: u64,
+}
+
+impl Deadline {
+    /// `runtime/deadline/period` in µs, as chrt and rtla write them.
+    pub fn describe(&self) -> String {
+        format!(
+            "DEADLINE runtime {} µs, deadline {} µs, period {} µs",
+            self.runtime_ns / 1000,
+            self.deadline_ns / 1000,
+            self.period_ns / 1000
+        )
+    }
+}
+
 /// A thread's policy as the kernel reports it (`stat` field 41): one rtlab
 /// sets, SCHED_DEADLINE (listed, never changed), or a number it does not
 /// know. The one mapping from the kernel's numbers, used by the thread

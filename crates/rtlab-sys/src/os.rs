@@ -499,6 +499,67 @@ pub fn get_sched(tid: i32) -> io::Result<Sched> {
     Ok(Sched { policy, priority })
 }
 
+/// The kernel's `struct sched_attr` (its first version, 48 bytes: what
+/// every kernel since 3.14 takes).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// SCHED_DEADLINE's number.
+const SCHED_DEADLINE: u32 = 6;
+
+/// Puts thread `tid` (0 = the caller) under SCHED_DEADLINE with `dl`.
+pub fn set_deadline(tid: i32, dl: rtlab_core::sched::Deadline) -> io::Result<()> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: SCHED_DEADLINE,
+        runtime: dl.runtime_ns,
+        deadline: dl.deadline_ns,
+        period: dl.period_ns,
+        ..SchedAttr::default()
+    };
+    // SAFETY: `attr` is a valid sched_attr of the size it states, which
+    // outlives the call; the kernel only reads it.
+    check(
+        unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0) }
+            as libc::c_int,
+    )
+}
+
+/// Thread `tid`'s SCHED_DEADLINE reservation, None when it has another
+/// policy.
+pub fn get_deadline(tid: i32) -> io::Result<Option<rtlab_core::sched::Deadline>> {
+    let mut attr = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: `attr` is a writable sched_attr of `size` bytes that outlives
+    // the call; the kernel writes at most `size` bytes.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut SchedAttr,
+            size,
+            0,
+        )
+    } as libc::c_int)?;
+    Ok(
+        (attr.policy == SCHED_DEADLINE).then_some(rtlab_core::sched::Deadline {
+            runtime_ns: attr.runtime,
+            deadline_ns: attr.deadline,
+            period_ns: attr.period,
+        }),
+    )
+}
+
 /// The RLIMIT_RTPRIO soft limit (the highest RT priority an unprivileged
 /// process may take).
 pub fn rtprio_limit() -> u64 {

@@ -495,3 +495,52 @@ fn an_nmi_is_its_own_part_carved_from_what_it_interrupted() {
     let raw = "sh-3575 [001] ..... 13609.199170000: nmi_handler: handler=perf_event_nmi_handler delta_ns=5000 handled=1\n";
     assert_eq!(compaction(raw).parts, e.parts);
 }
+
+#[test]
+fn only_the_stretch_before_any_event_after_the_deadline_is_unseen() {
+    // The kworker logs its work item 5 µs after the deadline: from there
+    // it is seen running, and the late interrupt's time is its.
+    let text = "\
+ kw-90 [003] d..2. 9.000000: sched_switch: prev_comm=x prev_pid=70 prev_prio=120 prev_state=S ==> next_comm=kw next_pid=90 next_prio=120
+ kw-90 [003] ...1. 9.000105: workqueue_execute_start: work struct 00000000ab function=f
+ kw-90 [003] d.h1. 9.000300: local_timer_entry: vector=236
+ kw-90 [003] d.h3. 9.000301: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=003
+ kw-90 [003] d.h1. 9.000302: local_timer_exit: vector=236
+ kw-90 [003] d..2. 9.000303: sched_switch: prev_comm=kw prev_pid=90 prev_prio=120 prev_state=R+ ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 9_000_100_000, 205_000);
+    assert_eq!(total(&e), 205_000);
+    let of = |k: PartKind| -> u64 { e.parts.iter().filter(|p| p.kind == k).map(|p| p.ns).sum() };
+    assert_eq!(of(PartKind::Unseen), 5_000, "{e:#?}");
+    assert_eq!(of(PartKind::TimerLate), 195_000, "{e:#?}");
+    assert!(
+        e.parts
+            .iter()
+            .any(|p| p.what == "timer interrupt late (CPU busy with kw (work f))")
+    );
+}
+
+#[test]
+fn a_deadline_timer_thread_is_explained_as_a_fifo_one() {
+    // A SCHED_DEADLINE timer thread (100 µs every 1 ms, TID 18339: the
+    // kernel shows it at prio -1) and a nice-0 shell writing compact_memory
+    // on its CPU; recorded on this VM.
+    let text = include_str!("../../../tests/traces/deadline-thread.txt");
+    let (deadline, latency) = (14_913_147_351_981, 105_784);
+    let e = explain(&events(text), 0, 18339, 6, deadline, latency);
+    assert_eq!(total(&e), latency);
+    assert_eq!(prio_in(&events(text), 18339), Some(-1));
+    assert_eq!(prio_words(-1), "SCHED_DEADLINE");
+    // Switched in at 14913.147453839 (the shell let the CPU go).
+    assert_eq!(
+        e.wake_to_switch_ns.map(|w| w + e.woken_after_ns.unwrap()),
+        Some(101_858)
+    );
+    let sh = e
+        .parts
+        .iter()
+        .find(|p| p.kind == PartKind::Thread && p.what == "sh")
+        .unwrap();
+    assert_eq!(sh.prio, Some(120));
+    assert!(!sh.before_wake);
+}

@@ -91,6 +91,7 @@ impl Draft {
                     pos,
                 },
                 period_ns: DEFAULT_PERIOD_NS,
+                deadline: None,
                 duration_ns: None,
                 loops: None,
                 histo_size_us: DEFAULT_HISTO_SIZE_US,
@@ -468,6 +469,15 @@ pub(super) fn timer_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
         } else {
             d.timer.period_ns = ns;
         }
+    }
+}
+
+pub(super) fn sched_deadline(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(value) = b.get(prop, values::deadline(&prop.value)) {
+        d.timer.deadline = Some(Spanned {
+            value,
+            pos: prop.value_pos,
+        });
     }
 }
 

@@ -351,6 +351,8 @@ pub struct TimerConfig {
     pub sched: Spanned<Sched>,
     /// Timer period (ns).
     pub period_ns: u64,
+    /// `sched.deadline`: SCHED_DEADLINE instead of `sched.policy`.
+    pub deadline: Option<Spanned<crate::sched::Deadline>>,
     /// Measure for this long (ns).
     pub duration_ns: Option<u64>,
     /// Or take this many samples.

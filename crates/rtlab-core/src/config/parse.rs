@@ -741,6 +741,23 @@ impl Builder<'_> {
 
     fn timer(&mut self, st: &Stanza) -> TimerConfig {
         let d = self.draft(st);
+        let other = d
+            .sched
+            .policy
+            .map(|p| p.1)
+            .or(d.sched.priority.map(|p| p.1));
+        if let (Some(dl), Some(at)) = (&d.timer.deadline, other) {
+            self.diags.push(
+                Diagnostic::new(
+                    at,
+                    "`sched.policy`/`sched.priority` and `sched.deadline` both set the scheduling",
+                )
+                .with_hint(Some(format!(
+                    "keep one: `sched.deadline` (line {}) makes it SCHED_DEADLINE",
+                    dl.pos.line
+                ))),
+            );
+        }
         TimerConfig {
             cpu_affinity: d.affinity,
             sched: self.sched(d.sched, st.pos),
@@ -1153,7 +1170,7 @@ mod tests {
         let d = one_error("main\n{\n  bogus 1\n}\n");
         assert_eq!(
             d.render("x.cfg"),
-            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes, lifetime.duration, audit.cpus, trace.stacks, trace.buffer_kb, trace… (40 more characters)"
+            "x.cfg:3:3: error: unknown key `bogus` in main\n  hint: keys of main are: dbg_level, cpu_affinity, sched.policy, sched.priority, stats.period, stats.format, stats.cpu_load, memlock, pm_qos.cpu_dma_latency, cpuset, cpufreq.governor, cpufreq.cpus, cstates.max_latency, cstates.cpus, irq.affinity, threads.sched, spikes.worst, spikes.threshold, spikes.max, trace.threshold, trace.max_spikes, lifetime.duration, audit.cpus, trace.stacks, trace.buffer_kb, trace… (53 more characters)"
         );
     }
 
@@ -1285,5 +1302,70 @@ mod tests {
         assert_eq!(d.pos.line, 3, "{d:?}");
         let d = one_error("irq_task[0] {\n irq 3\n task.pid 1\n cmdline x\n}\n");
         assert!(d.message.contains("unknown key `cmdline`"), "{d:?}");
+    }
+
+    #[test]
+    fn the_second_pass_keys_are_read_and_checked() {
+        let e = ok(
+            "main {\n trace.threshold 50 us\n trace.stacks all\n trace.buffer_kb 2048\n \
+                    trace.event sched:sched_migrate_task\n warmup 2 s\n irq_latency\n \
+                    on_spike stop\n on_spike signal 1234 usr1\n on_spike run /bin/logger -t rtlab\n \
+                    on_spike.every 10 s\n}\n\
+                    timer_thread[0] {\n sched.deadline 200us:900us:1ms\n}\n",
+        );
+        let m = &e.main;
+        assert_eq!(m.trace_stacks, crate::config::TraceStacks::All);
+        assert_eq!((m.trace_buffer_kb, m.warmup_ns), (2048, 2_000_000_000));
+        assert_eq!(m.trace_events[0].value, "sched/sched_migrate_task");
+        assert!(m.irq_latency);
+        use crate::config::SpikeAction;
+        let actions: Vec<&SpikeAction> = m.on_spike.iter().map(|a| &a.value).collect();
+        assert_eq!(
+            actions,
+            [
+                &SpikeAction::Stop,
+                &SpikeAction::Signal {
+                    pid: 1234,
+                    signal: 10
+                },
+                &SpikeAction::Run {
+                    argv: vec!["/bin/logger".into(), "-t".into(), "rtlab".into()]
+                },
+            ]
+        );
+        assert_eq!(m.on_spike_every_ns, 10_000_000_000);
+        let dl = e.timers[0].deadline.as_ref().unwrap().value;
+        assert_eq!(
+            (dl.runtime_ns, dl.deadline_ns, dl.period_ns),
+            (200_000, 900_000, 1_000_000)
+        );
+        for (bad, says) in [
+            ("main {\n trace.stacks some\n}\n", "unknown stack choice"),
+            (
+                "main {\n trace.event ../../x/enable\n}\n",
+                "not a tracepoint name",
+            ),
+            ("main {\n trace.buffer_kb 1\n}\n", "trace.buffer_kb"),
+            ("main {\n on_spike signal 1 TERM\n}\n", "above 1"),
+            ("main {\n on_spike signal 99 NOPE\n}\n", "needs a signal"),
+            ("main {\n on_spike run\n}\n", "needs a program"),
+            ("main {\n on_spike stop now\n}\n", "unexpected `now`"),
+            (
+                "timer_thread[0] {\n sched.deadline 2ms:1ms\n}\n",
+                "runtime <= deadline",
+            ),
+            (
+                "timer_thread[0] {\n sched.deadline 1ms\n}\n",
+                "not a reservation",
+            ),
+            (
+                "timer_thread[0] {\n sched.priority 3\n sched.deadline 1ms:2ms\n}\n",
+                "both set",
+            ),
+        ] {
+            let d = one_error(bad);
+            assert!(d.message.contains(says), "{bad:?}: {d:?}");
+            assert_eq!(d.pos.line, 2, "{bad:?}: {d:?}");
+        }
     }
 }

@@ -158,6 +158,32 @@ pub fn spike_action(text: &str) -> Result<super::SpikeAction, ValueError> {
     }
 }
 
+/// A `sched.deadline` value: `RUNTIME:PERIOD` or
+/// `RUNTIME:DEADLINE:PERIOD` (rtla's `-P d:...`), durations with units
+/// (`200us:1ms`). The kernel's rules: 1 µs <= runtime <= deadline <=
+/// period <= 4 s (the kernel caps periods at `sched_deadline_period_max_us`,
+/// 4 s by default).
+pub fn deadline(text: &str) -> Result<crate::sched::Deadline, ValueError> {
+    let hint = "write RUNTIME:PERIOD or RUNTIME:DEADLINE:PERIOD, e.g. `200us:1ms`";
+    let parts: Vec<&str> = text.split(':').map(str::trim).collect();
+    let ns = |t: &str| duration_ns(t).map_err(|e| ValueError::new(e.message).hint(hint));
+    let (runtime, deadline, period) = match parts[..] {
+        [r, p] => (ns(r)?, ns(p)?, ns(p)?),
+        [r, d, p] => (ns(r)?, ns(d)?, ns(p)?),
+        _ => return Err(ValueError::new(format!("`{text}` is not a reservation")).hint(hint)),
+    };
+    if runtime < 1_000 || runtime > deadline || deadline > period || period > 4_000_000_000 {
+        return Err(
+            ValueError::new("needs 1 µs <= runtime <= deadline <= period <= 4 s").hint(hint),
+        );
+    }
+    Ok(crate::sched::Deadline {
+        runtime_ns: runtime,
+        deadline_ns: deadline,
+        period_ns: period,
+    })
+}
+
 /// A signal by name (`USR1`, `SIGUSR1`) or number (1..64).
 pub fn signal_number(text: &str) -> Option<i32> {
     if let Ok(n) = text.parse::<i32>() {
