@@ -39,6 +39,9 @@ pub struct TraceSpec {
     /// Tracepoints the user added (`SYSTEM/EVENT`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<String>,
+    /// Say what every traced CPU ran at each explained deadline.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dump_tasks: bool,
 }
 
 fn no_stacks() -> TraceStacks {
@@ -106,6 +109,8 @@ pub struct FlightRecorder {
     /// The stack triggers are set (or none is wanted): they name the
     /// timer threads, known once every one has started.
     stacks_armed: bool,
+    /// The CPUs traced.
+    cpus: Vec<usize>,
 }
 
 impl FlightRecorder {
@@ -177,6 +182,7 @@ impl FlightRecorder {
             beyond: 0,
             idle_checked: Vec::new(),
             stacks_armed: spec.stacks == TraceStacks::Off,
+            cpus: cpus.to_vec(),
         })
     }
 
@@ -343,6 +349,7 @@ impl FlightRecorder {
             return;
         }
         let started = Instant::now();
+        let explained_before = self.report.explanations.len();
         for (cpu, threads) in by_cpu {
             let worst_pending = threads
                 .iter()
@@ -401,8 +408,42 @@ impl FlightRecorder {
                 t.give_back(cpu, text);
             }
         }
+        if self.spec.dump_tasks && self.report.explanations.len() > explained_before {
+            self.dump_tasks(explained_before);
+        }
         let spent = started.elapsed();
         self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));
+    }
+
+    /// Says, for the explanations from `from` on, what every traced CPU
+    /// was running at the deadline (each CPU's buffer read once).
+    fn dump_tasks(&mut self, from: usize) {
+        for cpu in self.cpus.clone() {
+            let text = match self.tails.as_mut() {
+                Some(t) => t.read_cpu(cpu),
+                None => self
+                    .instance
+                    .read_cpu(cpu, MAX_BUFFER_TEXT)
+                    .map_err(|e| e.to_string()),
+            };
+            let Ok(text) = text else {
+                continue;
+            };
+            let buffer = parse::Buffer::new(&text, MAX_BUFFER_LINES);
+            for e in &mut self.report.explanations[from..] {
+                let lines =
+                    buffer.window_around(e.deadline_ns, LOOKBACK_NS, e.deadline_ns, MAX_EVENTS);
+                let events: Vec<parse::Event> =
+                    lines.iter().filter_map(|l| parse::line(l)).collect();
+                if let Some(task) = analyze::running_at(&events, e.deadline_ns) {
+                    e.cpus_at_deadline.push(analyze::CpuTask { cpu, ..task });
+                }
+            }
+            drop(buffer);
+            if let Some(t) = self.tails.as_mut() {
+                t.give_back(cpu, text);
+            }
+        }
     }
 
     /// Says once per CPU when its kernel logs switches into idle and none

@@ -117,6 +117,59 @@ pub struct Explanation {
     /// at the timer thread's wake-up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<KernelStack>,
+    /// What every traced CPU was running at the deadline
+    /// (`trace.dump_tasks`, rtla's `--dump-tasks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus_at_deadline: Vec<CpuTask>,
+}
+
+/// The task a CPU was running at a moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuTask {
+    /// The CPU.
+    pub cpu: usize,
+    /// The task (`<idle>` for idle).
+    pub comm: String,
+    /// Its PID.
+    pub pid: i32,
+    /// Its kernel priority, when its switch-in is in the trace.
+    pub prio: Option<i32>,
+    /// How long it had run (ns), when its switch-in is in the trace.
+    pub running_for_ns: Option<u64>,
+}
+
+/// The task `events` (one CPU, in time order) show running at `at`: the
+/// one switched in by the last switch before it, else the one that logged
+/// the last event before it (a switch the kernel did not log). None when
+/// no event precedes `at`.
+pub fn running_at(events: &[Event], at: u64) -> Option<CpuTask> {
+    let before = &events[..events.partition_point(|e| e.ts_ns <= at)];
+    let last = before.iter().rev().find(|e| e.name != "kernel_stack")?;
+    let switch = before.iter().rev().find(|e| e.name == "sched_switch");
+    match switch {
+        Some(s) if s.num("next_pid").map(|p| p as i32) == Some(last_task(last)) => Some(CpuTask {
+            cpu: s.cpu,
+            comm: s.field("next_comm").unwrap_or("?").to_string(),
+            pid: last_task(last),
+            prio: s.num("next_prio").map(|p| p as i32),
+            running_for_ns: Some(at - s.ts_ns),
+        }),
+        _ => Some(CpuTask {
+            cpu: last.cpu,
+            comm: last.comm.to_string(),
+            pid: last.pid,
+            prio: None,
+            running_for_ns: None,
+        }),
+    }
+}
+
+/// The task running after `e`: a switch's next, else the one logging it.
+fn last_task(e: &Event) -> i32 {
+    match e.name.as_ref() {
+        "sched_switch" => e.num("next_pid").map_or(e.pid, |p| p as i32),
+        _ => e.pid,
+    }
 }
 
 /// Most stacks kept in an explanation.
@@ -670,6 +723,7 @@ pub fn explain(
             })
             .collect(),
         stacks,
+        cpus_at_deadline: Vec::new(),
     }
 }
 

@@ -110,6 +110,7 @@ mod tests {
             trace_text: None,
             timeline: Vec::new(),
             stacks: Vec::new(),
+            cpus_at_deadline: Vec::new(),
         }
     }
 

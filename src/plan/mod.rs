@@ -562,6 +562,7 @@ impl Planner<'_> {
                         .iter()
                         .map(|e| e.value.clone())
                         .collect(),
+                    dump_tasks: exp.main.trace_dump_tasks,
                 }),
             on_spike: (!exp.main.on_spike.is_empty()).then(|| crate::spike_actions::SpikeActions {
                 actions: exp.main.on_spike.iter().map(|a| a.value.clone()).collect(),

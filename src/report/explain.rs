@@ -121,6 +121,13 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
     for k in &e.stacks {
         out.push_str(&stack_line(k, indent));
     }
+    if !e.cpus_at_deadline.is_empty() {
+        let cpus: Vec<String> = e.cpus_at_deadline.iter().map(cpu_task).collect();
+        out.push_str(&format!(
+            "{indent}  every CPU at the deadline: {}\n",
+            cpus.join("; ")
+        ));
+    }
     if let Some(f) = &e.trace_file {
         let text = e
             .trace_text
@@ -130,6 +137,24 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
         out.push_str(&format!("{indent}  trace window: {f}{text}\n"));
     }
     out
+}
+
+/// What a CPU ran at a deadline, in words.
+fn cpu_task(c: &crate::explain::analyze::CpuTask) -> String {
+    let mut s = format!(
+        "CPU {} {} (pid {}",
+        c.cpu,
+        crate::text::one_line(&c.comm),
+        c.pid
+    );
+    if let Some(p) = c.prio.filter(|_| c.pid != 0) {
+        s.push_str(&format!(", {}", crate::explain::analyze::prio_words(p)));
+    }
+    if let Some(r) = c.running_for_ns {
+        s.push_str(&format!(", for {}", us(r)));
+    }
+    s.push(')');
+    s
 }
 
 /// A kernel stack of an explanation, on one line (terminal-safe).

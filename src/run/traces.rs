@@ -24,11 +24,12 @@ pub(super) fn start_flight(
     let Some(spec) = &plan.main.trace else {
         return (None, None);
     };
-    let mut cpus: Vec<usize> = plan
-        .timers
-        .iter()
-        .flat_map(|t| t.spec.cpus.clone())
-        .collect();
+    // Every CPU when the explanations say what each ran.
+    let mut cpus: Vec<usize> = match spec.dump_tasks {
+        true => crate::sys::online_cpus(root).unwrap_or_default(),
+        false => Vec::new(),
+    };
+    cpus.extend(plan.timers.iter().flat_map(|t| t.spec.cpus.clone()));
     cpus.sort_unstable();
     cpus.dedup();
     let started = match journal.0.as_mut() {

@@ -220,7 +220,8 @@ fn a_thread_in_a_long_kernel_section_is_shown_with_its_kernel_stack() {
         measured_cpu()
     );
     let cfg = format!(
-        "main {{\n cpu_affinity {}\n trace.threshold 40 us\n trace.stacks switch\n}}\n{hog}{}",
+        "main {{\n cpu_affinity {}\n trace.threshold 40 us\n trace.stacks switch\n \
+         trace.dump_tasks\n trace.event raw_syscalls/sys_enter\n}}\n{hog}{}",
         load_cpu(),
         timer("lifetime.duration 3 s")
     );
@@ -229,6 +230,33 @@ fn a_thread_in_a_long_kernel_section_is_shown_with_its_kernel_stack() {
     assert_eq!(leftover_instances(), Vec::<String>::new());
     let pid = r["programs"][0]["first_pid"].as_i64().unwrap();
     let explained = r["trace"]["explanations"].as_array().unwrap();
+    // Every explanation says what each CPU ran at its deadline, once each,
+    // the measured one among them.
+    let online = crate::fixtures::online_cpus();
+    for e in explained {
+        let cpus: Vec<u64> = e["cpus_at_deadline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect();
+        let mut unique = cpus.clone();
+        unique.dedup();
+        assert_eq!(unique, cpus, "{e}");
+        assert!(cpus.iter().all(|c| online.contains(&(*c as usize))), "{e}");
+        assert!(cpus.contains(&(measured_cpu() as u64)), "{e}");
+    }
+    // The extra tracepoint is in the saved windows, where the kernel has it.
+    let missing = r["trace"]["events_missing"].as_array().unwrap();
+    if !explained.is_empty() && !missing.iter().any(|m| m == "raw_syscalls/sys_enter") {
+        let any = explained.iter().any(|e| {
+            let f = e["trace_text"].as_str().unwrap();
+            std::fs::read_to_string(dir.path().join(f))
+                .unwrap()
+                .contains(" sys_enter: ")
+        });
+        assert!(any, "no window holds the extra tracepoint");
+    }
     let stacks: Vec<&Value> = explained
         .iter()
         .flat_map(|e| e["stacks"].as_array().into_iter().flatten())

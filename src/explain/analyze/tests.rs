@@ -544,3 +544,36 @@ fn a_deadline_timer_thread_is_explained_as_a_fifo_one() {
     assert_eq!(sh.prio, Some(120));
     assert!(!sh.before_wake);
 }
+
+#[test]
+fn the_task_running_at_a_moment_is_the_last_one_switched_in_or_seen() {
+    let text = "\
+ x-70 [002] d..2. 5.000000: sched_switch: prev_comm=x prev_pid=70 prev_prio=120 prev_state=S ==> next_comm=hog next_pid=60 next_prio=4
+ hog-60 [002] d.h1. 5.000100: local_timer_entry: vector=236
+ hog-60 [002] d.h1. 5.000101: local_timer_exit: vector=236
+ hog-60 [002] d..2. 5.000300: sched_switch: prev_comm=hog prev_pid=60 prev_prio=4 prev_state=S ==> next_comm=swapper/2 next_pid=0 next_prio=120
+  <idle>-0 [002] d..1. 5.000400: cpu_idle: state=1 cpu_id=2
+ kw-90 [002] ...1. 5.000500: workqueue_execute_start: work struct 1 function=f
+";
+    let ev = events(text);
+    let at = |ns: u64| running_at(&ev, 5_000_000_000 + ns).unwrap();
+    let hog = at(200_000);
+    assert_eq!(
+        (hog.cpu, hog.comm.as_str(), hog.pid, hog.prio),
+        (2, "hog", 60, Some(4))
+    );
+    assert_eq!(hog.running_for_ns, Some(200_000));
+    let idle = at(450_000);
+    assert_eq!(
+        (idle.pid, idle.prio, idle.running_for_ns),
+        (0, Some(120), Some(150_000))
+    );
+    // The switch out of idle was not logged: the task seen since, without
+    // a priority or a start.
+    let kw = at(600_000);
+    assert_eq!(
+        (kw.comm.as_str(), kw.pid, kw.prio, kw.running_for_ns),
+        ("kw", 90, None, None)
+    );
+    assert_eq!(running_at(&ev, 4_999_999_999), None);
+}

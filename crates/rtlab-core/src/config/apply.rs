@@ -349,6 +349,10 @@ pub(super) fn on_spike_every(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+pub(super) fn trace_dump_tasks(_: &mut Builder<'_>, _: &Prop, d: &mut Draft) {
+    d.main.trace_dump_tasks = true;
+}
+
 pub(super) fn irq_latency(_: &mut Builder<'_>, _: &Prop, d: &mut Draft) {
     d.main.irq_latency = true;
 }

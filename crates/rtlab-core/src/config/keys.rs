@@ -387,6 +387,17 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         stanza: Main,
+        name: "trace.dump_tasks",
+        syntax: "(flag)",
+        value: "flag",
+        default: "off",
+        meaning: "the flight recorder traces every online CPU (not only the timer threads'), and each explained wake-up also says what every CPU was running at its deadline, and for how long (rtla's `--dump-tasks`); costs a read of every CPU's buffer per read that explains",
+        extension: true,
+        repeatable: false,
+        apply: apply::trace_dump_tasks,
+    },
+    KeySpec {
+        stanza: Main,
         name: "warmup",
         syntax: "DURATION",
         value: "DURATION",

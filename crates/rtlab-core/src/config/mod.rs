@@ -231,6 +231,8 @@ pub struct MainConfig {
     pub on_spike_every_ns: u64,
     /// `irq_latency`: each timer thread's interrupt latency too.
     pub irq_latency: bool,
+    /// `trace.dump_tasks`: what every traced CPU ran at each deadline.
+    pub trace_dump_tasks: bool,
 }
 
 /// Which kernel stacks the flight recorder records (`trace.stacks`).
@@ -334,6 +336,7 @@ impl Default for MainConfig {
             on_spike: Vec::new(),
             on_spike_every_ns: DEFAULT_ON_SPIKE_EVERY_NS,
             irq_latency: false,
+            trace_dump_tasks: false,
         }
     }
 }
