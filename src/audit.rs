@@ -43,6 +43,8 @@ pub enum SourceKind {
     IpiSent,
     /// Another interrupt vector (IRQ work, thermal, platform).
     Vector,
+    /// A non-maskable interrupt's handler (perf, the NMI watchdog).
+    Nmi,
     /// A workqueue item.
     WorkItem,
     /// A kernel thread that ran.
@@ -320,6 +322,16 @@ impl Audit {
                 let ns = e.ts_ns.saturating_sub(start).saturating_sub(irq);
                 self.add(e.cpu, SourceKind::WorkItem, func, None, ns);
             }
+        } else if name == "nmi_handler" {
+            // Logged as the handler returns, with how long it ran.
+            let ns = e.num("delta_ns").or_else(|| {
+                let after = e.fields.split_once("delta_ns: ")?.1;
+                after.split(' ').next()?.parse().ok()
+            });
+            let handler = e.field("handler").or_else(|| e.fields.split("()").next());
+            let what = format!("NMI {}", handler.unwrap_or("?"));
+            let ns = ns.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+            self.add(e.cpu, SourceKind::Nmi, what, None, ns);
         } else if let Some((kind, what)) = entry(e) {
             self.enter(e, kind, what);
         } else if is_exit(name) {
@@ -560,6 +572,10 @@ impl Audit {
             SourceKind::Softirq => (false, "deferred interrupt work".into()),
             SourceKind::Ipi | SourceKind::IpiSent => (false, "an inter-processor interrupt".into()),
             SourceKind::Vector => (false, "an interrupt of the CPU".into()),
+            SourceKind::Nmi => (
+                false,
+                "hardware noise no priority keeps out (the NMI watchdog: `nmi_watchdog=0`; perf sampling)".into(),
+            ),
             SourceKind::WorkItem => (false, "kernel work queued on this CPU".into()),
         }
     }
@@ -966,5 +982,18 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
             partition_check(2, &elsewhere, &[], &HashMap::new()).kept,
             Some(true)
         );
+    }
+
+    #[test]
+    fn an_nmi_is_counted_with_the_time_its_handler_took() {
+        // The kernel's text, and the binary reader's form of the same record.
+        let text = "\
+     hog-200 [001] d.Z1. 1.000100: nmi_handler: perf_event_nmi_handler() delta_ns: 4200 handled: 1
+     hog-200 [001] d.Z1. 1.000200: nmi_handler: handler=perf_event_nmi_handler delta_ns=1800 handled=1
+";
+        let r = audit(text, &[1], &[]).finish(&Promises::default(), 0);
+        let nmi = row(&r, "NMI perf_event_nmi_handler");
+        assert_eq!((nmi.kind, nmi.count, nmi.total_ns, nmi.max_ns), (SourceKind::Nmi, 2, 6_000, 4_200));
+        assert!(!nmi.belongs);
     }
 }

@@ -19,6 +19,7 @@ pub fn kind_name(kind: SourceKind) -> &'static str {
         SourceKind::Ipi => "IPI",
         SourceKind::IpiSent => "IPI sent",
         SourceKind::Vector => "vector",
+        SourceKind::Nmi => "NMI",
         SourceKind::WorkItem => "work item",
         SourceKind::KernelThread => "kernel thread",
         SourceKind::Task => "task",

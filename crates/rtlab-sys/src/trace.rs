@@ -73,6 +73,7 @@ pub const STREAM_EVENTS: &[&str] = &[
     "irq_vectors/x86_platform_ipi_exit",
     "irq_vectors/thermal_apic_entry",
     "irq_vectors/thermal_apic_exit",
+    "nmi/nmi_handler",
 ];
 
 /// What follows `rtlab-PID` in the name of each kind of instance rtlab
