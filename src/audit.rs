@@ -993,7 +993,10 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
 ";
         let r = audit(text, &[1], &[]).finish(&Promises::default(), 0);
         let nmi = row(&r, "NMI perf_event_nmi_handler");
-        assert_eq!((nmi.kind, nmi.count, nmi.total_ns, nmi.max_ns), (SourceKind::Nmi, 2, 6_000, 4_200));
+        assert_eq!(
+            (nmi.kind, nmi.count, nmi.total_ns, nmi.max_ns),
+            (SourceKind::Nmi, 2, 6_000, 4_200)
+        );
         assert!(!nmi.belongs);
     }
 }

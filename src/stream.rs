@@ -221,6 +221,15 @@ impl TraceStream {
         self.cost.read_ns += started.elapsed().as_nanos() as u64;
     }
 
+    /// Each timer thread's IRQ side so far (index, metrics buckets, sum
+    /// ns), for monitoring.
+    pub fn timer_irq_live(&self) -> Vec<(usize, Vec<u64>, u64)> {
+        self.timer_irq
+            .as_ref()
+            .map(crate::timer_irq::TimerIrq::live)
+            .unwrap_or_default()
+    }
+
     /// Which reader the stream uses.
     pub fn reader(&self) -> Reader {
         self.source.reader()

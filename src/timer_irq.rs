@@ -8,6 +8,7 @@
 //! or the scheduler's. Pure: fed events, gives histograms.
 
 use crate::explain::parse::Event;
+use crate::measure::live::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -35,6 +36,8 @@ const MAX_ARMED: usize = 4096;
 pub struct TimerIrq {
     /// (index, TID, first deadline measured, its recorder).
     timers: Vec<(usize, i32, u64, Option<Recorder>)>,
+    /// Per timer: the metrics histogram (monitoring) and its sum (ns).
+    metrics: Vec<([u64; METRIC_BUCKETS], u64)>,
     /// Armed `hrtimer` → (position in `timers`, expiry ns).
     armed: HashMap<u64, (usize, u64)>,
 }
@@ -48,6 +51,7 @@ impl TimerIrq {
             if !self.timers.iter().any(|t| t.1 == tid) {
                 self.timers
                     .push((index, tid, from, Recorder::new(HISTO_US).ok()));
+                self.metrics.push(([0; METRIC_BUCKETS], 0));
             }
         }
     }
@@ -90,7 +94,11 @@ impl TimerIrq {
                 if let (Some(now), Some(r)) = (now, rec.as_mut())
                     && expiry >= *from
                 {
-                    r.record(now.saturating_sub(expiry));
+                    let latency = now.saturating_sub(expiry);
+                    r.record(latency);
+                    let (buckets, sum) = &mut self.metrics[at];
+                    buckets[metric_bucket(latency)] += 1;
+                    *sum = sum.saturating_add(latency);
                 }
             }
             // A timer cancelled (the thread woken otherwise) never expires.
@@ -101,6 +109,16 @@ impl TimerIrq {
             }
             _ => {}
         }
+    }
+
+    /// Each timer thread's metrics histogram so far: (index, samples per
+    /// bucket of the metrics' bounds, sum in ns).
+    pub fn live(&self) -> Vec<(usize, Vec<u64>, u64)> {
+        self.timers
+            .iter()
+            .zip(&self.metrics)
+            .map(|(t, (b, sum))| (t.0, b.to_vec(), *sum))
+            .collect()
     }
 
     /// The results, by timer thread.
@@ -147,6 +165,11 @@ sh-3575 [001] ..... 13609.200174757: hrtimer_expire_entry: hrtimer=ffffc90004e7f
         for e in text.lines().filter_map(parse::line) {
             t.feed(&e);
         }
+        let live = t.live();
+        assert_eq!(
+            (live[0].0, live[0].1.iter().sum::<u64>(), live[0].2),
+            (0, 1, 13_447)
+        );
         let [r] = &t.finish()[..] else { panic!() };
         // Another task's timer is not counted; an expiry not armed in the
         // trace is not either.

@@ -402,13 +402,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["sys"],
     &["stats", "workload", "tune", "explain", "rawtrace"],
-    &[
-        "irq_task",
-        "audit",
-        "task_latency",
-        "timer_irq",
-        "trace_source",
-    ],
+    &["irq_task", "audit", "task_latency", "trace_source"],
     &[
         "isolate",
         "measure",
@@ -416,6 +410,7 @@ const LAYERS: &[&[&str]] = &[
         "flight",
         "stream",
         "spike_actions",
+        "timer_irq",
         "monitor",
     ],
     &["plan"],

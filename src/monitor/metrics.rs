@@ -53,6 +53,19 @@ pub struct TimerMetrics {
     pub spikes: u64,
 }
 
+/// One timer thread's IRQ side (`irq_latency`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IrqMetrics {
+    /// `T<N>`.
+    pub index: usize,
+    /// The CPU it is pinned to, when one.
+    pub cpu: Option<usize>,
+    /// Samples per bucket of [`METRIC_BOUNDS_NS`] and the rest.
+    pub buckets: Vec<u64>,
+    /// Sum of latencies (ns).
+    pub sum_ns: u64,
+}
+
 /// One load program's figures.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramMetrics {
@@ -79,6 +92,8 @@ pub struct Metrics {
     pub cpu_busy: Vec<(usize, f64)>,
     /// The flight recorder's culprits: (kind, what, main cause of how many).
     pub causes: Vec<(String, String, u64)>,
+    /// Each timer thread's IRQ side (`irq_latency`).
+    pub irq: Vec<IrqMetrics>,
     /// CPUs of each cpuset partition (`rt`, `nrt`).
     pub partitions: Vec<(String, usize)>,
     /// System settings the run holds changed.
@@ -126,6 +141,29 @@ impl Metrics {
         ));
         l
     }
+}
+
+/// Encodes a histogram of samples per bucket of [`METRIC_BOUNDS_NS`].
+fn histogram(
+    m: &mut prometheus_client::encoding::MetricEncoder<'_>,
+    per_bucket: &[u64],
+    sum_ns: u64,
+) -> std::fmt::Result {
+    let buckets: Vec<(f64, u64)> = per_bucket
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let le = METRIC_BOUNDS_NS.get(i).map_or(f64::INFINITY, |&b| secs(b));
+            (le, n)
+        })
+        .collect();
+    let count = per_bucket.iter().sum();
+    m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+        secs(sum_ns),
+        count,
+        &buckets,
+        None,
+    )
 }
 
 /// Encodes one family: a descriptor, then each (labels, value) with `f`.
@@ -203,24 +241,27 @@ impl Metrics {
             "wake-up latency of each timer thread: from its deadline to its clock read",
             MetricType::Histogram,
             &hist,
-            |m, t| {
-                let buckets: Vec<(f64, u64)> = t
-                    .buckets
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| {
-                        let le = METRIC_BOUNDS_NS.get(i).map_or(f64::INFINITY, |&b| secs(b));
-                        (le, n)
-                    })
-                    .collect();
-                let count = t.buckets.iter().sum();
-                m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
-                    secs(t.sum_ns),
-                    count,
-                    &buckets,
-                    None,
-                )
-            },
+            |m, t| histogram(m, &t.buckets, t.sum_ns),
+        )?;
+        let irq: Vec<(Labels, &IrqMetrics)> = s
+            .irq
+            .iter()
+            .map(|i| {
+                let labels = s.timer_labels(&TimerMetrics {
+                    index: i.index,
+                    cpu: i.cpu,
+                    ..TimerMetrics::default()
+                });
+                (labels, i)
+            })
+            .collect();
+        family(
+            encoder,
+            "rtlab_irq_latency_seconds",
+            "the timer interrupt's side of each timer thread's wake-up: from its deadline to its timer's handling (irq_latency)",
+            MetricType::Histogram,
+            &irq,
+            |m, i| histogram(m, &i.buckets, i.sum_ns),
         )?;
         let counts = |f: fn(&TimerMetrics) -> u64| -> Vec<(Labels, u64)> {
             s.timers.iter().map(|t| (s.timer_labels(t), f(t))).collect()

@@ -1,4 +1,4 @@
-use super::metrics::{Machine, Metrics, ProgramMetrics, TimerMetrics};
+use super::metrics::{IrqMetrics, Machine, Metrics, ProgramMetrics, TimerMetrics};
 use super::*;
 use crate::measure::live::METRIC_BUCKETS;
 
@@ -37,6 +37,17 @@ fn sample() -> Metrics {
         }],
         cpu_busy: vec![(0, 0.5), (1, 0.01)],
         causes: vec![("irq".into(), "IRQ 36 virtio1-req.0".into(), 2)],
+        irq: vec![IrqMetrics {
+            index: 0,
+            cpu: Some(1),
+            buckets: {
+                let mut b = vec![0; METRIC_BUCKETS];
+                b[0] = 990;
+                b[2] = 10;
+                b
+            },
+            sum_ns: 2_500_000,
+        }],
         partitions: vec![("rt".into(), 1)],
         tuning_changes: 3,
     }
@@ -58,6 +69,15 @@ fn the_exposition_holds_every_figure_with_its_labels() {
     has(&format!(
         "rtlab_latency_seconds_bucket{{le=\"+Inf\",{labels}}} 1000"
     ));
+    // The IRQ side, beside it with the same labels.
+    has(&format!(
+        "rtlab_irq_latency_seconds_bucket{{le=\"0.000002\",{labels}}} 990"
+    ));
+    has(&format!(
+        "rtlab_irq_latency_seconds_bucket{{le=\"0.00001\",{labels}}} 1000"
+    ));
+    has(&format!("rtlab_irq_latency_seconds_count{{{labels}}} 1000"));
+    has(&format!("rtlab_irq_latency_seconds_sum{{{labels}}} 0.0025"));
     has(&format!("rtlab_latency_seconds_count{{{labels}}} 1000"));
     has(&format!("rtlab_latency_seconds_sum{{{labels}}} 0.007"));
     has(&format!("rtlab_overruns_total{{{labels}}} 1"));

@@ -86,6 +86,26 @@ impl Exporting {
             .as_ref()
             .map(FlightRecorder::causes)
             .unwrap_or_default();
+        let irq = armed
+            .stream
+            .as_ref()
+            .map(crate::stream::TraceStream::timer_irq_live)
+            .unwrap_or_default()
+            .into_iter()
+            .map(
+                |(index, buckets, sum_ns)| crate::monitor::metrics::IrqMetrics {
+                    index,
+                    cpu: armed
+                        .timers
+                        .handles
+                        .iter()
+                        .find(|t| t.spec.index == index)
+                        .and_then(|t| (t.spec.cpus.len() == 1).then(|| t.spec.cpus[0])),
+                    buckets,
+                    sum_ns,
+                },
+            )
+            .collect();
         let tuning_changes = armed
             .tuning_changes
             .iter()
@@ -99,6 +119,7 @@ impl Exporting {
                 .map(|l| l.per_cpu.iter().map(|&(c, b)| (c, b / 100.0)).collect())
                 .unwrap_or_default(),
             causes,
+            irq,
             partitions: self.partitions.clone(),
             tuning_changes,
         });

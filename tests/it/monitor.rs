@@ -419,3 +419,58 @@ fn a_monitor_that_cannot_listen_is_refused_before_anything_changes() {
         "theirs\n"
     );
 }
+
+#[test]
+fn a_monitor_exports_the_irq_side_beside_the_thread_latency() {
+    let _machine = crate::fixtures::machine_exclusive();
+    if !crate::fixtures::is_root() || !crate::trace_experiments::can_trace("monitor_irq") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = format!(
+        "main\n{{\n  stats.period 200 ms\n  irq_latency\n}}\n\
+         timer_thread[0]\n{{\n  cpu_affinity {}\n  sched.policy FIFO\n  sched.priority 90\n  \
+         timer.period 1 ms\n  lifetime.loops 1000\n}}\n",
+        crate::fixtures::measured_cpu()
+    );
+    std::fs::write(dir.path().join("irq.cfg"), cfg).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "monitor",
+            "irq.cfg",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--json",
+            "irq.json",
+        ])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the thread's 1000 samples are taken, the IRQ side has them too
+    // (the stream is read every 20 ms).
+    let mut last = String::new();
+    let seen = wait_until(Duration::from_secs(60), || {
+        last = http_get(port, "/metrics").unwrap_or_default();
+        exposed(&last, "rtlab_latency_seconds_count") == Some(1000.0)
+            && exposed(&last, "rtlab_irq_latency_seconds_count") >= Some(999.0)
+    });
+    let r = stop(child, dir.path(), "irq.json");
+    assert!(seen, "{last}");
+    // The same figures as the result's (which may hold the last expiry,
+    // read at the end).
+    let in_result = r["timer_irq"][0]["latency"]["samples"].as_f64().unwrap();
+    let scraped = exposed(&last, "rtlab_irq_latency_seconds_count").unwrap();
+    assert!(
+        in_result == scraped || in_result == scraped + 1.0,
+        "{in_result} {scraped}"
+    );
+    assert!(
+        exposed(&last, "rtlab_irq_latency_seconds_sum")
+            <= exposed(&last, "rtlab_latency_seconds_sum"),
+        "{last}"
+    );
+}
