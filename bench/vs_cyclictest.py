@@ -28,7 +28,12 @@ the run goes on) with the binary trace reader (rtlab+audit) and with the
 text reader it replaced (rtlab+audit-text, RTLAB_TRACE_READER=text), and
 the table adds their ratios to rtlab.
 
-Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000] [--audit]
+With --irq-latency, one more variant: rtlab with `irq_latency` (its trace
+stream follows each sleep's timer: the IRQ side of every wake-up), its
+ratios to rtlab (what following the IRQ side costs the measured thread) and
+the IRQ side's own median, p99 and max beside the thread's.
+
+Run as root:  python3 bench/vs_cyclictest.py [--rounds 5] [--duration 10] [--load] [--partition] [--trace-threshold 1000] [--audit] [--irq-latency]
 Needs: cyclictest (Debian package rt-tests). Builds rtlab in release mode.
 """
 
@@ -123,6 +128,8 @@ def rtlab_round(exe, work, a, variant="rtlab"):
         main += f"  trace.threshold {a.trace_threshold} us\n"
     if variant.startswith("rtlab+audit"):
         main += f"  audit.cpus {a.cpu}\n"
+    if variant == "rtlab+irq":
+        main += "  irq_latency\n"
     timer_cpuset = "  cpuset rt\n" if a.partition else ""
     with open(cfg, "w") as f:
         f.write(
@@ -148,6 +155,11 @@ def rtlab_round(exe, work, a, variant="rtlab"):
     cost = (doc.get("audit") or {}).get("stream_cost")
     if variant.startswith("rtlab+audit") and cost:
         r["stream"] = dict(cost, elapsed_ns=doc["elapsed_ns"])
+    if variant == "rtlab+irq" and doc.get("timer_irq"):
+        irq = doc["timer_irq"][0]["latency"]
+        pct = {p["name"]: p["value_ns"] for p in irq["percentiles"]}
+        r["irq"] = dict(samples=irq["samples"], median=pct["p50"] / 1000, p99=pct["p99"] / 1000,
+                        max=irq["max_ns"] / 1000)
     hist = {us: c for us, c in t["histogram_us"]}
     s = t["summary"]
     r.update(samples=s["samples"], median=percentile_from_hist(hist, 0.5),
@@ -194,6 +206,8 @@ def main():
                    help="also run rtlab with its flight recorder at this threshold (µs)")
     p.add_argument("--audit", action="store_true",
                    help="also run rtlab auditing the measured CPU (audit.cpus)")
+    p.add_argument("--irq-latency", action="store_true",
+                   help="also run rtlab following each wake-up's IRQ side (irq_latency)")
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (both tools need SCHED_FIFO)")
@@ -205,7 +219,8 @@ def main():
     ct_version = next((l for l in ct_version if "cyclictest V" in l), "cyclictest").strip()
     rt_version = subprocess.run([exe, "-V"], capture_output=True, text=True).stdout.strip()
 
-    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": [], "rtlab+audit": [], "rtlab+audit-text": []}
+    rows = {"rtlab": [], "cyclictest": [], "rtlab+trace": [], "rtlab+audit": [], "rtlab+audit-text": [],
+            "rtlab+irq": []}
     partition_note = ""
     if a.partition:
         made = subprocess.run([exe, "partition", "create", str(a.cpu)], capture_output=True, text=True)
@@ -231,7 +246,8 @@ def rounds(exe, a, rows):
     with tempfile.TemporaryDirectory() as work:
         for i in range(a.rounds):
             tools = (["rtlab", "cyclictest"] + (["rtlab+trace"] if a.trace_threshold else [])
-                     + (["rtlab+audit", "rtlab+audit-text"] if a.audit else []))
+                     + (["rtlab+audit", "rtlab+audit-text"] if a.audit else [])
+                     + (["rtlab+irq"] if a.irq_latency else []))
             shift = i % len(tools)
             order = tools[shift:] + tools[:shift]
             for tool in order:
@@ -265,7 +281,14 @@ def report(a, rows, rt_version, ct_version, partition_note):
           + ("a SCHED_OTHER busy loop per online CPU" if a.load else "idle machine")
           + "; figures are medians over rounds")
     print()
-    extras = [v for v in ("rtlab+trace", "rtlab+audit", "rtlab+audit-text") if rows[v]]
+    extras = [v for v in ("rtlab+trace", "rtlab+audit", "rtlab+audit-text", "rtlab+irq") if rows[v]]
+    irqs = [r["irq"] for r in rows["rtlab+irq"] if "irq" in r]
+    if irqs:
+        m = lambda k: statistics.median(i[k] for i in irqs)
+        print(f"IRQ side (rtlab+irq, timer_irq[]): median {m('median'):.1f} us, p99 {m('p99'):.1f} us, "
+              f"max {m('max'):.1f} us; samples per run {m('samples'):.0f} "
+              f"(the thread's own in the same runs: median {med('rtlab+irq', 'median'):.0f} us, "
+              f"p99 {med('rtlab+irq', 'p99'):.0f} us)")
     if rows["rtlab+trace"]:
         print(f"Flight recorder: trace.threshold {a.trace_threshold} us")
         tot = {k: sum(r["trace"][k] for r in rows["rtlab+trace"])

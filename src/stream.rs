@@ -106,17 +106,26 @@ impl TraceStream {
         let tracefs = trace::mount(root, journal)?;
         let instance = Instance::create(root, journal, &tracefs, "-stream")?;
         let irqs_before = crate::sys::irq::totals(root);
+        // Following the IRQ side alone needs the timers' events only.
+        let irq_side_only = spec.timer_irq
+            && spec.audit_cpus.is_none()
+            && spec.irq_tasks.is_empty()
+            && spec.task_latency.is_empty();
+        let events = match irq_side_only {
+            true => trace::IRQ_SIDE_EVENTS,
+            false => trace::STREAM_EVENTS,
+        };
         let missing = instance.start(&Recording {
             cpus: online.to_vec(),
             buffer_kb: BUFFER_KB,
             overwrite: false,
-            events: trace::STREAM_EVENTS,
+            events,
             extra: Vec::new(),
         })?;
         let irqs_started = crate::sys::irq::totals(root);
         // Decoded: every event of the stream, and those enabled with a
         // filter below.
-        let mut decoded = trace::STREAM_EVENTS.to_vec();
+        let mut decoded = events.to_vec();
         decoded.extend([SYS_EXIT, TIMER_START]);
         let source = Source::open(root, &instance, online, &decoded)?;
         let mut stream = TraceStream {

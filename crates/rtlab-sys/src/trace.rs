@@ -76,6 +76,11 @@ pub const STREAM_EVENTS: &[&str] = &[
     "nmi/nmi_handler",
 ];
 
+/// The tracepoints of a stream that follows only the timer threads' IRQ
+/// side (`irq_latency` alone): their timers' handling (their arming is
+/// enabled apart, filtered to the timer threads).
+pub const IRQ_SIDE_EVENTS: &[&str] = &["timer/hrtimer_expire_entry"];
+
 /// What follows `rtlab-PID` in the name of each kind of instance rtlab
 /// makes: the flight recorder's, the trace stream's.
 pub const INSTANCE_SUFFIXES: &[&str] = &["", "-stream"];
