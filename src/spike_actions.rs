@@ -96,10 +96,15 @@ impl SpikeWatch {
 
     /// Looks for late wake-ups announced since the last look and, within
     /// the rate limit, acts on the latest. `guard` is told each program's
-    /// process group.
-    pub fn look(&mut self, timers: &[TimerHandle], guard: &mut dyn FnMut(i32)) {
-        self.children
-            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+    /// process group as it starts (`true`) and ends (`false`).
+    pub fn look(&mut self, timers: &[TimerHandle], guard: &mut dyn FnMut(i32, bool)) {
+        self.children.retain_mut(|c| match c.try_wait() {
+            Ok(Some(_)) => {
+                guard(c.id() as i32, false);
+                false
+            }
+            _ => true,
+        });
         self.seen.resize(timers.len(), 0);
         // The worst of this look's news is acted on; the others counted.
         let mut latest: Option<(Round, i32)> = None;
@@ -142,7 +147,7 @@ impl SpikeWatch {
         self.act(round, tid, guard);
     }
 
-    fn act(&mut self, mut round: Round, tid: i32, guard: &mut dyn FnMut(i32)) {
+    fn act(&mut self, mut round: Round, tid: i32, guard: &mut dyn FnMut(i32, bool)) {
         for action in self.spec.actions.clone() {
             let outcome = match action {
                 SpikeAction::Save => "trace window kept by the flight recorder".to_string(),
@@ -165,7 +170,13 @@ impl SpikeWatch {
         }
     }
 
-    fn run(&mut self, argv: &[String], r: &Round, tid: i32, guard: &mut dyn FnMut(i32)) -> String {
+    fn run(
+        &mut self,
+        argv: &[String],
+        r: &Round,
+        tid: i32,
+        guard: &mut dyn FnMut(i32, bool),
+    ) -> String {
         if self.children.len() >= MAX_CHILDREN {
             return format!(
                 "{} not started: {MAX_CHILDREN} of its runs still going",
@@ -189,7 +200,7 @@ impl SpikeWatch {
         match cmd.spawn() {
             Ok(child) => {
                 let pid = child.id() as i32;
-                guard(pid);
+                guard(pid, true);
                 self.children.push(child);
                 format!("{} started (pid {pid})", argv[0])
             }

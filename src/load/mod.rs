@@ -537,11 +537,13 @@ impl Supervisor {
         rec
     }
 
-    /// Has the guard kill process group `pgid` if rtlab dies (a program
-    /// an `on_spike` action started).
-    pub fn guard_group(&mut self, pgid: i32) {
+    /// Has the guard kill process group `pgid` if rtlab dies (`true`: a
+    /// program an `on_spike` action started), or no longer (`false`: it
+    /// ended, and its number may be reused).
+    pub fn guard_group(&mut self, pgid: i32, guarded: bool) {
         if let Some(g) = self.guard.as_mut() {
-            g.tell(&format!("pgid {pgid}"));
+            let verb = if guarded { "pgid" } else { "forget" };
+            g.tell(&format!("{verb} {pgid}"));
         }
     }
 

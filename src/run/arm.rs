@@ -475,8 +475,8 @@ impl Armed {
         }
         if let Some(w) = self.spikes.as_mut() {
             let supervisor = &mut self.supervisor;
-            w.look(&self.timers.handles, &mut |pgid| {
-                supervisor.guard_group(pgid)
+            w.look(&self.timers.handles, &mut |pgid, guarded| {
+                supervisor.guard_group(pgid, guarded)
             });
         }
         if let Some(s) = self.stream.as_mut() {
