@@ -149,14 +149,6 @@ impl FlightRecorder {
             .map_err(|why| notes.push(format!("the trace is read as text: {why}")))
             .ok()
         };
-        if spec.stacks != TraceStacks::Off && tails.as_ref().is_some_and(Tails::names_hidden) {
-            notes.push(
-                "kernel stacks are not named: /proc/kallsyms hides the kernel's addresses \
-                 (kernel.kptr_restrict); their frames show `?`. With kptr_restrict=0, or the text \
-                 reader (RTLAB_TRACE_READER=text), the kernel names them"
-                    .into(),
-            );
-        }
         if marker.is_none() {
             notes.push(
                 "the trace marker could not be opened: spikes are not marked in the trace".into(),

@@ -94,6 +94,15 @@ impl Source {
         let symbols = trace::kallsyms(root)
             .map(|k| Symbols::parse(&k))
             .unwrap_or_default();
+        // Without names, the pages' addresses (functions, stacks) could
+        // only be shown raw: the kernel's text names them itself.
+        if symbols.is_empty() {
+            return Err(
+                "/proc/kallsyms hides the kernel's addresses (kernel.kptr_restrict): the kernel's \
+                 text, which names them itself, is read instead"
+                    .into(),
+            );
+        }
         let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols, events)
             .ok_or("the page layout (events/header_page) is not one rtlab reads")?;
         decoder.learn_comms(&instance.saved_cmdlines());
@@ -266,12 +275,6 @@ impl Tails {
             kept.drain(..at);
         }
         Ok(std::mem::take(kept))
-    }
-
-    /// Whether `/proc/kallsyms` hides the kernel's addresses: stacks and
-    /// symbols are then shown as `?`.
-    pub fn names_hidden(&self) -> bool {
-        self.decoder.names_hidden()
     }
 
     /// Takes back what [`Tails::read_cpu`] lent.

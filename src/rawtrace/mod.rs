@@ -134,12 +134,6 @@ impl Decoder {
         remember(&mut self.comms, pid, comm.as_bytes());
     }
 
-    /// Whether the kernel's symbols are hidden (no `/proc/kallsyms`
-    /// addresses): addresses are then not named.
-    pub fn names_hidden(&self) -> bool {
-        self.symbols.is_empty()
-    }
-
     /// The page size of these pages (header and data).
     pub fn page_size(&self) -> usize {
         4096

@@ -452,3 +452,61 @@ fn rtla_and_rtlab_blame_the_same_thread_for_a_known_spike() {
         "{explained:?}"
     );
 }
+
+/// Puts a sysctl back when dropped.
+struct Restore(&'static str, String);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0, &self.1);
+    }
+}
+
+#[test]
+fn hidden_kernel_addresses_are_said_and_never_shown() {
+    let _machine = machine_exclusive();
+    if !is_root() || !crate::trace_experiments::can_trace("kptr_restrict") {
+        return;
+    }
+    const KPTR: &str = "/proc/sys/kernel/kptr_restrict";
+    let Ok(before) = std::fs::read_to_string(KPTR) else {
+        path_taken("kptr_restrict", "no kptr_restrict here");
+        return;
+    };
+    let _restore = Restore(KPTR, before);
+    // 2: /proc/kallsyms shows zeros even to root.
+    if std::fs::write(KPTR, "2").is_err() {
+        path_taken("kptr_restrict", "kptr_restrict cannot be set here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "main {{\n cpu_affinity {}\n trace.threshold 1 ms\n trace.stacks switch\n}}\n{}",
+        load_cpu(),
+        timer("lifetime.duration 300 ms")
+    );
+    let (o, r) = run(dir.path(), "hidden", &cfg);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let notes = r["trace"]["notes"].as_array().unwrap();
+    // Said: the text was read, and why.
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("kptr_restrict")),
+        "{notes:?}"
+    );
+    // The kernel's text, which names addresses itself, was read: no
+    // frame is a raw address.
+    for e in r["trace"]["explanations"].as_array().unwrap() {
+        for s in e["stacks"].as_array().into_iter().flatten() {
+            for f in s["frames"].as_array().unwrap() {
+                let f = f.as_str().unwrap();
+                let hex = f
+                    .trim_start_matches("0x")
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit());
+                assert!(!hex || f == "?", "{s}");
+            }
+        }
+    }
+}
