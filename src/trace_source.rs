@@ -98,7 +98,7 @@ impl Source {
         // only be shown raw: the kernel's text names them itself.
         if symbols.is_empty() {
             return Err(
-                "/proc/kallsyms hides the kernel's addresses (kernel.kptr_restrict): the kernel's \
+                "the kernel hides its addresses in kallsyms (kernel.kptr_restrict): the kernel's \
                  text, which names them itself, is read instead"
                     .into(),
             );
