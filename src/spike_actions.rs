@@ -231,6 +231,9 @@ pub fn describe(a: &SpikeAction) -> String {
         SpikeAction::Save => "save".into(),
         SpikeAction::Stop => "stop".into(),
         SpikeAction::Signal { pid, signal } => format!("signal {pid} {signal}"),
-        SpikeAction::Run { argv } => format!("run {}", argv.join(" ")),
+        SpikeAction::Run { argv } => format!(
+            "run {}",
+            crate::config::values::quote_cmdline(argv).unwrap_or_else(|| argv.join(" "))
+        ),
     }
 }

@@ -424,7 +424,7 @@ pub const KEYS: &[KeySpec] = &[
         syntax: "ACTION",
         value: "`save`, `stop`, `signal PID SIGNAL` or `run PROGRAM [ARG...]`",
         default: "none",
-        meaning: "what the main thread does at a wake-up at least `trace.threshold` late (else `spikes.threshold`): keep its trace window, end the run (cyclictest `-b`), signal a process, or run a program (split at blanks, no shell, with the caller's rights; the spike's figures in `RTLAB_SPIKE_*`). At most once per `on_spike.every`; never on a timer thread",
+        meaning: "what the main thread does at a wake-up at least `trace.threshold` late (else `spikes.threshold`): keep its trace window, end the run (cyclictest `-b`), signal a process, or run a program (split into words as `cmdline` is, no shell runs, with the caller's rights; the spike's figures in `RTLAB_SPIKE_*`). At most once per `on_spike.every`; never on a timer thread",
         extension: true,
         repeatable: true,
         apply: apply::on_spike,

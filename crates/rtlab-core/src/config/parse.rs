@@ -1312,7 +1312,7 @@ mod tests {
         let e = ok(
             "main {\n trace.threshold 50 us\n trace.stacks all\n trace.buffer_kb 2048\n \
                     trace.event sched:sched_migrate_task\n warmup 2 s\n irq_latency\n \
-                    on_spike stop\n on_spike signal 1234 usr1\n on_spike run /bin/logger -t rtlab\n \
+                    on_spike stop\n on_spike signal 1234 usr1\n on_spike run /bin/sh -c \"logger -t rtlab $RTLAB_SPIKE_LATENCY_NS\"\n \
                     on_spike.every 10 s\n}\n\
                     timer_thread[0] {\n sched.deadline 200us:900us:1ms\n}\n",
         );
@@ -1332,7 +1332,11 @@ mod tests {
                     signal: 10
                 },
                 &SpikeAction::Run {
-                    argv: vec!["/bin/logger".into(), "-t".into(), "rtlab".into()]
+                    argv: vec![
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        "logger -t rtlab $RTLAB_SPIKE_LATENCY_NS".into()
+                    ]
                 },
             ]
         );
@@ -1352,6 +1356,7 @@ mod tests {
             ("main {\n on_spike signal 1 TERM\n}\n", "above 1"),
             ("main {\n on_spike signal 99 NOPE\n}\n", "needs a signal"),
             ("main {\n on_spike run\n}\n", "needs a program"),
+            ("main {\n on_spike run sh -c \"x\n}\n", "unbalanced quote"),
             ("main {\n on_spike stop now\n}\n", "unexpected `now`"),
             (
                 "timer_thread[0] {\n sched.deadline 2ms:1ms\n}\n",

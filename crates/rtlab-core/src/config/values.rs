@@ -118,7 +118,8 @@ pub fn policy(text: &str) -> Result<Policy, ValueError> {
 }
 
 /// An `on_spike` value: `save`, `stop`, `signal PID SIGNAL` or `run
-/// PROGRAM [ARG...]` (split at blanks, never given to a shell).
+/// PROGRAM [ARG...]` (split into words as `cmdline` is, quotes grouping,
+/// never given to a shell).
 pub fn spike_action(text: &str) -> Result<super::SpikeAction, ValueError> {
     use super::SpikeAction;
     let mut words = text.split_whitespace();
@@ -142,13 +143,15 @@ pub fn spike_action(text: &str) -> Result<super::SpikeAction, ValueError> {
             SpikeAction::Signal { pid, signal }
         }
         Some("run") => {
-            let argv: Vec<String> = words.by_ref().map(str::to_string).collect();
-            if argv.is_empty() {
+            let rest = text.trim_start().get(3..).unwrap_or("");
+            if rest.trim().is_empty() {
                 return Err(
                     ValueError::new("`run` needs a program").hint("`run /usr/local/bin/notify`")
                 );
             }
-            return Ok(SpikeAction::Run { argv });
+            return Ok(SpikeAction::Run {
+                argv: cmdline(rest)?,
+            });
         }
         _ => return Err(ValueError::new(format!("unknown action `{text}`")).hint(hint)),
     };
