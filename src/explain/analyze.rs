@@ -30,6 +30,11 @@ pub enum PartKind {
     TimerThread,
     /// Idle after the thread was woken.
     Idle,
+    /// After its wake-up the real-time timer thread was runnable, yet the
+    /// kernel switched to a lower-priority task or kept idling through an
+    /// interrupt: it held the thread off (RT throttling, the fair server,
+    /// or a spent SCHED_DEADLINE runtime). Whoever ran is not to blame.
+    HeldOff,
     /// A non-maskable interrupt's handler (`nmi:nmi_handler`): hardware
     /// noise (perf, the NMI watchdog) that no priority keeps out.
     Nmi,
@@ -342,6 +347,14 @@ fn owner(
 /// The walk over one window: who owns the CPU as each event comes.
 struct Walk {
     tid: i32,
+    /// The timer thread's kernel priority, from its wake-up's event.
+    own_prio: Option<i32>,
+    /// It was woken onto this CPU (not another one's).
+    woken_here: bool,
+    /// Since its wake-up the kernel ran lower-priority work ahead of it.
+    held_off: bool,
+    /// It was the task running when it was woken (woken while it ran).
+    running_when_woken: bool,
     deadline_ns: u64,
     end: u64,
     out: Vec<Segment>,
@@ -362,7 +375,10 @@ impl Walk {
             return;
         }
         let before_wake = self.woken.is_none_or(|w| from < w);
-        let (kind, what, pid) = owner(&self.task, &self.stack, self.tid, before_wake);
+        let (mut kind, mut what, mut pid) = owner(&self.task, &self.stack, self.tid, before_wake);
+        if self.held_off && matches!(kind, PartKind::Idle | PartKind::Thread) {
+            (kind, what, pid) = (PartKind::HeldOff, held_off_words(self.own_prio), None);
+        }
         let inferred = self.task.inferred && self.stack.is_empty() && pid.is_some();
         match self.out.last_mut() {
             Some(s)
@@ -398,9 +414,12 @@ impl Walk {
         let lost_switch = self.stack.is_empty() && e.pid != self.task.pid;
         // Idle never keeps a CPU on which it woke a task: the lost switch
         // came right after idle's last event, and the time since is the
-        // new task's.
-        let resync_now =
-            lost_switch && self.task.pid == 0 && (self.woken.is_some() || self.idle_done);
+        // new task's. Unless the kernel was holding the woken one off: it
+        // idled on until it let it run.
+        let resync_now = lost_switch
+            && self.task.pid == 0
+            && !self.held_off
+            && (self.woken.is_some() || self.idle_done);
         if resync_now {
             self.task = Task::of(e, true);
         }
@@ -428,6 +447,7 @@ impl Walk {
         match e.name.as_ref() {
             "sched_switch" => {
                 self.stack.clear();
+                self.held_off = self.passes_over(e);
                 self.task = Task {
                     comm: e.field("next_comm").unwrap_or("?").to_string(),
                     pid: e.num("next_pid").unwrap_or(-1) as i32,
@@ -445,6 +465,9 @@ impl Walk {
                     && e.ts_ns + 2_000 >= self.deadline_ns
                 {
                     self.woken = Some(e.ts_ns);
+                    self.own_prio = e.num("prio").map(|p| p as i32);
+                    self.woken_here = e.num("target_cpu") == Some(e.cpu as i64);
+                    self.running_when_woken = self.task.pid == self.tid;
                 }
                 let here = e.num("target_cpu") == Some(e.cpu as i64);
                 self.idle_done |= self.task.pid == 0 && here;
@@ -459,12 +482,64 @@ impl Walk {
             "workqueue_execute_end" if self.stack.is_empty() => self.task.work = None,
             name => {
                 if let Some(h) = opens(e) {
+                    if h.kind == PartKind::Irq && self.idles_through(e) {
+                        self.hold_off_idle();
+                    }
                     self.stack.push(h);
                 } else if let Some(i) = self.stack.iter().rposition(|h| h.exit == name) {
                     self.stack.truncate(i);
                 }
             }
         }
+    }
+}
+
+impl Walk {
+    /// The timer thread waits to run here, woken and not yet switched in,
+    /// and it is real-time (or SCHED_DEADLINE): nothing of lower priority
+    /// may run ahead of it unless the kernel holds it off.
+    fn waiting_rt(&self) -> bool {
+        self.woken_here && self.switched.is_none() && self.own_prio.is_some_and(|p| p < 100)
+    }
+
+    /// A switch, while it waits, to another task of lower priority (idle
+    /// included): the scheduler passed it over.
+    fn passes_over(&self, e: &Event) -> bool {
+        let next = e.num("next_pid");
+        self.waiting_rt()
+            && next != Some(i64::from(self.tid))
+            && e.num("next_prio")
+                .zip(self.own_prio)
+                .is_some_and(|(n, o)| n > i64::from(o))
+    }
+
+    /// An interrupt taken in idle, while it waits, after the one that woke
+    /// it had returned: idle would have switched to it there.
+    fn idles_through(&self, e: &Event) -> bool {
+        self.waiting_rt()
+            && self.task.pid == 0
+            && self.stack.is_empty()
+            && self.woken.is_some_and(|w| e.ts_ns > w)
+    }
+
+    /// From here on, and back to its wake-up, the idle time is held off.
+    fn hold_off_idle(&mut self) {
+        self.held_off = true;
+        let woken = self.woken.unwrap_or(0);
+        let what = held_off_words(self.own_prio);
+        for s in self.out.iter_mut().rev().take_while(|s| s.from_ns >= woken) {
+            if s.kind == PartKind::Idle {
+                (s.kind, s.what) = (PartKind::HeldOff, what.clone());
+            }
+        }
+    }
+}
+
+/// Why the kernel held a runnable timer thread off, in words.
+fn held_off_words(own_prio: Option<i32>) -> String {
+    match own_prio {
+        Some(p) if p < 0 => "held off though runnable (its SCHED_DEADLINE runtime spent)".into(),
+        _ => "held off though runnable (RT throttling or the fair server)".into(),
     }
 }
 
@@ -496,6 +571,10 @@ pub fn segments(
         out: Vec::new(),
         woken: None,
         switched: None,
+        own_prio: None,
+        woken_here: false,
+        held_off: false,
+        running_when_woken: false,
         task: Task::of(first, false),
         stack: Vec::new(),
         idle_done: false,
@@ -518,8 +597,9 @@ pub fn segments(
     }
     w.give(at, end);
     // Already running when woken (woken while it ran, or preempted):
-    // it is "in" from the wake-up.
-    let switched = w.switched.or(w.woken);
+    // it is "in" from the wake-up. Else, with no switch-in before the
+    // clock read (one the kernel did not log), when is not known.
+    let switched = w.switched.or(w.woken.filter(|_| w.running_when_woken));
     let mut carved = nmis(events, deadline_ns, end);
     carved.extend(stack_walks(events, deadline_ns, end));
     carved.sort_by_key(|c| c.0);
@@ -828,11 +908,17 @@ fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
         .filter(|p| p.kind == PartKind::Tracing)
         .map(|p| p.ns)
         .sum();
-    if walks > 0 {
-        sentence.push_str(&format!(
-            " (and rtlab's kernel stack walks {} of it: `trace.stacks`)",
-            us(walks)
-        ));
+    // A walk takes microseconds; the time between an event and its stack
+    // record also holds whatever stalled the CPU then (a hypervisor).
+    let in_walks = format!(
+        "rtlab's kernel stack walks (`trace.stacks`), or a stall of the CPU during them, \
+         took {}",
+        us(walks)
+    );
+    if walks > p.ns {
+        sentence = format!("{in_walks} of {}; besides, {sentence}", us(latency_ns));
+    } else if walks > 0 {
+        sentence.push_str(&format!(" ({in_walks} of it)"));
     }
     if p.inferred_ns == 0 {
         return sentence;
@@ -853,6 +939,13 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
                     "{} is above the timer thread's {}",
                     prio_words(theirs),
                     prio_words(ours)
+                ),
+                // RT throttling stops every real-time thread: a normal
+                // task may then run ahead of a real-time one.
+                (Some(theirs), Some(ours)) if theirs >= 100 && ours < 100 => format!(
+                    "at {} it could only keep the CPU in a non-preemptible section, or while \
+                     RT throttling held the real-time threads off (kernel.sched_rt_runtime_us)",
+                    prio_words(theirs)
                 ),
                 (Some(theirs), _) => format!(
                     "at {} it could only run in a non-preemptible section",
@@ -879,6 +972,16 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             format!("the timer thread's own wake-up path took {share} (no other context ran)")
         }
         PartKind::Idle => format!("the CPU idled {share} after the wake-up"),
+        PartKind::HeldOff if own_prio.is_some_and(|p| p < 0) => format!(
+            "the timer thread was runnable, yet the kernel ran other work or idled for {share}: \
+             its SCHED_DEADLINE runtime was spent, throttled until its next period"
+        ),
+        PartKind::HeldOff => format!(
+            "the timer thread was runnable, yet the kernel ran lower-priority work or idled for \
+             {share}: RT throttling held the real-time threads off (they had used \
+             kernel.sched_rt_runtime_us of the period), or the fair server ran starved normal \
+             tasks"
+        ),
         PartKind::Nmi => format!(
             "non-maskable interrupt handler {} ran {share}: hardware noise no priority keeps out",
             p.what.trim_start_matches("NMI ")

@@ -111,12 +111,17 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
         })
         .collect();
     out.push_str(&format!("{indent}  parts: {}\n", parts.join(", ")));
-    if let (Some(w), Some(s)) = (e.woken_after_ns, e.wake_to_switch_ns) {
-        out.push_str(&format!(
+    match (e.woken_after_ns, e.wake_to_switch_ns) {
+        (Some(w), Some(s)) => out.push_str(&format!(
             "{indent}  woken {} after the deadline, switched in {} after that\n",
             us(w),
             us(s)
-        ));
+        )),
+        (Some(w), None) => out.push_str(&format!(
+            "{indent}  woken {} after the deadline (its switch-in is not in the trace)\n",
+            us(w)
+        )),
+        _ => {}
     }
     for k in &e.stacks {
         out.push_str(&stack_line(k, indent));

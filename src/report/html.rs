@@ -218,6 +218,11 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
          <span style=\"color:#7f7f7f\">■</span> timer interrupt late (CPU idle), \
          <span style=\"color:#8c564b\">■</span> timer interrupt late (CPU busy), \
          <span style=\"color:#2ca02c\">■</span> the timer thread itself, \
+         <span style=\"color:#c7c7c7\">■</span> idle after the wake-up, \
+         <span style=\"color:#393b79\">■</span> held off though runnable (RT throttling), \
+         <span style=\"color:#17becf\">■</span> unseen, \
+         <span style=\"color:#e377c2\">■</span> NMI, \
+         <span style=\"color:#aec7e8\">■</span> rtlab's stack walk, \
          <span style=\"color:#9467bd\">■</span> not in the trace; hatched: inferred (a switch \
          the kernel did not log). Hover for who.</p>\n",
     );
@@ -377,6 +382,7 @@ fn colour(k: PartKind) -> &'static str {
         PartKind::Unknown => "#9467bd",
         PartKind::Nmi => "#e377c2",
         PartKind::Unseen => "#17becf",
+        PartKind::HeldOff => "#393b79",
         PartKind::Tracing => "#aec7e8",
     }
 }
