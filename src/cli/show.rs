@@ -320,6 +320,9 @@ fn default_title(runs: &[dataset::Run]) -> String {
     match (has(Measures::WakeUp), has(Measures::IrqToTask)) {
         (false, true) => "IRQ-to-task latency (handler exit to task switch-in)".into(),
         (true, true) => "Timer wake-up and IRQ-to-task latency".into(),
+        _ if has(Measures::TimerIrq) => {
+            "Timer wake-up latency: threads (T<N>) and their interrupts (T<N>.irq)".into()
+        }
         _ => "Timer wake-up latency".into(),
     }
 }

@@ -113,6 +113,10 @@ pub enum Measures {
     /// The delay from an IRQ handler's exit to a task's switch-in
     /// (`irq_task[N]`).
     IrqToTask,
+    /// A timer thread's interrupt: from the deadline to the expiry's
+    /// handling (`irq_latency`, thread `T<N>.irq`). Shown beside its
+    /// thread, never merged into the run's figure.
+    TimerIrq,
 }
 
 /// One timer thread of a run, or one IRQ-to-task measurement.
@@ -420,6 +424,12 @@ impl Thread {
         self
     }
 
+    /// The thread as a timer thread's interrupt side.
+    pub(crate) fn timer_irq(mut self) -> Self {
+        self.measures = Measures::TimerIrq;
+        self
+    }
+
     /// The thread with its worst wake-ups.
     pub(crate) fn with_spikes(mut self, spikes: Vec<crate::stats::spikes::Spike>) -> Self {
         self.spikes = spikes;
@@ -488,6 +498,22 @@ fn merge_stats(threads: &[Thread]) -> Stats {
 }
 
 impl Run {
+    /// The timer threads' interrupt side (`irq_latency`), all of them
+    /// together; None when the run did not measure it.
+    pub fn timer_irq(&self) -> Option<Stats> {
+        let irq: Vec<Thread> = self
+            .threads
+            .iter()
+            .filter(|t| t.measures == Measures::TimerIrq)
+            .cloned()
+            .collect();
+        match irq.len() {
+            0 => None,
+            1 => Some(irq[0].stats.clone()),
+            _ => Some(merge_stats(&irq)),
+        }
+    }
+
     pub(crate) fn new(
         path: &Path,
         format: Format,

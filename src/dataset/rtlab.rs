@@ -79,7 +79,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
         if let Some(irq) = result.timer_irq.iter().find(|i| i.timer == t.index) {
             let cpu = t.cpu_first.or_else(|| t.cpus.first().copied());
             let name = format!("T{}.irq", t.index);
-            threads.push(summary_thread(name, cpu, &irq.latency, &irq.hdr_histogram));
+            threads.push(summary_thread(name, cpu, &irq.latency, &irq.hdr_histogram).timer_irq());
         }
     }
     threads.extend(result.irq_tasks.iter().map(irq_task));

@@ -660,6 +660,24 @@ fn a_result_with_an_audit_and_an_irq_task_reads_back_whole() {
 }
 
 #[test]
+fn a_timer_threads_irq_side_is_beside_it_and_not_in_the_runs_figure() {
+    // A real run with `irq_latency` (tests/seeds): T0 then T0.irq; the
+    // run's figure is the thread's alone.
+    let seed = include_str!("../../tests/seeds/rtlab-result-irq-latency.json");
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = load(&write(&dir, "irq.json", seed)).unwrap();
+    let names: Vec<&str> = run.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["T0", "T0.irq"]);
+    assert_eq!(run.threads[1].measures, super::Measures::TimerIrq);
+    let irq = &model.timer_irq[0].latency;
+    assert_eq!(run.threads[1].stats.samples, irq.samples);
+    assert_eq!(run.threads[1].stats.max_ns, Some(irq.max_ns));
+    assert_eq!(run.all, run.threads[0].stats);
+    assert_eq!(run.all.samples, model.timers[0].summary.samples);
+}
+
+#[test]
 fn a_result_written_before_spikes_were_kept_still_loads() {
     // A real run of the version before `spikes` (tests/seeds): the new
     // fields take their defaults, the figures are read as written.

@@ -27,7 +27,20 @@ pub struct Column {
     /// Its buckets' upper bounds, when its latencies are known to a bucket
     /// only (a windows file, or a run put in a windows file's buckets).
     pub buckets_ns: Option<Vec<u64>>,
+    /// The timer interrupts' side (`irq_latency`) of a run's column, shown
+    /// in rows of their own (a thread column shows its own figures).
+    pub irq: Option<Stats>,
 }
+
+/// The figures of the interrupt side shown beside the threads' (rtla's
+/// "IRQ" and "Thr" columns).
+const IRQ_METRICS: [Metric; 5] = [
+    Metric::Samples,
+    Metric::Median,
+    Metric::P99,
+    Metric::P999,
+    Metric::Max,
+];
 
 /// The columns for `runs`: one per run (all its threads together), or one
 /// per thread. Runs are compared at the coarsest resolution among them: next
@@ -55,13 +68,17 @@ pub fn columns(runs: &[Run], per_thread: bool) -> Vec<Column> {
             resolution_ns: run.resolution_ns,
             truncated_from_ns: run.truncated_from_ns,
             buckets_ns: run.buckets_ns.clone(),
+            irq: None,
         };
         if per_thread && run.threads.len() > 1 {
             for t in &run.threads {
                 out.push(column(format!("{} {}", run.label, t.name), &t.stats));
             }
         } else {
-            out.push(column(run.label.clone(), &run.all));
+            out.push(Column {
+                irq: run.timer_irq(),
+                ..column(run.label.clone(), &run.all)
+            });
         }
     }
     out
@@ -469,7 +486,41 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
                 .collect(),
         ));
     }
+    if columns.iter().any(|c| c.irq.is_some()) {
+        rows.extend(irq_rows(columns));
+    }
     rows
+}
+
+/// The interrupt side's rows (`irq p99 (µs)`), each against the first
+/// column's interrupt side; `-` where a run did not measure it.
+fn irq_rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
+    let as_column = |c: &Column| {
+        c.irq.as_ref().map(|s| Column {
+            stats: s.clone(),
+            irq: None,
+            ..c.clone()
+        })
+    };
+    let first = columns.first().and_then(as_column);
+    IRQ_METRICS
+        .iter()
+        .map(|&m| {
+            let name = match m.is_latency() {
+                true => format!("irq {} (µs)", m.name()),
+                false => format!("irq {}", m.name()),
+            };
+            let cells = columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match as_column(c) {
+                    Some(irq) => cell(m, &irq, first.as_ref().filter(|_| i > 0)),
+                    None => "-".to_string(),
+                })
+                .collect();
+            (name, cells)
+        })
+        .collect()
 }
 
 /// The table as aligned text.
@@ -720,6 +771,16 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
                     );
                 }
             }
+            let irq = c.irq.as_ref().map(|s| {
+                let pairs = IRQ_METRICS.iter().map(|m| {
+                    let key = match m.is_latency() {
+                        true => format!("{}_ns", m.name()),
+                        false => m.name().to_string(),
+                    };
+                    (key, serde_json::json!(m.value(s)))
+                });
+                serde_json::Value::Object(pairs.collect())
+            });
             serde_json::json!({
                 "label": c.label,
                 "path": c.path,
@@ -729,6 +790,7 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
                 "context": c.context,
                 "metrics": metrics,
                 "diff_vs_first": diff,
+                "irq_metrics": irq,
             })
         })
         .collect();

@@ -452,15 +452,18 @@ fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
         );
     }
     let o = child.wait_with_output().unwrap();
-    // Put tracefs back where it was before anything else is checked.
+    // Put tracefs back where it was, with its options (nosuid, nodev,
+    // noexec where the system mounted it so), before anything else is
+    // checked.
     for m in &mounts_before {
-        let at = m.split_whitespace().nth(1).unwrap();
+        let mut fields = m.split_whitespace().skip(1);
+        let (at, options) = (fields.next().unwrap(), fields.nth(1).unwrap_or("rw"));
         if !tracefs_mounts()
             .iter()
             .any(|l| l.split_whitespace().nth(1) == Some(at))
         {
             let _ = Command::new("mount")
-                .args(["-t", "tracefs", "nodev", at])
+                .args(["-t", "tracefs", "-o", options, "nodev", at])
                 .status();
         }
     }

@@ -38,6 +38,7 @@ fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
         resolution_ns: 1,
         truncated_from_ns: None,
         buckets_ns: None,
+        irq: None,
     }
 }
 
@@ -347,4 +348,45 @@ fn runs_that_measured_no_latency_say_so_once() {
     let row = table.lines().find(|l| l.starts_with("latency")).unwrap();
     assert_eq!(row.matches("not measured").count(), 2, "{row}");
     assert!(!table.contains("p99"), "{table}");
+}
+
+#[test]
+fn the_irq_side_has_rows_of_its_own_beside_the_threads() {
+    // A real run with `irq_latency` (tests/seeds) beside one without: the
+    // run's figures are the thread's, the IRQ side's rows are its own,
+    // `-` where a run did not measure it.
+    let seed = include_str!("../../../tests/seeds/rtlab-result-irq-latency.json");
+    let plain = include_str!("../../../tests/seeds/rtlab-result.json");
+    let dir = tempfile::tempdir().unwrap();
+    let (irq, other) = (dir.path().join("irq.json"), dir.path().join("other.json"));
+    std::fs::write(&irq, seed).unwrap();
+    std::fs::write(&other, plain).unwrap();
+    let runs = crate::dataset::load_all(&[irq, other], &[]).unwrap();
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    let side = &model.timer_irq[0].latency;
+    let cols = columns(&runs, false);
+    assert_eq!(cols[0].stats.samples, model.timers[0].summary.samples);
+    assert_eq!(cols[0].irq.as_ref().unwrap().max_ns, Some(side.max_ns));
+    assert!(cols[1].irq.is_none());
+    let table = rows(&cols);
+    let row = |name: &str| table.iter().find(|r| r.0 == name).unwrap().1.clone();
+    assert_eq!(
+        row("irq samples"),
+        [side.samples.to_string(), "-".to_string()]
+    );
+    assert_eq!(
+        row("irq max (µs)")[0],
+        format!("{:.1}", side.max_ns as f64 / 1000.0)
+    );
+    let doc = json(&cols, &[]);
+    assert_eq!(
+        doc["columns"][0]["irq_metrics"]["max_ns"],
+        serde_json::json!(side.max_ns as f64)
+    );
+    assert!(doc["columns"][1]["irq_metrics"].is_null());
+    // Per thread, T0.irq is a column of its own and no column has rows.
+    let per = columns(&runs[..1], true);
+    let labels: Vec<&str> = per.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["irq T0", "irq T0.irq"]);
+    assert!(per.iter().all(|c| c.irq.is_none()));
 }
