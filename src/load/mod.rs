@@ -209,6 +209,10 @@ pub enum OutputTargetError {
     },
 }
 
+/// Most process groups of ended programs followed (a respawning program
+/// that leaves processes behind each time would otherwise grow the list).
+const MAX_LINGERING: usize = 64;
+
 /// Supervises the programs of a run.
 pub struct Supervisor {
     programs: Vec<Program>,
@@ -226,6 +230,9 @@ pub struct Supervisor {
     /// place when the programs are stopped (one per path: `output.out`
     /// and `output.err` may name the same file, as `>f 2>&1` does).
     outputs: Vec<(PathBuf, Staged)>,
+    /// Process groups of programs that ended while processes they started
+    /// were still in them: stopped with the rest, waited for at the end.
+    lingering: Vec<i32>,
     /// Problems worth reporting that did not stop the run.
     pub warnings: Vec<String>,
 }
@@ -378,6 +385,7 @@ impl Supervisor {
             all_cpus,
             root: root.clone(),
             outputs,
+            lingering: Vec::new(),
             warnings,
         }
     }
@@ -527,11 +535,15 @@ impl Supervisor {
         }
         if let Some(child) = p.child.take() {
             // The group is gone once its leader is reaped and nothing else
-            // remains in it; the cgroup catches any straggler.
-            if let Some(g) = self.guard.as_mut()
-                && os::kill_group(child.id() as i32, 0).is_err()
-            {
-                g.tell(&format!("forget {}", child.id()));
+            // remains in it; else what is left in it is stopped with the
+            // rest (its number cannot be reused while it is in use).
+            let pgid = child.id() as i32;
+            if os::kill_group(pgid, 0).is_err() {
+                if let Some(g) = self.guard.as_mut() {
+                    g.tell(&format!("forget {pgid}"));
+                }
+            } else if !self.lingering.contains(&pgid) && self.lingering.len() < MAX_LINGERING {
+                self.lingering.push(pgid);
             }
         }
         rec
@@ -626,6 +638,9 @@ impl Supervisor {
                 let _ = os::kill_group(c.id() as i32, crate::sys::consts::SIGTERM);
             }
         }
+        for &pgid in &self.lingering {
+            let _ = os::kill_group(pgid, crate::sys::consts::SIGTERM);
+        }
         if let Some(cg) = &self.cgroup {
             cg.signal_all(crate::sys::consts::SIGTERM);
         }
@@ -675,6 +690,7 @@ impl Supervisor {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        self.wait_for_groups(start + longest + Duration::from_secs(5));
         if let Some(cg) = self.cgroup.take() {
             self.cgroup_procs = None;
             if let Err(left) = cg.kill_and_remove(Duration::from_secs(5)) {
@@ -691,6 +707,28 @@ impl Supervisor {
             if let Err(e) = staged.commit() {
                 self.warnings.push(e.with_hint());
             }
+        }
+    }
+
+    /// Waits, until `by`, for the killed process groups to be empty: a
+    /// killed process is gone only once it has exited (a large one takes a
+    /// while to give back its memory) and been reaped.
+    fn wait_for_groups(&mut self, by: Instant) {
+        let mut left = std::mem::take(&mut self.lingering);
+        loop {
+            left.retain(|&pgid| os::kill_group(pgid, 0).is_ok());
+            if left.is_empty() || Instant::now() >= by {
+                break;
+            }
+            for &pgid in &left {
+                let _ = os::kill_group(pgid, crate::sys::consts::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for pgid in left {
+            self.warnings.push(format!(
+                "processes of program group {pgid} did not end after SIGKILL"
+            ));
         }
     }
 

@@ -349,6 +349,45 @@ fn sigkill_of_rtlab_leaves_no_process_behind() {
 }
 
 #[test]
+fn what_an_ended_program_left_in_its_group_does_not_outlive_the_run() {
+    let _machine = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    // The program ends at once; the sleep it started stays in its group.
+    let cfg = write_cfg(
+        dir.path(),
+        "left.cfg",
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy OTHER\n sched.priority 0\n \
+         lifetime.duration 1 s\n}\n\
+         program[0]\n{\n cmdline sh -c \"sleep 2720 & exit 0\"\n}\n",
+    );
+    // As root, run as nobody: no tracking cgroup then, the process group
+    // alone must do.
+    let mut cmd = if crate::fixtures::is_root() {
+        Command::new("chmod")
+            .arg("777")
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
+        c.arg(env!("CARGO_BIN_EXE_rtlab"));
+        c
+    } else {
+        rtlab()
+    };
+    let o = cmd
+        .args(["run", cfg.to_str().unwrap()])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", journal_dir(dir.path()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Gone when rtlab is: checked at once, not waited for.
+    let left = live_processes_with("sleep 2720");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
 fn missing_command_is_refused_before_start() {
     let _machine = crate::fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
