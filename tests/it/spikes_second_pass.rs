@@ -560,9 +560,11 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
         );
         return;
     }
-    // The spinner is never the cause (it was throttled too); the time is
-    // held off, or a normal task ran, which only RT throttling allows.
-    let mut held = 0;
+    // The spinner is never the thread that kept the timer thread waiting
+    // (it was throttled too): the time is held off, or a normal task ran,
+    // which only RT throttling allows. A VM's vCPU the hypervisor did not
+    // run is late too: its time is unseen (the spinner named, not blamed).
+    let (mut held, mut stalled) = (0, 0);
     for e in &long {
         let main = e["parts"]
             .as_array()
@@ -570,22 +572,27 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
             .iter()
             .find(|p| p["kind"] != "timer_thread" && p["kind"] != "tracing")
             .unwrap();
-        assert_ne!(main["pid"].as_i64(), Some(hog), "{e}");
         match main["kind"].as_str() {
             Some("held_off") => held += 1,
             Some("thread") => assert!(
-                main["prio"].as_i64() >= Some(100)
+                main["pid"].as_i64() != Some(hog)
+                    && main["prio"].as_i64() >= Some(100)
                     && e["cause"].as_str().unwrap().contains("RT throttling"),
                 "{e}"
             ),
+            Some("unseen" | "timer_late" | "timer_late_idle") => stalled += 1,
             _ => panic!("a throttled wake-up filed otherwise: {e}"),
         }
     }
     path_taken(
         TEST,
         &format!(
-            "{} wake-ups 10 ms late or more; {held} explained as held off",
+            "{} wake-ups 10 ms late or more; {held} explained as held off, {stalled} as a late \
+             interrupt (the hypervisor)",
             long.len()
         ),
     );
+    // Throttling happened (a wake-up 10 ms late that no stall explains):
+    // it is said.
+    assert!(held > 0 || stalled == long.len(), "{long:?}");
 }
