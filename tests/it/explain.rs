@@ -488,24 +488,9 @@ fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
     let cfg = "main\n{\n  lifetime.duration 1 s\n  trace.threshold 20 us\n}\n\
                timer_thread[0]\n{\n  timer.period 1 ms\n  stats.histo_size 100 ms\n}\n";
     std::fs::write(dir.path().join("t.cfg"), cfg).unwrap();
-    let mut cmd = if is_root() {
-        let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
-        if !nobody.status.success() {
-            path_taken(TEST, "no user nobody to run without root");
-            return;
-        }
-        // nobody must write the results there.
-        Command::new("chmod")
-            .arg("777")
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
-        c.arg(env!("CARGO_BIN_EXE_rtlab"));
-        c
-    } else {
-        Command::new(env!("CARGO_BIN_EXE_rtlab"))
+    let Some(mut cmd) = crate::fixtures::rtlab_unprivileged(dir.path()) else {
+        path_taken(TEST, "no user nobody to run without root");
+        return;
     };
     let o = cmd
         .args(["run", "t.cfg", "--json", "r.json"])

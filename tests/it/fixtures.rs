@@ -243,6 +243,28 @@ pub fn rtlab_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// rtlab as a user without root in `dir`: as nobody (who is then let
+/// write `dir`) when the tests run as root, else as the user running them.
+/// None when there is no user nobody to be.
+pub fn rtlab_unprivileged(dir: &std::path::Path) -> Option<std::process::Command> {
+    use std::process::Command;
+    if !is_root() {
+        return Some(Command::new(env!("CARGO_BIN_EXE_rtlab")));
+    }
+    let nobody = Command::new("id").args(["-u", "nobody"]).output().ok()?;
+    if !nobody.status.success() {
+        return None;
+    }
+    let opened = Command::new("chmod").arg("777").arg(dir).status().ok()?;
+    if !opened.success() {
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
+    c.arg(env!("CARGO_BIN_EXE_rtlab"));
+    Some(c)
+}
+
 /// A systress result file's histogram: (µs, count) of each line that has
 /// them (the `#` lines left out).
 pub fn result_histogram(file: &str) -> Vec<(u64, u64)> {

@@ -360,20 +360,14 @@ fn what_an_ended_program_left_in_its_group_does_not_outlive_the_run() {
          lifetime.duration 1 s\n}\n\
          program[0]\n{\n cmdline sh -c \"sleep 2720 & exit 0\"\n}\n",
     );
-    // As root, run as nobody: no tracking cgroup then, the process group
-    // alone must do.
-    let mut cmd = if crate::fixtures::is_root() {
-        Command::new("chmod")
-            .arg("777")
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
-        c.arg(env!("CARGO_BIN_EXE_rtlab"));
-        c
-    } else {
-        rtlab()
+    // Without root (as nobody when the tests run as root): no tracking
+    // cgroup then, the process group alone must do.
+    let Some(mut cmd) = crate::fixtures::rtlab_unprivileged(dir.path()) else {
+        path_taken(
+            "what_an_ended_program_left_in_its_group_does_not_outlive_the_run",
+            "no user nobody to run without root",
+        );
+        return;
     };
     let o = cmd
         .args(["run", cfg.to_str().unwrap()])
