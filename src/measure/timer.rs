@@ -227,7 +227,9 @@ fn warm_up<W: WakeSource>(wake: &mut W, period: u64, warmup_ns: u64, stop: &Atom
 /// The body of a timer thread. Longer than a screen on purpose: split into
 /// a set-up function and a measuring-loop function, the loop cost 4 to 8
 /// more instructions a sample (callgrind: 169 against 173 to 177), which
-/// is the margin by which it is leaner than cyclictest's (175).
+/// is the margin by which it is leaner than cyclictest's (175); moving only
+/// the set-up and the outcome out cost 10 (161.7 against 171.6, 2026-11-25,
+/// docs/benchmarks.md).
 pub(super) fn run<W: WakeSource>(
     spec: TimerSpec,
     mut rec: Recorder,
