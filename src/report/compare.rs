@@ -754,11 +754,7 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
             let mut diff = serde_json::Map::new();
             for m in Metric::ALL {
                 let v = m.value(&c.stats);
-                let key = if m.is_latency() {
-                    format!("{}_ns", m.name())
-                } else {
-                    m.name().to_string()
-                };
+                let key = json_key(m);
                 metrics.insert(key.clone(), serde_json::json!(v));
                 if let (Some(v), Some(b)) = (v, m.value(&columns[0].stats)) {
                     let rel = relative(v, b);
@@ -772,13 +768,9 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
                 }
             }
             let irq = c.irq.as_ref().map(|s| {
-                let pairs = IRQ_METRICS.iter().map(|m| {
-                    let key = match m.is_latency() {
-                        true => format!("{}_ns", m.name()),
-                        false => m.name().to_string(),
-                    };
-                    (key, serde_json::json!(m.value(s)))
-                });
+                let pairs = IRQ_METRICS
+                    .iter()
+                    .map(|&m| (json_key(m), serde_json::json!(m.value(s))));
                 serde_json::Value::Object(pairs.collect())
             });
             serde_json::json!({
@@ -799,6 +791,15 @@ pub fn json(columns: &[Column], verdicts: &[Verdict]) -> serde_json::Value {
         "gate": verdicts,
         "failed": verdicts.iter().any(|v| v.failed),
     })
+}
+
+/// A metric's key in the JSON table: latencies in ns (`p99_ns`).
+fn json_key(m: Metric) -> String {
+    if m.is_latency() {
+        format!("{}_ns", m.name())
+    } else {
+        m.name().to_string()
+    }
 }
 
 #[cfg(test)]
