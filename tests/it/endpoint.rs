@@ -164,7 +164,21 @@ fn idle_connections_cannot_take_every_descriptor() {
     // the endpoint's cap, so that accepting runs into EMFILE.
     let (child, port) = start(dir.path(), Some(24));
     let pid = child.id();
-    let before = threads(pid);
+    // Counted once the run has started all its threads: a first scrape
+    // answered, and the count the same twice 100 ms apart.
+    assert!(wait_until(Duration::from_secs(10), || {
+        super::monitor::http_get(port, "/metrics").is_some()
+    }));
+    let mut before = threads(pid);
+    let settled = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = threads(pid);
+        if now == before {
+            break;
+        }
+        before = now;
+    }
     let mut held = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
     while held.len() < 600 && Instant::now() < until {
