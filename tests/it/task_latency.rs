@@ -354,7 +354,10 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
         let blame = e["blame"].as_str().unwrap_or("");
         if w["kind"] == "timer" && w["wake_to_run_ns"].as_u64() > Some(HELD_NS as u64) {
             let by_irq = blame.starts_with("IRQ ") || blame.starts_with("softirq ");
-            assert!(blame.starts_with("hog-") || by_irq, "{e}");
+            // A stretch with no event at all (a vCPU the hypervisor did
+            // not run) blames nobody: seen once in CI.
+            let unseen = e["blame"].is_null() && e.to_string().contains("(no event)");
+            assert!(blame.starts_with("hog-") || by_irq || unseen, "{e}");
             blamed += usize::from(blame.starts_with("hog-"));
         }
     }
