@@ -869,6 +869,14 @@ fn locked_run(exe: &Path) -> (Output, Option<(u64, u64, u64)>, bool, Value) {
         seen = code_sizes(pid, &exe);
         seen.is_some_and(|(rss, locked, size)| locked == rss && rss > 0 && rss * 2 < size)
     });
+    // Past the second let-go (after the first 200 ms refresh), the whole
+    // process stopped for 20 ms: the timer thread wakes past its next
+    // deadlines and takes the overrun path, whose code and constants must
+    // be resident too (they were not: a rodata constant faulted once a run).
+    std::thread::sleep(Duration::from_millis(600));
+    signal(&child, 19); // SIGSTOP
+    std::thread::sleep(Duration::from_millis(20));
+    signal(&child, 18); // SIGCONT
     let o = crate::fixtures::wait_output_within(child, Duration::from_secs(60));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = json(&dir.path().join("r.json"))["timers"][0].clone();
@@ -909,7 +917,8 @@ impl Drop for NoCompactionOfLockedPages {
 /// optimised build. A fault the machine causes (a locked page moved by
 /// compaction, with the knob off for the test; NUMA balancing) is rare: a
 /// second run must then have none, where a callee missing from the code
-/// kept mapped faults in every run.
+/// kept mapped faults in every run. The process is stopped once mid-run
+/// so that the overrun path runs too.
 #[test]
 fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     const TEST: &str = "locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault";
@@ -946,10 +955,16 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     }
     assert!(stderr.contains("start-up pages let go"), "{}", text(&o));
     assert_eq!(t["summary"]["samples"], 15000);
+    assert!(
+        t["summary"]["overruns"].as_u64() > Some(0),
+        "stopped for 20 ms, yet no overrun: {}",
+        t["summary"]
+    );
     let usage = &t["measuring"];
-    // Each sample sleeps once, unless its deadline had passed.
+    // Each sample sleeps once, unless its deadline had passed; the stop
+    // adds a switch into the stopped state and a sleep restarted after it.
     let voluntary = usage["voluntary_switches"].as_u64().unwrap();
-    assert!(voluntary > 0 && voluntary <= 15000, "{usage}");
+    assert!(voluntary > 0 && voluntary <= 15002, "{usage}");
     let balancing =
         std::fs::read_to_string("/proc/sys/kernel/numa_balancing").is_ok_and(|s| s.trim() != "0");
     let faults =

@@ -6,9 +6,11 @@
 //! around each page it faults in: 3 MB of a 5 MB binary were resident during
 //! a one-thread run, and `mlockall(MCL_CURRENT)` locked all of it, plotting
 //! code and fonts included. Before the threads start, rtlab drops its page
-//! table entries for the code and read-only data of its own binary (never a
-//! page it wrote), then locks with `MCL_ONFAULT`: what stays resident and
-//! locked is what the run uses from then on.
+//! table entries for the code of its own binary (never a page it wrote),
+//! then locks with `MCL_ONFAULT`: what stays resident and locked is what the
+//! run uses from then on. Its read-only data stays as start-up left it: the
+//! compiler puts the measuring loop's constants there, anywhere, and one
+//! dropped cost a timer thread a fault on its first missed deadline.
 
 use crate::SysRoot;
 use std::io;
@@ -123,9 +125,10 @@ fn mapping_header(line: &str) -> Option<Option<(CleanExeMapping, &str)>> {
     )))
 }
 
-/// Drops this process's page table entries for the pages of its own binary
-/// that it never wrote, so that start-up code neither stays resident nor
-/// gets locked, then makes the code around each of the `hot` addresses (the
+/// Drops this process's page table entries for the code pages of its own
+/// binary (read-only data is kept: the hot loop's constants lie anywhere in
+/// it), so that start-up code neither stays resident nor gets locked, then
+/// makes the code around each of the `hot` addresses (the
 /// functions the timer threads are about to run) resident again, so that
 /// they take no page fault. Under `MCL_ONFAULT`, each mapping is unlocked
 /// for the moment it is dropped and locked again as it is touched; a
@@ -151,7 +154,10 @@ pub fn release_startup_pages(root: &SysRoot, hot: &[usize]) -> io::Result<Releas
         ));
     }
     let mut released = Released::default();
-    for m in mappings.iter().filter(|m| !m.locked || m.lock_on_fault) {
+    for m in mappings
+        .iter()
+        .filter(|m| m.executable && (!m.locked || m.lock_on_fault))
+    {
         let keep: Vec<(usize, usize)> = hot
             .iter()
             .filter_map(|&addr| m.around(addr, HOT_RADIUS))
