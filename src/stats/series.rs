@@ -114,9 +114,17 @@ impl TimeSeries {
         }
     }
 
+    /// Where the out-of-line code [`Self::record`] calls lies: a timer
+    /// thread runs it at every slot change, so it must stay mapped (a cold
+    /// function, placed far from the loop).
+    pub(crate) fn hot_code() -> usize {
+        Self::find_slot as fn(&mut Self, u64) as usize
+    }
+
     /// Points `current` at the slot of `at_ns`, merging pairs of slots
     /// while it lies past the last.
     #[cold]
+    #[inline(never)]
     fn find_slot(&mut self, at_ns: u64) {
         let mut index = at_ns / self.interval_ns;
         while index >= SLOTS as u64 {
