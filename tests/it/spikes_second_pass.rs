@@ -543,8 +543,11 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
         measured_cpu(),
         timer("lifetime.duration 3 s")
     );
+    let steal_before = steal_ticks(measured_cpu());
     let (o, r) = run(dir.path(), "throttled", &cfg);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The hypervisor's own count of the time it did not run this vCPU.
+    let host_stalled = steal_ticks(measured_cpu()) > steal_before;
     let hog = r["programs"][0]["first_pid"].as_i64().unwrap();
     let long: Vec<&Value> = r["trace"]["explanations"]
         .as_array()
@@ -563,7 +566,10 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
     // The spinner is never the thread that kept the timer thread waiting
     // (it was throttled too): the time is held off, or a normal task ran,
     // which only RT throttling allows. A VM's vCPU the hypervisor did not
-    // run is late too: its time is unseen (the spinner named, not blamed).
+    // run is late too: its time is unseen (the spinner named, not blamed),
+    // or, when the stall fell inside an interrupt handler, the handler's
+    // (a 14.8 ms local timer interrupt in CI): allowed only when the
+    // CPU's steal time grew during the run.
     let (mut held, mut stalled) = (0, 0);
     for e in &long {
         let main = e["parts"]
@@ -581,18 +587,30 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
                 "{e}"
             ),
             Some("unseen" | "timer_late" | "timer_late_idle") => stalled += 1,
-            _ => panic!("a throttled wake-up filed otherwise: {e}"),
+            Some("irq") if host_stalled => stalled += 1,
+            _ => panic!("a throttled wake-up filed otherwise (steal grew: {host_stalled}): {e}"),
         }
     }
     path_taken(
         TEST,
         &format!(
             "{} wake-ups 10 ms late or more; {held} explained as held off, {stalled} as a late \
-             interrupt (the hypervisor)",
+             interrupt or one stalled (the hypervisor; steal grew: {host_stalled})",
             long.len()
         ),
     );
     // Throttling happened (a wake-up 10 ms late that no stall explains):
     // it is said.
     assert!(held > 0 || stalled == long.len(), "{long:?}");
+}
+
+/// The steal time of `cpu` in `/proc/stat` (USER_HZ ticks): time the
+/// hypervisor ran something else while this vCPU wanted to run; 0 where
+/// the kernel reports none, None where the line is missing.
+fn steal_ticks(cpu: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
+    line.split_whitespace().nth(8)?.parse().ok()
 }
