@@ -200,6 +200,11 @@ pub struct RunResult {
     pub tuning: RunTuning,
     /// CPU load per refresh period.
     pub cpu_load: Vec<CpuLoad>,
+    /// Each CPU's steal time over the run, `[cpu, ms]`: time the
+    /// hypervisor did not run that vCPU while it wanted to run (`/proc/stat`;
+    /// zeros on bare metal; absent in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steal_ms: Vec<(usize, f64)>,
     /// Problems that did not stop the run.
     pub warnings: Vec<String>,
     /// Why wake-ups were late: the flight recorder's findings, when

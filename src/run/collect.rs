@@ -40,6 +40,8 @@ pub(super) fn collect(
         &mut warnings,
         &mut placement,
     );
+    let steal_ms = watch.load.steal_ms();
+    warnings.extend(steal_warning(&steal_ms, &timer_results));
     placement.extend(stopped.programs.iter().map(program_placement));
     warnings.extend(watch.partitions_changed.iter().cloned());
     let mut trace = stopped.trace;
@@ -78,6 +80,7 @@ pub(super) fn collect(
             cpu_bandwidth: stopped.cpu_bandwidth,
         },
         cpu_load: watch.load.series,
+        steal_ms,
         warnings,
         trace,
         trace_windows: stopped.trace_windows,
@@ -87,6 +90,30 @@ pub(super) fn collect(
         on_spike: stopped.on_spike,
         timer_irq: stopped.timer_irq,
     }
+}
+
+/// Said when the hypervisor took time from a CPU a timer thread ran on:
+/// a late wake-up there may be the host's, which no trace of this kernel
+/// shows (the explanation's `unseen`, or an interrupt handler that seems
+/// to run for milliseconds).
+fn steal_warning(steal_ms: &[(usize, f64)], timers: &[TimerResult]) -> Option<String> {
+    let measured = |cpu: usize| {
+        timers
+            .iter()
+            .any(|t| t.cpus.contains(&cpu) || t.cpu_first == Some(cpu) || t.cpu_last == Some(cpu))
+    };
+    let stolen: Vec<String> = steal_ms
+        .iter()
+        .filter(|&&(cpu, ms)| ms > 0.0 && measured(cpu))
+        .map(|&(cpu, ms)| format!("CPU {cpu} {ms:.0} ms"))
+        .collect();
+    (!stolen.is_empty()).then(|| {
+        format!(
+            "the hypervisor did not run measured CPUs for part of the run (steal time: {}): a \
+             wake-up late by up to that much may be the host's, not this machine's",
+            stolen.join(", ")
+        )
+    })
 }
 
 /// The timer threads' results and placements. A thread that failed fails
@@ -237,5 +264,29 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
         Ok(())
     } else {
         Err(anyhow::anyhow!(failures.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steal_warning;
+    use crate::result::RunResult;
+
+    /// Steal on a CPU a timer thread ran on is said, naming it; steal on
+    /// another CPU, or none, is not.
+    #[test]
+    fn steal_on_a_measured_cpu_is_said() {
+        let seed: RunResult = serde_json::from_str(include_str!(
+            "../../tests/seeds/rtlab-result-irq-latency.json"
+        ))
+        .unwrap();
+        let measured = seed.timers[0].cpus[0];
+        let other = measured + 1;
+        let w = steal_warning(&[(measured, 20.0), (other, 10.0)], &seed.timers).unwrap();
+        assert!(w.contains(&format!("CPU {measured} 20 ms")), "{w}");
+        assert!(!w.contains(&format!("CPU {other} ")), "{w}");
+        assert_eq!(steal_warning(&[(other, 30.0)], &seed.timers), None);
+        assert_eq!(steal_warning(&[(measured, 0.0)], &seed.timers), None);
+        assert_eq!(steal_warning(&[], &seed.timers), None);
     }
 }

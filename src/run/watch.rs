@@ -125,6 +125,8 @@ pub(super) fn rows(timers: &[TimerHandle]) -> Vec<LiveRow> {
 
 /// CPU load between samples of `/proc/stat`, kept in a bounded series.
 pub(super) struct LoadSampler {
+    /// The reading at the start, for the run's steal time.
+    first: Option<ProcStat>,
     prev: Option<(ProcStat, Instant)>,
     pub(super) series: Vec<CpuLoad>,
     pub(super) last: Option<CpuLoad>,
@@ -133,11 +135,24 @@ pub(super) struct LoadSampler {
 
 impl LoadSampler {
     pub(super) fn new(root: &SysRoot, run_start: Instant) -> Self {
+        let first = proc_stat::read(root).ok();
         LoadSampler {
-            prev: proc_stat::read(root).ok().map(|s| (s, Instant::now())),
+            prev: first.clone().map(|s| (s, Instant::now())),
+            first,
             series: Vec::new(),
             last: None,
             run_start,
+        }
+    }
+
+    /// Each CPU's steal time from the start to the last sample (ms); empty
+    /// where `/proc/stat` could not be read.
+    pub(super) fn steal_ms(&self) -> Vec<(usize, f64)> {
+        match (&self.first, &self.prev) {
+            (Some(first), Some((last, _))) => {
+                cpu_load::steal_ms(first, last, crate::sys::os::clock_ticks_per_second())
+            }
+            _ => Vec::new(),
         }
     }
 

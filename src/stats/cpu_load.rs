@@ -47,6 +47,25 @@ pub fn between(before: &ProcStat, after: &ProcStat, at_s: f64, span_s: f64) -> C
     }
 }
 
+/// Steal time per CPU between two readings, in ms (`ticks_per_s`: USER_HZ):
+/// time the hypervisor did not run the vCPU while it wanted to run. A CPU
+/// missing from `before` (brought online during the run) shows none.
+pub fn steal_ms(before: &ProcStat, after: &ProcStat, ticks_per_s: u64) -> Vec<(usize, f64)> {
+    let ms_per_tick = 1000.0 / ticks_per_s.max(1) as f64;
+    after
+        .per_cpu
+        .iter()
+        .map(|&(cpu, a)| {
+            let b = before
+                .per_cpu
+                .iter()
+                .find(|(c, _)| *c == cpu)
+                .map_or(a.steal, |(_, b)| b.steal);
+            (cpu, a.steal.saturating_sub(b) as f64 * ms_per_tick)
+        })
+        .collect()
+}
+
 /// Most intervals a series keeps; beyond, neighbours merge (so a week-long
 /// run stays small).
 pub const MAX_SERIES: usize = 4096;
@@ -111,6 +130,19 @@ mod tests {
         assert_eq!(l.global, 50.0);
         // No time passed: 0%, not NaN.
         assert_eq!(between(&a, &a, 0.0, 0.0).global, 0.0);
+    }
+
+    #[test]
+    fn steal_between_two_readings_in_ms() {
+        let a = parse("cpu 0 0 0 0 0 0 0 5\ncpu0 0 0 0 0 0 0 0 2\ncpu1 0 0 0 0 0 0 0 3\n").unwrap();
+        let b = parse(
+            "cpu 0 0 0 0 0 0 0 9\ncpu0 0 0 0 0 0 0 0 2\ncpu1 0 0 0 0 0 0 0 6\ncpu2 0 0 0 0 0 0 0 7\n",
+        )
+        .unwrap();
+        // USER_HZ 100: a tick is 10 ms; a CPU that came online shows none.
+        assert_eq!(steal_ms(&a, &b, 100), vec![(0, 0.0), (1, 30.0), (2, 0.0)]);
+        // A counter that went back (never: but no wrap) gives 0.
+        assert_eq!(steal_ms(&b, &a, 100), vec![(0, 0.0), (1, 0.0)]);
     }
 
     #[test]

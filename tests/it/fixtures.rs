@@ -313,3 +313,14 @@ pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
     }
     Ok(target_dir.join(target).join("release/rtlab"))
 }
+
+/// The steal time of `cpu` in `/proc/stat` (USER_HZ ticks): time the
+/// hypervisor ran something else while this vCPU wanted to run; 0 where
+/// the kernel reports none, None where the line is missing.
+pub fn steal_ticks(cpu: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
+    line.split_whitespace().nth(8)?.parse().ok()
+}

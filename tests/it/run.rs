@@ -155,6 +155,78 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
     assert!(stdout.starts_with("Index     TID  Samples    L_min    L_max    L_cur    L_avg\n"));
 }
 
+/// Each CPU's steal time over the run is the kernel's own count: within
+/// what the counters moved around the run, in whole USER_HZ ticks
+/// (`getconf CLK_TCK`), and said as a warning when a measured CPU lost any.
+#[test]
+fn steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some() {
+    const TEST: &str = "steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some";
+    let _machine = crate::fixtures::machine_shared();
+    if !root_or_refusal(TEST) {
+        return;
+    }
+    let online: Vec<usize> = (0..1024)
+        .filter(|&c| crate::fixtures::steal_ticks(c).is_some())
+        .collect();
+    let hz: f64 = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        "t.cfg",
+        "timer_thread[0]\n{\n cpu_affinity @M\n sched.policy FIFO\n sched.priority 90\n \
+         timer.period 1 ms\n lifetime.duration 2 s\n}\n",
+    );
+    let before: Vec<u64> = online
+        .iter()
+        .map(|&c| crate::fixtures::steal_ticks(c).unwrap())
+        .collect();
+    let o = run_in(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--json", "r.json"],
+    );
+    let after: Vec<u64> = online
+        .iter()
+        .map(|&c| crate::fixtures::steal_ticks(c).unwrap_or(u64::MAX))
+        .collect();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&dir.path().join("r.json"));
+    let steal = r["steal_ms"].as_array().expect("steal_ms");
+    let mut measured_lost = false;
+    for (i, &cpu) in online.iter().enumerate() {
+        let ms = steal
+            .iter()
+            .find(|e| e[0].as_u64() == Some(cpu as u64))
+            .and_then(|e| e[1].as_f64())
+            .unwrap_or_else(|| panic!("CPU {cpu} missing: {steal:?}"));
+        let ticks = ms * hz / 1000.0;
+        assert!(
+            (ticks - ticks.round()).abs() < 1e-6,
+            "CPU {cpu}: {ms} ms is not whole ticks"
+        );
+        let most = after[i].saturating_sub(before[i]) as f64;
+        assert!(
+            ticks >= 0.0 && ticks <= most,
+            "CPU {cpu}: {ticks} ticks, the counter moved {most}"
+        );
+        measured_lost |= cpu == measured_cpu() && ms > 0.0;
+    }
+    let said = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap_or("").contains("steal time"));
+    assert_eq!(said, measured_lost, "{steal:?} {}", r["warnings"]);
+    path_taken(
+        TEST,
+        &format!("steal {steal:?} ms at {hz} ticks/s; warned: {said}"),
+    );
+}
+
 #[test]
 fn programs_exit_fail_and_crash_with_respawn_and_backoff() {
     let _machine = crate::fixtures::machine_shared();

@@ -543,11 +543,11 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
         measured_cpu(),
         timer("lifetime.duration 3 s")
     );
-    let steal_before = steal_ticks(measured_cpu());
+    let steal_before = crate::fixtures::steal_ticks(measured_cpu());
     let (o, r) = run(dir.path(), "throttled", &cfg);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // The hypervisor's own count of the time it did not run this vCPU.
-    let host_stalled = steal_ticks(measured_cpu()) > steal_before;
+    let host_stalled = crate::fixtures::steal_ticks(measured_cpu()) > steal_before;
     let hog = r["programs"][0]["first_pid"].as_i64().unwrap();
     let long: Vec<&Value> = r["trace"]["explanations"]
         .as_array()
@@ -602,15 +602,4 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
     // Throttling happened (a wake-up 10 ms late that no stall explains):
     // it is said.
     assert!(held > 0 || stalled == long.len(), "{long:?}");
-}
-
-/// The steal time of `cpu` in `/proc/stat` (USER_HZ ticks): time the
-/// hypervisor ran something else while this vCPU wanted to run; 0 where
-/// the kernel reports none, None where the line is missing.
-fn steal_ticks(cpu: usize) -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
-    line.split_whitespace().nth(8)?.parse().ok()
 }

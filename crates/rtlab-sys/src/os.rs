@@ -368,6 +368,11 @@ pub fn getpid() -> i32 {
     std::process::id() as i32
 }
 
+/// USER_HZ: the ticks per second of `/proc/stat`'s counters.
+pub fn clock_ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
 /// The effective user id.
 pub fn geteuid() -> u32 {
     rustix::process::geteuid().as_raw()

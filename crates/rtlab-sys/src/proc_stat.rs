@@ -9,6 +9,9 @@ pub struct CpuTimes {
     pub idle: u64,
     /// All ticks (busy + idle), guest time excluded (already in user).
     pub total: u64,
+    /// Steal: ticks the hypervisor ran something else while this vCPU
+    /// wanted to run (0 on bare metal and where the kernel has no count).
+    pub steal: u64,
 }
 
 /// The counters of `/proc/stat`: the global `cpu` line and one per CPU.
@@ -34,6 +37,7 @@ fn parse_times(fields: &[&str]) -> Option<CpuTimes> {
     Some(CpuTimes {
         idle,
         total: v.iter().sum(),
+        steal: v.get(7).copied().unwrap_or(0),
     })
 }
 
@@ -78,11 +82,20 @@ mod tests {
             s.all,
             CpuTimes {
                 idle: 80,
-                total: 100
+                total: 100,
+                steal: 0
             }
         );
         assert_eq!(s.per_cpu.len(), 2);
         assert_eq!(s.per_cpu[1].0, 1);
         assert!(parse("intr 1\n").is_none());
+    }
+
+    #[test]
+    fn steal_is_the_eighth_counter_and_zero_where_absent() {
+        let s = parse("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8\ncpu1 1 2 3 4\n").unwrap();
+        assert_eq!(s.all.steal, 8);
+        assert_eq!(s.per_cpu[0].1.steal, 8);
+        assert_eq!(s.per_cpu[1].1.steal, 0);
     }
 }
