@@ -25,19 +25,26 @@ fn busy_percent(before: CpuTimes, after: CpuTimes) -> f64 {
     100.0 * (total - idle) as f64 / total as f64
 }
 
+/// Each CPU of `after` with its counters in `before` and in `after`; a CPU
+/// missing from `before` (brought online since) is taken as unchanged.
+fn per_cpu_pairs<'a>(
+    before: &'a ProcStat,
+    after: &'a ProcStat,
+) -> impl Iterator<Item = (usize, CpuTimes, CpuTimes)> + 'a {
+    after.per_cpu.iter().map(|&(cpu, a)| {
+        let b = before
+            .per_cpu
+            .iter()
+            .find(|(c, _)| *c == cpu)
+            .map_or(a, |&(_, b)| b);
+        (cpu, b, a)
+    })
+}
+
 /// The load between two readings.
 pub fn between(before: &ProcStat, after: &ProcStat, at_s: f64, span_s: f64) -> CpuLoad {
-    let per_cpu = after
-        .per_cpu
-        .iter()
-        .map(|&(cpu, a)| {
-            let b = before
-                .per_cpu
-                .iter()
-                .find(|(c, _)| *c == cpu)
-                .map_or(a, |&(_, b)| b);
-            (cpu, busy_percent(b, a))
-        })
+    let per_cpu = per_cpu_pairs(before, after)
+        .map(|(cpu, b, a)| (cpu, busy_percent(b, a)))
         .collect();
     CpuLoad {
         at_s,
@@ -52,17 +59,8 @@ pub fn between(before: &ProcStat, after: &ProcStat, at_s: f64, span_s: f64) -> C
 /// missing from `before` (brought online during the run) shows none.
 pub fn steal_ms(before: &ProcStat, after: &ProcStat, ticks_per_s: u64) -> Vec<(usize, f64)> {
     let ms_per_tick = 1000.0 / ticks_per_s.max(1) as f64;
-    after
-        .per_cpu
-        .iter()
-        .map(|&(cpu, a)| {
-            let b = before
-                .per_cpu
-                .iter()
-                .find(|(c, _)| *c == cpu)
-                .map_or(a.steal, |(_, b)| b.steal);
-            (cpu, a.steal.saturating_sub(b) as f64 * ms_per_tick)
-        })
+    per_cpu_pairs(before, after)
+        .map(|(cpu, b, a)| (cpu, a.steal.saturating_sub(b.steal) as f64 * ms_per_tick))
         .collect()
 }
 
