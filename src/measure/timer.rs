@@ -88,7 +88,9 @@ fn fill(snap: &mut LiveSnapshot, rec: &Recorder, cur: u64) {
 /// The trace marker of a wake-up over the threshold, in `buf`; its length.
 /// Digits by hand, not `write!`: `core::fmt`'s code lies far from the loop,
 /// out of what is kept mapped for it, and would cost the first spike after
-/// the start-up let-go a page fault.
+/// the start-up let-go a page fault. Cold: a spike's path, kept out of the
+/// loop's code.
+#[cold]
 fn marker_text(buf: &mut [u8], index: usize, sample: u64, deadline: u64, latency: u64) -> usize {
     let mut at = 0;
     for (label, value) in [
