@@ -251,7 +251,8 @@ mod tests {
             .map(|m| (m.start, m.len, m.executable, m.rss_kib))
             .collect();
         // Not the relocated read-only data (anonymous pages), not the
-        // writable data, not another file, not a shared mapping.
+        // writable data, not another file, not a shared mapping. Of these
+        // candidates, `release_startup_pages` drops the executable ones.
         assert_eq!(
             starts,
             vec![
