@@ -314,13 +314,24 @@ pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
     Ok(target_dir.join(target).join("release/rtlab"))
 }
 
-/// The steal time of `cpu` in `/proc/stat` (USER_HZ ticks): time the
-/// hypervisor ran something else while this vCPU wanted to run; 0 where
-/// the kernel reports none, None where the line is missing.
+/// Each CPU's steal time in `/proc/stat` (USER_HZ ticks), one read: time
+/// the hypervisor ran something else while that vCPU wanted to run; 0
+/// where the kernel reports none.
+pub fn steal_ticks_all() -> Vec<(usize, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    stat.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let cpu = f.next()?.strip_prefix("cpu")?.parse().ok()?;
+            Some((cpu, f.nth(7).and_then(|s| s.parse().ok()).unwrap_or(0)))
+        })
+        .collect()
+}
+
+/// The steal time of `cpu` (see [`steal_ticks_all`]); None where its line
+/// is missing.
 pub fn steal_ticks(cpu: usize) -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
-    line.split_whitespace().nth(8)?.parse().ok()
+    steal_ticks_all()
+        .into_iter()
+        .find_map(|(c, t)| (c == cpu).then_some(t))
 }
