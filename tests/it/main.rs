@@ -17,6 +17,7 @@ mod explain;
 mod fixtures;
 mod habits;
 mod hardening;
+mod hardening_features;
 mod isolation;
 mod loads;
 mod monitor;

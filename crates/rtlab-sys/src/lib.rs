@@ -23,6 +23,7 @@ pub mod paths;
 pub mod power;
 pub mod proc_stat;
 pub mod root;
+pub mod scratch;
 pub mod tasks;
 pub mod threads;
 pub mod trace;

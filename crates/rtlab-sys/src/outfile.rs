@@ -348,6 +348,18 @@ pub fn check(path: &Path, dirs_made_later: bool) -> Result<(), OutputError> {
     }
 }
 
+/// Holds existing directory `dir`, reached safely (see [`check`]), as an
+/// `O_PATH` descriptor to work in with the `*at` calls.
+pub fn open_held_dir(dir: &Path) -> Result<OwnedFd, OutputError> {
+    open_dir(dir, false, false)?.ok_or_else(|| {
+        OutputError::new(
+            dir,
+            "does not exist",
+            "create it first, or choose another path",
+        )
+    })
+}
+
 /// Makes directory `dir` and its missing parents, safely (see [`check`]).
 pub fn create_dirs(dir: &Path) -> Result<(), OutputError> {
     open_dir(dir, true, false).map(|_| ())

@@ -3,8 +3,9 @@
 //! the load with it ([`Shared::fail`]).
 
 use super::{Common, Shared, Unit};
+use crate::sys::scratch::{Removed, ScratchDir};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -80,21 +81,28 @@ pub struct Started {
     workers: Vec<JoinHandle<()>>,
     /// Closes what makes blocked workers return (ipc's write ends).
     wake: Vec<Box<dyn FnOnce() + Send>>,
-    /// Removes what the load made (io's directory).
-    cleanup: Option<PathBuf>,
+    /// What the load made (io's directory), removed at the end.
+    cleanup: Option<Arc<ScratchDir>>,
 }
 
 impl Started {
-    /// Waits for the workers (after the stop flag), then cleans up.
-    pub fn finish(self) {
+    /// Waits for the workers (after the stop flag), then cleans up. Says
+    /// what could not be cleaned up.
+    pub fn finish(self) -> Option<String> {
         for w in self.wake {
             w();
         }
         for w in self.workers {
             let _ = w.join();
         }
-        if let Some(dir) = self.cleanup {
-            let _ = std::fs::remove_dir_all(dir);
+        let scratch = Arc::into_inner(self.cleanup?)?;
+        let path = scratch.path().display().to_string();
+        match scratch.remove() {
+            Ok(Removed::Whole) => None,
+            Ok(Removed::MovedAway) => Some(format!(
+                "{path} was moved away or replaced during the load: its files were removed through the directory rtlab made, and the directory, empty, is left where it is now"
+            )),
+            Err(e) => Some(format!("{path}: cannot remove it: {e}")),
         }
     }
 }
@@ -116,11 +124,13 @@ pub fn start(kind: &Kind, c: &Common, shared: &Arc<Shared>) -> std::io::Result<S
     match kind {
         Kind::Ipc { pipes, size } => ipc(&mut started, c.workers, *pipes, *size, shared)?,
         Kind::Io { dir, bytes } => {
-            let mine = private_dir(dir)?;
+            let mine = Arc::new(ScratchDir::create(dir, "rtlab-load-io")?);
             started.cleanup = Some(mine.clone());
             for i in 0..c.workers {
-                let (s, path, n) = (shared.clone(), mine.join(format!("f{i}")), *bytes);
-                started.workers.push(spawn("io", move || io(&s, &path, n))?);
+                let (s, scratch, n) = (shared.clone(), mine.clone(), *bytes);
+                started
+                    .workers
+                    .push(spawn("io", move || io(&s, &scratch, &format!("f{i}"), n))?);
             }
         }
         Kind::Net => {
@@ -191,34 +201,16 @@ fn memory(s: &Shared, bytes: usize) {
     }
 }
 
-/// A directory of the load's own under `dir` (mode 0700, a new name: never
-/// one that exists, so never one someone else planted).
-fn private_dir(dir: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = dir.join(format!(
-            "rtlab-load-io.{}.{nanos:x}{attempt}",
-            std::process::id()
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
-}
-
-fn io(s: &Shared, path: &Path, bytes: u64) {
+/// One worker's pass after pass: write file `name` in the load's own
+/// directory, sync it, read it back, delete it. Everything goes through the
+/// directory's descriptor ([`ScratchDir`]): renaming the directory away and
+/// planting a link at its name changes nothing.
+fn io(s: &Shared, scratch: &ScratchDir, name: &str, bytes: u64) {
     let chunk = vec![0x5au8; 1 << 20];
     let mut back = vec![0u8; 1 << 20];
     while !s.stopping() {
         let result = (|| -> std::io::Result<u64> {
-            let mut f = std::fs::File::create_new(path)?;
+            let mut f = scratch.create_file(name)?;
             let mut written = 0;
             while written < bytes && !s.stopping() {
                 let n = chunk.len().min((bytes - written) as usize);
@@ -226,7 +218,7 @@ fn io(s: &Shared, path: &Path, bytes: u64) {
                 written += n as u64;
             }
             f.sync_all()?;
-            let mut f = std::fs::File::open(path)?;
+            let mut f = scratch.open_file(name)?;
             let mut read = 0;
             loop {
                 let n = f.read(&mut back)?;
@@ -235,12 +227,12 @@ fn io(s: &Shared, path: &Path, bytes: u64) {
                 }
                 read += n as u64;
             }
-            std::fs::remove_file(path)?;
+            scratch.remove_file(name)?;
             Ok(written + read)
         })();
         match result {
             Ok(n) => s.add(n),
-            Err(e) => return s.fail(format!("{}: {e}", path.display())),
+            Err(e) => return s.fail(format!("{}/{name}: {e}", scratch.path().display())),
         }
     }
 }

@@ -145,7 +145,9 @@ pub fn run(kind: &Kind, common: &Common, out: &mut dyn Write) -> i32 {
     let unit = kind.unit();
     report(kind.name(), &unit, common, &shared, out);
     shared.stop.store(true, Ordering::Relaxed);
-    started.finish();
+    if let Some(left) = started.finish() {
+        let _ = writeln!(out, "load {}: {left}", kind.name());
+    }
     // What the kernel counted for the load, its workers included: a check
     // of the throughput from another source (a wake-up is a voluntary
     // switch, a synced byte a written block).
