@@ -3,15 +3,24 @@
 //! flight recorder reads) and, at most once per `on_spike.every`, signals
 //! a process, runs a program with the spike's figures in its environment,
 //! or ends the run. Never on a timer thread: a timer thread only counts.
-//! A program runs with rtlab's rights, from its argument list (no shell),
-//! in its own process group that rtlab's guard kills if rtlab dies; at the
-//! end of the run, those still running get [`CHILD_GRACE`] and are killed.
+//!
+//! A program is started by the run's supervisor ([`Launcher`]) as programs
+//! are: from its argument list (no shell), SCHED_OTHER on the CPUs no timer
+//! thread measures, in a process group of its own (and, as root, the run's
+//! tracking cgroup) that is killed when the program ends, when the run
+//! ends, and by the guard if rtlab dies. At most [`MAX_ALIVE`] run at once
+//! and [`MAX_PROGRAM_RUNS`] in a run; what was not started is counted.
+//!
+//! The process of `signal PID` is pinned when the run starts (a pidfd, or
+//! its start time): once it has ended, nothing is sent to whoever has its
+//! number now, and the round says so.
 
 use crate::measure::TimerHandle;
-use crate::sys::{consts, os};
+use crate::sys::SysRoot;
+use crate::sys::tasks::{Pinned, SignalError};
 use rtlab_core::config::SpikeAction;
 use serde::{Deserialize, Serialize};
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What to do at a late wake-up (the plan's `on_spike`).
@@ -21,6 +30,37 @@ pub struct SpikeActions {
     pub actions: Vec<SpikeAction>,
     /// At most one round of them this often (ns).
     pub every_ns: u64,
+    /// The executable of each `run` action, in order (found on `PATH` by
+    /// the plan).
+    #[serde(default)]
+    pub programs: Vec<PathBuf>,
+    /// The CPUs the programs run on: those no timer thread measures (every
+    /// online CPU when each is measured).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+}
+
+impl SpikeActions {
+    /// Whether an action starts programs.
+    pub fn runs_programs(&self) -> bool {
+        self.actions
+            .iter()
+            .any(|a| matches!(a, SpikeAction::Run { .. }))
+    }
+}
+
+/// Starts the programs of `run` actions (the run's supervisor).
+pub trait Launcher {
+    /// Starts `executable` with `argv` and `env` added; gives its PID.
+    fn launch(
+        &mut self,
+        executable: &Path,
+        argv: &[String],
+        env: &[(&str, String)],
+    ) -> std::io::Result<i32>;
+    /// Programs started by actions that are still running (or whose
+    /// leftovers are still being killed).
+    fn alive(&self) -> usize;
 }
 
 /// What the actions did in a run (`on_spike` in the result).
@@ -39,14 +79,22 @@ pub struct SpikeReport {
     /// Rounds past [`MAX_ROUNDS`], counted.
     #[serde(default)]
     pub rounds_not_listed: u64,
+    /// Programs `run` actions started.
+    #[serde(default)]
+    pub programs_started: u64,
+    /// Programs `run` actions did not start: [`MAX_ALIVE`] still running,
+    /// or [`MAX_PROGRAM_RUNS`] reached.
+    #[serde(default)]
+    pub programs_not_started: u64,
 }
 
 /// Most rounds listed in the result.
 pub const MAX_ROUNDS: usize = 100;
-/// How long a program still running at the end of the run is waited for.
-pub const CHILD_GRACE: Duration = Duration::from_secs(2);
-/// Most programs running at once; a round past it does not start one.
-const MAX_CHILDREN: usize = 8;
+/// Most programs of `run` actions alive at once; a round past it does not
+/// start one.
+pub const MAX_ALIVE: usize = 8;
+/// Most programs `run` actions start in one run.
+pub const MAX_PROGRAM_RUNS: u64 = 1000;
 
 /// One round of actions, for one late wake-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,42 +117,46 @@ pub struct Round {
 pub struct SpikeWatch {
     spec: SpikeActions,
     report: SpikeReport,
+    root: SysRoot,
+    /// Per action: the process of a `signal`, pinned when the run started.
+    pinned: Vec<Option<Pinned>>,
     /// Per timer thread: its announcements counted so far.
     seen: Vec<u64>,
     next_round: Option<Instant>,
-    children: Vec<Child>,
     /// A `stop` action ran: the run ends.
     pub stop: bool,
 }
 
 impl SpikeWatch {
-    /// A watch doing `spec`.
-    pub fn new(spec: &SpikeActions) -> Self {
+    /// A watch doing `spec`; the processes of `signal` actions are pinned
+    /// now.
+    pub fn new(spec: &SpikeActions, root: &SysRoot) -> Self {
         SpikeWatch {
             report: SpikeReport {
                 actions: spec.actions.iter().map(describe).collect(),
                 every_ns: spec.every_ns,
                 ..SpikeReport::default()
             },
+            pinned: spec
+                .actions
+                .iter()
+                .map(|a| match a {
+                    SpikeAction::Signal { pid, .. } => Pinned::pin(root, *pid),
+                    _ => None,
+                })
+                .collect(),
+            root: root.clone(),
             spec: spec.clone(),
             seen: Vec::new(),
             next_round: None,
-            children: Vec::new(),
             stop: false,
         }
     }
 
     /// Looks for late wake-ups announced since the last look and, within
-    /// the rate limit, acts on the latest. `guard` is told each program's
-    /// process group as it starts (`true`) and ends (`false`).
-    pub fn look(&mut self, timers: &[TimerHandle], guard: &mut dyn FnMut(i32, bool)) {
-        self.children.retain_mut(|c| match c.try_wait() {
-            Ok(Some(_)) => {
-                guard(c.id() as i32, false);
-                false
-            }
-            _ => true,
-        });
+    /// the rate limit, acts on the latest, starting programs through
+    /// `launcher`.
+    pub fn look(&mut self, timers: &[TimerHandle], launcher: &mut dyn Launcher) {
         self.seen.resize(timers.len(), 0);
         // The worst of this look's news is acted on; the others counted.
         let mut latest: Option<(Round, i32)> = None;
@@ -144,22 +196,23 @@ impl SpikeWatch {
             return;
         }
         self.next_round = Some(now + Duration::from_nanos(self.spec.every_ns));
-        self.act(round, tid, guard);
+        self.act(round, tid, launcher);
     }
 
-    fn act(&mut self, mut round: Round, tid: i32, guard: &mut dyn FnMut(i32, bool)) {
-        for action in self.spec.actions.clone() {
+    fn act(&mut self, mut round: Round, tid: i32, launcher: &mut dyn Launcher) {
+        let mut programs = self.spec.programs.clone().into_iter();
+        for (i, action) in self.spec.actions.clone().into_iter().enumerate() {
             let outcome = match action {
                 SpikeAction::Save => "trace window kept by the flight recorder".to_string(),
                 SpikeAction::Stop => {
                     self.stop = true;
                     "the run stops".to_string()
                 }
-                SpikeAction::Signal { pid, signal } => match os::kill_pid(pid, signal) {
-                    Ok(()) => format!("signal {signal} sent to {pid}"),
-                    Err(e) => format!("signal {signal} to {pid} failed: {e}"),
-                },
-                SpikeAction::Run { argv } => self.run(&argv, &round, tid, guard),
+                SpikeAction::Signal { pid, signal } => self.signal(i, pid, signal),
+                SpikeAction::Run { argv } => {
+                    let exe = programs.next().unwrap_or_else(|| PathBuf::from(&argv[0]));
+                    self.run(&exe, &argv, &round, tid, launcher)
+                }
             };
             round.outcomes.push(outcome);
         }
@@ -170,57 +223,64 @@ impl SpikeWatch {
         }
     }
 
-    fn run(
-        &mut self,
-        argv: &[String],
-        r: &Round,
-        tid: i32,
-        guard: &mut dyn FnMut(i32, bool),
-    ) -> String {
-        if self.children.len() >= MAX_CHILDREN {
+    /// Signals the process pinned for action `i`, never another that took
+    /// its number.
+    fn signal(&self, i: usize, pid: i32, signal: i32) -> String {
+        let Some(pinned) = self.pinned.get(i).and_then(Option::as_ref) else {
             return format!(
-                "{} not started: {MAX_CHILDREN} of its runs still going",
-                argv[0]
+                "signal {signal} not sent: process {pid} did not exist when the run started"
             );
-        }
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(Stdio::null())
-            .env("RTLAB_SPIKE_TIMER", r.timer.to_string())
-            .env("RTLAB_SPIKE_TID", tid.to_string())
-            .env("RTLAB_SPIKE_SAMPLE", r.sample.to_string())
-            .env("RTLAB_SPIKE_DEADLINE_NS", r.deadline_ns.to_string())
-            .env("RTLAB_SPIKE_LATENCY_NS", r.latency_ns.to_string())
-            .env(
-                "RTLAB_SPIKE_CPU",
-                r.cpu.map_or(String::new(), |c| c.to_string()),
-            );
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-        match cmd.spawn() {
-            Ok(child) => {
-                let pid = child.id() as i32;
-                guard(pid, true);
-                self.children.push(child);
-                format!("{} started (pid {pid})", argv[0])
-            }
-            Err(e) => format!("{} could not start: {e}", argv[0]),
+        };
+        match pinned.signal(&self.root, signal) {
+            Ok(()) => format!("signal {signal} sent to {pid}"),
+            Err(e @ SignalError::Ended(_)) => format!("signal {signal} not sent: {e}"),
+            Err(e) => format!("signal {signal} to {pid} failed: {e}"),
         }
     }
 
-    /// Ends the watch: programs still running get [`CHILD_GRACE`], then
-    /// their process groups are killed. Gives the report.
-    pub fn finish(mut self) -> SpikeReport {
-        let until = Instant::now() + CHILD_GRACE;
-        while !self.children.is_empty() && Instant::now() < until {
-            self.children
-                .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-            std::thread::sleep(Duration::from_millis(10));
+    fn run(
+        &mut self,
+        exe: &Path,
+        argv: &[String],
+        r: &Round,
+        tid: i32,
+        launcher: &mut dyn Launcher,
+    ) -> String {
+        let name = argv.first().map_or("?", String::as_str);
+        let refused = if self.report.programs_started >= MAX_PROGRAM_RUNS {
+            Some(format!("{MAX_PROGRAM_RUNS} started in this run already"))
+        } else if launcher.alive() >= MAX_ALIVE {
+            Some(format!("{MAX_ALIVE} of its runs still going"))
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            self.report.programs_not_started += 1;
+            return format!("{name} not started: {why}");
         }
-        for mut c in self.children.drain(..) {
-            let _ = os::kill_group(c.id() as i32, consts::SIGKILL);
-            let _ = c.wait();
+        let env = [
+            ("RTLAB_SPIKE_TIMER", r.timer.to_string()),
+            ("RTLAB_SPIKE_TID", tid.to_string()),
+            ("RTLAB_SPIKE_SAMPLE", r.sample.to_string()),
+            ("RTLAB_SPIKE_DEADLINE_NS", r.deadline_ns.to_string()),
+            ("RTLAB_SPIKE_LATENCY_NS", r.latency_ns.to_string()),
+            (
+                "RTLAB_SPIKE_CPU",
+                r.cpu.map_or(String::new(), |c| c.to_string()),
+            ),
+        ];
+        match launcher.launch(exe, argv, &env) {
+            Ok(pid) => {
+                self.report.programs_started += 1;
+                format!("{name} started (pid {pid})")
+            }
+            Err(e) => format!("{name} could not start: {e}"),
         }
+    }
+
+    /// Ends the watch (the supervisor stops what its programs left) and
+    /// gives the report.
+    pub fn finish(self) -> SpikeReport {
         self.report
     }
 }
@@ -235,5 +295,114 @@ pub fn describe(a: &SpikeAction) -> String {
             "run {}",
             crate::config::values::quote_cmdline(argv).unwrap_or_else(|| argv.join(" "))
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starts nothing; counts what it was asked, and says how many live.
+    struct Fake {
+        alive: usize,
+        launched: usize,
+    }
+
+    impl Launcher for Fake {
+        fn launch(&mut self, _: &Path, _: &[String], _: &[(&str, String)]) -> std::io::Result<i32> {
+            self.launched += 1;
+            self.alive += 1;
+            Ok(1000 + self.launched as i32)
+        }
+        fn alive(&self) -> usize {
+            self.alive
+        }
+    }
+
+    fn round() -> Round {
+        Round {
+            timer: 0,
+            sample: 1,
+            deadline_ns: 2,
+            latency_ns: 3,
+            cpu: Some(0),
+            outcomes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn programs_are_bounded_at_once_and_in_all_and_what_is_not_started_is_counted() {
+        let argv = vec!["notify".to_string()];
+        let spec = SpikeActions {
+            actions: vec![SpikeAction::Run { argv: argv.clone() }],
+            every_ns: 0,
+            programs: vec![PathBuf::from("/bin/notify")],
+            cpus: vec![0],
+        };
+        let mut w = SpikeWatch::new(&spec, &SysRoot::real());
+        let mut fake = Fake {
+            alive: 0,
+            launched: 0,
+        };
+        let exe = Path::new("/bin/notify");
+        for _ in 0..MAX_ALIVE + 3 {
+            w.run(exe, &argv, &round(), 7, &mut fake);
+        }
+        assert_eq!(fake.launched, MAX_ALIVE);
+        assert_eq!(w.report.programs_started, MAX_ALIVE as u64);
+        assert_eq!(w.report.programs_not_started, 3);
+        let busy = w.run(exe, &argv, &round(), 7, &mut fake);
+        assert!(
+            busy.contains("not started: 8 of its runs still going"),
+            "{busy}"
+        );
+        // The ones that ended make room, up to the run's total.
+        for _ in 0..MAX_PROGRAM_RUNS * 2 {
+            fake.alive = 0;
+            w.run(exe, &argv, &round(), 7, &mut fake);
+        }
+        assert_eq!(fake.launched as u64, MAX_PROGRAM_RUNS);
+        assert_eq!(w.report.programs_started, MAX_PROGRAM_RUNS);
+        assert_eq!(
+            w.report.programs_not_started,
+            4 + MAX_PROGRAM_RUNS * 2 - (MAX_PROGRAM_RUNS - MAX_ALIVE as u64)
+        );
+        let done = w.run(exe, &argv, &round(), 7, &mut fake);
+        assert!(done.contains("1000 started in this run already"), "{done}");
+    }
+
+    #[test]
+    fn a_signal_goes_to_the_process_pinned_and_never_to_a_number_it_left() {
+        // A child of ours: pinned, signalled, then ended and reaped.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let spec = SpikeActions {
+            actions: vec![SpikeAction::Signal {
+                pid,
+                signal: crate::sys::consts::SIGTERM,
+            }],
+            every_ns: 0,
+            programs: Vec::new(),
+            cpus: Vec::new(),
+        };
+        let w = SpikeWatch::new(&spec, &SysRoot::real());
+        assert_eq!(
+            w.signal(0, pid, crate::sys::consts::SIGTERM),
+            format!("signal 15 sent to {pid}")
+        );
+        let _ = child.wait();
+        let after = w.signal(0, pid, crate::sys::consts::SIGTERM);
+        assert!(after.contains("has ended: nothing was sent"), "{after}");
+        // A process that was gone before the run started is never looked
+        // up again.
+        let gone = SpikeWatch::new(&spec, &SysRoot::real());
+        let said = gone.signal(0, pid, crate::sys::consts::SIGTERM);
+        assert!(
+            said.contains("did not exist when the run started"),
+            "{said}"
+        );
     }
 }

@@ -233,9 +233,19 @@ pub struct Supervisor {
     /// Process groups of programs that ended while processes they started
     /// were still in them: stopped with the rest, waited for at the end.
     lingering: Vec<i32>,
+    /// Helper programs (`on_spike run`) running: each leads its group.
+    helpers: Vec<Child>,
+    /// Groups of helpers that ended, killed, followed until empty.
+    helper_groups: Vec<i32>,
+    /// The CPUs helpers run on.
+    helper_cpus: Vec<usize>,
     /// Problems worth reporting that did not stop the run.
     pub warnings: Vec<String>,
 }
+
+/// How long a helper still running at the end of the run is waited for
+/// before its group is killed.
+pub const HELPER_GRACE: Duration = Duration::from_secs(2);
 
 /// The guard process and the tracking cgroup that keep programs from
 /// outliving rtlab, journalled first: if rtlab and its guard both die, the
@@ -307,7 +317,8 @@ fn stage_outputs(
 
 impl Supervisor {
     /// Prepares supervision: guard process, tracking cgroup and CPU
-    /// bandwidth groups (only when there are programs).
+    /// bandwidth groups (only when there are programs, or helpers may be
+    /// started: `helper_cpus` is then not empty).
     pub fn new(
         plans: &[ProgramSpec],
         cpu_groups: &[GroupSpec],
@@ -315,11 +326,12 @@ impl Supervisor {
         all_cpus: Vec<usize>,
         run_start: Instant,
         mut journal: Option<&mut Journal>,
+        helper_cpus: Vec<usize>,
     ) -> Self {
         let mut warnings = Vec::new();
         // The tracking cgroup and the v1 bandwidth groups' parent share it.
         let name = format!("rtlab-{}", os::getpid());
-        let (guard, cgroup, cgroup_procs) = if plans.is_empty() {
+        let (guard, cgroup, cgroup_procs) = if plans.is_empty() && helper_cpus.is_empty() {
             (None, None, None)
         } else {
             track(root, &name, journal.as_deref_mut(), &mut warnings)
@@ -386,6 +398,9 @@ impl Supervisor {
             root: root.clone(),
             outputs,
             lingering: Vec::new(),
+            helpers: Vec::new(),
+            helper_groups: Vec::new(),
+            helper_cpus,
             warnings,
         }
     }
@@ -439,12 +454,11 @@ impl Supervisor {
             })
     }
 
-    fn spawn(&mut self, i: usize) -> Result<(), LoadError> {
+    /// The `cgroup.procs` files a child writes itself into: the tracking
+    /// cgroup, and the bandwidth group `cpu_group` if any.
+    fn cgroup_fds(&self, cpu_group: Option<&str>) -> Vec<std::os::fd::RawFd> {
         let tracking_fd = self.cgroup_procs.as_ref().map(|f| f.as_raw_fd());
-        let group_fd = self.programs[i]
-            .plan
-            .cpu_group
-            .as_deref()
+        let group_fd = cpu_group
             .and_then(|g| self.groups.as_ref()?.procs(g))
             .map(|f| f.as_raw_fd());
         // On cgroup v2 the bandwidth groups are leaves of the tracking
@@ -454,10 +468,14 @@ impl Supervisor {
             .as_ref()
             .and_then(Groups::default_leaf)
             .map(|f| f.as_raw_fd());
-        let cgroup_fds: Vec<_> = match v2_leaf {
+        match v2_leaf {
             Some(leaf) => vec![group_fd.unwrap_or(leaf)],
             None => tracking_fd.into_iter().chain(group_fd).collect(),
-        };
+        }
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<(), LoadError> {
+        let cgroup_fds = self.cgroup_fds(self.programs[i].plan.cpu_group.as_deref());
         let all_cpus = self.all_cpus.clone();
         let p = &mut self.programs[i];
         let cgroup_fds: Vec<_> = cgroup_fds
@@ -549,14 +567,75 @@ impl Supervisor {
         rec
     }
 
-    /// Has the guard kill process group `pgid` if rtlab dies (`true`: a
-    /// program an `on_spike` action started), or no longer (`false`: it
-    /// ended, and its number may be reused).
-    pub fn guard_group(&mut self, pgid: i32, guarded: bool) {
-        if let Some(g) = self.guard.as_mut() {
-            let verb = if guarded { "pgid" } else { "forget" };
-            g.tell(&format!("{verb} {pgid}"));
+    /// Starts a helper program (an `on_spike run`), as programs are
+    /// started: no shell, its own process group, the tracking cgroup, the
+    /// guard told; SCHED_OTHER on the helpers' CPUs, never the conductor's
+    /// policy and pinning; killed if rtlab's main thread dies. Its group
+    /// is killed when it ends ([`Supervisor::poll`]) and when the run ends.
+    pub fn start_helper(
+        &mut self,
+        executable: &Path,
+        argv: &[String],
+        env: &[(&str, String)],
+    ) -> std::io::Result<i32> {
+        let mut cmd = Command::new(executable);
+        cmd.arg0(argv.first().map_or("", String::as_str))
+            .args(argv.iter().skip(1))
+            .stdin(Stdio::null())
+            .process_group(0);
+        for (k, v) in env {
+            cmd.env(k, v);
         }
+        os::prepare_child(
+            &mut cmd,
+            ChildSetup {
+                cpus: (!self.helper_cpus.is_empty()).then(|| self.helper_cpus.clone()),
+                sched: Some(Sched::default()),
+                cgroup_procs_fds: self.cgroup_fds(None),
+                die_with_parent: true,
+            },
+        )?;
+        let child = cmd.spawn()?;
+        let pid = child.id() as i32;
+        if let Some(g) = self.guard.as_mut() {
+            g.tell(&format!("pgid {pid}"));
+        }
+        self.helpers.push(child);
+        Ok(pid)
+    }
+
+    /// Helpers running, and groups of ended ones not yet empty.
+    pub fn helpers_alive(&self) -> usize {
+        self.helpers.len() + self.helper_groups.len()
+    }
+
+    /// Ends the helpers that are done: what each left in its group is
+    /// killed while its leader is still unreaped (the group's number is
+    /// then still its own), then it is reaped; a group found empty is
+    /// forgotten (its number may be reused). With `all`, the helpers
+    /// still running are killed too.
+    fn reap_helpers(&mut self, all: bool) {
+        let mut i = 0;
+        while i < self.helpers.len() {
+            let pid = self.helpers[i].id() as i32;
+            if !all && !os::child_ended(pid).unwrap_or(true) {
+                i += 1;
+                continue;
+            }
+            let _ = os::kill_group(pid, crate::sys::consts::SIGKILL);
+            let _ = self.helpers.swap_remove(i).wait();
+            self.helper_groups.push(pid);
+        }
+        let guard = &mut self.guard;
+        self.helper_groups.retain(|&pgid| {
+            let alive = os::kill_group(pgid, 0).is_ok();
+            if alive {
+                let _ = os::kill_group(pgid, crate::sys::consts::SIGKILL);
+            } else if let Some(g) = guard.as_mut() {
+                g.tell(&format!("forget {pgid}"));
+            }
+            alive
+        });
     }
 
     /// The programs running now: (index, PID).
@@ -571,6 +650,7 @@ impl Supervisor {
     /// programs whose back-off delay is over. Returns an abort request when an
     /// ABORT action fires or a respawn fails.
     pub fn poll(&mut self) -> Option<AbortRequest> {
+        self.reap_helpers(false);
         let now = Instant::now();
         for i in 0..self.programs.len() {
             let status = match self.programs[i].child.as_mut().map(Child::try_wait) {
@@ -641,6 +721,9 @@ impl Supervisor {
         for &pgid in &self.lingering {
             let _ = os::kill_group(pgid, crate::sys::consts::SIGTERM);
         }
+        for h in &self.helpers {
+            let _ = os::kill_group(h.id() as i32, crate::sys::consts::SIGTERM);
+        }
         if let Some(cg) = &self.cgroup {
             cg.signal_all(crate::sys::consts::SIGTERM);
         }
@@ -649,6 +732,7 @@ impl Supervisor {
             .programs
             .iter()
             .map(|p| Duration::from_nanos(p.plan.grace_ns))
+            .chain((!self.helpers.is_empty()).then_some(HELPER_GRACE))
             .max()
             .unwrap_or_default();
         loop {
@@ -671,7 +755,9 @@ impl Supervisor {
                     _ => {}
                 }
             }
-            let running = self.programs.iter().any(|p| p.child.is_some());
+            self.reap_helpers(elapsed >= HELPER_GRACE);
+            let running =
+                self.programs.iter().any(|p| p.child.is_some()) || !self.helpers.is_empty();
             let cgroup_busy = self.cgroup.as_ref().is_some_and(|cg| !cg.pids().is_empty());
             if !running && !cgroup_busy {
                 break;
@@ -714,7 +800,9 @@ impl Supervisor {
     /// killed process is gone only once it has exited (a large one takes a
     /// while to give back its memory) and been reaped.
     fn wait_for_groups(&mut self, by: Instant) {
+        self.reap_helpers(true);
         let mut left = std::mem::take(&mut self.lingering);
+        left.append(&mut self.helper_groups);
         loop {
             left.retain(|&pgid| os::kill_group(pgid, 0).is_ok());
             if left.is_empty() || Instant::now() >= by {

@@ -14,6 +14,7 @@ use crate::tune::bandwidth::BandwidthError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+mod spikes;
 mod task_latency;
 mod tuning;
 pub use crate::tune::TuningSpec;
@@ -43,6 +44,8 @@ pub trait Machine {
     fn thread_names(&self) -> Vec<String>;
     /// Whether CPU bandwidth groups can be made (Err: why not).
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError>;
+    /// Whether process `pid` exists now.
+    fn process_exists(&self, pid: i32) -> bool;
 }
 
 /// The machine rtlab runs on.
@@ -108,6 +111,10 @@ impl Machine for RealMachine {
 
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {
         crate::tune::bandwidth::hierarchy(&self.root).map(|_| ())
+    }
+
+    fn process_exists(&self, pid: i32) -> bool {
+        crate::sys::tasks::start_time(&self.root, pid).is_some()
     }
 }
 
@@ -480,6 +487,8 @@ pub fn build(
     // Threads and programs without a cpuset key stay where main is.
     let inherited = main.cpuset.clone().or(started_in);
     let timers = p.timer_plans(exp, &outdir, inherited.as_ref());
+    let mut main = main;
+    main.on_spike = spikes::plan(&mut p, exp, &timers);
     let (group_of, cpu_groups) = p.bandwidth_groups(exp);
     let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
@@ -564,10 +573,8 @@ impl Planner<'_> {
                         .collect(),
                     dump_tasks: exp.main.trace_dump_tasks,
                 }),
-            on_spike: (!exp.main.on_spike.is_empty()).then(|| crate::spike_actions::SpikeActions {
-                actions: exp.main.on_spike.iter().map(|a| a.value.clone()).collect(),
-                every_ns: exp.main.on_spike_every_ns,
-            }),
+            // Planned with the timer threads (their CPUs are the programs').
+            on_spike: None,
             warmup_ns: exp.main.warmup_ns,
             irq_latency: exp.main.irq_latency,
             lifetime_ns: exp.main.lifetime_ns,
@@ -728,43 +735,10 @@ impl Planner<'_> {
                     .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
             );
         }
-        self.check_on_spike(exp);
         if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
             self.diags.push(
                 Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
                     .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
-            );
-        }
-    }
-}
-
-impl Planner<'_> {
-    /// `on_spike` acts on the wake-ups over a threshold, and `save` keeps
-    /// the flight recorder's window: each needs its key.
-    fn check_on_spike(&mut self, exp: &Experiment) {
-        let main = &exp.main;
-        let Some(first) = main.on_spike.first() else {
-            return;
-        };
-        if main.trace_threshold_ns.is_none() && main.spikes_threshold_ns.is_none() {
-            self.diags.push(
-                Diagnostic::new(
-                    first.pos,
-                    "`on_spike` acts on wake-ups over a threshold, and none is set",
-                )
-                .with_hint(Some(
-                    "set `trace.threshold` (explained spikes) or `spikes.threshold`".into(),
-                )),
-            );
-        }
-        let save = main
-            .on_spike
-            .iter()
-            .find(|a| a.value == rtlab_core::config::SpikeAction::Save);
-        if let Some(save) = save.filter(|_| main.trace_threshold_ns.is_none()) {
-            self.diags.push(
-                Diagnostic::new(save.pos, "`on_spike save` keeps the flight recorder's trace window, and no `trace.threshold` starts it")
-                    .with_hint(Some("set `trace.threshold DURATION` in main".into())),
             );
         }
     }
@@ -1069,6 +1043,9 @@ pub(crate) mod tests {
         }
         fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {
             Ok(())
+        }
+        fn process_exists(&self, pid: i32) -> bool {
+            pid == 4242
         }
     }
 

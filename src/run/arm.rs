@@ -416,6 +416,13 @@ impl Armed {
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
         let (stream, stream_unavailable) = start_stream(root, &mut journal, plan, online, warnings);
+        let helper_cpus = plan
+            .main
+            .on_spike
+            .as_ref()
+            .filter(|s| s.runs_programs())
+            .map(|s| s.cpus.clone())
+            .unwrap_or_default();
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -423,6 +430,7 @@ impl Armed {
             online.to_vec(),
             run_start,
             journal.0.as_mut(),
+            helper_cpus,
         );
         let failure = |error: String| Some(EndReason::Failed { error });
         let mut failed = supervisor
@@ -453,7 +461,7 @@ impl Armed {
                 .main
                 .on_spike
                 .as_ref()
-                .map(crate::spike_actions::SpikeWatch::new),
+                .map(|s| crate::spike_actions::SpikeWatch::new(s, root)),
             trace_unavailable,
             stream,
             stream_unavailable,
@@ -474,10 +482,7 @@ impl Armed {
             f.look(&self.timers.handles);
         }
         if let Some(w) = self.spikes.as_mut() {
-            let supervisor = &mut self.supervisor;
-            w.look(&self.timers.handles, &mut |pgid, guarded| {
-                supervisor.guard_group(pgid, guarded)
-            });
+            w.look(&self.timers.handles, &mut self.supervisor);
         }
         if let Some(s) = self.stream.as_mut() {
             let timers: Vec<(usize, i32, u64)> = self
@@ -633,6 +638,23 @@ pub(super) fn release_startup_pages(root: &SysRoot, hot: &[usize]) {
             ),
         ),
         Err(e) => messages::debug(1, &format!("start-up pages kept: {e}")),
+    }
+}
+
+/// The supervisor starts the programs of `on_spike run` as it starts
+/// programs, and stops them with the rest.
+impl crate::spike_actions::Launcher for Supervisor {
+    fn launch(
+        &mut self,
+        executable: &std::path::Path,
+        argv: &[String],
+        env: &[(&str, String)],
+    ) -> std::io::Result<i32> {
+        self.start_helper(executable, argv, env)
+    }
+
+    fn alive(&self) -> usize {
+        self.helpers_alive()
     }
 }
 

@@ -132,3 +132,309 @@ fn the_io_load_never_works_through_a_directory_swapped_for_a_link() {
         "root: the directory renamed away and a link planted mid-run; the victim's directory unchanged",
     );
 }
+
+/// The processes whose command line is `argv`, now (zombies aside).
+fn processes(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Kills what a failed test left, so that the next test starts clean.
+struct Reaper(&'static [&'static str]);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in processes(self.0) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// A timer thread on the measured CPU whose every wake-up is a spike.
+fn spiking(extra_main: &str, lifetime: &str) -> String {
+    format!(
+        "main {{\n spikes.threshold 1 us\n on_spike.every 100 ms\n{extra_main}\n}}\n\
+         timer_thread[0] {{\n cpu_affinity {}\n sched.policy FIFO\n sched.priority 90\n \
+         timer.period 1 ms\n {lifetime}\n}}\n",
+        crate::fixtures::measured_cpu()
+    )
+}
+
+#[test]
+fn what_a_spike_program_leaves_in_its_group_is_stopped_when_it_ends() {
+    let test = "what_a_spike_program_leaves_in_its_group_is_stopped_when_it_ends";
+    let _shared = crate::fixtures::machine_shared();
+    const LEFT: &[&str] = &["sleep", "3101"];
+    let _reaper = Reaper(LEFT);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = spiking(
+        " on_spike run sh -c \"sleep 3101 &\"",
+        "lifetime.duration 3 s",
+    );
+    std::fs::write(dir.path().join("left.cfg"), cfg).unwrap();
+    // Outputs to files: what a program leaves behind holds no pipe of the
+    // test's open.
+    let log = |name: &str| Stdio::from(std::fs::File::create(dir.path().join(name)).unwrap());
+    let mut run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "left.cfg", "--json", "left.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(log("out"))
+        .stderr(log("err"))
+        .spawn()
+        .unwrap();
+    // While it runs, what the programs left never piles up.
+    let mut most = 0;
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        most = most.max(processes(LEFT).len());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(dir.path().join("err")).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("left.json")).unwrap()).unwrap();
+    let report = &r["on_spike"];
+    let started = report["programs_started"].as_u64().unwrap();
+    assert!(started >= 10, "a program every 100 ms for 3 s: {report}");
+    assert!(
+        most <= 8,
+        "{most} left at once (at most 8 programs alive at once)"
+    );
+    let left = processes(LEFT);
+    assert!(left.is_empty(), "left after the run: {left:?}");
+    path_taken(
+        test,
+        &format!(
+            "{started} programs each left `sleep 3101` behind: at most {most} at once, none after the run"
+        ),
+    );
+}
+
+#[test]
+fn spike_programs_and_their_children_die_with_a_killed_rtlab() {
+    let test = "spike_programs_and_their_children_die_with_a_killed_rtlab";
+    let _shared = crate::fixtures::machine_shared();
+    const LEFT: &[&str] = &["sleep", "3102"];
+    let _reaper = Reaper(LEFT);
+    for as_nobody in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        // Each program and its child in the background keep running.
+        let cfg = spiking(
+            " on_spike run sh -c \"sleep 3102 & sleep 3102\"",
+            "lifetime.duration 60 s",
+        );
+        std::fs::write(dir.path().join("kill.cfg"), cfg).unwrap();
+        let mut cmd = if as_nobody {
+            match crate::fixtures::rtlab_unprivileged(dir.path()) {
+                Some(c) => c,
+                None => continue,
+            }
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        };
+        // Unprivileged, the timer thread cannot be FIFO: the run is
+        // refused unless it is SCHED_OTHER.
+        if as_nobody && is_root() {
+            let text = std::fs::read_to_string(dir.path().join("kill.cfg"))
+                .unwrap()
+                .replace(" sched.policy FIFO\n sched.priority 90\n", "");
+            std::fs::write(dir.path().join("kill.cfg"), text).unwrap();
+        }
+        let mut run = cmd
+            .args(["run", "kill.cfg"])
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let some =
+            crate::fixtures::wait_until(Duration::from_secs(20), || processes(LEFT).len() >= 4);
+        assert!(some, "the spike programs never started");
+        run.kill().unwrap();
+        let _ = run.wait();
+        let gone =
+            crate::fixtures::wait_until(Duration::from_secs(10), || processes(LEFT).is_empty());
+        assert!(
+            gone,
+            "left after SIGKILL ({}): {:?}",
+            if as_nobody {
+                "as nobody"
+            } else {
+                "as the test's user"
+            },
+            processes(LEFT)
+        );
+    }
+    path_taken(
+        test,
+        "rtlab SIGKILLed with spike programs and their children running: none left, with and without root",
+    );
+}
+
+#[test]
+fn spike_programs_run_as_programs_do_not_as_the_main_thread() {
+    let test = "spike_programs_run_as_programs_do_not_as_the_main_thread";
+    if !is_root() {
+        path_taken(test, "not root: the main thread cannot be FIFO");
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let measured = crate::fixtures::measured_cpu();
+    let out = dir.path().join("seen");
+    let cfg = spiking(
+        &format!(
+            " sched.policy FIFO\n sched.priority 10\n cpu_affinity {measured}\n \
+             on_spike run sh -c \"grep -E '^Cpus_allowed_list' /proc/self/status >> {o}; \
+             cut -d' ' -f41 /proc/self/stat >> {o}\"",
+            o = out.display()
+        ),
+        "lifetime.duration 1 s",
+    );
+    std::fs::write(dir.path().join("as.cfg"), cfg).unwrap();
+    let o = crate::fixtures::rtlab_in(dir.path(), &["run", "as.cfg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let seen = std::fs::read_to_string(&out).unwrap();
+    let online = crate::fixtures::online_cpus();
+    let others: Vec<usize> = online.iter().copied().filter(|&c| c != measured).collect();
+    let want_cpus = if others.is_empty() { online } else { others };
+    let lines: Vec<&str> = seen.lines().collect();
+    assert!(lines.len() >= 2, "{seen}");
+    for pair in lines.chunks(2) {
+        let cpus = pair[0].split_whitespace().nth(1).unwrap();
+        let listed = rtlab::cpulist::parse(cpus).unwrap();
+        assert_eq!(listed, want_cpus, "{seen}");
+        // Field 41 of stat: the policy (0: SCHED_OTHER).
+        assert_eq!(pair.get(1).copied(), Some("0"), "{seen}");
+    }
+    path_taken(
+        test,
+        &format!(
+            "main thread FIFO 10 on CPU {measured}: the programs ran SCHED_OTHER on {want_cpus:?}"
+        ),
+    );
+}
+
+/// Starts `cmd` as process `pid` (a number that was another process's),
+/// through the kernel's last-PID counter (root); None when this machine
+/// will not (no counter, not root, or other processes kept taking the
+/// number first).
+fn spawn_as_pid(pid: i32, cmd: &mut Command) -> Option<std::process::Child> {
+    let counter = "/proc/sys/kernel/ns_last_pid";
+    for _ in 0..50 {
+        std::fs::write(counter, (pid - 1).to_string()).ok()?;
+        let mut child = cmd.spawn().ok()?;
+        if child.id() as i32 == pid {
+            return Some(child);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    None
+}
+
+#[test]
+fn a_signal_action_never_reaches_a_process_that_took_the_number() {
+    let test = "a_signal_action_never_reaches_a_process_that_took_the_number";
+    if !is_root() {
+        path_taken(test, "not root: a PID cannot be handed to another process");
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    const ONE: &[&str] = &["sleep", "3103"];
+    const OTHER: &[&str] = &["sleep", "3104"];
+    let _reaper = (Reaper(ONE), Reaper(OTHER));
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Command::new("sleep").arg("3103").spawn().unwrap();
+    let pid = first.id() as i32;
+    let cfg = spiking(
+        &format!(" on_spike signal {pid} TERM"),
+        "lifetime.duration 4 s",
+    );
+    std::fs::write(dir.path().join("sig.cfg"), cfg).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "sig.cfg", "--json", "sig.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first round signals the process given; it ends (reaped here),
+    // and an unrelated process takes its number.
+    let ended = crate::fixtures::wait_until(Duration::from_secs(20), || {
+        first.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = first.kill();
+        let _ = first.wait();
+    }
+    assert!(ended, "the first round never signalled process {pid}");
+    let second = spawn_as_pid(pid, Command::new("sleep").arg("3104"));
+    let o = wait_output_within(run, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let Some(mut second) = second else {
+        path_taken(
+            test,
+            "the kernel would not hand the number over: only the first part checked",
+        );
+        return;
+    };
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("sig.json")).unwrap()).unwrap();
+    let outcomes: Vec<String> = r["on_spike"]["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcomes"][0].as_str().unwrap().to_string())
+        .collect();
+    let alive = second.try_wait().unwrap().is_none();
+    let _ = second.kill();
+    let _ = second.wait();
+    assert!(
+        alive,
+        "the process that took number {pid} was signalled: {outcomes:?}"
+    );
+    assert_eq!(
+        outcomes[0],
+        format!("signal 15 sent to {pid}"),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes[1..]
+            .iter()
+            .all(|o| o.contains("has ended: nothing was sent")),
+        "{outcomes:?}"
+    );
+    assert!(outcomes.len() > 2, "{outcomes:?}");
+    path_taken(
+        test,
+        &format!(
+            "{} rounds after process {pid} ended and its number was taken: none signalled it",
+            outcomes.len() - 1
+        ),
+    );
+}

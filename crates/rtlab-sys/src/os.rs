@@ -712,6 +712,67 @@ pub fn kill_pid(pid: i32, signal: libc::c_int) -> io::Result<()> {
     check(unsafe { libc::kill(pid, signal) })
 }
 
+/// Whether child `pid` has ended, without reaping it (`waitid` with
+/// `WNOWAIT`): until it is reaped, its PID and its process group's number
+/// cannot be anybody else's, so its group can still be signalled safely.
+pub fn child_ended(pid: i32) -> io::Result<bool> {
+    use rustix::process::{Pid, WaitIdOptions, waitid};
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let status = waitid(
+        rustix::process::WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    )?;
+    Ok(status.is_some())
+}
+
+/// A descriptor that holds process `pid` itself (`pidfd_open`, Linux 5.3):
+/// it never comes to name another process that reuses the number. An
+/// error where the kernel (or a seccomp filter, or QEMU) offers none, or
+/// `pid` is not a process (a thread other than the first).
+pub fn pidfd_open(pid: i32) -> io::Result<std::os::fd::OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    Ok(rustix::process::pidfd_open(
+        pid,
+        rustix::process::PidfdFlags::empty(),
+    )?)
+}
+
+/// Sends `signal` (any number the kernel takes, real-time ones included)
+/// to the process `pidfd` holds; ESRCH once it has ended.
+pub fn pidfd_send_signal(pidfd: &std::os::fd::OwnedFd, signal: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal with a descriptor this process owns, a
+    // signal number, no siginfo (NULL: the kernel fills it as kill(2)
+    // does) and no flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether the process `pidfd` holds has ended (a pidfd reads as ready
+/// once it has).
+pub fn pidfd_ended(pidfd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsFd;
+    let wait = Wait {
+        fd: pidfd.as_fd(),
+        read: true,
+        write: false,
+    };
+    poll(&[wait], std::time::Duration::ZERO).is_ok_and(|r| r.first().is_some_and(|r| r.read))
+}
+
 /// Ignores `signal` in this process (the guard).
 pub fn ignore_signal(signal: libc::c_int) {
     // SAFETY: SIG_IGN is a valid disposition for the catchable signals the
