@@ -5,6 +5,7 @@
 //!
 //! `RTLAB_TRACE_READER=text` forces the text reader (to compare the two).
 
+use crate::explain::fields;
 use crate::explain::parse::{self, Event};
 use crate::rawtrace::{Decoder, Symbols};
 use crate::sys::SysRoot;
@@ -165,10 +166,20 @@ impl Source {
             Source::Text { pipe, buf, lost } => {
                 if pipe.read_into(buf, max).is_ok() {
                     let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
-                    for line in buf[..whole].split(|&b| b == b'\n') {
+                    let text = rtlab_core::text::lossy(&buf[..whole]);
+                    // An event whose task's name holds a line feed may
+                    // still miss its last pieces: kept for the next read.
+                    let (lines, complete) = fields::event_lines(&text);
+                    let held = match lines.last() {
+                        Some(l) if !complete && !last => l.len() + 1,
+                        _ => 0,
+                    };
+                    let used = whole.saturating_sub(held);
+                    let lines = &lines[..lines.len() - usize::from(held > 0)];
+                    for line in lines {
                         text_line(line, lost, &mut feed);
                     }
-                    buf.drain(..whole);
+                    buf.drain(..used);
                     if buf.len() > MAX_LINE {
                         buf.clear();
                     }
@@ -178,11 +189,8 @@ impl Source {
     }
 }
 
-/// One line of the text pipe: an event, or a `CPU:1 [LOST 123 EVENTS]`.
-fn text_line(line: &[u8], lost: &mut u64, feed: &mut impl FnMut(&Event)) {
-    let Ok(text) = std::str::from_utf8(line) else {
-        return;
-    };
+/// One event of the text pipe: an event, or a `CPU:1 [LOST 123 EVENTS]`.
+fn text_line(text: &str, lost: &mut u64, feed: &mut impl FnMut(&Event)) {
     if let Some(n) = text
         .strip_prefix("CPU:")
         .and_then(|t| t.split_once(" [LOST "))
@@ -194,6 +202,48 @@ fn text_line(line: &[u8], lost: &mut u64, feed: &mut impl FnMut(&Event)) {
     }
     if let Some(e) = parse::line(text) {
         feed(&e);
+    }
+}
+
+/// Appends event `e` as the kernel's text shows it, one line: a task may
+/// name itself with a line break (and forge a marker line with it), which
+/// is shown as `?`; the name right-aligned in 16 columns, as the kernel
+/// writes it, so that the text reader takes the name from there, whatever
+/// it holds.
+fn kernel_line(e: &Event, out: &mut String) {
+    use std::fmt::Write;
+    let one = |s: &str| s.replace(['\n', '\r'], "?");
+    let mut comm = one(&e.comm);
+    let mut cut = comm.len().min(16);
+    while !comm.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    comm.truncate(cut);
+    let _ = writeln!(
+        out,
+        "{:>16}-{} [{:03}] ..... {}.{:09}: {}: {}",
+        Padded(&comm),
+        e.pid,
+        e.cpu,
+        e.ts_ns / 1_000_000_000,
+        e.ts_ns % 1_000_000_000,
+        e.name,
+        one(&e.fields)
+    );
+}
+
+/// A name padded to its width in bytes, as the kernel's `%16s` does (a
+/// `char` count would put a name of multi-byte letters out of its
+/// columns).
+struct Padded<'a>(&'a str);
+
+impl std::fmt::Display for Padded<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let width = f.width().unwrap_or(0);
+        for _ in self.0.len()..width {
+            f.write_str(" ")?;
+        }
+        f.write_str(self.0)
     }
 }
 
@@ -254,21 +304,7 @@ impl Tails {
         self.decoder.pages(cpu, &self.raw, &mut self.events);
         let kept = &mut self.kept[index];
         for e in &self.events {
-            use std::fmt::Write;
-            // One event, one line: a task may name itself with a line
-            // break (and forge a marker line with it).
-            let one = |s: &str| s.replace(['\n', '\r'], "?");
-            let _ = writeln!(
-                kept,
-                "{}-{} [{:03}] ..... {}.{:09}: {}: {}",
-                one(&e.comm),
-                e.pid,
-                e.cpu,
-                e.ts_ns / 1_000_000_000,
-                e.ts_ns % 1_000_000_000,
-                e.name,
-                one(&e.fields)
-            );
+            kernel_line(e, kept);
         }
         if let Some(cut) = kept.len().checked_sub(self.max_bytes).filter(|c| *c > 0) {
             let at = kept[cut..].find('\n').map_or(kept.len(), |n| cut + n + 1);
@@ -281,6 +317,54 @@ impl Tails {
     pub fn give_back(&mut self, cpu: usize, text: String) {
         if let Some(index) = self.pipes.cpus().iter().position(|&c| c == cpu) {
             self.kept[index] = text;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decoded_event_read_back_as_text_keeps_every_field_whatever_its_task_is_named() {
+        for name in [
+            " next_pid=5",
+            "a [1] 2.0: x:",
+            "\u{e9}t\u{e9} 42",
+            "a\nb",
+            "<idle>",
+            "x-1 [0] 1.0: e:",
+        ] {
+            let fields = format!(
+                "prev_comm={name} prev_pid=77 prev_prio=120 prev_state=S next_comm=rtlab-timer0 next_pid=4243 next_prio=9"
+            );
+            let spans = match crate::explain::fields::read("sched_switch", &fields) {
+                crate::explain::fields::Read::Fields(s) => s,
+                other => panic!("{other:?}"),
+            };
+            let e = Event {
+                comm: name.into(),
+                pid: 77,
+                cpu: 1,
+                ts_ns: 12_000_000_001,
+                name: "sched_switch".into(),
+                fields,
+                spans,
+            };
+            let mut line = String::new();
+            kernel_line(&e, &mut line);
+            let back = parse::line(line.trim_end()).unwrap_or_else(|| panic!("{line}"));
+            let shown = name.replace('\n', "?");
+            assert_eq!(back.comm.as_ref(), shown.trim_start(), "{line}");
+            assert_eq!(
+                (back.pid, back.cpu, back.ts_ns),
+                (77, 1, 12_000_000_001),
+                "{line}"
+            );
+            assert_eq!(back.num("next_pid"), Some(4243), "{line}");
+            assert_eq!(back.num("prev_pid"), Some(77), "{line}");
+            assert_eq!(back.field("next_comm"), Some("rtlab-timer0"), "{line}");
+            assert_eq!(back.field("prev_comm"), Some(shown.as_str()), "{line}");
         }
     }
 }

@@ -182,7 +182,7 @@ fn compare(text: &[parse::Event], raw: &[parse::Event]) -> (Vec<String>, usize) 
         let same = (r.ts_ns + 500) / 1000 == t.ts_ns / 1000
             && (t.cpu, t.pid, &t.name) == (r.cpu, r.pid, &r.name);
         let mut bad = (!same).then(|| "time, task or name".to_string());
-        for (key, value) in pairs(&r.fields) {
+        for (key, value) in r.pairs() {
             if hashed(&t.name, key) {
                 continue;
             }
@@ -206,11 +206,6 @@ fn compare(text: &[parse::Event], raw: &[parse::Event]) -> (Vec<String>, usize) 
         }
     }
     (differences, compared)
-}
-
-/// The `key=value` pairs of decoded fields.
-fn pairs(fields: &str) -> impl Iterator<Item = (&str, &str)> {
-    fields.split(' ').filter_map(|p| p.split_once('='))
 }
 
 /// Fields the text shows hashed (`%p`) or by constants' names the format

@@ -5,6 +5,7 @@
 //! recorder that fills the buffer is in `sys::trace` and the run.
 
 pub mod analyze;
+pub mod fields;
 pub mod parse;
 pub mod verdict;
 

@@ -2,6 +2,8 @@
 //! line: `COMM-PID [CPU] FLAGS SECONDS.MICROS: EVENT: FIELDS`. Lines that
 //! are not events (the `#` header, a line cut short) are skipped.
 
+use super::fields;
+
 /// One event of the buffer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -19,23 +21,20 @@ pub struct Event {
     pub name: std::borrow::Cow<'static, str>,
     /// Its fields as written (`prev_comm=... ==> next_comm=...`).
     pub fields: String,
+    /// Where each field lies in `fields`, as its reader found it (never
+    /// by searching the text: see [`fields`]).
+    pub spans: fields::Spans,
 }
 
 impl Event {
-    /// The value of field `key=` (up to the next blank), if present.
+    /// The value of field `key`, if the event has it.
     pub fn field(&self, key: &str) -> Option<&str> {
-        let mut rest = self.fields.as_str();
-        while let Some(at) = rest.find(key) {
-            let before = rest[..at].chars().last();
-            let after = &rest[at + key.len()..];
-            if matches!(before, None | Some(' ' | '[')) && after.starts_with('=') {
-                let value = &after[1..];
-                let end = value.find([' ', ']']).unwrap_or(value.len());
-                return Some(&value[..end]);
-            }
-            rest = after;
-        }
-        None
+        self.spans.value(&self.fields, key)
+    }
+
+    /// Each `(key, value)` of the event, in order.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.spans.pairs(&self.fields)
     }
 
     /// An `irq_handler_entry`'s IRQ as the tables name it:
@@ -56,18 +55,51 @@ impl Event {
 /// The parts of an event line, borrowed: task, PID, CPU, time (ns) and
 /// the rest (`EVENT: FIELDS`). No allocation: the window is found by time
 /// before any line is kept.
+///
+/// The kernel writes the task's name right-aligned in 16 columns, then
+/// `-PID` (`%16s-%-7d`): where the line is laid out so, the name is taken
+/// from there, whatever it holds (` [1] 2.0: x:` included). Other lines
+/// (written by hand, or by older tools) are split at the first ` [`.
 fn split(text: &str) -> Option<(&str, i32, usize, u64, &str)> {
+    if let Some(head) = split_kernel(text) {
+        return Some(head);
+    }
     let text = text.trim_start();
     if text.starts_with('#') {
         return None;
     }
     let open = text.find(" [")?;
-    let close = open + text[open..].find(']')?;
-    let (comm, pid) = text[..open].rsplit_once('-')?;
-    let pid = pid.trim().parse().ok()?;
-    let cpu = text[open + 2..close].trim().parse().ok()?;
+    let dash = text[..open].rfind('-')?;
+    after_name(text, &text[..dash], dash + 1)
+}
+
+/// [`split`] of a line in the kernel's layout: the name's 16 columns, a
+/// dash, the rest.
+fn split_kernel(text: &str) -> Option<(&str, i32, usize, u64, &str)> {
+    if text.as_bytes().get(NAME_COLUMNS) != Some(&b'-') || !text.is_char_boundary(NAME_COLUMNS) {
+        return None;
+    }
+    let name = text[..NAME_COLUMNS].trim_start_matches(' ');
+    after_name(text, name, NAME_COLUMNS + 1)
+}
+
+/// The columns the kernel gives a task's name before `-PID`.
+const NAME_COLUMNS: usize = 16;
+
+/// The rest of a head from `at`, just after the dash: `PID [CPU] FLAGS
+/// SECONDS.MICROS: `, then `EVENT: FIELDS`.
+fn after_name<'a>(
+    text: &'a str,
+    comm: &'a str,
+    at: usize,
+) -> Option<(&'a str, i32, usize, u64, &'a str)> {
+    let rest = &text[at..];
+    let open = rest.find(" [")?;
+    let close = open + rest[open..].find(']')?;
+    let pid = rest[..open].trim().parse().ok()?;
+    let cpu = rest[open + 2..close].trim().parse().ok()?;
     // After the CPU: the flags (absent without irq-info), the timestamp.
-    let mut rest = text[close + 1..].trim_start();
+    let mut rest = rest[close + 1..].trim_start();
     for _ in 0..2 {
         let (word, after) = rest.split_once(' ')?;
         if let Some(stamp) = word.strip_suffix(':') {
@@ -78,17 +110,43 @@ fn split(text: &str) -> Option<(&str, i32, usize, u64, &str)> {
     None
 }
 
-/// Parses one line, or None when it is not an event.
+/// Whether `line` starts an event in the kernel's layout (the name in its
+/// 16 columns, then `-PID`...).
+pub(super) fn kernel_head(line: &str) -> bool {
+    split_kernel(line).is_some()
+}
+
+/// An event line's `EVENT: FIELDS` part, if it is an event line.
+pub(super) fn head_and_rest(line: &str) -> Option<&str> {
+    split(line).map(|h| h.4)
+}
+
+/// Whether `line` may be the first piece of an event line whose task's
+/// name holds a line feed: the name's columns up to it.
+pub(super) fn could_be_piece(line: &str) -> bool {
+    (1..=NAME_COLUMNS).contains(&line.len()) && !line.starts_with('#')
+}
+
+/// Parses one line, or None when it is not an event. Its fields are read
+/// as its event's print format lays them out ([`fields::read`]): a line
+/// whose task-name fields fit it in more than one way gets none.
 pub fn line(text: &str) -> Option<Event> {
     let (comm, pid, cpu, ts_ns, rest) = split(text)?;
     let (name, fields) = rest.split_once(':')?;
+    let name = name.trim();
+    let fields = fields.trim();
+    let spans = match fields::read(name, fields) {
+        fields::Read::Fields(s) => s,
+        fields::Read::Refused => fields::Spans::default(),
+    };
     Some(Event {
         comm: comm.into(),
         pid,
         cpu,
         ts_ns,
-        name: name.trim().to_string().into(),
-        fields: fields.trim().to_string(),
+        name: name.to_string().into(),
+        fields: fields.to_string(),
+        spans,
     })
 }
 
@@ -219,8 +277,9 @@ impl<'a> Buffer<'a> {
     /// Indexes the event lines of `text` (at most `max` of them: a CPU's
     /// buffer holds far fewer; past it the newest are dropped).
     pub fn new(text: &'a str, max: usize) -> Self {
-        let lines = text
-            .lines()
+        let lines = fields::event_lines(text)
+            .0
+            .into_iter()
             .filter_map(|l| {
                 let (_, _, _, ts, rest) = split(l)?;
                 rest.contains(':').then_some((ts, l))
@@ -274,9 +333,12 @@ impl<'a> Buffer<'a> {
     pub fn idle_switches(&self) -> (usize, usize) {
         let (mut into, mut out_of) = (0, 0);
         for (_, l) in &self.lines {
-            if l.contains(" sched_switch: ") {
-                into += usize::from(l.contains(" next_pid=0 "));
-                out_of += usize::from(l.contains(" prev_pid=0 "));
+            if !l.contains(" sched_switch: ") {
+                continue;
+            }
+            if let Some(e) = line(l).filter(|e| e.name == "sched_switch") {
+                into += usize::from(e.num("next_pid") == Some(0));
+                out_of += usize::from(e.num("prev_pid") == Some(0));
             }
         }
         (into, out_of)

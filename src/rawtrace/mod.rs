@@ -56,7 +56,7 @@ fn remember(comms: &mut Pids<Arc<str>>, pid: i32, comm: &[u8]) {
     if comms.len() >= MAX_COMMS {
         comms.clear();
     }
-    comms.insert(pid, String::from_utf8_lossy(comm).into());
+    comms.insert(pid, rtlab_core::text::lossy(comm).into());
 }
 
 /// Decodes pages of one instance into events.
@@ -164,7 +164,7 @@ impl Decoder {
         let id = page::uint_at(r.data, 0, 2)? as u16;
         let format = self.formats.iter().find(|f| f.id == id)?;
         let pid = page::uint_at(r.data, 4, 4)? as u32 as i32;
-        let (name, fields) = render::event(format, r.data, &mut self.symbols)?;
+        let (name, fields, spans) = render::event(format, r.data, &mut self.symbols)?;
         for (p, c) in render::comms(format, r.data) {
             remember(&mut self.comms, p, c);
         }
@@ -187,6 +187,7 @@ impl Decoder {
             ts_ns: r.ts,
             name,
             fields,
+            spans,
         })
     }
 }

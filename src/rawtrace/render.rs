@@ -3,6 +3,7 @@
 
 use super::format::{EventFormat, Field, Render, Storage};
 use super::page::uint_at;
+use crate::explain::fields::Spans;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -95,14 +96,15 @@ impl Symbols {
     }
 }
 
-/// The event's fields' text, and its name when it is not the format's:
-/// the ftrace `print` event (a `trace_marker` write) is named by its
-/// caller, as the text does, and its fields are the written text.
+/// The event's fields' text, where each field lies in it, and its name
+/// when it is not the format's: the ftrace `print` event (a `trace_marker`
+/// write) is named by its caller, as the text does, and its fields are the
+/// written text (no field).
 pub fn event(
     format: &EventFormat,
     data: &[u8],
     symbols: &mut Symbols,
-) -> Option<(Option<String>, String)> {
+) -> Option<(Option<String>, String, Spans)> {
     if format.name == "print"
         && let (Some(ip), Some(buf)) = (format.field("ip"), format.field("buf"))
     {
@@ -114,29 +116,37 @@ pub fn event(
             symbols.name(addr, false, &mut name);
         }
         let text = text(&format.fields[buf], data)?;
-        return Some((Some(name), text.trim_end_matches('\n').to_string()));
+        return Some((
+            Some(name),
+            text.trim_end_matches('\n').to_string(),
+            Spans::default(),
+        ));
     }
     if format.name == "kernel_stack" {
-        return Some((None, stack(format, data, symbols)?));
+        return Some((None, stack(format, data, symbols)?, Spans::default()));
     }
     // Written in a scratch buffer, then copied at its size: a few dozen
     // bytes per event, not a growing string's capacity.
     let mut out = std::mem::take(&mut symbols.scratch);
     out.clear();
+    let mut spans = Spans::default();
     for (key, render) in &format.keys {
         let at = out.len();
         if !out.is_empty() {
             out.push(' ');
         }
+        let key_at = out.len();
         out.push_str(key);
         out.push('=');
         if value(format, render, data, symbols, &mut out).is_none() {
             out.truncate(at);
+        } else {
+            spans.push(key_at, out.len());
         }
     }
     let fields = out.as_str().to_owned();
     symbols.scratch = out;
-    Some((None, fields))
+    Some((None, fields, spans))
 }
 
 /// A `stacktrace` trigger's record (`size` return addresses from `caller`,

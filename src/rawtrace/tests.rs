@@ -208,15 +208,15 @@ fn a_kernel_stack_record_is_named_frame_by_frame_or_hidden() {
     }
     let kallsyms = "ffff000000001000 T __schedule\nffff000000002000 t compact_zone\n";
     let mut symbols = Symbols::parse(kallsyms);
-    let (_, fields) = render::event(&format, &data, &mut symbols).unwrap();
+    let (_, fields, _) = render::event(&format, &data, &mut symbols).unwrap();
     assert_eq!(fields, "=> __schedule => compact_zone => __schedule");
     // Hidden addresses are never shown raw.
     let mut hidden = Symbols::parse("0000000000000000 T __schedule\n");
-    let (_, fields) = render::event(&format, &data, &mut hidden).unwrap();
+    let (_, fields, _) = render::event(&format, &data, &mut hidden).unwrap();
     assert_eq!(fields, "=> ? => ? => ?");
     // A record that claims more frames than it holds stops at its end.
     data[8] = 200;
-    let (_, fields) = render::event(&format, &data, &mut symbols).unwrap();
+    let (_, fields, _) = render::event(&format, &data, &mut symbols).unwrap();
     assert_eq!(fields.matches("=>").count(), 3);
     // What the text reader folds the kernel's lines into, the same.
     let e = crate::explain::parse::line(&format!(

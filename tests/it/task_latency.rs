@@ -30,7 +30,7 @@ const HELD_NS: i64 = 400_000;
 const CLOCK_SLACK_NS: i64 = 2_000;
 
 /// Builds `tests/support/NAME.c` into `dir`, or None without a compiler.
-fn build(dir: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn build(dir: &Path, name: &str) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/support/{name}.c"));
     let out = dir.join(name);
     let ok = Command::new("cc")

@@ -9,6 +9,24 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// `bytes` as text, each byte that is not part of valid UTF-8 shown as
+/// `?`: unlike `from_utf8_lossy`, the text has as many bytes as the input
+/// (a task's name stays within its 15 bytes, a trace line's columns stay
+/// where the kernel put them).
+pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len());
+            for chunk in bytes.utf8_chunks() {
+                out.push_str(chunk.valid());
+                out.extend(std::iter::repeat_n('?', chunk.invalid().len()));
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
 /// Whether `c` does something on a terminal or in a document instead of
 /// showing a glyph: C0 controls, DEL, C1 controls, the Unicode direction
 /// marks, overrides and isolates (which can reorder what is shown), and

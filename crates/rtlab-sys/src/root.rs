@@ -142,6 +142,18 @@ impl SysRoot {
         fs::read_to_string(&path).map_err(|e| SysError::from_io(&path, e))
     }
 
+    /// Reads `rel` as text that may hold bytes of another encoding (a trace
+    /// shows tasks' names as they are): each such byte is a `?`, the text
+    /// as long as the file.
+    pub fn read_lossy(&self, rel: &str) -> Result<String, SysError> {
+        let path = self.path(rel);
+        let bytes = fs::read(&path).map_err(|e| SysError::from_io(&path, e))?;
+        Ok(match rtlab_core::text::lossy(&bytes) {
+            std::borrow::Cow::Borrowed(_) => String::from_utf8(bytes).unwrap_or_default(),
+            std::borrow::Cow::Owned(s) => s,
+        })
+    }
+
     /// Reads `rel` as text with reads of one large buffer: some kernel
     /// files (tracefs `header_page`) end early when read in small pieces.
     /// At most `max` bytes.

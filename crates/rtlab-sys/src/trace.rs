@@ -486,7 +486,7 @@ impl Instance {
     pub fn read_cpu(&self, cpu: usize, max_bytes: usize) -> Result<String, TraceError> {
         let text = self
             .root
-            .read(&format!("{}/per_cpu/cpu{cpu}/trace", self.dir))
+            .read_lossy(&format!("{}/per_cpu/cpu{cpu}/trace", self.dir))
             .map_err(kernel("cannot read the trace buffer"))?;
         Ok(match text.len().checked_sub(max_bytes) {
             Some(cut) if cut > 0 => {
