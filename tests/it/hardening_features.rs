@@ -438,3 +438,228 @@ fn a_signal_action_never_reaches_a_process_that_took_the_number() {
         ),
     );
 }
+
+/// `rtlab task-latency --pid P` of a cyclic program on `cpu`, while two
+/// processes of nobody named `" pid=P"` and `" next_pid=P"` wake and sleep
+/// on the same CPU; `reader` forces the text reader when it is `text`.
+/// Gives rtlab's result and the program's own expiries.
+fn measured_beside_impostors(
+    dir: &Path,
+    cyclic: &Path,
+    named: &Path,
+    cpu: usize,
+    reader: &str,
+) -> (serde_json::Value, Vec<i64>, i32) {
+    let own = dir.join(format!("{reader}.own"));
+    let cpu = cpu.to_string();
+    let mut task = Command::new("taskset")
+        .args(["-c", &cpu])
+        .arg(cyclic)
+        .args(["sleep", "1000", "1500"])
+        .arg(&own)
+        .spawn()
+        .unwrap();
+    let pid = task.id() as i32;
+    let impostors: Vec<std::process::Child> = [format!(" pid={pid}"), format!(" next_pid={pid}")]
+        .iter()
+        .map(|name| {
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .args(["taskset", "-c", &cpu])
+                .arg(named)
+                .args([name.as_str(), "4"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let json = format!("{reader}.json");
+    let pid_text = pid.to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["task-latency", "--pid", &pid_text, "--period", "1ms"])
+        .args(["--samples", "10000", "--duration", "3s", "--json", &json])
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .env("RTLAB_TRACE_READER", reader)
+        .output()
+        .unwrap();
+    let _ = task.wait();
+    for mut i in impostors {
+        let _ = i.wait();
+    }
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(&json)).unwrap()).unwrap();
+    let own = std::fs::read_to_string(&own)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().parse::<i64>().unwrap())
+        .collect();
+    (r, own, pid)
+}
+
+#[test]
+fn a_task_named_like_a_field_changes_no_figure_of_another() {
+    let test = "a_task_named_like_a_field_changes_no_figure_of_another";
+    if !crate::trace_experiments::can_trace(test) {
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o755);
+    let (Some(cyclic), Some(named)) = (
+        crate::task_latency::build(dir.path(), "cyclic"),
+        crate::task_latency::build(dir.path(), "named"),
+    ) else {
+        path_taken(test, "no C compiler here: nothing to measure");
+        return;
+    };
+    let cpu = crate::fixtures::measured_cpu();
+    for reader in ["binary", "text"] {
+        let (r, own, pid) = measured_beside_impostors(dir.path(), &cyclic, &named, cpu, reader);
+        let m = &r["task_latency"][0];
+        let threads = m["threads"].as_array().unwrap();
+        // The program's one thread, under its own name.
+        assert_eq!(threads.len(), 1, "{reader}: {m}");
+        let t = &threads[0];
+        assert_eq!(t["tid"].as_i64(), Some(i64::from(pid)), "{reader}");
+        assert_eq!(t["comm"], "cyclic", "{reader}: the task was renamed");
+        // Every cycle the program ran while rtlab traced it, found by its
+        // own expiry, and nothing else.
+        let seen: Vec<i64> = t["wake_up_samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "timer")
+            .filter_map(|w| w["expiry_ns"].as_i64())
+            .collect();
+        assert!(
+            seen.len() >= 1000,
+            "{reader}: {} timer wake-ups of {}",
+            seen.len(),
+            own.len()
+        );
+        let (first, last) = (seen[0], *seen.last().unwrap());
+        let want: Vec<i64> = own
+            .iter()
+            .copied()
+            .filter(|e| (first..=last).contains(e))
+            .collect();
+        let mut got = seen.clone();
+        got.sort_unstable();
+        assert_eq!(
+            got, want,
+            "{reader}: the wake-ups found are not the program's cycles"
+        );
+        assert_eq!(
+            t["timer_wake_ups"].as_u64(),
+            Some(seen.len() as u64),
+            "{reader}"
+        );
+        // No wake-up blamed on or woken by a task of no name.
+        for w in t["wakers"].as_array().unwrap() {
+            let name = w[0].as_str().unwrap();
+            assert!(
+                !name.trim().is_empty() && !name.starts_with(" ("),
+                "{reader}: {w}"
+            );
+        }
+        eprintln!(
+            "[{test}] {reader}: {} cycles of pid {pid} found by their expiries, beside \" pid={pid}\" and \" next_pid={pid}\"",
+            seen.len()
+        );
+    }
+    path_taken(
+        test,
+        "both readers: the impostors changed no figure of the task",
+    );
+}
+
+#[test]
+fn an_output_whose_keep_aside_names_are_all_taken_is_kept_where_it_says() {
+    let test = "an_output_whose_keep_aside_names_are_all_taken_is_kept_where_it_says";
+    if !is_root() {
+        path_taken(test, "not root: another user's link cannot be planted");
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    chmod(d, 0o755);
+    // A sticky world-writable directory, as /tmp is.
+    let shared = d.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    chmod(&shared, 0o1777);
+    let out = shared.join("prog.out");
+    std::fs::write(
+        d.join("exp.cfg"),
+        format!(
+            "timer_thread[0]\n{{\n  timer.period 1 ms\n  lifetime.duration 3 s\n}}\n\
+             program[0]\n{{\n  cmdline sh -c \"echo measured; touch {}; sleep 30\"\n  output.out {}\n}}\n",
+            d.join("started").display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "exp.cfg"])
+        .current_dir(d)
+        .env("RTLAB_JOURNAL_DIR", d.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    assert!(crate::fixtures::wait_until(Duration::from_secs(30), || d
+        .join("started")
+        .exists()));
+    // Mid-run, the attacker puts a link at the output's name and takes
+    // every name rtlab would keep it under beside it.
+    let planted = wait_output_within(
+        as_attacker(&format!(
+            "cd '{}' && ln -s /etc/hostname prog.out && i=0 && \
+             while [ $i -lt 100 ]; do : > prog.out.rtlab-{pid}-$i; i=$((i+1)); done && echo planted",
+            shared.display()
+        )),
+        Duration::from_secs(30),
+    );
+    assert!(text(&planted).contains("planted"), "{}", text(&planted));
+    let o = wait_output_within(run, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let at = err
+        .split("what was written is kept as ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("nothing said kept: {err}"));
+    let kept = Path::new(at.trim_end_matches(['.', ';', ',']));
+    assert!(
+        kept.starts_with(d.join("journal")),
+        "kept outside rtlab's own directory: {kept:?}\n{err}"
+    );
+    // The run's journal was replayed (the run has ended): what it said is
+    // kept is there, whole.
+    assert_eq!(
+        std::fs::read_to_string(kept).unwrap_or_else(|e| panic!("{kept:?}: {e}\n{err}")),
+        "measured\n"
+    );
+    assert!(std::fs::symlink_metadata(&out).unwrap().is_symlink());
+    assert_ne!(
+        std::fs::read_to_string("/etc/hostname").unwrap(),
+        "measured\n"
+    );
+    let journals: Vec<_> = std::fs::read_dir(d.join("journal"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".journal"))
+        .collect();
+    assert!(
+        journals.is_empty(),
+        "the run's journal was left: {journals:?}"
+    );
+    path_taken(
+        test,
+        &format!(
+            "a link at the output and its 100 keep-aside names taken: kept as {}",
+            kept.display()
+        ),
+    );
+}

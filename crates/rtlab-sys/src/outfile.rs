@@ -377,6 +377,8 @@ pub struct Staged {
     path: PathBuf,
     file: File,
     done: bool,
+    /// The temporary name is in a run's journal (its replay removes it).
+    journalled: bool,
 }
 
 impl Staged {
@@ -422,6 +424,7 @@ impl Staged {
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)
         ));
+        let journalled = journal.is_some();
         if let Some(j) = journal {
             let at = dir_path(&dir_fd)
                 .ok_or_else(|| {
@@ -442,7 +445,8 @@ impl Staged {
         let fd = rustix::fs::openat(
             &dir_fd,
             &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            // Read and write: what cannot be put in place is copied from it.
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o644),
         )
         .map_err(|e| OutputError::io(path, "cannot create a temporary file beside it", e))?;
@@ -453,6 +457,7 @@ impl Staged {
             path: path.to_path_buf(),
             file: File::from(fd),
             done: false,
+            journalled,
         })
     }
 
@@ -489,29 +494,35 @@ impl Staged {
                     .map_err(|e| OutputError::io(&self.path, "cannot put the file in place", e))
             });
         done.map_err(|mut e| {
-            // Never lose what was written: it stays under a name of its
+            // Never lose what was written: it goes under a name of its
             // own, said in the error.
-            e.problem = match self.keep() {
-                Ok(kept) => format!(
-                    "{}; what was written is kept as {}",
-                    e.problem,
-                    kept.display()
-                ),
-                Err(_) => format!(
-                    "{}; what was written is kept as {}",
-                    e.problem,
-                    self.path.with_file_name(&self.tmp).display()
-                ),
-            };
+            e.problem = format!("{}; {}", e.problem, self.keep_said());
             e
         })
     }
 
-    /// Gives the temporary file a visible name beside the target,
+    /// Keeps what was written ([`Staged::keep`]) and says where, or says
+    /// that it could not be kept (it is then lost with the temporary
+    /// file: never said kept under a name the journal's replay removes).
+    fn keep_said(&self) -> String {
+        match self.keep() {
+            Ok(kept) => format!("what was written is kept as {}", kept.display()),
+            // Nothing removes a temporary name that is not journalled.
+            Err(_) if !self.journalled => format!(
+                "what was written is kept as {}",
+                self.path.with_file_name(&self.tmp).display()
+            ),
+            Err(why) => format!("what was written could not be kept: {why}"),
+        }
+    }
+
+    /// Gives what was written a name of its own: beside the target,
     /// `NAME.rtlab-PID-N`, that nothing else holds (`linkat` never
-    /// replaces: a link planted there makes it try the next N).
-    fn keep(&self) -> Result<PathBuf, Errno> {
-        for n in 0..100 {
+    /// replaces: a name taken makes it try the next N); when all 100 are
+    /// taken (someone else filled them), a copy in rtlab's own directory
+    /// ([`own_dir`]), where nobody else can write.
+    fn keep(&self) -> Result<PathBuf, String> {
+        for n in 0..KEEP_NAMES {
             let mut name = self.name.clone();
             name.push(format!(".rtlab-{}-{n}", std::process::id()));
             match rustix::fs::linkat(&self.dir, &self.tmp, &self.dir, &name, AtFlags::empty()) {
@@ -520,11 +531,103 @@ impl Staged {
                     return Ok(self.path.with_file_name(name));
                 }
                 Err(Errno::EXIST) => continue,
-                Err(e) => return Err(e),
+                Err(_) => break,
             }
         }
-        Err(Errno::EXIST)
+        let kept = copy_to_own_dir(&self.file, &self.name)?;
+        let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+        Ok(kept)
     }
+}
+
+/// Names tried beside a target before rtlab's own directory.
+const KEEP_NAMES: u32 = 100;
+
+/// rtlab's own directory for what cannot be kept beside its target: `kept`
+/// in the journal directory (`/run/rtlab/kept`, mode 0700), for root, when
+/// that directory deserves trust ([`crate::journal::check_dir`]); None
+/// for another user (they have no such directory) or an untrusted one.
+pub fn own_dir() -> Option<PathBuf> {
+    if euid() != 0 {
+        return None;
+    }
+    let journal = crate::journal::default_dir();
+    crate::journal::check_dir(&journal).ok()?;
+    Some(journal.join("kept"))
+}
+
+/// Copies `file` (from its start) to a new file named after `name` in
+/// [`own_dir`]; gives its path.
+fn copy_to_own_dir(file: &File, name: &OsStr) -> Result<PathBuf, String> {
+    use std::os::unix::fs::FileExt;
+    let dir_path = own_dir().ok_or_else(|| {
+        format!(
+            "the {KEEP_NAMES} names beside it are taken, and rtlab has no directory of its own here (it has one as root: {}/kept)",
+            crate::journal::default_dir().display()
+        )
+    })?;
+    let failed = |what: &str, e: Errno| {
+        format!(
+            "{}: {what}: {}",
+            dir_path.display(),
+            std::io::Error::from(e)
+        )
+    };
+    let parent = open_path(
+        &CWD,
+        dir_path.parent().unwrap_or(Path::new("/")).as_os_str(),
+    )
+    .map_err(|e| failed("cannot open", e))?;
+    match rustix::fs::mkdirat(&parent, "kept", Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(failed("cannot make it", e)),
+    }
+    let dir = rustix::fs::openat(
+        &parent,
+        "kept",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| failed("cannot open", e))?;
+    let st = rustix::fs::fstat(&dir).map_err(|e| failed("cannot look at it", e))?;
+    if st.st_uid != euid() || st.st_mode & 0o077 != 0 {
+        return Err(format!(
+            "{}: not a directory of rtlab's user that only it can reach",
+            dir_path.display()
+        ));
+    }
+    for n in 0.. {
+        let mut kept = name.to_os_string();
+        kept.push(format!(".rtlab-{}-{n}", std::process::id()));
+        let fd = match rustix::fs::openat(
+            &dir,
+            &kept,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) if n < KEEP_NAMES => continue,
+            Err(e) => return Err(failed("cannot make a file", e)),
+        };
+        let out = File::from(fd);
+        let mut buf = vec![0u8; 1 << 16];
+        let mut at = 0u64;
+        loop {
+            let got = file
+                .read_at(&mut buf, at)
+                .map_err(|e| format!("cannot read what was written: {e}"))?;
+            if got == 0 {
+                break;
+            }
+            out.write_all_at(&buf[..got], at)
+                .map_err(|e| format!("{}: cannot write: {e}", dir_path.display()))?;
+            at += got as u64;
+        }
+        out.sync_all()
+            .map_err(|e| format!("{}: cannot write: {e}", dir_path.display()))?;
+        return Ok(dir_path.join(kept));
+    }
+    Err(format!("{}: no free name", dir_path.display()))
 }
 
 impl Staged {
@@ -690,18 +793,15 @@ fn keep_aside(path: &Path, bytes: &[u8], mut e: OutputError) -> OutputError {
         .file
         .write_all(bytes)
         .and_then(|()| staged.file.sync_all());
-    match written.map_err(|_| Errno::IO).and_then(|()| staged.keep()) {
-        Ok(kept) => {
-            e.problem = format!(
-                "{}; what was written is kept as {}",
-                e.problem,
-                kept.display()
-            )
-        }
-        Err(_) => {
+    let said = match written {
+        // Not journalled: a temporary name kept stays.
+        Ok(()) => staged.keep_said(),
+        Err(w) => {
             let _ = rustix::fs::unlinkat(&staged.dir, &staged.tmp, AtFlags::empty());
+            format!("what was written could not be kept: {w}")
         }
-    }
+    };
+    e.problem = format!("{}; {said}", e.problem);
     e
 }
 
