@@ -331,6 +331,12 @@ impl Matcher {
             "hrtimer_expire_exit" => self.cpus[e.cpu].hrtimer = false,
             "sched_waking" => self.waking(e),
             "sched_switch" => self.switch(e),
+            // A thread that ended: its number is the task's no more.
+            "sched_process_exit" => {
+                if let Some(tid) = e.num("pid").and_then(|p| i32::try_from(p).ok()) {
+                    self.tids.remove(&tid);
+                }
+            }
             _ => {}
         }
         self.cpus[e.cpu].last_ts = e.ts_ns;

@@ -11,6 +11,7 @@ use crate::config::TaskSelector;
 use crate::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
+use crate::sys::tasks::Pinned;
 use crate::sys::trace::{self, Instance, Recording};
 use crate::task_latency::{TaskLatencyResult, TaskLatencySpec, Tracker};
 use crate::trace_source::{Reader, Source};
@@ -75,6 +76,9 @@ pub struct TraceStream {
     timer_filter: Option<String>,
     /// What the stream cost the main thread.
     cost: crate::audit::StreamCost,
+    /// The processes given by PID, pinned when the stream started (None:
+    /// gone by then).
+    pins: Vec<(i32, Option<Pinned>)>,
 }
 
 /// The tracepoints without which the stream's figures are wrong: the
@@ -152,7 +156,9 @@ impl TraceStream {
             task_filter: None,
             timer_filter: None,
             cost: crate::audit::StreamCost::default(),
+            pins: Vec::new(),
         };
+        stream.pin_tasks();
         // The tasks' syscall exits bound a switch-in the kernel did not log.
         if !stream.matchers.is_empty() || !stream.trackers.is_empty() {
             let filter = stream.task_filter();
@@ -174,6 +180,33 @@ impl TraceStream {
         };
         stream.cost.start_ns = started.elapsed().as_nanos() as u64;
         Ok(stream)
+    }
+
+    /// Pins each process given by PID ([`Pinned`]): its threads are read
+    /// from `/proc` only while it is the process pinned, and one gone
+    /// already is measured not at all.
+    fn pin_tasks(&mut self) {
+        let pids: Vec<i32> = self
+            .matchers
+            .iter()
+            .map(|m| &m.spec().task)
+            .chain(self.trackers.iter().map(|t| &t.spec().task))
+            .filter_map(|t| match t {
+                TaskSelector::Pid(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        for pid in pids {
+            if !self.pins.iter().any(|(p, _)| *p == pid) {
+                self.pins.push((pid, Pinned::pin(&self.root, pid)));
+            }
+        }
+        let gone = |task: &TaskSelector| matches!(task, TaskSelector::Pid(p) if self.pins.iter().any(|(q, pin)| q == p && pin.is_none()));
+        for t in &mut self.trackers {
+            if gone(&t.spec().task) {
+                t.gone_before_start();
+            }
+        }
     }
 
     /// The filter of the syscall exits: the measured tasks' threads, or
@@ -268,12 +301,12 @@ impl TraceStream {
 
     /// The threads of tasks chosen by PID or program, as they are now.
     fn learn_tasks(&mut self, programs: &[(usize, i32)]) {
-        let root = &self.root;
+        let (root, pins) = (&self.root, &self.pins);
         for m in &mut self.matchers {
-            m.add_tids(threads_of(root, &m.spec().task, programs));
+            m.add_tids(threads_of(root, pins, &m.spec().task, programs));
         }
         for t in &mut self.trackers {
-            t.add_tids(threads_of(root, &t.spec().task, programs));
+            t.add_tids(threads_of(root, pins, &t.spec().task, programs));
         }
         if let Some(old) = &self.task_filter {
             let new = self.task_filter();
@@ -405,10 +438,28 @@ impl TraceStream {
 }
 
 /// The threads of a task chosen by PID or program (its process first),
-/// as `/proc` lists them now; none for a task chosen by name.
-fn threads_of(root: &SysRoot, task: &TaskSelector, programs: &[(usize, i32)]) -> Vec<i32> {
+/// as `/proc` lists them now; none for a task chosen by name, and none for
+/// a process given by PID that is not the one pinned any more (its number
+/// may be another process's).
+fn threads_of(
+    root: &SysRoot,
+    pins: &[(i32, Option<Pinned>)],
+    task: &TaskSelector,
+    programs: &[(usize, i32)],
+) -> Vec<i32> {
     let pid = match *task {
-        TaskSelector::Pid(pid) => Some(pid),
+        TaskSelector::Pid(pid) => {
+            let pinned = pins
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .and_then(|(_, pin)| pin.as_ref());
+            let Some(threads) = pinned.and_then(|pin| pin.threads(root)) else {
+                return Vec::new();
+            };
+            let mut tids = vec![pid];
+            tids.extend(threads);
+            return tids;
+        }
         TaskSelector::Program(i) => programs.iter().find(|p| p.0 == i).map(|p| p.1),
         TaskSelector::Name(_) => None,
     };

@@ -492,7 +492,7 @@ pub fn build(
     let (group_of, cpu_groups) = p.bandwidth_groups(exp);
     let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
-    let task_latency = task_latency::specs(&mut p.diags, exp);
+    let task_latency = task_latency::specs(&mut p, exp);
     p.check_something_runs(exp);
     check_privileges(&mut p, exp);
     check_deadlines(&mut p, exp);
@@ -757,6 +757,7 @@ fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskS
         if let Some(d) = missing_irq(&m.irq, &present) {
             p.diags.push(d);
         }
+        task_latency::no_such_process(p, &m.task);
         if let crate::config::TaskSelector::Program(i) = m.task.value
             && !exp.programs.iter().any(|g| g.index == i)
         {

@@ -1,14 +1,16 @@
 //! The `task_latency[N]` stanzas, checked against the rest of the file.
 
-use crate::config::{Diagnostic, Experiment, TaskSelector};
+use crate::config::{Diagnostic, Experiment, Spanned, TaskSelector};
 use crate::task_latency::TaskLatencySpec;
 
 /// Each `task_latency[N]` as the stream measures it: a program it names
-/// must be in the file; wake-ups later than `trace.threshold` are
-/// explained.
-pub(super) fn specs(diags: &mut Vec<Diagnostic>, exp: &Experiment) -> Vec<TaskLatencySpec> {
+/// must be in the file, a process it names must exist; wake-ups later than
+/// `trace.threshold` are explained.
+pub(super) fn specs(p: &mut super::Planner, exp: &Experiment) -> Vec<TaskLatencySpec> {
     let mut out = Vec::new();
     for m in &exp.task_latency {
+        no_such_process(p, &m.task);
+        let diags = &mut p.diags;
         if let TaskSelector::Program(i) = m.task.value
             && !exp.programs.iter().any(|g| g.index == i)
         {
@@ -39,4 +41,42 @@ pub(super) fn specs(diags: &mut Vec<Diagnostic>, exp: &Experiment) -> Vec<TaskLa
         });
     }
     out
+}
+
+/// Refuses a task given by a PID no process has now (`task.pid`).
+pub(super) fn no_such_process(p: &mut super::Planner, task: &Spanned<TaskSelector>) {
+    if let TaskSelector::Pid(pid) = task.value
+        && !p.machine.process_exists(pid)
+    {
+        p.diags.push(
+            Diagnostic::new(task.pos, format!("there is no process {pid}")).with_hint(Some(
+                "give the PID of a process running now (it is pinned when the run starts: should it end, nothing under its number is counted after)"
+                    .into(),
+            )),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{PlanOptions, build, tests::fake};
+
+    #[test]
+    fn a_process_that_does_not_exist_is_refused_at_its_place() {
+        for stanza in ["task_latency[0]\n{", "irq_task[0]\n{\n irq 36"] {
+            let text =
+                format!("main\n{{\n trace.threshold 1 ms\n}}\n{stanza}\n task.pid 999999\n}}\n");
+            let exp = crate::config::parse(&text).expect("parses");
+            let d = build(&exp, &text, &fake(), &PlanOptions::default()).unwrap_err();
+            assert!(
+                d.iter().any(|d| d.message == "there is no process 999999"),
+                "{stanza}: {d:?}"
+            );
+            let ok = text.replace("999999", "4242");
+            let exp = crate::config::parse(&ok).expect("parses");
+            if let Err(d) = build(&exp, &ok, &fake(), &PlanOptions::default()) {
+                assert!(!d.iter().any(|d| d.message.contains("no process")), "{d:?}");
+            }
+        }
+    }
 }

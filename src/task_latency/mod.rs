@@ -252,6 +252,18 @@ pub struct Tracker {
     cpus: Occupancy,
     /// Wake-ups kept one by one so far, over all threads.
     samples_kept: usize,
+    /// The process given by PID ended (or was gone at the start): its
+    /// number is followed no more.
+    ended: Option<Ended>,
+}
+
+/// How a process given by PID stopped being followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It was gone when the run started.
+    BeforeStart,
+    /// It ended during the run (`sched_process_exit`, trace clock, ns).
+    At(u64),
 }
 
 impl Tracker {
@@ -269,6 +281,26 @@ impl Tracker {
             expiring: Vec::new(),
             cpus: Occupancy::default(),
             samples_kept: 0,
+            ended: None,
+        }
+    }
+
+    /// The process given by PID was gone when the run started: nothing
+    /// under its number is the task's.
+    pub fn gone_before_start(&mut self) {
+        self.tids.clear();
+        self.ended = Some(Ended::BeforeStart);
+    }
+
+    /// A thread ended (`sched_process_exit`): its number is the task's no
+    /// more, whoever gets it next (a thread of the task again is added
+    /// back from `/proc`, a process given by PID never: it is pinned).
+    fn exited(&mut self, e: &Event) {
+        let Some(tid) = e.num("pid").and_then(|p| i32::try_from(p).ok()) else {
+            return;
+        };
+        if self.tids.remove(&tid) && self.spec.task == TaskSelector::Pid(tid) {
+            self.ended = Some(Ended::At(e.ts_ns));
         }
     }
 
@@ -335,6 +367,7 @@ impl Tracker {
             }
             "sched_waking" => self.woken(e),
             "sched_switch" => self.switched(e),
+            "sched_process_exit" => self.exited(e),
             _ => {}
         }
     }
@@ -595,6 +628,18 @@ impl Tracker {
                 "tracepoints this kernel lacks: {}",
                 missing.join(", ")
             ));
+        }
+        if let (TaskSelector::Pid(pid), Some(ended)) = (&self.spec.task, self.ended) {
+            notes.push(match ended {
+                Ended::BeforeStart => format!(
+                    "process {pid} was gone when the run started: nothing was measured under its number"
+                ),
+                Ended::At(ns) => format!(
+                    "process {pid} ended during the run (trace clock {}.{:06} s): nothing after is counted under its number, which may be another process's",
+                    ns / 1_000_000_000,
+                    ns % 1_000_000_000 / 1000
+                ),
+            });
         }
         let threads = self
             .threads

@@ -663,3 +663,97 @@ fn an_output_whose_keep_aside_names_are_all_taken_is_kept_where_it_says() {
         ),
     );
 }
+
+#[test]
+fn a_task_given_by_pid_is_never_merged_with_the_process_that_takes_its_number() {
+    let test = "a_task_given_by_pid_is_never_merged_with_the_process_that_takes_its_number";
+    if !crate::trace_experiments::can_trace(test) {
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cyclic) = crate::task_latency::build(dir.path(), "cyclic") else {
+        path_taken(test, "no C compiler here: nothing to measure");
+        return;
+    };
+    let cpu = crate::fixtures::measured_cpu().to_string();
+    let cycles = |own: &Path, n: &str| {
+        let mut c = Command::new("taskset");
+        c.args(["-c", &cpu])
+            .arg(&cyclic)
+            .args(["sleep", "1000", n])
+            .arg(own);
+        c
+    };
+    let (a_own, b_own) = (dir.path().join("a.own"), dir.path().join("b.own"));
+    let mut first = cycles(&a_own, "800").spawn().unwrap();
+    let pid = first.id() as i32;
+    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["task-latency", "--pid", &pid.to_string(), "--period", "1ms"])
+        .args(["--samples", "10000", "--duration", "3s", "--json", "r.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first ends; another program, cyclic too, takes its number.
+    let _ = first.wait();
+    let second = spawn_as_pid(pid, &mut cycles(&b_own, "1000"));
+    let o = wait_output_within(run, Duration::from_secs(60));
+    let Some(mut second) = second else {
+        path_taken(
+            test,
+            "the kernel would not hand the number over: nothing to check",
+        );
+        return;
+    };
+    let _ = second.wait();
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let m = &r["task_latency"][0];
+    let expiries = |own: &Path| -> Vec<i64> {
+        std::fs::read_to_string(own)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (a, b) = (expiries(&a_own), expiries(&b_own));
+    let seen: Vec<i64> = m["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["wake_up_samples"].as_array().unwrap().iter())
+        .filter_map(|w| w["expiry_ns"].as_i64())
+        .collect();
+    let merged = seen.iter().filter(|e| b.contains(e)).count();
+    assert_eq!(
+        merged, 0,
+        "{merged} wake-ups of the process that took number {pid} were merged"
+    );
+    assert!(
+        seen.iter().all(|e| a.contains(e)),
+        "a wake-up that is not the task's"
+    );
+    assert!(
+        seen.len() >= 400,
+        "{} of {} cycles of the task found",
+        seen.len(),
+        a.len()
+    );
+    let notes = m["notes"].to_string();
+    assert!(
+        notes.contains(&format!("process {pid} ended during the run")),
+        "{notes}"
+    );
+    path_taken(
+        test,
+        &format!(
+            "{} cycles of process {pid}, none of the {} of the process that took its number",
+            seen.len(),
+            b.len()
+        ),
+    );
+}

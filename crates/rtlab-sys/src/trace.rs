@@ -74,6 +74,8 @@ pub const STREAM_EVENTS: &[&str] = &[
     "irq_vectors/thermal_apic_entry",
     "irq_vectors/thermal_apic_exit",
     "nmi/nmi_handler",
+    // A thread's end: its number stops being the measured task's.
+    "sched/sched_process_exit",
 ];
 
 /// The tracepoints of a stream that follows only the timer threads' IRQ
