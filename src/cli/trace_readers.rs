@@ -55,7 +55,23 @@ pub fn main(args: &TraceReadersArgs) -> i32 {
         return super::EXIT_REFUSED;
     }
     let root = SysRoot::real();
+    let cpus = crate::sys::online_cpus(&root).map(|c| c.len()).unwrap_or(1) as u64;
+    let asked = args.buffer_kb.saturating_mul(cpus);
+    if let Some(available) = crate::sys::memory::available_kib(&root)
+        && asked > available / crate::plan::TRACE_MEMORY_SHARE
+    {
+        errln!(
+            "rtlab: --buffer-kb {} × {cpus} CPUs is {} MiB, more than a quarter of the {} MiB available",
+            args.buffer_kb,
+            asked / 1024,
+            available / 1024
+        );
+        errln!("  hint: give a smaller --buffer-kb");
+        return super::EXIT_REFUSED;
+    }
     let dir = journal::default_dir();
+    // What a run that died left (its trace instances among it) goes first.
+    let _said = crate::run::recover_dead_runs(&root, &dir);
     let name = format!("run-{}.journal", os::getpid());
     let mut journal = match Journal::open(&root, &dir, &name, Owner::Run) {
         Ok(j) => j,

@@ -15,6 +15,8 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 mod spikes;
+mod trace_memory;
+pub use trace_memory::SHARE as TRACE_MEMORY_SHARE;
 mod task_latency;
 mod tuning;
 pub use crate::tune::TuningSpec;
@@ -46,6 +48,8 @@ pub trait Machine {
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError>;
     /// Whether process `pid` exists now.
     fn process_exists(&self, pid: i32) -> bool;
+    /// The memory available now (`MemAvailable`, KiB), if known.
+    fn mem_available_kib(&self) -> Option<u64>;
 }
 
 /// The machine rtlab runs on.
@@ -115,6 +119,10 @@ impl Machine for RealMachine {
 
     fn process_exists(&self, pid: i32) -> bool {
         crate::sys::tasks::start_time(&self.root, pid).is_some()
+    }
+
+    fn mem_available_kib(&self) -> Option<u64> {
+        crate::sys::memory::available_kib(&self.root)
     }
 }
 
@@ -489,6 +497,7 @@ pub fn build(
     let timers = p.timer_plans(exp, &outdir, inherited.as_ref());
     let mut main = main;
     main.on_spike = spikes::plan(&mut p, exp, &timers);
+    trace_memory::check(&mut p, exp, &timers);
     let (group_of, cpu_groups) = p.bandwidth_groups(exp);
     let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
@@ -564,7 +573,7 @@ impl Planner<'_> {
                     threshold_ns,
                     max_spikes: exp.main.trace_max_spikes,
                     stacks: exp.main.trace_stacks,
-                    buffer_kb: exp.main.trace_buffer_kb,
+                    buffer_kb: exp.main.trace_buffer_kb.value,
                     events: exp
                         .main
                         .trace_events
@@ -1047,6 +1056,9 @@ pub(crate) mod tests {
         }
         fn process_exists(&self, pid: i32) -> bool {
             pid == 4242
+        }
+        fn mem_available_kib(&self) -> Option<u64> {
+            Some(1 << 20)
         }
     }
 

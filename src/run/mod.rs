@@ -114,7 +114,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
 /// A run that died (SIGKILL, power cut of its process) may have left system
 /// changes: they are put back before anything is measured. Returns the
 /// warnings for the result.
-fn recover_dead_runs(root: &SysRoot, journal_dir: &std::path::Path) -> Vec<String> {
+pub fn recover_dead_runs(root: &SysRoot, journal_dir: &std::path::Path) -> Vec<String> {
     let mut warnings = Vec::new();
     let recovered = journal::restore_all(root, journal_dir, Some(Owner::Run));
     for refusal in &recovered.refused {

@@ -757,3 +757,82 @@ fn a_task_given_by_pid_is_never_merged_with_the_process_that_takes_its_number() 
         ),
     );
 }
+
+#[test]
+fn trace_buffers_are_checked_against_the_memory_and_a_dead_runs_are_freed() {
+    let test = "trace_buffers_are_checked_against_the_memory_and_a_dead_runs_are_freed";
+    if !crate::trace_experiments::can_trace(test) {
+        return;
+    }
+    let _shared = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = crate::fixtures::online_cpus().len() as u64;
+    let available: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemAvailable:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    // The largest buffers a file may ask for: 1 GiB on every CPU.
+    let cfg = "main {\n trace.threshold 100 us\n trace.buffer_kb 1048576\n trace.dump_tasks\n}\n\
+               timer_thread[0] {\n lifetime.loops 10\n}\n";
+    std::fs::write(dir.path().join("big.cfg"), cfg).unwrap();
+    let o = crate::fixtures::rtlab_in(dir.path(), &["check", "big.cfg"]);
+    let said = if (1 << 20) * cpus > available / 4 {
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains("big.cfg:3:"), "{}", text(&o));
+        assert!(text(&o).contains("more than a quarter"), "{}", text(&o));
+        "1 GiB × every CPU refused"
+    } else {
+        assert!(o.status.success(), "{}", text(&o));
+        "1 GiB × every CPU is within a quarter of this machine's memory: accepted"
+    };
+    // A run killed with SIGKILL leaves its instance recording; the next
+    // command that traces frees it.
+    let cfg = "main {\n trace.threshold 100 us\n}\ntimer_thread[0] {\n lifetime.duration 60 s\n}\n";
+    std::fs::write(dir.path().join("long.cfg"), cfg).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "long.cfg"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let name = format!("rtlab-{}", run.id());
+    let made = crate::fixtures::wait_until(Duration::from_secs(20), || {
+        crate::fixtures::leftover_instances()
+            .iter()
+            .any(|i| i.ends_with(&name))
+    });
+    run.kill().unwrap();
+    let _ = run.wait();
+    assert!(made, "the run never made its instance");
+    assert!(
+        crate::fixtures::leftover_instances()
+            .iter()
+            .any(|i| i.ends_with(&name))
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["trace-readers", "--record-ms", "100", "--buffer-kb", "64"])
+        .output()
+        .unwrap();
+    assert!(o.status.code() != Some(2), "{}", text(&o));
+    let left: Vec<String> = crate::fixtures::leftover_instances()
+        .into_iter()
+        .filter(|i| i.ends_with(&name))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{left:?} left after trace-readers: {}",
+        text(&o)
+    );
+    path_taken(
+        test,
+        &format!("{said}; the dead run's instance freed by trace-readers"),
+    );
+}

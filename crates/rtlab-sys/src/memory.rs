@@ -15,6 +15,23 @@
 use crate::SysRoot;
 use std::io;
 
+/// The memory the kernel estimates is available for new allocations
+/// without swapping (`MemAvailable` of `/proc/meminfo`, KiB); None before
+/// Linux 3.14 or when unreadable.
+pub fn available_kib(root: &SysRoot) -> Option<u64> {
+    parse_available_kib(&root.read(crate::paths::MEMINFO).ok()?)
+}
+
+/// `MemAvailable:   1234567 kB` of a meminfo text, in KiB.
+pub fn parse_available_kib(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemAvailable:")?;
+        let mut words = rest.split_whitespace();
+        let n = words.next()?.parse().ok()?;
+        (words.next() == Some("kB")).then_some(n)
+    })
+}
+
 /// A private mapping of rtlab's own executable that was never written
 /// (no anonymous pages, no write permission), checked by
 /// [`clean_exe_mappings`]: dropping its page table entries only makes a
@@ -222,6 +239,30 @@ mod tests {
     use super::*;
 
     const EXE: &str = "/opt/rt lab/rtlab";
+
+    #[test]
+    fn available_memory_is_read_from_meminfo_and_checked_against_free() {
+        let text = "MemTotal:       24605904 kB\nMemFree:        20000000 kB\nMemAvailable:   22123456 kB\n";
+        assert_eq!(parse_available_kib(text), Some(22_123_456));
+        assert_eq!(parse_available_kib("MemTotal: 1 kB\n"), None);
+        assert_eq!(parse_available_kib("MemAvailable: x kB\n"), None);
+        // This machine's: at most its total, at least something.
+        let root = SysRoot::real();
+        let total = root
+            .read(crate::paths::MEMINFO)
+            .unwrap()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("MemTotal:")?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap();
+        let avail = available_kib(&root).unwrap();
+        assert!(avail > 0 && avail <= total, "{avail} of {total}");
+    }
 
     fn smaps() -> String {
         format!(

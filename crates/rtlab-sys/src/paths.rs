@@ -9,6 +9,8 @@ pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
 pub const CMDLINE: &str = "proc/cmdline";
 /// The load averages (cyclictest's live header).
 pub const LOADAVG: &str = "proc/loadavg";
+/// The kernel's memory counters (`MemAvailable`).
+pub const MEMINFO: &str = "proc/meminfo";
 /// The cpuset of the calling thread.
 pub const THREAD_SELF_CPUSET: &str = "proc/thread-self/cpuset";
 /// The calling process's memory map, with each mapping's sizes.

@@ -294,7 +294,7 @@ pub(super) fn trace_stacks(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
 
 pub(super) fn trace_buffer_kb(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     if let Some(n) = b.get(prop, values::integer(&prop.value, 64, 1 << 20)) {
-        d.main.trace_buffer_kb = n as u64;
+        d.main.trace_buffer_kb = spanned(prop, n as u64);
     }
 }
 

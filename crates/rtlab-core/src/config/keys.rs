@@ -369,7 +369,7 @@ pub const KEYS: &[KeySpec] = &[
         syntax: "N",
         value: "64..1048576",
         default: "512",
-        meaning: "the flight recorder's ring buffer per traced CPU, in KiB (rtla's `--buffer-size`): a larger one keeps more of the moments before a late wake-up, a read costs more",
+        meaning: "the flight recorder's ring buffer per traced CPU, in KiB (rtla's `--buffer-size`): a larger one keeps more of the moments before a late wake-up, a read costs more. The kernel takes the buffers whole: with the trace stream's, they may not exceed a quarter of `MemAvailable` (refused before the run)",
         extension: true,
         repeatable: false,
         apply: apply::trace_buffer_kb,

@@ -218,8 +218,9 @@ pub struct MainConfig {
     pub audit_cpus: Option<Spanned<Vec<usize>>>,
     /// `trace.stacks`: which kernel stacks the flight recorder keeps.
     pub trace_stacks: TraceStacks,
-    /// `trace.buffer_kb`: the flight recorder's buffer per CPU (KiB).
-    pub trace_buffer_kb: u64,
+    /// `trace.buffer_kb`: the flight recorder's buffer per CPU (KiB), and
+    /// where it was given (the stanza's start when it was not).
+    pub trace_buffer_kb: Spanned<u64>,
     /// `trace.event`: tracepoints the user adds (`SYSTEM/EVENT`).
     pub trace_events: Vec<Spanned<String>>,
     /// `warmup` (ns): samples of the timer threads' first moments are not
@@ -330,7 +331,10 @@ impl Default for MainConfig {
             lifetime_ns: None,
             audit_cpus: None,
             trace_stacks: TraceStacks::Off,
-            trace_buffer_kb: DEFAULT_TRACE_BUFFER_KB,
+            trace_buffer_kb: Spanned {
+                value: DEFAULT_TRACE_BUFFER_KB,
+                pos: Pos::default(),
+            },
             trace_events: Vec::new(),
             warmup_ns: 0,
             on_spike: Vec::new(),

@@ -1318,7 +1318,10 @@ mod tests {
         );
         let m = &e.main;
         assert_eq!(m.trace_stacks, crate::config::TraceStacks::All);
-        assert_eq!((m.trace_buffer_kb, m.warmup_ns), (2048, 2_000_000_000));
+        assert_eq!(
+            (m.trace_buffer_kb.value, m.warmup_ns),
+            (2048, 2_000_000_000)
+        );
         assert_eq!(m.trace_events[0].value, "sched/sched_migrate_task");
         assert!(m.irq_latency);
         use crate::config::SpikeAction;

@@ -1,0 +1,130 @@
+//! The trace buffers a run asks the kernel for, checked against the
+//! memory it has: the flight recorder's `trace.buffer_kb` on each CPU it
+//! traces, and the trace stream's buffers on every online CPU. The kernel
+//! takes them whole when the instance starts, and a run killed with
+//! SIGKILL leaves them recording until the next rtlab frees them.
+
+use super::{Planner, TimerPlan};
+use crate::config::{Diagnostic, Experiment, Pos};
+
+/// The share of `MemAvailable` the trace buffers may take (1 in this).
+pub const SHARE: u64 = 4;
+
+/// Refuses buffers above a quarter of the memory available now.
+pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
+    let main = &exp.main;
+    let recorder_cpus = if main.trace_threshold_ns.is_none() {
+        0
+    } else if main.trace_dump_tasks {
+        p.online.len()
+    } else {
+        let mut cpus: Vec<usize> = timers.iter().flat_map(|t| t.spec.cpus.clone()).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus.len()
+    };
+    let streams = main.audit_cpus.is_some()
+        || main.irq_latency
+        || !exp.irq_tasks.is_empty()
+        || !exp.task_latency.is_empty();
+    let recorder_kib = main
+        .trace_buffer_kb
+        .value
+        .saturating_mul(recorder_cpus as u64);
+    let stream_kib = if streams {
+        crate::stream::BUFFER_KB.saturating_mul(p.online.len() as u64)
+    } else {
+        0
+    };
+    let asked = recorder_kib.saturating_add(stream_kib);
+    let Some(available) = p.machine.mem_available_kib() else {
+        return;
+    };
+    if asked == 0 || asked <= available / SHARE {
+        return;
+    }
+    let pos = match main.trace_buffer_kb.pos {
+        Pos { line: 0, .. } => main.pos,
+        given => given,
+    };
+    let parts = match (recorder_kib, stream_kib) {
+        (r, 0) => format!(
+            "trace.buffer_kb {} × {recorder_cpus} CPUs",
+            r / recorder_cpus.max(1) as u64
+        ),
+        (0, s) => format!(
+            "the trace stream's {} KiB × {} CPUs ({s} KiB)",
+            crate::stream::BUFFER_KB,
+            p.online.len()
+        ),
+        (r, s) => format!(
+            "trace.buffer_kb {} × {recorder_cpus} CPUs ({r} KiB) and the trace stream's {} KiB × {} CPUs ({s} KiB)",
+            main.trace_buffer_kb.value,
+            crate::stream::BUFFER_KB,
+            p.online.len()
+        ),
+    };
+    p.diags.push(
+        Diagnostic::new(
+            pos,
+            format!(
+                "the trace buffers would take {} MiB ({parts}), more than a quarter of the {} MiB this machine has available",
+                asked / 1024,
+                available / 1024
+            ),
+        )
+        .with_hint(Some(format!(
+            "the kernel takes them whole for the run; give `trace.buffer_kb` at most {} here, or trace fewer CPUs",
+            (available / SHARE).saturating_sub(stream_kib) / recorder_cpus.max(1) as u64
+        ))),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{PlanOptions, build, tests::fake};
+
+    fn refused(text: &str) -> Vec<String> {
+        let exp = crate::config::parse(text).expect("parses");
+        match build(&exp, text, &fake(), &PlanOptions::default()) {
+            Ok(_) => Vec::new(),
+            Err(d) => d
+                .iter()
+                .map(|d| format!("{}:{}: {}", d.pos.line, d.pos.col, d.message))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn buffers_above_a_quarter_of_the_available_memory_are_refused_at_their_key() {
+        // The fake machine has 1 GiB available and CPUs 0-1.
+        let timers = "timer_thread[0]\n{\n cpu_affinity 0-1\n lifetime.loops 10\n}\n";
+        let big = format!("main\n{{\n trace.threshold 1 ms\n trace.buffer_kb 262144\n}}\n{timers}");
+        let r = refused(&big);
+        assert!(
+            r.iter()
+                .any(|m| m.starts_with("4:")
+                    && m.contains("512 MiB (trace.buffer_kb 262144 × 2 CPUs)")),
+            "{r:?}"
+        );
+        let fits =
+            format!("main\n{{\n trace.threshold 1 ms\n trace.buffer_kb 131072\n}}\n{timers}");
+        assert_eq!(refused(&fits), Vec::<String>::new());
+        // Every online CPU with trace.dump_tasks.
+        let one = "timer_thread[0]\n{\n cpu_affinity 0\n lifetime.loops 10\n}\n";
+        let main = "main\n{\n trace.threshold 1 ms\n trace.buffer_kb 196608\n";
+        assert_eq!(refused(&format!("{main}}}\n{one}")), Vec::<String>::new());
+        let all = refused(&format!("{main} trace.dump_tasks\n}}\n{one}"));
+        assert!(all.iter().any(|m| m.contains("196608 × 2 CPUs")), "{all:?}");
+        // The trace stream's buffers count too.
+        let main = main.replace("196608", "258048");
+        assert_eq!(refused(&format!("{main}}}\n{one}")), Vec::<String>::new());
+        let audited = refused(&format!("{main} audit.cpus 1\n}}\n{one}"));
+        assert!(
+            audited
+                .iter()
+                .any(|m| m.contains("the trace stream's 4096 KiB × 2 CPUs")),
+            "{audited:?}"
+        );
+    }
+}
