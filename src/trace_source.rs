@@ -197,7 +197,7 @@ fn text_line(text: &str, lost: &mut u64, feed: &mut impl FnMut(&Event)) {
         .and_then(|(_, r)| r.split_whitespace().next())
         .and_then(|n| n.parse::<u64>().ok())
     {
-        *lost += n;
+        *lost = lost.saturating_add(n);
         return;
     }
     if let Some(e) = parse::line(text) {

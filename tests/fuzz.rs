@@ -1,6 +1,8 @@
 //! The fuzz harness, run by `cargo test`: every parser of outside input
 //! (experiment file and planner, CPU lists, thread-name patterns, the
-//! `--fail-if` grammar, every result-file reader, the journal's reader) fed
+//! `--fail-if` grammar, every result-file reader, the journal's reader, the
+//! binary trace decoder with its format files and pages, the trace's text
+//! reader) fed
 //! generated and mutated
 //! inputs with proptest, each input checked for
 //!
@@ -14,7 +16,8 @@
 //! - a position for every refusal.
 //!
 //! `RTLAB_FUZZ_CASES=N` sets the inputs per target (default 2000; the long
-//! run of docs/hardening.md used 2 000 000 per target).
+//! run of docs/hardening.md used 2 000 000 per target);
+//! `RTLAB_FUZZ_TARGETS=trace_binary,trace_text` runs only those targets.
 
 use cap::Cap;
 use proptest::prelude::*;
@@ -336,6 +339,17 @@ const TOKENS: &[&str] = &[
     "/etc/shadow",
     "kernel/core_pattern",
     "\"samples\": 18446744073709551615,",
+    "%",
+    "%065536d",
+    "%0999999999999999999999x",
+    "\u{e9}",
+    " pid=1",
+    " next_pid=0",
+    " ==> ",
+    "\n",
+    "__data_loc char[] ",
+    "REC->",
+    "\u{0}\u{0}\u{0}\u{0}\u{ff}\u{ff}",
     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
 ];
 
@@ -533,6 +547,106 @@ fn journal_reader() {
         .unwrap();
 }
 
+/// This kernel's trace fixture (`tests/traces/raw-6.18`): its page
+/// header, format files, symbols and pages.
+fn trace_fixture() -> (String, Vec<String>, String, Vec<u8>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces/raw-6.18");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let mut formats = Vec::new();
+    for system in std::fs::read_dir(dir.join("formats")).unwrap().flatten() {
+        if system.path().is_dir() {
+            for f in std::fs::read_dir(system.path()).unwrap().flatten() {
+                formats.push(read(&f.path()));
+            }
+        }
+    }
+    formats.sort();
+    let mut pages = std::fs::read(dir.join("cpu0.raw")).unwrap();
+    pages.extend(std::fs::read(dir.join("cpu1.raw")).unwrap());
+    (
+        read(&dir.join("formats/header_page")),
+        formats,
+        read(&dir.join("kallsyms")),
+        pages,
+    )
+}
+
+/// The binary trace decoder: one of this kernel's format files, or its
+/// pages, mutated; the pages decoded. Every field an event gives lies in
+/// its text, and no value is wider than the record could make it.
+fn binary_trace_decoder() {
+    let (header, formats, kallsyms, pages) = trace_fixture();
+    let symbols = rtlab::rawtrace::Symbols::parse(&kallsyms);
+    let known = rtlab::sys::trace::EVENTS;
+    let strategy = (0..=formats.len(), prop::collection::vec(mutation(), 1..6));
+    runner(2000)
+        .run(&strategy, |(k, mutations)| {
+            let mut formats = formats.clone();
+            let mut pages = pages.clone();
+            match formats.get_mut(k) {
+                Some(f) => {
+                    *f = String::from_utf8_lossy(&mutate(f.as_bytes(), &mutations)).into_owned()
+                }
+                None => pages = mutate(&pages, &mutations),
+            }
+            let events = guarded(&(k, &mutations), || {
+                let mut out = Vec::new();
+                if let Some(mut d) =
+                    rtlab::rawtrace::Decoder::new(&header, &formats, symbols.clone(), known)
+                {
+                    d.pages(0, &pages, &mut out);
+                }
+                out
+            })?;
+            for e in &events {
+                prop_assert!(e.fields.len() <= 64 << 10, "{} bytes", e.fields.len());
+                for (key, value) in e.pairs() {
+                    prop_assert!(e.fields.contains(&format!("{key}={value}")), "{e:?}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The trace's text reader: recorded windows of this kernel mutated (task
+/// names that look like fields, line feeds, other encodings among the
+/// insertions), read as the flight recorder reads a buffer.
+fn trace_text_reader() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces");
+    let seeds: Vec<String> = [
+        "raw-6.18/cpu0.txt",
+        "fifo-hog-preempts.txt",
+        "compaction-stack.txt",
+    ]
+    .iter()
+    .map(|n| std::fs::read_to_string(dir.join(n)).unwrap())
+    .collect();
+    let strategy = (0..seeds.len(), prop::collection::vec(mutation(), 1..6));
+    runner(2000)
+        .run(&strategy, |(k, mutations)| {
+            let bytes = mutate(seeds[k].as_bytes(), &mutations);
+            let text = rtlab::text::lossy(&bytes).into_owned();
+            guarded(&(k, &mutations), || {
+                use rtlab::explain::{fields, parse};
+                let folded = parse::fold_stacks(text.clone());
+                let (lines, _) = fields::event_lines(&folded);
+                for l in lines {
+                    if let Some(e) = parse::line(l) {
+                        for (key, value) in e.pairs() {
+                            assert!(e.fields.contains(&format!("{key}={value}")), "{e:?}");
+                        }
+                    }
+                }
+                let buffer = parse::Buffer::new(&folded, 100_000);
+                let _ = buffer.idle_switches();
+                let _ = buffer.markers().count();
+                let _ = buffer.window(0, u64::MAX, 1000);
+            })
+        })
+        .unwrap();
+}
+
 /// One test, the targets in turn: the memory limit is the process's, so
 /// nothing else may run beside them.
 #[test]
@@ -546,12 +660,26 @@ fn fuzz_every_parser_of_outside_input() {
     });
     assert!(refused.unwrap(), "the memory limit does not hold");
     assert!(Vec::<u8>::new().try_reserve(2 * MEMORY_LIMIT).is_ok());
-    experiment_parser_and_planner();
-    cpu_lists_agree_with_a_plain_reading();
-    thread_patterns_agree_with_the_definition();
-    fail_if_conditions();
-    result_file_readers();
-    journal_reader();
+    let targets: [(&str, fn()); 8] = [
+        ("experiment", experiment_parser_and_planner),
+        ("cpulist", cpu_lists_agree_with_a_plain_reading),
+        ("patterns", thread_patterns_agree_with_the_definition),
+        ("fail_if", fail_if_conditions),
+        ("results", result_file_readers),
+        ("journal", journal_reader),
+        ("trace_binary", binary_trace_decoder),
+        ("trace_text", trace_text_reader),
+    ];
+    // `RTLAB_FUZZ_TARGETS=trace_binary,trace_text`: only those (a long run
+    // of one reader).
+    let only = std::env::var("RTLAB_FUZZ_TARGETS").unwrap_or_default();
+    for (name, target) in targets {
+        if only.is_empty() || only.split(',').any(|t| t == name) {
+            let started = Instant::now();
+            target();
+            eprintln!("fuzz: {name} in {:.1?}", started.elapsed());
+        }
+    }
     eprintln!(
         "fuzz: {} inputs per target ({} for patterns) in {:.1?}",
         cases(2000),

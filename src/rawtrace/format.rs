@@ -246,15 +246,18 @@ fn conversions(fmt: &str) -> Vec<Conversion> {
         let before = &fmt[text_start..i];
         let key = before.strip_suffix('=').map(|b| {
             let start = b
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .map_or(0, |n| n + 1);
+                .char_indices()
+                .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |(n, c)| n + c.len_utf8());
             b[start..].to_string()
         });
         let mut j = i + 1;
         while j < bytes.len() && b"-+ #0123456789.*hlzjt".contains(&bytes[j]) {
             j += 1;
         }
-        let mut end = (j + 1).min(bytes.len());
+        // The conversion's letter, whole: a format file read elsewhere may
+        // hold any character there.
+        let mut end = j + fmt[j..].chars().next().map_or(0, char::len_utf8);
         if bytes.get(j) == Some(&b'p') {
             while end < bytes.len() && bytes[end].is_ascii_alphabetic() {
                 end += 1;
@@ -278,8 +281,8 @@ fn split_args(args: &str) -> Vec<String> {
     for (i, c) in args.char_indices() {
         match c {
             '"' => quoted = !quoted,
-            '(' | '{' | '[' if !quoted => depth += 1,
-            ')' | '}' | ']' if !quoted => depth -= 1,
+            '(' | '{' | '[' if !quoted => depth = depth.saturating_add(1),
+            ')' | '}' | ']' if !quoted => depth = depth.saturating_sub(1),
             ',' if !quoted && depth == 0 => {
                 out.push(args[start..i].trim().to_string());
                 start = i + 1;
@@ -347,13 +350,22 @@ fn choice(arg: &str) -> Option<(String, String)> {
     Some((word(set)?, word(unset)?))
 }
 
-/// The width of a zero-padded conversion (`%03d`: 3), else 0.
+/// The widest zero padding taken from a format (the kernel's own are 2 to
+/// 16 digits; a file read elsewhere may say anything).
+pub const MAX_PAD: usize = 64;
+
+/// The width of a zero-padded conversion (`%03d`: 3, at most
+/// [`MAX_PAD`]), else 0.
 fn zero_pad(conv: &str) -> usize {
     let spec = conv.trim_start_matches('%');
     match spec.strip_prefix('0') {
         Some(rest) => {
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().unwrap_or(0)
+            let digits: String = rest
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .take(4)
+                .collect();
+            digits.parse::<usize>().unwrap_or(0).min(MAX_PAD)
         }
         None => 0,
     }

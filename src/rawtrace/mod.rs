@@ -142,11 +142,11 @@ impl Decoder {
     /// Decodes one page of CPU `cpu`, appending its events to `out`.
     pub fn page(&mut self, cpu: usize, bytes: &[u8], out: &mut Vec<Event>) {
         let (head, records) = page::records(&self.layout, bytes);
-        self.missed += head.missed.unwrap_or(0);
+        self.missed = self.missed.saturating_add(head.missed.unwrap_or(0));
         for r in records {
             match self.record(cpu, r) {
                 Some(e) => out.push(e),
-                None => self.unknown += 1,
+                None => self.unknown = self.unknown.saturating_add(1),
             }
         }
     }

@@ -228,3 +228,74 @@ fn a_kernel_stack_record_is_named_frame_by_frame_or_hidden() {
         ["__schedule", "compact_zone", "__schedule"]
     );
 }
+
+/// The `irq_handler_entry` format of this kernel with its print format
+/// replaced.
+fn crafted(print: &str) -> String {
+    format!(
+        "name: irq_handler_entry\nID: 225\nformat:\n\
+         \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+         \tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+         \tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n\n\
+         print fmt: {print}\n"
+    )
+}
+
+#[test]
+fn crafted_format_files_never_panic_and_widths_are_bounded() {
+    // One record: irq 36, name "ab" (a __data_loc at 16, length 3).
+    let mut data = vec![0u8; 20];
+    data[..2].copy_from_slice(&225u16.to_le_bytes());
+    data[8..12].copy_from_slice(&36i32.to_le_bytes());
+    data[12..16].copy_from_slice(&(16u32 | (3 << 16)).to_le_bytes());
+    data[16..19].copy_from_slice(b"ab\0");
+    let mut symbols = Symbols::default();
+    for print in [
+        // What the audit's files held: a non-ASCII letter after `%`, and
+        // widths of 65535 and 65536.
+        "\"irq=%\u{e9}d name=%s\", REC->irq, __get_str(name)",
+        "\"irq=%é\", REC->irq",
+        "\"irq=%065535d name=%s\", REC->irq, __get_str(name)",
+        "\"irq=%065536d name=%s\", REC->irq, __get_str(name)",
+        "\"irq=%0999999999999999999999d\", REC->irq",
+        "\"irq=%\", REC->irq",
+        "\"%\u{1F600}%%%\", REC->irq",
+        "\"irq=%d\", ((((((((((((REC->irq))))))))))))))))))))))))))",
+        "\"\u{e9}=%s %p\u{e9}\", __get_str(name), REC->irq",
+    ] {
+        let format = format::EventFormat::parse(&crafted(print)).expect(print);
+        if let Some((_, fields, spans)) = render::event(&format, &data, &mut symbols) {
+            assert!(fields.len() < 256, "{print}: {} bytes", fields.len());
+            assert!(spans.len() <= format.keys.len(), "{print}");
+        }
+    }
+    // A width within bounds is kept (the kernel's own %03d).
+    let format =
+        format::EventFormat::parse(&crafted("\"irq=%03d name=%s\", REC->irq, __get_str(name)"))
+            .unwrap();
+    let (_, fields, _) = render::event(&format, &data, &mut symbols).unwrap();
+    assert_eq!(fields, "irq=036 name=ab");
+}
+
+#[test]
+fn the_lost_events_count_saturates() {
+    let dir = fixture();
+    let mut d = decoder(&dir);
+    d.missed = u64::MAX - 1;
+    // A page whose header says events were lost, and their count stored.
+    let layout =
+        page::PageLayout::parse(&std::fs::read_to_string(dir.join("formats/header_page")).unwrap())
+            .unwrap();
+    let mut p = vec![0u8; 4096];
+    let flags: u64 = (1 << 31) | (1 << 30);
+    let commit = flags | 8;
+    p[layout.commit_offset..layout.commit_offset + layout.commit_size]
+        .copy_from_slice(&commit.to_le_bytes()[..layout.commit_size]);
+    let end = layout.data_offset + 8;
+    p[end..end + layout.commit_size].copy_from_slice(&u64::MAX.to_le_bytes()[..layout.commit_size]);
+    let mut out = Vec::new();
+    d.page(0, &p, &mut out);
+    d.page(0, &p, &mut out);
+    assert_eq!(d.missed, u64::MAX);
+}
