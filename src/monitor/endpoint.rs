@@ -365,10 +365,13 @@ impl Conn {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         let (used, response) = match req.parse(&self.head) {
-            Ok(httparse::Status::Complete(used)) => {
-                let ask = Asked::from(&req);
-                (used, ask.respond(|om| body(cache, source, om)))
-            }
+            Ok(httparse::Status::Complete(used)) => match framing(&req, &self.head[..used]) {
+                Ok(()) => {
+                    let ask = Asked::from(&req);
+                    (used, ask.respond(|om| body(cache, source, om)))
+                }
+                Err(why) => (self.head.len(), error(400, why)),
+            },
             Ok(httparse::Status::Partial) if self.head.len() > MAX_HEAD => {
                 (self.head.len(), error(431, "request head too large"))
             }
@@ -434,6 +437,44 @@ fn body(cache: &mut Option<Bodies>, source: &Source, openmetrics: bool) -> Arc<V
         }
     };
     if openmetrics { fresh.0 } else { fresh.1 }
+}
+
+/// Refuses a head whose framing two HTTP parsers could read differently
+/// (request smuggling, RFC 9112 §6.3 and §2.2): `Content-Length` values
+/// that differ or are not numbers, `Content-Length` beside
+/// `Transfer-Encoding`, and a line ended by a bare LF (a proxy in front may
+/// not end the line there). The connection closes after the 400.
+fn framing(req: &httparse::Request<'_, '_>, head: &[u8]) -> Result<(), &'static str> {
+    let bare_lf = head
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'));
+    if bare_lf {
+        return Err("a line of the request ends without CR LF");
+    }
+    let named = |name: &'static str| {
+        req.headers
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
+    };
+    let mut length: Option<&[u8]> = None;
+    for value in named("content-length").map(|h| h.value) {
+        // A list (`5, 5`) counts as its values.
+        for v in value.split(|&b| b == b',') {
+            let v = v.trim_ascii();
+            if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+                return Err("a Content-Length that is not a number");
+            }
+            if length.is_some_and(|l| l != v) {
+                return Err("Content-Length values that differ");
+            }
+            length = Some(v);
+        }
+    }
+    if length.is_some() && named("transfer-encoding").next().is_some() {
+        return Err("both Content-Length and Transfer-Encoding");
+    }
+    Ok(())
 }
 
 /// What a request asks, as far as the endpoint cares.
@@ -626,5 +667,54 @@ mod tests {
         let mut post = asked("POST", "/metrics");
         post.has_body = true;
         assert!(post.respond(|_| figures()).close);
+    }
+
+    fn framed(head: &str) -> Result<(), &'static str> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(head.as_bytes()) {
+            Ok(httparse::Status::Complete(used)) => framing(&req, &head.as_bytes()[..used]),
+            other => panic!("{head:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn heads_two_parsers_could_frame_differently_are_refused() {
+        for ok in [
+            "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+            "POST /metrics HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n",
+            "POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            assert_eq!(framed(ok), Ok(()), "{ok:?}");
+        }
+        for (bad, why) in [
+            (
+                "GET /metrics HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 50\r\n\r\n",
+                "differ",
+            ),
+            (
+                "GET /metrics HTTP/1.1\r\nContent-Length: 0, 50\r\n\r\n",
+                "differ",
+            ),
+            (
+                "GET /metrics HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
+                "not a number",
+            ),
+            (
+                "GET /metrics HTTP/1.1\r\nContent-Length: \r\n\r\n",
+                "not a number",
+            ),
+            (
+                "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "both",
+            ),
+            ("GET /metrics HTTP/1.1\nHost: a\n\n", "CR LF"),
+            ("GET /metrics HTTP/1.1\r\nHost: a\n\r\n", "CR LF"),
+        ] {
+            let refused = framed(bad).unwrap_err();
+            assert!(refused.contains(why), "{bad:?}: {refused}");
+        }
     }
 }

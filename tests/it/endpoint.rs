@@ -290,3 +290,34 @@ fn the_endpoint_speaks_http_as_prometheus_expects() {
     let (o, _) = end(child, "-TERM");
     assert_eq!(o.status.code(), Some(143), "{}", text(&o));
 }
+
+#[test]
+fn requests_two_parsers_could_frame_differently_are_refused_and_closed() {
+    let _machine = crate::fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let (child, port) = start(dir.path(), None);
+    // Each smuggles a second request (a 404) after the first's framing.
+    let second = "GET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let n = second.len();
+    for first in [
+        // The audit's: the first length served, the body read as a request.
+        format!("GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: {n}\r\n\r\n"),
+        format!("GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0, {n}\r\n\r\n"),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n".into(),
+        "GET /metrics HTTP/1.1\nHost: x\nContent-Length: 0\n\n".into(),
+    ] {
+        let answer = status_line(port, &format!("{first}{second}"));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{first:?}: {answer}");
+        assert_eq!(answer.matches("HTTP/1.1").count(), 1, "{first:?}: {answer}");
+        assert!(answer.contains("Connection: close"), "{answer}");
+    }
+    // A request framed one way only is still served, and the next with it.
+    let fine = status_line(
+        port,
+        &format!("GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n{second}"),
+    );
+    assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
+    assert!(fine.contains("HTTP/1.1 404"), "{fine}");
+    let (o, _) = end(child, "-TERM");
+    assert_eq!(o.status.code(), Some(143), "{}", text(&o));
+}
