@@ -5,6 +5,9 @@
 //! process group and the tracking cgroup rtlab told it about.
 //!
 //! Protocol, one line each: `pgid N`, `forget N`, `cgroup DIR`, `done`.
+//! Each program writes its own `pgid N` between fork and exec (a write of a
+//! few bytes to a pipe is atomic): the guard knows its group before the
+//! program can start anything in it.
 
 use crate::sys::cgroup::TrackingCgroup;
 use crate::sys::{SysRoot, os};
@@ -37,6 +40,14 @@ impl Guard {
         if let Some(s) = self.stdin.as_mut() {
             let _ = writeln!(s, "{line}");
         }
+    }
+
+    /// The descriptor of the guard's stdin, for a child to announce its
+    /// process group itself before its program starts
+    /// ([`crate::sys::os::ChildSetup::announce_to`]).
+    pub fn announce_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.stdin.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Ends the guard without cleanup (rtlab cleaned up itself).

@@ -504,6 +504,7 @@ impl Supervisor {
                 sched: Some(p.plan.sched),
                 cgroup_procs_fds: cgroup_fds,
                 die_with_parent: true,
+                announce_to: self.guard.as_ref().and_then(guard::Guard::announce_fd),
             },
         )
         .map_err(|source| LoadError::Setup {
@@ -593,6 +594,7 @@ impl Supervisor {
                 sched: Some(Sched::default()),
                 cgroup_procs_fds: self.cgroup_fds(None),
                 die_with_parent: true,
+                announce_to: self.guard.as_ref().and_then(guard::Guard::announce_fd),
             },
         )?;
         let child = cmd.spawn()?;

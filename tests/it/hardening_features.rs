@@ -836,3 +836,71 @@ fn trace_buffers_are_checked_against_the_memory_and_a_dead_runs_are_freed() {
         &format!("{said}; the dead run's instance freed by trace-readers"),
     );
 }
+
+#[test]
+fn no_child_outlives_rtlab_killed_at_any_moment() {
+    let test = "no_child_outlives_rtlab_killed_at_any_moment";
+    let _shared = crate::fixtures::machine_shared();
+    const PROGRAM: &[&str] = &["sleep", "3105"];
+    const SPIKE: &[&str] = &["sleep", "3106"];
+    let _reapers = (Reaper(PROGRAM), Reaper(SPIKE));
+    let dir = tempfile::tempdir().unwrap();
+    // A program that starts children of its own, and a spike program every
+    // 50 ms that leaves one behind.
+    let cfg = format!(
+        "main {{\n spikes.threshold 1 us\n on_spike.every 50 ms\n \
+         on_spike run sh -c \"sleep 3106 &\"\n}}\n\
+         timer_thread[0] {{\n cpu_affinity {}\n timer.period 1 ms\n lifetime.duration 60 s\n}}\n\
+         program[0] {{\n cmdline sh -c \"sleep 3105 & sleep 3105 & wait\"\n}}\n",
+        crate::fixtures::measured_cpu()
+    );
+    std::fs::write(dir.path().join("k.cfg"), cfg).unwrap();
+    let mut trials = 0;
+    // Killed at moments spread over its start and its steady state.
+    for (i, delay_ms) in [5u64, 20, 45, 80, 120, 200, 350, 600, 900, 1300]
+        .into_iter()
+        .enumerate()
+    {
+        let as_nobody = i % 2 == 1 && is_root();
+        let mut cmd = if as_nobody {
+            match crate::fixtures::rtlab_unprivileged(dir.path()) {
+                Some(c) => c,
+                None => continue,
+            }
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        };
+        let mut run = cmd
+            .args(["run", "k.cfg"])
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join(format!("journal{i}")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        run.kill().unwrap();
+        let _ = run.wait();
+        let gone = crate::fixtures::wait_until(Duration::from_secs(10), || {
+            processes(PROGRAM).is_empty() && processes(SPIKE).is_empty()
+        });
+        assert!(
+            gone,
+            "killed after {delay_ms} ms ({}): left {:?} {:?}",
+            if as_nobody {
+                "as nobody"
+            } else {
+                "as root or the test's user"
+            },
+            processes(PROGRAM),
+            processes(SPIKE)
+        );
+        trials += 1;
+    }
+    path_taken(
+        test,
+        &format!(
+            "{trials} SIGKILLs from 5 ms to 1.3 s into a run: no program, spike program or child of either left"
+        ),
+    );
+}

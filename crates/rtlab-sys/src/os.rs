@@ -805,8 +805,37 @@ pub struct ChildSetup {
     pub sched: Option<Sched>,
     /// Open `cgroup.procs` files the child writes itself into before exec.
     pub cgroup_procs_fds: Vec<RawFd>,
-    /// Kill the child when its parent thread dies (PR_SET_PDEATHSIG).
+    /// Kill the child when its parent thread dies (PR_SET_PDEATHSIG); a
+    /// child whose parent died before that took hold ends there.
     pub die_with_parent: bool,
+    /// A pipe the child writes `pgid PID` to before it runs the program
+    /// (the guard's): whoever cleans up after a dead rtlab knows the
+    /// child's process group before anything in it can start another.
+    pub announce_to: Option<RawFd>,
+}
+
+/// `pgid PID\n` in `buf`, written by hand (no allocation between fork and
+/// exec); the length.
+fn pgid_line(buf: &mut [u8; 32], pid: i32) -> usize {
+    let head = b"pgid ";
+    buf[..head.len()].copy_from_slice(head);
+    let mut digits = [0u8; 12];
+    let (mut n, mut v) = (0, pid.unsigned_abs());
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut at = head.len();
+    for d in digits[..n].iter().rev() {
+        buf[at] = *d;
+        at += 1;
+    }
+    buf[at] = b'\n';
+    at + 1
 }
 
 /// Arranges for `cmd`'s child to apply `setup` before exec. Everything the
@@ -820,10 +849,12 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
     let sched = setup.sched;
     let fds = setup.cgroup_procs_fds.clone();
     let die_with_parent = setup.die_with_parent;
+    let announce_to = setup.announce_to;
+    let parent = getpid();
     // SAFETY: the closure runs in the forked child before exec. It only makes
-    // async-signal-safe syscalls (write, prctl, sched_setaffinity,
-    // sched_setscheduler, setpriority) on values captured by copy, and
-    // allocates nothing.
+    // async-signal-safe syscalls (write, prctl, getppid, getpid,
+    // sched_setaffinity, sched_setscheduler, setpriority) on values
+    // captured by copy and a stack buffer, and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             for &fd in &fds {
@@ -833,6 +864,18 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
             }
             if die_with_parent {
                 check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
+                // The parent may have died before the request took hold:
+                // then nobody would ever send it.
+                if libc::getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+            }
+            if let Some(fd) = announce_to {
+                // Its own group (set before these closures run): one
+                // write of a few bytes to a pipe is atomic.
+                let mut line = [0u8; 32];
+                let len = pgid_line(&mut line, libc::getpid());
+                libc::write(fd, line.as_ptr().cast(), len);
             }
             if let Some(set) = &cpu_set {
                 rustix::thread::sched_setaffinity(None, set)?;
@@ -901,6 +944,46 @@ pub fn prefault_stack() {
         chunk[0] = 1;
     }
     std::hint::black_box(&mut buf);
+}
+
+#[cfg(test)]
+mod child_tests {
+    use super::*;
+
+    #[test]
+    fn the_announced_line_is_the_decimal_pid() {
+        for pid in [1, 9, 10, 4242, i32::MAX] {
+            let mut buf = [0u8; 32];
+            let n = pgid_line(&mut buf, pid);
+            assert_eq!(&buf[..n], format!("pgid {pid}\n").as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_child_announces_its_group_before_it_runs() {
+        let (mut read, write) = std::io::pipe().unwrap();
+        use std::os::fd::AsRawFd;
+        let mut cmd = Command::new("true");
+        cmd.process_group(0);
+        prepare_child(
+            &mut cmd,
+            ChildSetup {
+                die_with_parent: true,
+                announce_to: Some(write.as_raw_fd()),
+                ..ChildSetup::default()
+            },
+        )
+        .unwrap();
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        drop(write);
+        let pid = child.id();
+        child.wait().unwrap();
+        let mut said = String::new();
+        use std::io::Read;
+        read.read_to_string(&mut said).unwrap();
+        assert_eq!(said, format!("pgid {pid}\n"));
+    }
 }
 
 #[cfg(test)]
