@@ -283,7 +283,7 @@ fn fit(
             continue;
         };
         let value_at = key_at + key.len() + 1;
-        for len in lengths(kind, value) {
+        for len in lengths(kind, value).filter(|&n| value.is_char_boundary(n)) {
             let mut next = spans;
             next.push(key_at, value_at + len);
             fit(&template[1..], text, value_at + len, next, ways, found);
@@ -294,14 +294,15 @@ fn fit(
     }
 }
 
-/// The lengths a value of `kind` may have at the start of `text`.
-fn lengths(kind: Kind, text: &str) -> Vec<usize> {
+/// The lengths a value of `kind` may have at the start of `text`, as a
+/// range (no allocation: every switch and wake-up of a text trace comes
+/// here); an empty range when it has none.
+fn lengths(kind: Kind, text: &str) -> std::ops::Range<usize> {
     let run = |ok: fn(u8) -> bool| text.bytes().take_while(|&b| ok(b)).count();
-    let one = |n: usize| if n > 0 { vec![n] } else { Vec::new() };
+    let one = |n: usize| if n > 0 { n..n + 1 } else { 0..0 };
     match kind {
-        Kind::Comm => (0..=MAX_COMM.min(text.len()))
-            .filter(|&n| text.is_char_boundary(n))
-            .collect(),
+        // Those not on a character boundary are skipped by the caller.
+        Kind::Comm => 0..MAX_COMM.min(text.len()) + 1,
         Kind::Int => {
             let sign = usize::from(text.starts_with('-'));
             let digits = text[sign..].bytes().take_while(u8::is_ascii_digit).count();

@@ -852,7 +852,7 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
     let announce_to = setup.announce_to;
     let parent = getpid();
     // SAFETY: the closure runs in the forked child before exec. It only makes
-    // async-signal-safe syscalls (write, prctl, getppid, getpid,
+    // async-signal-safe syscalls (write, prctl, getppid, getpid, signal,
     // sched_setaffinity, sched_setscheduler, setpriority) on values
     // captured by copy and a stack buffer, and allocates nothing.
     unsafe {
@@ -872,10 +872,13 @@ pub fn prepare_child(cmd: &mut Command, setup: ChildSetup) -> io::Result<()> {
             }
             if let Some(fd) = announce_to {
                 // Its own group (set before these closures run): one
-                // write of a few bytes to a pipe is atomic.
+                // write of a few bytes to a pipe is atomic. A guard that
+                // is gone must not kill the child with SIGPIPE.
                 let mut line = [0u8; 32];
                 let len = pgid_line(&mut line, libc::getpid());
+                let before = libc::signal(libc::SIGPIPE, libc::SIG_IGN);
                 libc::write(fd, line.as_ptr().cast(), len);
+                libc::signal(libc::SIGPIPE, before);
             }
             if let Some(set) = &cpu_set {
                 rustix::thread::sched_setaffinity(None, set)?;
@@ -957,6 +960,25 @@ mod child_tests {
             let n = pgid_line(&mut buf, pid);
             assert_eq!(&buf[..n], format!("pgid {pid}\n").as_bytes());
         }
+    }
+
+    #[test]
+    fn a_child_runs_though_nobody_reads_its_announcement() {
+        let (read, write) = std::io::pipe().unwrap();
+        drop(read);
+        use std::os::fd::AsRawFd;
+        let mut cmd = Command::new("true");
+        cmd.process_group(0);
+        prepare_child(
+            &mut cmd,
+            ChildSetup {
+                announce_to: Some(write.as_raw_fd()),
+                ..ChildSetup::default()
+            },
+        )
+        .unwrap();
+        // Not killed by SIGPIPE: it runs its program, which succeeds.
+        assert!(cmd.status().unwrap().success());
     }
 
     #[test]
