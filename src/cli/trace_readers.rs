@@ -140,7 +140,11 @@ fn readings(
             let text = instance
                 .read_cpu(cpu, usize::MAX)
                 .map_err(|e| e.to_string())?;
-            let text_events: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+            let text_events: Vec<parse::Event> = crate::explain::fields::event_lines(&text)
+                .0
+                .into_iter()
+                .filter_map(parse::line)
+                .collect();
             let text_ns = started.elapsed().as_nanos() as u64;
             raw.clear();
             raw_events.clear();

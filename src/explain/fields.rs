@@ -357,15 +357,23 @@ pub fn event_lines(text: &str) -> (Vec<&str>, bool) {
         let (start, end) = (at, at + piece.trim_end_matches('\n').len());
         at += piece.len();
         let line = &text[start..end];
+        // Read once: the head in the kernel's layout, and what follows it.
+        let rest = super::parse::kernel_rest(line);
         match open {
-            Some((s, _, n, true)) if n < MAX_PIECES && !super::parse::kernel_head(line) => {
-                open = Some((s, end, n + 1, wanting(&text[s..end])));
+            Some((s, _, n, true)) if n < MAX_PIECES && rest.is_none() => {
+                let joined = &text[s..end];
+                open = Some((
+                    s,
+                    end,
+                    n + 1,
+                    wanting(joined, super::parse::kernel_rest(joined)),
+                ));
             }
             _ => {
                 if let Some((s, e, _, _)) = open.take() {
                     out.push(&text[s..e]);
                 }
-                open = Some((start, end, 1, wanting(line)));
+                open = Some((start, end, 1, wanting(line, rest)));
             }
         }
     }
@@ -378,27 +386,19 @@ pub fn event_lines(text: &str) -> (Vec<&str>, bool) {
 }
 
 /// Whether the rest of `line` may come in the next pieces: a kernel event
-/// line whose task-name fields do not fit its format yet, or the first
-/// piece of such a line (the name's columns up to a line feed). Lines not
-/// in the kernel's layout (written by hand) are never joined.
-fn wanting(line: &str) -> bool {
-    if !super::parse::kernel_head(line) {
-        return super::parse::head_and_rest(line).is_none() && super::parse::could_be_piece(line);
-    }
-    !whole(line)
-}
-
-/// Whether event line `line` has fields that fit its format, or carries
-/// no task name: nothing more to wait for.
-fn whole(line: &str) -> bool {
-    let Some(rest) = super::parse::head_and_rest(line) else {
-        return true;
+/// line (`rest`: what follows its head) whose task-name fields do not fit
+/// its format yet, or the first piece of such a line (the name's columns
+/// up to a line feed). Lines not in the kernel's layout (written by hand)
+/// are never joined.
+fn wanting(line: &str, rest: Option<&str>) -> bool {
+    let Some(rest) = rest else {
+        return super::parse::could_be_piece(line) && super::parse::head_and_rest(line).is_none();
     };
     match rest.split_once(':') {
         Some((name, fields)) if has_template(name.trim()) => {
-            matches!(read(name.trim(), fields.trim()), Read::Fields(_))
+            !matches!(read(name.trim(), fields.trim()), Read::Fields(_))
         }
-        _ => true,
+        _ => false,
     }
 }
 

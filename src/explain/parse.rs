@@ -110,10 +110,10 @@ fn after_name<'a>(
     None
 }
 
-/// Whether `line` starts an event in the kernel's layout (the name in its
-/// 16 columns, then `-PID`...).
-pub(super) fn kernel_head(line: &str) -> bool {
-    split_kernel(line).is_some()
+/// What follows the head of a line in the kernel's layout (the name in its
+/// 16 columns, then `-PID`...): `EVENT: FIELDS`; None for another line.
+pub(super) fn kernel_rest(line: &str) -> Option<&str> {
+    split_kernel(line).map(|h| h.4)
 }
 
 /// An event line's `EVENT: FIELDS` part, if it is an event line.
