@@ -1151,6 +1151,18 @@ pub(crate) mod tests {
         assert!(d[0].message.contains("no cpuset"), "{}", d[0].message);
     }
 
+    /// The refusals of `text` on the fake machine, as `LINE:COL: message`.
+    pub(crate) fn refusals(text: &str) -> Vec<String> {
+        let exp = crate::config::parse(text).expect("parses");
+        match build(&exp, text, &fake(), &PlanOptions::default()) {
+            Ok(_) => Vec::new(),
+            Err(d) => d
+                .iter()
+                .map(|d| format!("{}:{}: {}", d.pos.line, d.pos.col, d.message))
+                .collect(),
+        }
+    }
+
     pub(crate) fn fake() -> Fake {
         Fake {
             online: vec![0, 1],

@@ -99,18 +99,10 @@ fn executable(p: &mut Planner, at: &Spanned<SpikeAction>, argv: &[String]) -> Pa
 
 #[cfg(test)]
 mod tests {
-    use crate::plan::{PlanOptions, build, tests::fake};
-
-    fn refusals(text: &str) -> Vec<String> {
-        let exp = crate::config::parse(text).expect("parses");
-        match build(&exp, text, &fake(), &PlanOptions::default()) {
-            Ok(_) => Vec::new(),
-            Err(d) => d
-                .iter()
-                .map(|d| format!("{}:{}: {}", d.pos.line, d.pos.col, d.message))
-                .collect(),
-        }
-    }
+    use crate::plan::{
+        PlanOptions, build,
+        tests::{fake, refusals},
+    };
 
     const TIMER: &str = "timer_thread[0]\n{\n cpu_affinity 0\n lifetime.loops 10\n}\n";
 

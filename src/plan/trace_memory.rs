@@ -82,18 +82,7 @@ pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
 
 #[cfg(test)]
 mod tests {
-    use crate::plan::{PlanOptions, build, tests::fake};
-
-    fn refused(text: &str) -> Vec<String> {
-        let exp = crate::config::parse(text).expect("parses");
-        match build(&exp, text, &fake(), &PlanOptions::default()) {
-            Ok(_) => Vec::new(),
-            Err(d) => d
-                .iter()
-                .map(|d| format!("{}:{}: {}", d.pos.line, d.pos.col, d.message))
-                .collect(),
-        }
-    }
+    use crate::plan::tests::refusals as refused;
 
     #[test]
     fn buffers_above_a_quarter_of_the_available_memory_are_refused_at_their_key() {

@@ -28,6 +28,19 @@ fn as_attacker(script: &str) -> std::process::Child {
         .unwrap()
 }
 
+/// rtlab with `args` in `dir` (its journal there), started: stdout
+/// dropped, stderr kept for the messages.
+fn in_background(dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Every entry under `dir`, recursively, with its content for files.
 fn tree(dir: &Path) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
@@ -375,14 +388,7 @@ fn a_signal_action_never_reaches_a_process_that_took_the_number() {
         "lifetime.duration 4 s",
     );
     std::fs::write(dir.path().join("sig.cfg"), cfg).unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["run", "sig.cfg", "--json", "sig.json"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = in_background(dir.path(), &["run", "sig.cfg", "--json", "sig.json"]);
     // The first round signals the process given; it ends (reaped here),
     // and an unrelated process takes its number.
     let ended = crate::fixtures::wait_until(Duration::from_secs(20), || {
@@ -600,14 +606,7 @@ fn an_output_whose_keep_aside_names_are_all_taken_is_kept_where_it_says() {
         ),
     )
     .unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["run", "exp.cfg"])
-        .current_dir(d)
-        .env("RTLAB_JOURNAL_DIR", d.join("journal"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = in_background(d, &["run", "exp.cfg"]);
     let pid = run.id();
     assert!(crate::fixtures::wait_until(Duration::from_secs(30), || d
         .join("started")
@@ -688,15 +687,23 @@ fn a_task_given_by_pid_is_never_merged_with_the_process_that_takes_its_number() 
     let (a_own, b_own) = (dir.path().join("a.own"), dir.path().join("b.own"));
     let mut first = cycles(&a_own, "800").spawn().unwrap();
     let pid = first.id() as i32;
-    let run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["task-latency", "--pid", &pid.to_string(), "--period", "1ms"])
-        .args(["--samples", "10000", "--duration", "3s", "--json", "r.json"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let pid_text = pid.to_string();
+    let run = in_background(
+        dir.path(),
+        &[
+            "task-latency",
+            "--pid",
+            &pid_text,
+            "--period",
+            "1ms",
+            "--samples",
+            "10000",
+            "--duration",
+            "3s",
+            "--json",
+            "r.json",
+        ],
+    );
     // The first ends; another program, cyclic too, takes its number.
     let _ = first.wait();
     let second = spawn_as_pid(pid, &mut cycles(&b_own, "1000"));
