@@ -307,13 +307,7 @@ impl Audit {
                 f.woke.push((pid as i32, comm));
             }
         } else if name == "workqueue_execute_start" {
-            // `work struct 00000000deadbeef: function vmstat_update`
-            let func = e
-                .fields
-                .split_once("function ")
-                .and_then(|(_, f)| f.split_whitespace().next())
-                .unwrap_or("?")
-                .to_string();
+            let func = e.work_function().unwrap_or("?").to_string();
             let cpu = &mut self.state[e.cpu];
             cpu.work = Some((func, e.ts_ns, cpu.irq_total));
         } else if name == "workqueue_execute_end" {

@@ -364,7 +364,7 @@ mod tests {
             assert_eq!(back.num("next_pid"), Some(4243), "{line}");
             assert_eq!(back.num("prev_pid"), Some(77), "{line}");
             assert_eq!(back.field("next_comm"), Some("rtlab-timer0"), "{line}");
-            assert_eq!(back.field("prev_comm"), Some(shown.as_str()), "{line}");
+            assert_eq!(back.field("prev_comm"), Some(shown.trim()), "{line}");
         }
     }
 }

@@ -477,7 +477,7 @@ impl Walk {
                 self.idle_done = true
             }
             "workqueue_execute_start" if self.stack.is_empty() => {
-                self.task.work = e.field("function").map(str::to_string);
+                self.task.work = e.work_function().map(str::to_string);
             }
             "workqueue_execute_end" if self.stack.is_empty() => self.task.work = None,
             name => {

@@ -57,16 +57,19 @@ impl Spans {
     pub fn pairs(self, text: &str) -> impl Iterator<Item = (&str, &str)> {
         (0..self.len()).filter_map(move |i| {
             let (start, end) = self.at[i];
-            text.get(start as usize..end as usize)?.split_once('=')
+            let (key, value) = text.get(start as usize..end as usize)?.split_once('=')?;
+            Some((key, value.trim_matches(' ')))
         })
     }
 
     /// The value of `key` in `text` (the text these spans were made for).
+    /// Blanks at a value's ends are left out (a task's name is shown as
+    /// the head of the kernel's lines shows it: unpadded).
     pub fn value<'a>(&self, text: &'a str, key: &str) -> Option<&'a str> {
         self.at[..self.len()].iter().find_map(|&(start, end)| {
             let (start, end) = (start as usize, end as usize);
             let rest = text.get(start..end)?;
-            rest.strip_prefix(key)?.strip_prefix('=')
+            Some(rest.strip_prefix(key)?.strip_prefix('=')?.trim_matches(' '))
         })
     }
 }
@@ -426,14 +429,16 @@ mod tests {
             let text = format!(
                 "prev_comm={prev} prev_pid=77 prev_prio=120 prev_state=S ==> next_comm={next} next_pid=4243 next_prio=9"
             );
+            // Blanks at a name's ends are left out, as the lines' heads
+            // show names.
             assert_eq!(
                 value("sched_switch", &text, "prev_comm"),
-                Some(prev),
+                Some(prev.trim()),
                 "{text}"
             );
             assert_eq!(
                 value("sched_switch", &text, "next_comm"),
-                Some(next),
+                Some(next.trim()),
                 "{text}"
             );
             assert_eq!(
@@ -459,7 +464,7 @@ mod tests {
         }
         for comm in [" pid=4242", "a pid=5 prio=1", " target_cpu=1", "x=y z"] {
             let text = format!("comm={comm} pid=77 prio=120 target_cpu=001");
-            assert_eq!(value("sched_waking", &text, "comm"), Some(comm));
+            assert_eq!(value("sched_waking", &text, "comm"), Some(comm.trim()));
             assert_eq!(value("sched_waking", &text, "pid"), Some("77"));
             assert_eq!(value("sched_waking", &text, "target_cpu"), Some("001"));
         }
@@ -506,14 +511,15 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("next_prio=120") && lines[0].contains("a\nb prev_pid=3"));
         let e = super::super::parse::line(lines[0]).unwrap();
-        assert_eq!(e.field("next_comm"), Some("a\nb prev_pid=3"));
+        // The line feed shown as `?`, in place.
+        assert_eq!(e.field("next_comm"), Some("a?b prev_pid=3"));
         assert_eq!(e.num("next_pid"), Some(16134));
         // The same in the task's own name, before its PID.
         let text = " a\nbcdefghijklm-4242    [000] ..... 1.000001: sched_waking: comm=x pid=1 prio=120 target_cpu=000\n";
         let (lines, _) = event_lines(text);
         assert_eq!(lines.len(), 1, "{lines:?}");
         let e = super::super::parse::line(lines[0]).unwrap();
-        assert_eq!((e.comm.as_ref(), e.pid), ("a\nbcdefghijklm", 4242));
+        assert_eq!((e.comm.as_ref(), e.pid), ("a?bcdefghijklm", 4242));
         // An event still missing its end is said to be.
         let (lines, complete) = event_lines(
             "    rtlab-timer0-16157   [001] d..2. 1.000000: sched_switch: prev_comm=a\n",

@@ -32,6 +32,16 @@ impl Event {
         self.spans.value(&self.fields, key)
     }
 
+    /// The function of a `workqueue_execute_start`: its `function=` field
+    /// (the binary reader's), or what follows `function ` in the kernel's
+    /// text (`work struct 00000000deadbeef: function vmstat_update`).
+    pub fn work_function(&self) -> Option<&str> {
+        self.field("function").or_else(|| {
+            let (_, f) = self.fields.split_once("function ")?;
+            f.split_whitespace().next()
+        })
+    }
+
     /// Each `(key, value)` of the event, in order.
     pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
         self.spans.pairs(&self.fields)
@@ -103,7 +113,13 @@ fn after_name<'a>(
     for _ in 0..2 {
         let (word, after) = rest.split_once(' ')?;
         if let Some(stamp) = word.strip_suffix(':') {
-            return Some((comm.trim(), pid, cpu, timestamp_ns(stamp)?, after));
+            return Some((
+                comm.trim_matches(' '),
+                pid,
+                cpu,
+                timestamp_ns(stamp)?,
+                after,
+            ));
         }
         rest = after.trim_start();
     }
@@ -134,13 +150,14 @@ pub fn line(text: &str) -> Option<Event> {
     let (comm, pid, cpu, ts_ns, rest) = split(text)?;
     let (name, fields) = rest.split_once(':')?;
     let name = name.trim();
-    let fields = fields.trim();
-    let spans = match fields::read(name, fields) {
+    // A task's name may hold a line feed: shown as `?`, in place.
+    let fields = rtlab_core::text::ascii_controls_shown(fields.trim());
+    let spans = match fields::read(name, &fields) {
         fields::Read::Fields(s) => s,
         fields::Read::Refused => fields::Spans::default(),
     };
     Some(Event {
-        comm: comm.into(),
+        comm: rtlab_core::text::task_name(comm.as_bytes()).into(),
         pid,
         cpu,
         ts_ns,

@@ -53,10 +53,14 @@ fn remember(comms: &mut Pids<Arc<str>>, pid: i32, comm: &[u8]) {
     if pid <= 0 || comms.get(&pid).is_some_and(|c| c.as_bytes() == comm) {
         return;
     }
+    let name = rtlab_core::text::task_name(comm);
+    if comms.get(&pid).is_some_and(|c| **c == *name) {
+        return;
+    }
     if comms.len() >= MAX_COMMS {
         comms.clear();
     }
-    comms.insert(pid, rtlab_core::text::lossy(comm).into());
+    comms.insert(pid, name.into());
 }
 
 /// Decodes pages of one instance into events.

@@ -265,12 +265,12 @@ fn text(field: &Field, data: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(text_bytes(field, data)?).into_owned())
 }
 
-/// Appends text bytes (invalid UTF-8 replaced).
+/// Appends text bytes as the text reader reads them: bytes that are not
+/// UTF-8 and ASCII control characters as `?`, one each.
 fn push_text(out: &mut String, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => out.push_str(s),
-        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
-    }
+    out.push_str(&rtlab_core::text::ascii_controls_shown(
+        &rtlab_core::text::lossy(bytes),
+    ));
 }
 
 /// The bytes of a `__data_loc`/`__rel_loc` field.

@@ -299,3 +299,54 @@ fn the_lost_events_count_saturates() {
     d.page(0, &p, &mut out);
     assert_eq!(d.missed, u64::MAX);
 }
+
+#[test]
+fn a_name_with_other_bytes_or_a_line_feed_reads_the_same_from_pages_and_from_text() {
+    let dir = fixture();
+    let text = std::fs::read_to_string(dir.join("formats/sched/sched_switch.format")).unwrap();
+    let format = format::EventFormat::parse(&text).unwrap();
+    // A switch from a task of nobody named "\xff\xfe ==> x\n" (PID 77) to
+    // PID 4243, as its record holds it.
+    let mut data = vec![0u8; 64];
+    data[..2].copy_from_slice(&format.id.to_le_bytes());
+    data[4..8].copy_from_slice(&77i32.to_le_bytes());
+    data[8..8 + 9].copy_from_slice(b"\xff\xfe ==> x\n");
+    data[24..28].copy_from_slice(&77i32.to_le_bytes());
+    data[28..32].copy_from_slice(&120i32.to_le_bytes());
+    data[32..40].copy_from_slice(&1i64.to_le_bytes());
+    data[40..40 + 12].copy_from_slice(b"rtlab-timer0");
+    data[56..60].copy_from_slice(&4243i32.to_le_bytes());
+    data[60..64].copy_from_slice(&9i32.to_le_bytes());
+    let (_, fields, spans) = render::event(&format, &data, &mut Symbols::default()).unwrap();
+    let pages = parse::Event {
+        comm: rtlab_core::text::task_name(b"\xff\xfe ==> x\n").into(),
+        pid: 77,
+        cpu: 1,
+        ts_ns: 5_000_000_000,
+        name: "sched_switch".into(),
+        fields,
+        spans,
+    };
+    assert_eq!(pages.field("prev_comm"), Some("?? ==> x?"));
+    assert_eq!(pages.comm.as_ref(), "?? ==> x?");
+    assert_eq!(pages.num("next_pid"), Some(4243));
+    // The kernel's text of the same switch: the name as it is, its line
+    // feed splitting the line.
+    let kernel = b"       \xff\xfe ==> x\n-77      [001] d..2. 5.000000: sched_switch: prev_comm=\xff\xfe ==> x\n prev_pid=77 prev_prio=120 prev_state=S ==> next_comm=rtlab-timer0 next_pid=4243 next_prio=9\n";
+    let kernel = rtlab_core::text::lossy(kernel);
+    let (lines, complete) = crate::explain::fields::event_lines(&kernel);
+    assert!(complete);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let text = parse::line(lines[0]).unwrap();
+    for key in [
+        "prev_comm",
+        "prev_pid",
+        "prev_state",
+        "next_comm",
+        "next_pid",
+        "next_prio",
+    ] {
+        assert_eq!(text.field(key), pages.field(key), "{key}");
+    }
+    assert_eq!((text.comm.as_ref(), text.pid), (pages.comm.as_ref(), 77));
+}

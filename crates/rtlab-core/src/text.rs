@@ -27,6 +27,28 @@ pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// `s` with each ASCII control character (a line feed, a tab, ESC...) shown
+/// as `?`, byte for byte: for text a task chose (its name), which would
+/// otherwise break a line of rtlab's own output, and whose place in a
+/// trace line must not move.
+pub fn ascii_controls_shown(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_control()) {
+        Cow::Owned(s.replace(|c: char| c.is_ascii_control(), "?"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// A task's name as rtlab shows it: bytes that are not UTF-8 and ASCII
+/// control characters as `?`, one each, blanks at its ends left out (the
+/// kernel's text pads names with blanks: both trace readers give the same
+/// name).
+pub fn task_name(bytes: &[u8]) -> String {
+    ascii_controls_shown(&lossy(bytes))
+        .trim_matches(' ')
+        .to_string()
+}
+
 /// Whether `c` does something on a terminal or in a document instead of
 /// showing a glyph: C0 controls, DEL, C1 controls, the Unicode direction
 /// marks, overrides and isolates (which can reorder what is shown), and
@@ -97,6 +119,17 @@ pub fn emit(mut out: impl std::io::Write, args: std::fmt::Arguments, newline: bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_names_keep_their_bytes_places_and_lose_only_their_padding() {
+        assert_eq!(lossy(b"ab\xffc"), "ab?c");
+        assert_eq!(lossy(b"\xe9t\xc3\xa9").len(), 4);
+        assert_eq!(ascii_controls_shown("a\nb\tc\x1b"), "a?b?c?");
+        assert!(matches!(ascii_controls_shown("plain"), Cow::Borrowed(_)));
+        assert_eq!(task_name(b"  pid=4242 "), "pid=4242");
+        assert_eq!(task_name(b"\xff\xfe ==> x\n"), "?? ==> x?");
+        assert_eq!(task_name(b"rtlab-timer0"), "rtlab-timer0");
+    }
 
     #[test]
     fn control_characters_are_shown_not_interpreted() {

@@ -76,7 +76,9 @@ pub fn parse_stat(stat: &str, cpus_allowed: String) -> Option<ThreadInfo> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let tid = stat.get(..open)?.trim().parse().ok()?;
-    let name = stat.get(open + 1..close)?.to_string();
+    // As the trace shows names: another encoding's bytes and control
+    // characters as `?` (a name is the task's own choice).
+    let name = rtlab_core::text::task_name(stat.get(open + 1..close)?.as_bytes());
     let f: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
     // Field N of stat(5) is f[N - 3].
     let field = |n: usize| f.get(n - 3).copied();
@@ -110,8 +112,11 @@ fn ids(root: &SysRoot, rel: &str) -> Vec<i32> {
 /// One thread of process `pid`, if it still exists.
 pub fn read(root: &SysRoot, pid: i32, tid: i32) -> Option<ThreadInfo> {
     let dir = format!("proc/{pid}/task/{tid}");
-    let stat = root.read(&format!("{dir}/stat")).ok()?;
-    let status = root.read(&format!("{dir}/status")).unwrap_or_default();
+    // Lossy: a task's name may hold bytes of another encoding.
+    let stat = root.read_lossy(&format!("{dir}/stat")).ok()?;
+    let status = root
+        .read_lossy(&format!("{dir}/status"))
+        .unwrap_or_default();
     let cpus = status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
