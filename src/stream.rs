@@ -127,8 +127,30 @@ impl TraceStream {
             extra: Vec::new(),
         })?;
         let irqs_started = crate::sys::irq::totals(root);
+        let matchers: Vec<Matcher> = spec
+            .irq_tasks
+            .iter()
+            .filter_map(|s| Matcher::new(s.clone()))
+            .collect();
+        let trackers: Vec<Tracker> = spec
+            .task_latency
+            .iter()
+            .map(|s| Tracker::new(s.clone()))
+            .collect();
+        let timer_irq = spec.timer_irq.then(crate::timer_irq::TimerIrq::default);
+        // The filtered events go on now, before the decoder is made (it
+        // reads the kernel's symbols, tens of ms): a task's timers armed
+        // meanwhile would be missed.
+        let mut missing = missing;
+        let (task_filter, timer_filter) = enable_filtered(
+            &instance,
+            &matchers,
+            &trackers,
+            timer_irq.as_ref(),
+            &mut missing,
+        );
         // Decoded: every event of the stream, and those enabled with a
-        // filter below.
+        // filter above.
         let mut decoded = events.to_vec();
         decoded.extend([SYS_EXIT, TIMER_START]);
         let source = Source::open(root, &instance, online, &decoded)?;
@@ -137,43 +159,20 @@ impl TraceStream {
             instance,
             source,
             audit: spec.audit_cpus.as_deref().map(Audit::new),
-            matchers: spec
-                .irq_tasks
-                .iter()
-                .filter_map(|s| Matcher::new(s.clone()))
-                .collect(),
-            trackers: spec
-                .task_latency
-                .iter()
-                .map(|s| Tracker::new(s.clone()))
-                .collect(),
-            timer_irq: spec.timer_irq.then(crate::timer_irq::TimerIrq::default),
+            matchers,
+            trackers,
+            timer_irq,
             cpus: online.to_vec(),
             irqs_before,
             irqs_started,
             events: 0,
             missing,
-            task_filter: None,
-            timer_filter: None,
+            task_filter,
+            timer_filter,
             cost: crate::audit::StreamCost::default(),
             pins: Vec::new(),
         };
         stream.pin_tasks();
-        // The tasks' syscall exits bound a switch-in the kernel did not log.
-        if !stream.matchers.is_empty() || !stream.trackers.is_empty() {
-            let filter = stream.task_filter();
-            match stream.instance.filter_and_enable(SYS_EXIT, &filter) {
-                Ok(()) => stream.task_filter = Some(filter),
-                Err(_) => stream.missing.push(SYS_EXIT.into()),
-            }
-        }
-        if !stream.trackers.is_empty() || stream.timer_irq.is_some() {
-            let filter = stream.timer_filter();
-            match stream.instance.filter_and_enable(TIMER_START, &filter) {
-                Ok(()) => stream.timer_filter = Some(filter),
-                Err(_) => stream.missing.push(TIMER_START.into()),
-            }
-        }
         stream.cost.reader = match stream.source.reader() {
             Reader::Raw => "binary".into(),
             Reader::Text => "text".into(),
@@ -209,34 +208,14 @@ impl TraceStream {
         }
     }
 
-    /// The filter of the syscall exits: the measured tasks' threads, or
-    /// names.
+    /// The filter of the syscall exits ([`task_filter_of`]).
     fn task_filter(&self) -> String {
-        let irq_tasks = self.matchers.iter().map(|m| (&m.spec().task, m.tids()));
-        let tasks = self.trackers.iter().map(|t| (&t.spec().task, t.tids()));
-        filter_of(irq_tasks.chain(tasks).collect())
+        task_filter_of(&self.matchers, &self.trackers)
     }
 
-    /// The filter of the timer arms: the measured tasks' names, or none
-    /// (`0`) when a task is chosen by process: its new threads arm timers
-    /// before the next look could add them to a filter.
+    /// The filter of the timer arms ([`timer_filter_of`]).
     fn timer_filter(&self) -> String {
-        let by_name = self
-            .trackers
-            .iter()
-            .all(|t| matches!(t.spec().task, TaskSelector::Name(_)));
-        // The timer threads start after the stream: until their TIDs are
-        // known, every arm is traced (none of theirs missed).
-        let timers_unknown = self.timer_irq.as_ref().is_some_and(|t| t.tids().is_empty());
-        if !by_name || timers_unknown {
-            return "0".into();
-        }
-        let tasks = self.trackers.iter().map(|t| (&t.spec().task, t.tids()));
-        let mut filter = filter_of(tasks.collect());
-        for tid in self.timer_irq.iter().flat_map(|t| t.tids()) {
-            filter.push_str(&format!(" || common_pid == {tid}"));
-        }
-        filter
+        timer_filter_of(&self.trackers, self.timer_irq.as_ref())
     }
 
     /// Reads what the kernel traced since the last look and feeds it.
@@ -435,6 +414,84 @@ impl TraceStream {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Enables the filtered events the measurements need: the syscall exits
+/// (IRQ-to-task, task latency) and the timer arms (task latency, the IRQ
+/// side). Gives the filters in effect.
+fn enable_filtered(
+    instance: &Instance,
+    matchers: &[Matcher],
+    trackers: &[Tracker],
+    timer_irq: Option<&crate::timer_irq::TimerIrq>,
+    missing: &mut Vec<String>,
+) -> (Option<String>, Option<String>) {
+    let task_filter = (!matchers.is_empty() || !trackers.is_empty())
+        .then(|| {
+            enable(
+                instance,
+                SYS_EXIT,
+                task_filter_of(matchers, trackers),
+                missing,
+            )
+        })
+        .flatten();
+    let timer_filter = (!trackers.is_empty() || timer_irq.is_some())
+        .then(|| {
+            enable(
+                instance,
+                TIMER_START,
+                timer_filter_of(trackers, timer_irq),
+                missing,
+            )
+        })
+        .flatten();
+    (task_filter, timer_filter)
+}
+
+/// Enables `event` with `filter` in `instance`: the filter in effect, or
+/// None (the event noted as missing).
+fn enable(
+    instance: &Instance,
+    event: &str,
+    filter: String,
+    missing: &mut Vec<String>,
+) -> Option<String> {
+    match instance.filter_and_enable(event, &filter) {
+        Ok(()) => Some(filter),
+        Err(_) => {
+            missing.push(event.into());
+            None
+        }
+    }
+}
+
+/// The filter of the syscall exits: the measured tasks' threads, or names.
+fn task_filter_of(matchers: &[Matcher], trackers: &[Tracker]) -> String {
+    let irq_tasks = matchers.iter().map(|m| (&m.spec().task, m.tids()));
+    let tasks = trackers.iter().map(|t| (&t.spec().task, t.tids()));
+    filter_of(irq_tasks.chain(tasks).collect())
+}
+
+/// The filter of the timer arms: the measured tasks' names, or none (`0`)
+/// when a task is chosen by process: its new threads arm timers before the
+/// next look could add them to a filter.
+fn timer_filter_of(trackers: &[Tracker], timer_irq: Option<&crate::timer_irq::TimerIrq>) -> String {
+    let by_name = trackers
+        .iter()
+        .all(|t| matches!(t.spec().task, TaskSelector::Name(_)));
+    // The timer threads start after the stream: until their TIDs are
+    // known, every arm is traced (none of theirs missed).
+    let timers_unknown = timer_irq.is_some_and(|t| t.tids().is_empty());
+    if !by_name || timers_unknown {
+        return "0".into();
+    }
+    let tasks = trackers.iter().map(|t| (&t.spec().task, t.tids()));
+    let mut filter = filter_of(tasks.collect());
+    for tid in timer_irq.iter().flat_map(|t| t.tids()) {
+        filter.push_str(&format!(" || common_pid == {tid}"));
+    }
+    filter
 }
 
 /// The threads of a task chosen by PID or program (its process first),
