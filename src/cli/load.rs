@@ -173,6 +173,14 @@ pub fn load_main(a: &LoadArgs) -> i32 {
         );
         return super::EXIT_REFUSED;
     }
+    // A directory that cannot be reached safely (a link someone else can
+    // change, a pseudo-filesystem) is refused before anything is made.
+    if let Kind::Io { dir, .. } = &kind
+        && let Err(e) = crate::sys::outfile::open_held_dir(dir)
+    {
+        errln!("rtlab load io: --dir {}", e.with_hint());
+        return super::EXIT_REFUSED;
+    }
     crate::sys::os::set_thread_name(&format!("rtlab-load-{}", kind.name()));
     let common = Common {
         interval: a.interval,

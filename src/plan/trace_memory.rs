@@ -73,11 +73,20 @@ pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
                 available / 1024
             ),
         )
-        .with_hint(Some(format!(
-            "the kernel takes them whole for the run; give `trace.buffer_kb` at most {} here, or trace fewer CPUs",
-            (available / SHARE).saturating_sub(stream_kib) / recorder_cpus.max(1) as u64
-        ))),
+        .with_hint(Some(hint(available, stream_kib, recorder_cpus))),
     );
+}
+
+/// What would fit: the largest `trace.buffer_kb` (never below its
+/// minimum, 64), or, when the stream's buffers alone take the share, that.
+fn hint(available: u64, stream_kib: u64, recorder_cpus: usize) -> String {
+    let room = (available / SHARE).saturating_sub(stream_kib) / recorder_cpus.max(1) as u64;
+    if recorder_cpus > 0 && room >= 64 {
+        return format!(
+            "the kernel takes them whole for the run; give `trace.buffer_kb` at most {room} here, or trace fewer CPUs"
+        );
+    }
+    "the kernel takes them whole for the run: the trace stream (`audit.cpus`, `irq_latency`, `irq_task`, `task_latency`) needs 4 MiB a CPU, the flight recorder at least 64 KiB a traced CPU; free memory first, or run without them".into()
 }
 
 #[cfg(test)]
@@ -115,5 +124,8 @@ mod tests {
                 .any(|m| m.contains("the trace stream's 4096 KiB × 2 CPUs")),
             "{audited:?}"
         );
+        // Where the stream alone takes the share, no `trace.buffer_kb` fits.
+        assert!(super::hint(20_000, 8192, 1).contains("free memory first"));
+        assert!(super::hint(1 << 20, 8192, 2).contains("at most 126976 here"));
     }
 }

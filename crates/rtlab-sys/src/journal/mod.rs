@@ -1021,7 +1021,41 @@ pub fn restore_all(root: &SysRoot, dir: &Path, owner: Option<Owner>) -> RestoreR
         }
         report.merge(replay_path(root, &found.path));
     }
+    remove_unborn(root, dir);
     report
+}
+
+/// Removes the journals that never got their name: a new journal is made
+/// as `.NAME.PID`, given its header and renamed, so one killed in between
+/// leaves that file, holding no change (a change is journalled only once
+/// the journal has its name). Removed when its process is gone, it is not
+/// locked, and it is a regular file of the caller's holding one line at
+/// most.
+fn remove_unborn(root: &SysRoot, dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((stem, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once('.')) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<i32>() else {
+            continue;
+        };
+        let alive = crate::tasks::start_time(root, pid).is_some();
+        if !stem.ends_with(".journal") || alive {
+            continue;
+        }
+        let path = e.path();
+        let Ok(file) = open_file(&path) else {
+            continue;
+        };
+        let small = fs::read(&path).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() <= 1);
+        if small && file.try_lock().is_ok() {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -475,3 +475,38 @@ fn a_staged_output_is_named_exactly_and_removed_only_if_it_is_rtlabs() {
         "precious"
     );
 }
+
+#[test]
+fn a_journal_killed_before_it_had_its_name_is_removed_once_its_process_is_gone() {
+    let (tree, root) = machine();
+    let jdir = crate::fake::journal_dir();
+    use std::os::unix::fs::PermissionsExt;
+    let header = "{\"journal\":\"rtlab-journal/1\",\"owner\":\"run\",\"pid\":4242}\n";
+    let unborn = |name: &str, text: &str| {
+        let p = jdir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p
+    };
+    // Dead (no /proc/4242 in the fake tree): header only, or nothing.
+    let dead = unborn(".run-4242.journal.4242", header);
+    let empty = unborn(".run-4243.journal.4243", "");
+    // Alive: its process is in the tree.
+    std::fs::create_dir_all(tree.path().join("proc/4244")).unwrap();
+    std::fs::write(
+        tree.path().join("proc/4244/stat"),
+        "4244 (rtlab) S 1 4244 4244 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0",
+    )
+    .unwrap();
+    let alive = unborn(".run-4244.journal.4244", header);
+    // More than a header: not one that never had its name.
+    let more = unborn(
+        ".run-4245.journal.4245",
+        &format!("{header}{{\"change\":\"x\"}}\n"),
+    );
+    // Not a journal's temporary name.
+    let other = unborn(".something.4246", "");
+    let _ = restore_all(&root, jdir.path(), Some(Owner::Run));
+    assert!(!dead.exists() && !empty.exists());
+    assert!(alive.exists() && more.exists() && other.exists());
+}
