@@ -4,7 +4,9 @@
 //! end-of-file. Unless rtlab said `done` first, the guard then kills every
 //! process group and the tracking cgroup rtlab told it about.
 //!
-//! Protocol, one line each: `pgid N`, `forget N`, `cgroup DIR`, `done`.
+//! Protocol, one line each: `pgid N`, `forget N`, `cgroup DIR`, `mark
+//! VALUE` (every program carries `RTLAB_RUN=VALUE` in its environment, and
+//! so does whatever it starts, even outside its group), `done`.
 //! Each program writes its own `pgid N` between fork and exec (a write of a
 //! few bytes to a pipe is atomic): the guard knows its group before the
 //! program can start anything in it.
@@ -21,18 +23,32 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Starts the guard (a copy of this executable).
-    pub fn start() -> std::io::Result<Guard> {
+    /// Starts the guard (a copy of this executable), SCHED_OTHER on
+    /// `cpus`: it inherits nothing of the main thread's policy or pinning.
+    pub fn start(cpus: &[usize]) -> std::io::Result<Guard> {
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
         cmd.arg("__guard")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .process_group(0);
+        os::prepare_child(
+            &mut cmd,
+            os::ChildSetup {
+                cpus: (!cpus.is_empty()).then(|| cpus.to_vec()),
+                sched: Some(crate::sched::Sched::default()),
+                ..os::ChildSetup::default()
+            },
+        )?;
         use std::os::unix::process::CommandExt;
         let mut child = cmd.spawn()?;
         let stdin = child.stdin.take();
         Ok(Guard { child, stdin })
+    }
+
+    /// The guard's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     /// Tells the guard one line.
@@ -58,6 +74,29 @@ impl Guard {
     }
 }
 
+/// Most process groups the guard follows.
+const MAX_GROUPS: usize = 1 << 16;
+
+/// The run's mark in a program's environment (`RTLAB_RUN=VALUE`).
+pub const MARK: &str = "RTLAB_RUN";
+
+/// Kills every process that carries the run's mark, round after round
+/// (one may start another while the first are killed) until a round
+/// finds none, 50 rounds at most.
+pub fn kill_marked(mark: &str) {
+    let root = SysRoot::real();
+    for _ in 0..50 {
+        let marked = crate::sys::tasks::with_environ(&root, MARK, mark);
+        if marked.is_empty() {
+            return;
+        }
+        for pid in marked {
+            let _ = os::kill_pid(pid, crate::sys::consts::SIGKILL);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The guard's own main: returns its exit status.
 pub fn guard_main() -> i32 {
     // Ctrl-C or a `kill` meant for rtlab must not stop the cleaner.
@@ -72,12 +111,21 @@ pub fn guard_main() -> i32 {
     os::set_thread_name("rtlab-guard");
     let mut pgids: Vec<i32> = Vec::new();
     let mut cgroup: Option<String> = None;
+    let mut mark: Option<String> = None;
     let mut done = false;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let (verb, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         match verb {
-            "pgid" => pgids.extend(arg.parse::<i32>().ok()),
+            "pgid" => {
+                if let Ok(n) = arg.parse::<i32>()
+                    && !pgids.contains(&n)
+                    && pgids.len() < MAX_GROUPS
+                {
+                    pgids.push(n);
+                }
+            }
+            "mark" => mark = Some(arg.to_string()),
             "forget" => {
                 if let Ok(n) = arg.parse::<i32>() {
                     pgids.retain(|&p| p != n);
@@ -93,6 +141,9 @@ pub fn guard_main() -> i32 {
     }
     for &pgid in &pgids {
         let _ = os::kill_group(pgid, crate::sys::consts::SIGKILL);
+    }
+    if let Some(mark) = mark {
+        kill_marked(&mark);
     }
     if let Some(dir) = cgroup {
         let cg = TrackingCgroup::existing(&SysRoot::real(), &dir);

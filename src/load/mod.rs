@@ -212,6 +212,12 @@ pub enum OutputTargetError {
 /// Most process groups of ended programs followed (a respawning program
 /// that leaves processes behind each time would otherwise grow the list).
 const MAX_LINGERING: usize = 64;
+/// Most adopted processes followed at once (past it, they are still
+/// killed with the run's tracking cgroup, as root).
+const MAX_ADOPTED: usize = 4096;
+/// How often, without a tracking cgroup, the descendants' process groups
+/// are looked for (a scan of `/proc`).
+const DESCENDANTS_LOOK: Duration = Duration::from_millis(250);
 
 /// Supervises the programs of a run.
 pub struct Supervisor {
@@ -239,6 +245,19 @@ pub struct Supervisor {
     helper_groups: Vec<i32>,
     /// The CPUs helpers run on.
     helper_cpus: Vec<usize>,
+    /// rtlab is the subreaper of what it starts: a process that left its
+    /// group (`setsid`) and whose parent ended comes to it.
+    subreaper: bool,
+    /// Such processes, adopted: (PID, started under a helper).
+    adopted: Vec<(i32, bool)>,
+    /// The run's mark, in the environment of every program and helper
+    /// (`RTLAB_RUN`): what they start keeps it, whatever group or session
+    /// it goes to.
+    mark: String,
+    /// Without a tracking cgroup: the process groups of rtlab's
+    /// descendants told to the guard, and when to look again.
+    told: Vec<i32>,
+    next_look: Instant,
     /// Problems worth reporting that did not stop the run.
     pub warnings: Vec<String>,
 }
@@ -254,6 +273,7 @@ pub const HELPER_GRACE: Duration = Duration::from_secs(2);
 fn track(
     root: &SysRoot,
     name: &str,
+    cpus: &[usize],
     journal: Option<&mut Journal>,
     warnings: &mut Vec<String>,
 ) -> (
@@ -262,7 +282,7 @@ fn track(
     Option<std::fs::File>,
 ) {
     let (mut guard, mut cgroup, mut cgroup_procs) = (None, None, None);
-    match guard::Guard::start() {
+    match guard::Guard::start(cpus) {
         Ok(g) => guard = Some(g),
         Err(e) => warnings.push(format!(
             "cannot start the guard process ({e}): programs may outlive rtlab if it is killed"
@@ -331,11 +351,30 @@ impl Supervisor {
         let mut warnings = Vec::new();
         // The tracking cgroup and the v1 bandwidth groups' parent share it.
         let name = format!("rtlab-{}", os::getpid());
-        let (guard, cgroup, cgroup_procs) = if plans.is_empty() && helper_cpus.is_empty() {
+        let tracked = !plans.is_empty() || !helper_cpus.is_empty();
+        let subreaper = tracked && os::become_subreaper().is_ok();
+        // This process and its start: no other run's mark.
+        let mark = format!(
+            "{}.{}",
+            os::getpid(),
+            crate::sys::tasks::start_time(root, os::getpid()).unwrap_or(0)
+        );
+        let (guard, cgroup, cgroup_procs) = if !tracked {
             (None, None, None)
         } else {
-            track(root, &name, journal.as_deref_mut(), &mut warnings)
+            // The guard off the measured CPUs where the helpers' CPUs say
+            // which those are.
+            let cpus = if helper_cpus.is_empty() {
+                &all_cpus
+            } else {
+                &helper_cpus
+            };
+            track(root, &name, cpus, journal.as_deref_mut(), &mut warnings)
         };
+        let mut guard = guard;
+        if let Some(g) = guard.as_mut() {
+            g.tell(&format!("mark {mark}"));
+        }
         let outputs = stage_outputs(plans, journal.as_deref_mut());
         let (mut groups, mut groups_error) = (None, None);
         if !cpu_groups.is_empty() {
@@ -401,6 +440,11 @@ impl Supervisor {
             helpers: Vec::new(),
             helper_groups: Vec::new(),
             helper_cpus,
+            subreaper,
+            adopted: Vec::new(),
+            mark,
+            told: Vec::new(),
+            next_look: run_start,
             warnings,
         }
     }
@@ -486,6 +530,7 @@ impl Supervisor {
         let mut cmd = Command::new(&p.plan.executable);
         cmd.arg0(&p.plan.argv[0])
             .args(&p.plan.argv[1..])
+            .env(guard::MARK, &self.mark)
             .stdin(Stdio::null())
             .process_group(0);
         let output = |source| LoadError::Output {
@@ -582,6 +627,7 @@ impl Supervisor {
         let mut cmd = Command::new(executable);
         cmd.arg0(argv.first().map_or("", String::as_str))
             .args(argv.iter().skip(1))
+            .env(guard::MARK, &self.mark)
             .stdin(Stdio::null())
             .process_group(0);
         for (k, v) in env {
@@ -606,9 +652,101 @@ impl Supervisor {
         Ok(pid)
     }
 
-    /// Helpers running, and groups of ended ones not yet empty.
+    /// Helpers running, groups of ended ones not yet empty, and the
+    /// processes that left a helper's group not yet reaped.
     pub fn helpers_alive(&self) -> usize {
-        self.helpers.len() + self.helper_groups.len()
+        let adopted = self.adopted.iter().filter(|a| a.1).count();
+        self.helpers.len() + self.helper_groups.len() + adopted
+    }
+
+    /// Takes in the processes rtlab adopted as their subreaper: each is
+    /// told to the guard (it leads a group of its own, or is in one rtlab
+    /// knows), one that left a helper's group is killed at once (a
+    /// helper's leftovers end with it), one of a program's is left to the
+    /// end of the run (a daemon a program started is its load). The ended
+    /// ones are reaped.
+    fn adopt(&mut self) {
+        if !self.subreaper {
+            return;
+        }
+        let known: Vec<i32> = self
+            .programs
+            .iter()
+            .filter_map(|p| Some(p.child.as_ref()?.id() as i32))
+            .chain(self.helpers.iter().map(|h| h.id() as i32))
+            .chain(self.guard.as_ref().map(guard::Guard::pid))
+            .collect();
+        let own = os::own_process_group();
+        for pid in crate::sys::tasks::children_of_self(&self.root) {
+            if known.contains(&pid) || self.adopted.iter().any(|a| a.0 == pid) {
+                continue;
+            }
+            let from_helper = crate::sys::tasks::environ_has(&self.root, pid, "RTLAB_SPIKE_TIMER");
+            let pgid =
+                crate::sys::tasks::process_group(&self.root, pid).filter(|&g| g > 1 && g != own);
+            if let (Some(g), Some(guard)) = (pgid, self.guard.as_mut()) {
+                guard.tell(&format!("pgid {g}"));
+            }
+            if from_helper {
+                if let Some(g) = pgid {
+                    let _ = os::kill_group(g, crate::sys::consts::SIGKILL);
+                }
+                let _ = os::kill_pid(pid, crate::sys::consts::SIGKILL);
+            }
+            if self.adopted.len() < MAX_ADOPTED {
+                self.adopted.push((pid, from_helper));
+            }
+        }
+        self.adopted.retain(|&(pid, _)| !os::reap_if_ended(pid));
+    }
+
+    /// Without a tracking cgroup (as a user other than root), tells the
+    /// guard, every [`DESCENDANTS_LOOK`], the process group of each
+    /// process descended from rtlab: one that left its program's group
+    /// (`setsid`) while its parent lives is then killed too if rtlab
+    /// dies. A group found empty is forgotten (its number may be reused).
+    fn tell_descendant_groups(&mut self) {
+        let now = Instant::now();
+        if self.cgroup.is_some() || self.guard.is_none() || now < self.next_look {
+            return;
+        }
+        self.next_look = now + DESCENDANTS_LOOK;
+        let table = crate::sys::tasks::process_table(&self.root);
+        let own = os::own_process_group();
+        let guard_pid = self.guard.as_ref().map(guard::Guard::pid);
+        let groups: Vec<i32> = crate::sys::tasks::descendants(&table, os::getpid())
+            .into_iter()
+            .filter(|&(pid, g)| Some(pid) != guard_pid && g > 1 && g != own)
+            .map(|d| d.1)
+            .collect();
+        let Some(guard) = self.guard.as_mut() else {
+            return;
+        };
+        self.told.retain(|g| {
+            let alive = table.iter().any(|p| p.2 == *g);
+            if !alive {
+                guard.tell(&format!("forget {g}"));
+            }
+            alive
+        });
+        for g in groups {
+            if !self.told.contains(&g) && self.told.len() < MAX_ADOPTED {
+                guard.tell(&format!("pgid {g}"));
+                self.told.push(g);
+            }
+        }
+    }
+
+    /// Sends `signal` to every process adopted (and its group, when it
+    /// leads one).
+    fn signal_adopted(&self, signal: i32) {
+        let own = os::own_process_group();
+        for &(pid, _) in &self.adopted {
+            if crate::sys::tasks::process_group(&self.root, pid) == Some(pid) && pid != own {
+                let _ = os::kill_group(pid, signal);
+            }
+            let _ = os::kill_pid(pid, signal);
+        }
     }
 
     /// Ends the helpers that are done: what each left in its group is
@@ -653,6 +791,8 @@ impl Supervisor {
     /// ABORT action fires or a respawn fails.
     pub fn poll(&mut self) -> Option<AbortRequest> {
         self.reap_helpers(false);
+        self.adopt();
+        self.tell_descendant_groups();
         let now = Instant::now();
         for i in 0..self.programs.len() {
             let status = match self.programs[i].child.as_mut().map(Child::try_wait) {
@@ -726,6 +866,8 @@ impl Supervisor {
         for h in &self.helpers {
             let _ = os::kill_group(h.id() as i32, crate::sys::consts::SIGTERM);
         }
+        self.adopt();
+        self.signal_adopted(crate::sys::consts::SIGTERM);
         if let Some(cg) = &self.cgroup {
             cg.signal_all(crate::sys::consts::SIGTERM);
         }
@@ -779,6 +921,12 @@ impl Supervisor {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.wait_for_groups(start + longest + Duration::from_secs(5));
+        // What left its group and session, and whose parent ended just now
+        // (not adopted yet): found by the run's mark.
+        if self.subreaper {
+            guard::kill_marked(&self.mark);
+            self.adopt();
+        }
         if let Some(cg) = self.cgroup.take() {
             self.cgroup_procs = None;
             if let Err(left) = cg.kill_and_remove(Duration::from_secs(5)) {

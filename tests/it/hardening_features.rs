@@ -140,6 +140,18 @@ fn the_io_load_never_works_through_a_directory_swapped_for_a_link() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
+    // A --dir reached through the attacker's link is refused before
+    // anything is made (status 2, as every refusal).
+    let link = theirs.join("to-victim");
+    std::os::unix::fs::symlink(victim.path(), &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(NOBODY), Some(NOBODY)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["load", "io", "--duration", "1s", "--dir"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(tree(victim.path()), before);
     path_taken(
         test,
         "root: the directory renamed away and a link planted mid-run; the victim's directory unchanged",
@@ -198,51 +210,68 @@ fn what_a_spike_program_leaves_in_its_group_is_stopped_when_it_ends() {
     let _shared = crate::fixtures::machine_shared();
     const LEFT: &[&str] = &["sleep", "3101"];
     let _reaper = Reaper(LEFT);
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = spiking(
-        " on_spike run sh -c \"sleep 3101 &\"",
-        "lifetime.duration 3 s",
-    );
-    std::fs::write(dir.path().join("left.cfg"), cfg).unwrap();
-    // Outputs to files: what a program leaves behind holds no pipe of the
-    // test's open.
-    let log = |name: &str| Stdio::from(std::fs::File::create(dir.path().join(name)).unwrap());
-    let mut run = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["run", "left.cfg", "--json", "left.json"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
-        .stdout(log("out"))
-        .stderr(log("err"))
-        .spawn()
-        .unwrap();
-    // While it runs, what the programs left never piles up.
-    let mut most = 0;
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
+    // In its group; then out of it and its session (`setsid`), as a user
+    // without root: no tracking cgroup catches it, rtlab (its subreaper)
+    // must.
+    for (action, as_nobody) in [("sleep 3101 &", false), ("setsid sleep 3101 &", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = spiking(
+            &format!(" on_spike run sh -c \"{action}\""),
+            "lifetime.duration 3 s",
+        );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+        if as_nobody && is_root() {
+            cfg = unprivileged(&cfg);
+            match crate::fixtures::rtlab_unprivileged(dir.path()) {
+                Some(c) => cmd = c,
+                None => continue,
+            }
         }
-        most = most.max(processes(LEFT).len());
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let said = std::fs::read_to_string(dir.path().join("err")).unwrap_or_default();
-    assert_eq!(status.code(), Some(0), "{said}");
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("left.json")).unwrap()).unwrap();
-    let report = &r["on_spike"];
-    let started = report["programs_started"].as_u64().unwrap();
-    assert!(started >= 10, "a program every 100 ms for 3 s: {report}");
-    assert!(
-        most <= 8,
-        "{most} left at once (at most 8 programs alive at once)"
-    );
-    let left = processes(LEFT);
-    assert!(left.is_empty(), "left after the run: {left:?}");
-    path_taken(
-        test,
-        &format!(
-            "{started} programs each left `sleep 3101` behind: at most {most} at once, none after the run"
-        ),
-    );
+        std::fs::write(dir.path().join("left.cfg"), cfg).unwrap();
+        // Outputs to files: what a program leaves behind holds no pipe of
+        // the test's open.
+        let log = |name: &str| Stdio::from(std::fs::File::create(dir.path().join(name)).unwrap());
+        let mut run = cmd
+            .args(["run", "left.cfg", "--json", "left.json"])
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+            .stdout(log("out"))
+            .stderr(log("err"))
+            .spawn()
+            .unwrap();
+        // While it runs, what the programs left never piles up.
+        let mut most = 0;
+        let status = loop {
+            if let Some(s) = run.try_wait().unwrap() {
+                break s;
+            }
+            most = most.max(processes(LEFT).len());
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let said = std::fs::read_to_string(dir.path().join("err")).unwrap_or_default();
+        assert_eq!(status.code(), Some(0), "{said}");
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("left.json")).unwrap()).unwrap();
+        let report = &r["on_spike"];
+        let started = report["programs_started"].as_u64().unwrap();
+        assert!(started >= 10, "a program every 100 ms for 3 s: {report}");
+        assert!(
+            most <= 8,
+            "{action}: {most} left at once (at most 8 programs alive at once)"
+        );
+        let left = processes(LEFT);
+        assert!(left.is_empty(), "{action}: left after the run: {left:?}");
+        eprintln!(
+            "[{test}] `{action}`{}: {started} programs, at most {most} left at once, none after the run",
+            if as_nobody { " as nobody" } else { "" }
+        );
+    }
+    path_taken(test, "in their group and out of it: none after the run");
+}
+
+/// `cfg` for a user without root: its timer thread SCHED_OTHER.
+fn unprivileged(cfg: &str) -> String {
+    cfg.replace(" sched.policy FIFO\n sched.priority 90\n", "")
 }
 
 #[test]
@@ -270,10 +299,8 @@ fn spike_programs_and_their_children_die_with_a_killed_rtlab() {
         // Unprivileged, the timer thread cannot be FIFO: the run is
         // refused unless it is SCHED_OTHER.
         if as_nobody && is_root() {
-            let text = std::fs::read_to_string(dir.path().join("kill.cfg"))
-                .unwrap()
-                .replace(" sched.policy FIFO\n sched.priority 90\n", "");
-            std::fs::write(dir.path().join("kill.cfg"), text).unwrap();
+            let text = std::fs::read_to_string(dir.path().join("kill.cfg")).unwrap();
+            std::fs::write(dir.path().join("kill.cfg"), unprivileged(&text)).unwrap();
         }
         let mut run = cmd
             .args(["run", "kill.cfg"])
@@ -856,9 +883,9 @@ fn no_child_outlives_rtlab_killed_at_any_moment() {
     // 50 ms that leaves one behind.
     let cfg = format!(
         "main {{\n spikes.threshold 1 us\n on_spike.every 50 ms\n \
-         on_spike run sh -c \"sleep 3106 &\"\n}}\n\
+         on_spike run sh -c \"sleep 3106 & setsid sleep 3106 &\"\n}}\n\
          timer_thread[0] {{\n cpu_affinity {}\n timer.period 1 ms\n lifetime.duration 60 s\n}}\n\
-         program[0] {{\n cmdline sh -c \"sleep 3105 & sleep 3105 & wait\"\n}}\n",
+         program[0] {{\n cmdline sh -c \"sleep 3105 & setsid sleep 3105 & wait\"\n}}\n",
         crate::fixtures::measured_cpu()
     );
     std::fs::write(dir.path().join("k.cfg"), cfg).unwrap();

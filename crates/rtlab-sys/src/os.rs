@@ -368,6 +368,12 @@ pub fn getpid() -> i32 {
     std::process::id() as i32
 }
 
+/// This process's own process group (never one to kill: the user's shell
+/// pipeline may share it).
+pub fn own_process_group() -> i32 {
+    rustix::process::getpgrp().as_raw_nonzero().get()
+}
+
 /// USER_HZ: the ticks per second of `/proc/stat`'s counters.
 pub fn clock_ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
@@ -710,6 +716,30 @@ pub fn kill_pid(pid: i32, signal: libc::c_int) -> io::Result<()> {
     }
     // SAFETY: kill with a positive pid other than init's.
     check(unsafe { libc::kill(pid, signal) })
+}
+
+/// Makes this process the child subreaper of its descendants
+/// (`PR_SET_CHILD_SUBREAPER`): a process that left its process group and
+/// whose parent ended comes to rtlab, not to init, so that rtlab can stop
+/// it with the run.
+pub fn become_subreaper() -> io::Result<()> {
+    Ok(rustix::process::set_child_subreaper(Some(
+        rustix::process::Pid::INIT,
+    ))?)
+}
+
+/// Reaps child `pid` if it has ended (`waitpid(WNOHANG)`): true when it
+/// is gone (reaped now, or not a child of this process any more).
+pub fn reap_if_ended(pid: i32) -> bool {
+    use rustix::process::{Pid, WaitOptions, waitpid};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return true;
+    };
+    match waitpid(Some(pid), WaitOptions::NOHANG) {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        Err(_) => true,
+    }
 }
 
 /// Whether child `pid` has ended, without reaping it (`waitid` with

@@ -19,7 +19,8 @@ pub struct TaskRecord {
 
 /// The start time (clock ticks since boot) of `tid`, if it exists.
 pub fn start_time(root: &SysRoot, tid: i32) -> Option<u64> {
-    parse_start_time(&root.read(&format!("proc/{tid}/stat")).ok()?)
+    // Lossy: a task's name (in the line) may hold another encoding's bytes.
+    parse_start_time(&root.read_lossy(&format!("proc/{tid}/stat")).ok()?)
 }
 
 /// Field 22 of a `stat` line. The command name (field 2) may hold spaces
@@ -32,7 +33,7 @@ pub fn parse_start_time(stat: &str) -> Option<u64> {
 
 /// A field of `/proc/<tid>/status` (`Cpus_allowed_list`, `Name`, ...).
 pub fn status_field(root: &SysRoot, tid: i32, field: &str) -> Option<String> {
-    let text = root.read(&format!("proc/{tid}/status")).ok()?;
+    let text = root.read_lossy(&format!("proc/{tid}/status")).ok()?;
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k == field).then(|| v.trim().to_string())
@@ -55,6 +56,110 @@ pub fn is_kernel_thread(root: &SysRoot, tid: i32) -> bool {
         return true;
     }
     status_field(root, tid, "PPid").is_some_and(|p| p == "2")
+}
+
+/// The processes whose parent is this process now: its own children, and
+/// the orphans it adopted as their subreaper (`/proc/self/task/PID/children`
+/// of its first thread, where orphans go; else a scan of `/proc`).
+pub fn children_of_self(root: &SysRoot) -> Vec<i32> {
+    let me = crate::os::getpid();
+    if let Ok(list) = root.read(&format!("proc/self/task/{me}/children")) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
+    let mut out = Vec::new();
+    for name in root.list("proc").unwrap_or_default() {
+        let Ok(pid) = name.parse::<i32>() else {
+            continue;
+        };
+        let stat = root
+            .read_lossy(&format!("proc/{pid}/stat"))
+            .unwrap_or_default();
+        if stat_field(&stat, 4).and_then(|p| p.parse::<i32>().ok()) == Some(me) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Field `n` (from 3: the ones after the name) of a `stat` line.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// Every process now: (PID, parent's PID, process group), from each
+/// `/proc/PID/stat`.
+pub fn process_table(root: &SysRoot) -> Vec<(i32, i32, i32)> {
+    let mut out = Vec::new();
+    for name in root.list("proc").unwrap_or_default() {
+        let Ok(pid) = name.parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = root.read_lossy(&format!("proc/{pid}/stat")) else {
+            continue;
+        };
+        let num = |n| stat_field(&stat, n).and_then(|v| v.parse::<i32>().ok());
+        if let (Some(ppid), Some(pgid)) = (num(4), num(5)) {
+            out.push((pid, ppid, pgid));
+        }
+    }
+    out
+}
+
+/// The processes descended from `ancestor` in `table` (see
+/// [`process_table`]), with their process groups.
+pub fn descendants(table: &[(i32, i32, i32)], ancestor: i32) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = Vec::new();
+    let mut frontier = vec![ancestor];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, pgid) in table {
+            if ppid == parent && pid != ancestor && !out.iter().any(|d| d.0 == pid) {
+                out.push((pid, pgid));
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// The processes whose environment holds `name=value` exactly (the run's
+/// mark on everything it started, which a process keeps when it leaves
+/// its group and its session).
+pub fn with_environ(root: &SysRoot, name: &str, value: &str) -> Vec<i32> {
+    let want = format!("{name}={value}");
+    let mut out = Vec::new();
+    for entry in root.list("proc").unwrap_or_default() {
+        let Ok(pid) = entry.parse::<i32>() else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(root.path(&format!("proc/{pid}/environ"))) else {
+            continue;
+        };
+        if bytes.split(|&b| b == 0).any(|v| v == want.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The process group of `pid`, if it exists.
+pub fn process_group(root: &SysRoot, pid: i32) -> Option<i32> {
+    let stat = root.read_lossy(&format!("proc/{pid}/stat")).ok()?;
+    stat_field(&stat, 5)?.parse().ok()
+}
+
+/// Whether the environment `pid` started with holds variable `name`.
+pub fn environ_has(root: &SysRoot, pid: i32, name: &str) -> bool {
+    let Ok(bytes) = std::fs::read(root.path(&format!("proc/{pid}/environ"))) else {
+        return false;
+    };
+    let want = format!("{name}=");
+    bytes
+        .split(|&b| b == 0)
+        .any(|v| v.starts_with(want.as_bytes()))
 }
 
 /// A process given by its number (`on_spike signal PID`, `task-latency
@@ -148,6 +253,32 @@ impl Pinned {
         }
         let tids = crate::threads::of_process(root, self.pid);
         self.alive(root).then_some(tids)
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    #[test]
+    fn descendants_are_found_through_every_generation_and_only_them() {
+        // 10 -> 11 -> 12 (a group of its own) -> 13; 20 is someone else's.
+        let table = [
+            (10, 1, 10),
+            (11, 10, 11),
+            (12, 11, 12),
+            (13, 12, 12),
+            (20, 1, 20),
+            (21, 20, 21),
+        ];
+        let mut d = descendants(&table, 10);
+        d.sort_unstable();
+        assert_eq!(d, vec![(11, 11), (12, 12), (13, 12)]);
+        assert!(descendants(&table, 13).is_empty());
+        // This machine: this process's own table holds it, with its parent.
+        let me = crate::os::getpid();
+        let real = process_table(&SysRoot::real());
+        assert!(real.iter().any(|p| p.0 == me), "{} processes", real.len());
     }
 }
 
