@@ -571,6 +571,17 @@ fn trace_fixture() -> (String, Vec<String>, String, Vec<u8>) {
     )
 }
 
+/// Whether `value` follows `key=` somewhere in `fields`, blanks between
+/// them allowed: the readers give a value without the blanks at its ends
+/// (a task's name unpadded), never anything that is not in the text.
+fn lies_in(fields: &str, key: &str, value: &str) -> bool {
+    let head = format!("{key}=");
+    fields.match_indices(&head).any(|(at, _)| {
+        let rest = fields[at + head.len()..].trim_start_matches(' ');
+        rest.starts_with(value) && !value.starts_with(' ') && !value.ends_with(' ')
+    })
+}
+
 /// The binary trace decoder: one of this kernel's format files, or its
 /// pages, mutated; the pages decoded. Every field an event gives lies in
 /// its text, and no value is wider than the record could make it.
@@ -601,7 +612,7 @@ fn binary_trace_decoder() {
             for e in &events {
                 prop_assert!(e.fields.len() <= 64 << 10, "{} bytes", e.fields.len());
                 for (key, value) in e.pairs() {
-                    prop_assert!(e.fields.contains(&format!("{key}={value}")), "{e:?}");
+                    prop_assert!(lies_in(&e.fields, key, value), "{e:?}");
                 }
             }
             Ok(())
@@ -634,7 +645,7 @@ fn trace_text_reader() {
                 for l in lines {
                     if let Some(e) = parse::line(l) {
                         for (key, value) in e.pairs() {
-                            assert!(e.fields.contains(&format!("{key}={value}")), "{e:?}");
+                            assert!(lies_in(&e.fields, key, value), "{e:?}");
                         }
                     }
                 }
