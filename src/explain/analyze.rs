@@ -603,8 +603,49 @@ pub fn segments(
     let mut carved = nmis(events, deadline_ns, end);
     carved.extend(stack_walks(events, deadline_ns, end));
     carved.sort_by_key(|c| c.0);
-    let out = carve(unseen(w.out, events, deadline_ns), &carved);
+    let mut out = carve(unseen(w.out, events, deadline_ns), &carved);
+    if let (Some(woken), Some(switched)) = (w.woken, switched) {
+        switch_path(&mut out, events, tid, woken, switched);
+    }
     (out, w.woken, switched)
+}
+
+/// The stretch of a lower-priority thread from the last handler's exit to
+/// its switch to the woken timer thread is the kernel's way out of the
+/// interrupt and into the switch, not the thread's doing: it is the timer
+/// thread's own path when it is no longer than twice the timer thread's
+/// own path from its switch-in to its clock read (the same kind of kernel
+/// work on the same machine, the stack walks left out). Longer, the thread
+/// kept the CPU in a non-preemptible section, and stays named.
+fn switch_path(segs: &mut [Segment], events: &[Event], tid: i32, woken: u64, switched: u64) {
+    let Some(switch) = events.iter().find(|e| {
+        e.ts_ns == switched && e.name == "sched_switch" && e.num("next_pid") == Some(i64::from(tid))
+    }) else {
+        return;
+    };
+    let lower = switch
+        .num("prev_prio")
+        .zip(switch.num("next_prio"))
+        .is_some_and(|(prev, next)| prev > next);
+    // Its own time after the switch-in: not the stack walks in it.
+    let own_path: u64 = segs
+        .iter()
+        .filter(|s| s.from_ns >= switched && s.kind == PartKind::TimerThread)
+        .map(|s| s.to_ns - s.from_ns)
+        .sum();
+    let prev = switch.num("prev_pid").map(|p| p as i32);
+    if let Some(s) = segs.iter_mut().rev().find(|s| s.to_ns == switched)
+        && lower
+        && s.kind == PartKind::Thread
+        && s.pid == prev
+        && s.from_ns >= woken
+        && s.to_ns - s.from_ns <= own_path.saturating_mul(2)
+    {
+        s.kind = PartKind::TimerThread;
+        s.what = "interrupt exit and switch to it".into();
+        s.pid = None;
+        s.inferred = false;
+    }
 }
 
 /// From the deadline to the first event after it, nothing shows the CPU
@@ -945,6 +986,22 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
                 (Some(theirs), Some(ours)) if theirs >= 100 && ours < 100 => format!(
                     "at {} it could only keep the CPU in a non-preemptible section, or while \
                      RT throttling held the real-time threads off (kernel.sched_rt_runtime_us)",
+                    prio_words(theirs)
+                ),
+                // A real-time thread never preempts one of its own
+                // priority: not a kernel matter, a priority to change.
+                (Some(theirs), Some(ours)) if theirs == ours && ours < 100 => format!(
+                    "at {}, the timer thread's own, it kept the CPU: a real-time thread does \
+                     not preempt one of equal priority (SCHED_FIFO waits until it blocks or \
+                     yields, SCHED_RR until its time slice ends); give the timer thread a \
+                     higher priority than every thread on its CPU, or move this one off it",
+                    prio_words(theirs)
+                ),
+                // The fair scheduler shares the CPU among normal tasks.
+                (Some(theirs), Some(ours)) if ours >= 100 => format!(
+                    "the timer thread is not real-time ({}): the fair scheduler shares its CPU \
+                     with this thread at {}; give the timer thread a real-time policy",
+                    prio_words(ours),
                     prio_words(theirs)
                 ),
                 (Some(theirs), _) => format!(
