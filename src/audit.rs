@@ -13,6 +13,12 @@ use crate::explain::parse::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
+pub mod fold;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Most distinct sources kept; the others are summed in one row.
 const MAX_SOURCES: usize = 2000;
 /// Deepest nesting of interrupts followed on a CPU.
@@ -63,8 +69,14 @@ pub struct AuditRow {
     /// What it is (`IRQ 36 virtio1-req.0`, `softirq TIMER`,
     /// `kworker/1:1`, `vmstat_update`).
     pub what: String,
-    /// Its PID, for threads and tasks.
+    /// Its PID, for threads and tasks (of a command's many, the costliest).
     pub pid: Option<i32>,
+    /// How many PIDs ran under this command (tasks; see [`fold`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pids: u64,
+    /// The costliest of them, most costly first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_pids: Vec<i32>,
     /// How many times it came (for threads: switch-ins).
     pub count: u64,
     /// Its total net time (ns; 0 for IPIs sent, which take none there).
@@ -480,6 +492,8 @@ impl Audit {
                     kind,
                     what: k.what,
                     pid: k.pid,
+                    pids: 0,
+                    top_pids: Vec::new(),
                     count: a.count,
                     total_ns: a.total_ns,
                     max_ns: a.max_ns,
@@ -515,7 +529,7 @@ impl Audit {
         AuditReport {
             cpus: self.cpus,
             duration_ns,
-            rows,
+            rows: fold::by_command(rows),
             ticks_busy,
             promises,
             lost_events,
@@ -675,14 +689,13 @@ fn intruding<'a, 'b>(here: &'b [&'a AuditRow]) -> impl Iterator<Item = &'a Audit
         .filter(|r| matches!(r.kind, SourceKind::Task | SourceKind::KernelThread) && !r.belongs)
 }
 
-/// `hog-200, IRQ 36 virtio1-req.0` (at most 8).
+/// `hog (pid 200), bash (3 pids: 11, 10, 13), IRQ 36 virtio1-req.0` (at
+/// most 8, a command's PIDs folded).
 fn names<'a>(it: impl Iterator<Item = &'a AuditRow>) -> String {
-    let v: Vec<String> = it
+    let v: Vec<String> = fold::by_command(it.cloned().collect())
+        .iter()
         .take(8)
-        .map(|r| match r.pid {
-            Some(p) => format!("{}-{p}", r.what),
-            None => r.what.clone(),
-        })
+        .map(AuditRow::who)
         .collect();
     v.join(", ")
 }
@@ -924,7 +937,7 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
         // by the hog (outside /rt) and the IRQ.
         let iso = r.promises.iter().find(|p| p.promise == "isolcpus").unwrap();
         assert_eq!(iso.kept, Some(false));
-        assert!(iso.detail.contains("hog-200"), "{iso:?}");
+        assert!(iso.detail.contains("hog (pid 200)"), "{iso:?}");
         let part = r
             .promises
             .iter()
@@ -932,7 +945,7 @@ kworker/1:1-50 [001] d..2. 1.000320: sched_switch: prev_comm=kworker/1:1 prev_pi
             .unwrap();
         assert_eq!(part.kept, Some(false));
         assert!(
-            part.detail.contains("hog-200") && part.detail.contains("IRQ 36"),
+            part.detail.contains("hog (pid 200)") && part.detail.contains("IRQ 36"),
             "{part:?}"
         );
         assert!(!part.detail.contains("kworker"), "{part:?}");

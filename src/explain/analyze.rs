@@ -365,6 +365,8 @@ struct Walk {
     /// Idle woke a task onto this CPU, or left its idle state, since it
     /// took the CPU: it switches away at once.
     idle_done: bool,
+    /// When the running task took the CPU (its switch-in, else the start).
+    since: u64,
 }
 
 impl Walk {
@@ -422,7 +424,9 @@ impl Walk {
             && (self.woken.is_some() || self.idle_done);
         if resync_now {
             self.task = Task::of(e, true);
+            self.since = *at;
         }
+        self.renamed_by(e);
         self.give(*at, e.ts_ns);
         *at = (*at).max(e.ts_ns);
         if *at >= self.end {
@@ -430,6 +434,7 @@ impl Walk {
         }
         if lost_switch && !resync_now {
             self.task = Task::of(e, true);
+            self.since = e.ts_ns;
         }
         if lost_switch && e.pid == self.tid && self.woken.is_some() && self.switched.is_none() {
             self.switched = Some(e.ts_ns);
@@ -448,6 +453,7 @@ impl Walk {
             "sched_switch" => {
                 self.stack.clear();
                 self.held_off = self.passes_over(e);
+                self.since = e.ts_ns;
                 self.task = Task {
                     comm: e.field("next_comm").unwrap_or("?").to_string(),
                     pid: e.num("next_pid").unwrap_or(-1) as i32,
@@ -495,6 +501,40 @@ impl Walk {
 }
 
 impl Walk {
+    /// A switch away from the running task shows the name it has now: one
+    /// that differs from its switch-in's was taken by an exec during this
+    /// run (a shell's child becoming `dd`), and names the run (the kernel's
+    /// exec event is not recorded; the time from fork to exec is short).
+    fn renamed_by(&mut self, e: &Event) {
+        if e.name != "sched_switch" || e.num("prev_pid") != Some(i64::from(self.task.pid)) {
+            return;
+        }
+        let Some(now) = e.field("prev_comm").filter(|&c| c != self.task.comm) else {
+            return;
+        };
+        let old = std::mem::replace(&mut self.task.comm, now.to_string());
+        let busy = (format!("busy with {old})"), format!("busy with {now})"));
+        let work = (format!("{old} (work "), format!("{now} (work "));
+        let pid = Some(self.task.pid);
+        for s in self
+            .out
+            .iter_mut()
+            .rev()
+            .take_while(|s| s.from_ns >= self.since)
+        {
+            if s.pid != pid {
+                continue;
+            }
+            if s.what == old {
+                s.what = now.to_string();
+            } else if let Some(head) = s.what.strip_suffix(&busy.0) {
+                s.what = format!("{head}{}", busy.1);
+            } else if let Some(tail) = s.what.strip_prefix(&work.0) {
+                s.what = format!("{}{tail}", work.1);
+            }
+        }
+    }
+
     /// The timer thread waits to run here, woken and not yet switched in,
     /// and it is real-time (or SCHED_DEADLINE): nothing of lower priority
     /// may run ahead of it unless the kernel holds it off.
@@ -578,6 +618,7 @@ pub fn segments(
         task: Task::of(first, false),
         stack: Vec::new(),
         idle_done: false,
+        since: 0,
     };
     let mut at = first.ts_ns;
     if at > deadline_ns {

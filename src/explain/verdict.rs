@@ -3,16 +3,24 @@
 
 use super::analyze::{Explanation, PartKind};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One culprit over the whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Culprit {
     /// What kind.
     pub kind: PartKind,
-    /// Who (`python3`, `IRQ 36 virtio1-req.0`).
+    /// Who (`python3`, `IRQ 36 virtio1-req.0`): a thread by its command,
+    /// whatever its PIDs (a loop of short-lived processes is one culprit).
     pub what: String,
-    /// Its PID, for a thread.
+    /// Its costliest PID, for a thread.
     pub pid: Option<i32>,
+    /// How many PIDs ran under this command (threads).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pids: u64,
+    /// The costliest PIDs, most costly first (at most [`MAX_TOP_PIDS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_pids: Vec<PidCost>,
     /// Its kernel priority, for a thread (the last seen).
     #[serde(default)]
     pub prio: Option<i32>,
@@ -26,12 +34,51 @@ pub struct Culprit {
     pub max_ns: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Most PIDs listed under one culprit.
+pub const MAX_TOP_PIDS: usize = 5;
+
+/// What one PID of a culprit cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PidCost {
+    /// The PID.
+    pub pid: i32,
+    /// Time it cost over the analysed wake-ups (ns).
+    pub total_ns: u64,
+}
+
+impl Culprit {
+    /// Who, in words: the command, its PIDs folded in (`dd (480 pids:
+    /// 3101, 3107, …)`, `python3 (pid 16134)`).
+    pub fn who(&self) -> String {
+        let listed: Vec<String> = self.top_pids.iter().map(|p| p.pid.to_string()).collect();
+        match (self.pids, self.pid) {
+            (n, _) if n > 1 => {
+                let more = if n as usize > listed.len() {
+                    ", …"
+                } else {
+                    ""
+                };
+                format!("{} ({n} pids: {}{more})", self.what, listed.join(", "))
+            }
+            (_, Some(pid)) => format!("{} (pid {pid})", self.what),
+            _ => self.what.clone(),
+        }
+    }
+}
+
 /// The culprits of `explanations`, the timer threads themselves left out,
-/// most costly first. A culprit with several parts in one wake-up (a thread
-/// that ran before and after the wake-up) counts once for it, with their
-/// sum.
+/// most costly first, a thread by its command (its PIDs folded in). A
+/// culprit with several parts in one wake-up (a thread that ran before and
+/// after the wake-up, two PIDs of one command) counts once for it, with
+/// their sum.
 pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
     let mut out: Vec<Culprit> = Vec::new();
+    // Each culprit's cost by PID.
+    let mut by_pid: Vec<BTreeMap<i32, u64>> = Vec::new();
     for e in explanations {
         let main = e.parts.iter().find(|p| !p.kind.is_own());
         // This wake-up's share of each culprit: (index in `out`, ns, main).
@@ -40,24 +87,31 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
             let is_main = main.is_some_and(|m| std::ptr::eq(m, p));
             let at = match out
                 .iter()
-                .position(|c| c.kind == p.kind && c.what == p.what && c.pid == p.pid)
+                .position(|c| c.kind == p.kind && c.what == p.what)
             {
                 Some(at) => at,
                 None => {
                     out.push(Culprit {
                         kind: p.kind,
                         what: p.what.clone(),
-                        pid: p.pid,
+                        pid: None,
+                        pids: 0,
+                        top_pids: Vec::new(),
                         prio: None,
                         spikes: 0,
                         main_cause: 0,
                         total_ns: 0,
                         max_ns: 0,
                     });
+                    by_pid.push(BTreeMap::new());
                     out.len() - 1
                 }
             };
             out[at].prio = p.prio.or(out[at].prio);
+            if let Some(pid) = p.pid {
+                let cost = by_pid[at].entry(pid).or_default();
+                *cost = cost.saturating_add(p.ns);
+            }
             match shares.iter_mut().find(|s| s.0 == at) {
                 Some(s) => {
                     s.1 = s.1.saturating_add(p.ns);
@@ -73,6 +127,17 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
             c.total_ns = c.total_ns.saturating_add(ns);
             c.max_ns = c.max_ns.max(ns);
         }
+    }
+    for (c, pids) in out.iter_mut().zip(by_pid) {
+        let mut costs: Vec<PidCost> = pids
+            .into_iter()
+            .map(|(pid, total_ns)| PidCost { pid, total_ns })
+            .collect();
+        costs.sort_by_key(|p| (std::cmp::Reverse(p.total_ns), p.pid));
+        c.pids = costs.len() as u64;
+        c.pid = costs.first().map(|p| p.pid);
+        costs.truncate(MAX_TOP_PIDS);
+        c.top_pids = costs;
     }
     out.sort_by_key(|c| (std::cmp::Reverse(c.total_ns), c.what.clone()));
     out
@@ -96,8 +161,8 @@ mod tests {
                 .iter()
                 .map(|&(kind, what, ns)| Part {
                     kind,
-                    what: what.into(),
-                    pid: None,
+                    what: what.split('#').next().unwrap_or(what).into(),
+                    pid: what.rsplit_once('#').and_then(|(_, p)| p.parse().ok()),
                     prio: None,
                     ns,
                     before_wake: false,
@@ -152,5 +217,42 @@ mod tests {
         );
         assert_eq!((c[0].total_ns, c[0].max_ns), (3500, 2500));
         assert_eq!((c[1].spikes, c[1].main_cause), (1, 0));
+    }
+
+    #[test]
+    fn the_pids_of_one_command_are_one_culprit() {
+        // A loop of short-lived `dd`s: three PIDs, one command.
+        let runs = [
+            spike(&[
+                (PartKind::Thread, "dd#301", 900),
+                (PartKind::Irq, "IRQ 9", 50),
+            ]),
+            spike(&[
+                (PartKind::Thread, "dd#302", 700),
+                (PartKind::Thread, "dd#301", 100),
+            ]),
+            spike(&[
+                (PartKind::Irq, "IRQ 9", 60),
+                (PartKind::Thread, "dd#303", 40),
+            ]),
+        ];
+        let c = culprits(&runs);
+        assert_eq!(c.len(), 2, "{c:#?}");
+        let dd = &c[0];
+        assert_eq!(
+            (
+                dd.what.as_str(),
+                dd.spikes,
+                dd.main_cause,
+                dd.total_ns,
+                dd.max_ns
+            ),
+            ("dd", 3, 2, 1740, 900)
+        );
+        assert_eq!((dd.pids, dd.pid), (3, Some(301)));
+        let top: Vec<(i32, u64)> = dd.top_pids.iter().map(|p| (p.pid, p.total_ns)).collect();
+        assert_eq!(top, [(301, 1000), (302, 700), (303, 40)]);
+        assert_eq!(dd.who(), "dd (3 pids: 301, 302, 303)");
+        assert_eq!(c[1].who(), "IRQ 9");
     }
 }

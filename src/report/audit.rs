@@ -26,14 +26,6 @@ pub fn kind_name(kind: SourceKind) -> &'static str {
     }
 }
 
-/// A row's source as one cell: `kworker/1:1 (pid 50)`.
-pub fn source(what: &str, pid: Option<i32>) -> String {
-    match pid {
-        Some(p) => format!("{what} (pid {p})"),
-        None => what.to_string(),
-    }
-}
-
 /// The audit: per CPU, every source that does not belong (then those that
 /// do, in short), and each promise checked.
 pub fn audit(r: &AuditReport) -> String {
@@ -57,7 +49,7 @@ pub fn audit(r: &AuditReport) -> String {
             out.push_str(&format!(
                 "    {:<15} {:<42} {:>7}x total {:>11} max {:>10}  {}\n",
                 kind_name(x.kind),
-                source(&x.what, x.pid),
+                x.who(),
                 x.count,
                 us(x.total_ns),
                 us(x.max_ns),
@@ -74,7 +66,7 @@ pub fn audit(r: &AuditReport) -> String {
             .rows
             .iter()
             .filter(|x| x.cpu == cpu && x.belongs)
-            .map(|x| format!("{} ({}x)", source(&x.what, x.pid), x.count))
+            .map(|x| format!("{} ({}x)", x.who(), x.count))
             .collect();
         if !belong.is_empty() {
             out.push_str(&format!("    belong: {}\n", belong.join(", ")));

@@ -45,14 +45,9 @@ pub fn verdict(r: &TraceReport) -> String {
         out.push_str("  culprits, most costly first:\n");
     }
     for c in r.culprits.iter().take(8) {
-        let who = match (c.pid, c.prio) {
-            (Some(pid), Some(prio)) => format!(
-                "{} (pid {pid}, {})",
-                c.what,
-                crate::explain::analyze::prio_words(prio)
-            ),
-            (Some(pid), None) => format!("{} (pid {pid})", c.what),
-            _ => c.what.clone(),
+        let who = match c.prio {
+            Some(prio) => format!("{}, {}", c.who(), crate::explain::analyze::prio_words(prio)),
+            None => c.who(),
         };
         out.push_str(&format!(
             "    {who:<40} main cause of {:>4}, in {:>4}, total {:>10}, max {:>10}\n",

@@ -268,8 +268,7 @@ fn culprits(out: &mut String, culprits: &[crate::explain::verdict::Culprit]) {
         .iter()
         .map(|c| {
             vec![
-                c.pid
-                    .map_or(c.what.clone(), |p| format!("{} (pid {p})", c.what)),
+                c.who(),
                 c.prio
                     .map_or_else(|| "-".into(), crate::explain::analyze::prio_words),
                 c.main_cause.to_string(),
@@ -529,7 +528,7 @@ fn audit_table(out: &mut String, a: &crate::audit::AuditReport) {
             vec![
                 r.cpu.to_string(),
                 crate::report::audit::kind_name(r.kind).to_string(),
-                crate::report::audit::source(&r.what, r.pid),
+                r.who(),
                 r.count.to_string(),
                 micros(r.total_ns),
                 micros(r.max_ns),

@@ -147,23 +147,31 @@ fn explained_wake_ups_are_the_timer_threads_own(r: &Value) {
         assert!(trace["reads"].as_u64().unwrap() > 0, "{trace}");
         assert!(trace["read_ns"].as_u64().unwrap() > 0, "{trace}");
     }
-    // Each culprit's counts, recounted from the explanations by brute force.
+    // Each culprit's counts, recounted from the explanations by brute force
+    // (a thread by its command, whatever its PIDs).
     for c in trace["culprits"].as_array().unwrap() {
-        let theirs = |e: &&Value| -> u64 {
+        let mine = |e: &&Value| -> Vec<(u64, Value)> {
             e["parts"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|p| {
-                    p["kind"] == c["kind"] && p["what"] == c["what"] && p["pid"] == c["pid"]
-                })
-                .map(|p| p["ns"].as_u64().unwrap())
-                .sum()
+                .filter(|p| p["kind"] == c["kind"] && p["what"] == c["what"])
+                .map(|p| (p["ns"].as_u64().unwrap(), p["pid"].clone()))
+                .collect()
         };
+        let theirs = |e: &&Value| -> u64 { mine(e).iter().map(|p| p.0).sum() };
         let took_part = explained.iter().filter(|e| theirs(e) > 0).count() as u64;
         let total_ns: u64 = explained.iter().map(|e| theirs(&e)).sum();
         assert_eq!(c["spikes"].as_u64(), Some(took_part), "{c}");
         assert_eq!(c["total_ns"].as_u64(), Some(total_ns), "{c}");
+        let mut pids: Vec<i64> = explained
+            .iter()
+            .flat_map(|e| mine(&e))
+            .filter_map(|p| p.1.as_i64())
+            .collect();
+        pids.sort();
+        pids.dedup();
+        assert_eq!(c["pids"].as_u64().unwrap_or(0), pids.len() as u64, "{c}");
     }
 }
 

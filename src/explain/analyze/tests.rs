@@ -759,3 +759,34 @@ fn a_lower_priority_thread_is_named_for_a_long_stretch_not_for_the_switch_path()
     let equal = thread_then_switch(9, 3_000);
     assert!(equal.parts.iter().any(|p| p.pid == Some(60)), "{equal:#?}");
 }
+
+#[test]
+fn a_task_that_execd_in_its_run_is_named_by_its_new_command() {
+    // A shell's child switched in as `sh`, exec'd `dd` (the switch away
+    // shows it), while the FIFO 90 timer thread waited behind it.
+    let text = "\
+ rtlab-timer0-50 [002] d..2. 100.000010: sched_switch: prev_comm=rtlab-timer0 prev_pid=50 prev_prio=9 prev_state=S ==> next_comm=sh next_pid=70 next_prio=120
+ sh-70 [002] d.h2. 100.001000: local_timer_entry: vector=236
+ sh-70 [002] d.h3. 100.001002: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=002
+ sh-70 [002] d.h2. 100.001005: local_timer_exit: vector=236
+ sh-70 [002] d..2. 100.001405: sched_switch: prev_comm=dd prev_pid=70 prev_prio=120 prev_state=R+ ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 100_000_990_000, 420_000);
+    assert_eq!(total(&e), 420_000);
+    assert!(
+        e.parts.iter().all(|p| !p.what.contains("sh")),
+        "{:#?}",
+        e.parts
+    );
+    let dd = e
+        .parts
+        .iter()
+        .find(|p| p.pid == Some(70) && !p.before_wake)
+        .unwrap();
+    assert_eq!((dd.what.as_str(), dd.ns), ("dd", 400_000));
+    assert!(
+        e.cause.starts_with("thread dd (pid 70) ran 400.0 µs"),
+        "{}",
+        e.cause
+    );
+}
