@@ -143,38 +143,34 @@ pub struct CpuTask {
     pub running_for_ns: Option<u64>,
 }
 
-/// The task `events` (one CPU, in time order) show running at `at`: the
-/// one switched in by the last switch before it, else the one that logged
-/// the last event before it (a switch the kernel did not log). None when
-/// no event precedes `at`.
+/// The task `events` (one CPU, in time order) show running at `at`, as
+/// the parts see it: the one switched in by the last switch before it,
+/// else the one that logged the events around it (a switch the kernel did
+/// not log: the task idle woke, from idle's last event). None when no
+/// event precedes `at`. A priority and a run time only for a logged
+/// switch-in.
 pub fn running_at(events: &[Event], at: u64) -> Option<CpuTask> {
-    let before = &events[..events.partition_point(|e| e.ts_ns <= at)];
-    let last = before.iter().rev().find(|e| e.name != "kernel_stack")?;
-    let switch = before.iter().rev().find(|e| e.name == "sched_switch");
-    match switch {
-        Some(s) if s.num("next_pid").map(|p| p as i32) == Some(last_task(last)) => Some(CpuTask {
-            cpu: s.cpu,
-            comm: s.field("next_comm").unwrap_or("?").to_string(),
-            pid: last_task(last),
-            prio: s.num("next_prio").map(|p| p as i32),
-            running_for_ns: Some(at - s.ts_ns),
-        }),
-        _ => Some(CpuTask {
-            cpu: last.cpu,
-            comm: last.comm.to_string(),
-            pid: last.pid,
-            prio: None,
-            running_for_ns: None,
-        }),
+    let first = events.first().filter(|f| f.ts_ns <= at)?;
+    let mut w = Walk::new(-1, at, at.saturating_add(1), first);
+    let mut t = first.ts_ns;
+    for e in events {
+        if !w.step(&mut t, e) {
+            break;
+        }
     }
-}
-
-/// The task running after `e`: a switch's next, else the one logging it.
-fn last_task(e: &Event) -> i32 {
-    match e.name.as_ref() {
-        "sched_switch" => e.num("next_pid").map_or(e.pid, |p| p as i32),
-        _ => e.pid,
-    }
+    let task = w.task;
+    let switch_in = events[..events.partition_point(|e| e.ts_ns <= at)]
+        .iter()
+        .rev()
+        .find(|e| e.name == "sched_switch")
+        .filter(|s| !task.inferred && s.num("next_pid") == Some(i64::from(task.pid)));
+    Some(CpuTask {
+        cpu: first.cpu,
+        comm: task.comm,
+        pid: task.pid,
+        prio: switch_in.and_then(|s| s.num("next_prio")).map(|p| p as i32),
+        running_for_ns: switch_in.map(|s| at - s.ts_ns),
+    })
 }
 
 /// Most stacks kept in an explanation.
@@ -370,6 +366,27 @@ struct Walk {
 }
 
 impl Walk {
+    /// A walk over `[deadline_ns, end]` of timer thread `tid`, from the
+    /// window's first event.
+    fn new(tid: i32, deadline_ns: u64, end: u64, first: &Event) -> Self {
+        Walk {
+            tid,
+            deadline_ns,
+            end,
+            out: Vec::new(),
+            woken: None,
+            switched: None,
+            own_prio: None,
+            woken_here: false,
+            held_off: false,
+            running_when_woken: false,
+            task: Task::of(first, false),
+            stack: Vec::new(),
+            idle_done: false,
+            since: first.ts_ns,
+        }
+    }
+
     /// Gives `[from, to]` (clipped to the latency) to the owner now.
     fn give(&mut self, from: u64, to: u64) {
         let (from, to) = (from.max(self.deadline_ns), to.min(self.end));
@@ -604,22 +621,7 @@ pub fn segments(
         };
         return (vec![all], None, None);
     };
-    let mut w = Walk {
-        tid,
-        deadline_ns,
-        end,
-        out: Vec::new(),
-        woken: None,
-        switched: None,
-        own_prio: None,
-        woken_here: false,
-        held_off: false,
-        running_when_woken: false,
-        task: Task::of(first, false),
-        stack: Vec::new(),
-        idle_done: false,
-        since: 0,
-    };
+    let mut w = Walk::new(tid, deadline_ns, end, first);
     let mut at = first.ts_ns;
     if at > deadline_ns {
         w.out.push(Segment {

@@ -790,3 +790,24 @@ fn a_task_that_execd_in_its_run_is_named_by_its_new_command() {
         e.cause
     );
 }
+
+#[test]
+fn the_task_running_at_a_moment_is_the_one_idle_woke_though_its_switch_was_not_logged() {
+    // This kernel logs no switch out of idle: idle woke the hog here, and
+    // the hog's next event is the timer interrupt after the moment asked.
+    let text = "\
+ hog-60 [002] d..2. 5.000000: sched_switch: prev_comm=hog prev_pid=60 prev_prio=120 prev_state=S ==> next_comm=swapper/2 next_pid=0 next_prio=120
+  <idle>-0 [002] d.h1. 5.000100: irq_handler_entry: irq=36 name=virtio1-req.0
+  <idle>-0 [002] d.h2. 5.000101: sched_waking: comm=hog pid=60 prio=120 target_cpu=002
+  <idle>-0 [002] d.h1. 5.000102: irq_handler_exit: irq=36 ret=handled
+ hog-60 [002] d.h1. 5.000900: local_timer_entry: vector=236
+";
+    let ev = events(text);
+    let t = running_at(&ev, 5_000_500_000).unwrap();
+    assert_eq!(
+        (t.comm.as_str(), t.pid, t.prio, t.running_for_ns),
+        ("hog", 60, None, None)
+    );
+    // Before the wake-up, idle.
+    assert_eq!(running_at(&ev, 5_000_050_000).unwrap().pid, 0);
+}
