@@ -423,8 +423,13 @@ impl FlightRecorder {
             };
             let buffer = parse::Buffer::new(&text, MAX_BUFFER_LINES);
             for e in &mut self.report.explanations[from..] {
-                let lines =
-                    buffer.window_around(e.deadline_ns, LOOKBACK_NS, e.deadline_ns, MAX_EVENTS);
+                // Past the deadline too: the first event after it may be
+                // all that tells who ran (a switch the kernel did not log).
+                let to = e
+                    .deadline_ns
+                    .saturating_add(e.latency_ns)
+                    .saturating_add(50_000);
+                let lines = buffer.window_around(e.deadline_ns, LOOKBACK_NS, to, MAX_EVENTS);
                 let events: Vec<parse::Event> =
                     lines.iter().filter_map(|l| parse::line(l)).collect();
                 if let Some(task) = analyze::running_at(&events, e.deadline_ns) {

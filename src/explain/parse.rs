@@ -326,7 +326,9 @@ impl<'a> Buffer<'a> {
     /// The event lines of a wake-up's window: from `lookback_ns` before
     /// `deadline_ns` to `to_ns`, and from the last event at or before the
     /// deadline if the lookback holds none (a CPU quiet for longer: its
-    /// last event says who owned it), at most `max`.
+    /// last event says who owned it), at most `max`: a lookback that holds
+    /// more (a flood) starts later, never past that last event, so that
+    /// the events after the deadline are kept.
     pub fn window_around(
         &self,
         deadline_ns: u64,
@@ -341,7 +343,9 @@ impl<'a> Buffer<'a> {
             .lines
             .partition_point(|&(ts, _)| ts <= deadline_ns)
             .saturating_sub(1);
-        self.lines_from(by_lookback.min(last_before), to_ns, max)
+        let through = self.lines.partition_point(|&(ts, _)| ts <= to_ns);
+        let start = by_lookback.max(through.saturating_sub(max));
+        self.lines_from(start.min(last_before), to_ns, max)
     }
 
     /// Switches into idle and out of it that the buffer logs: a kernel

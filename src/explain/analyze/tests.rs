@@ -327,6 +327,31 @@ fn a_quiet_cpus_window_starts_at_its_last_event_before_the_deadline() {
 }
 
 #[test]
+fn a_flooded_lookback_is_cut_before_the_events_after_the_deadline_are() {
+    // 50 events in the 2 ms before the deadline, 3 after: a cap of 10
+    // keeps the 3 and the 7 last before it.
+    let mut text = String::new();
+    for i in 0..50 {
+        text.push_str(&format!(
+            " ping-7 [001] ..s1. 9.{:06}: softirq_entry: vec=3 [action=NET_RX]\n",
+            998_500 + i * 10
+        ));
+    }
+    for t in ["10.000010", "10.000020", "10.000030"] {
+        text.push_str(&format!(
+            " ping-7 [001] d.h1. {t}: local_timer_entry: vector=236\n"
+        ));
+    }
+    let b = parse::Buffer::new(&text, 1000);
+    let w = b.window_around(10_000_000_000, 2_000_000, 10_000_100_000, 10);
+    assert_eq!(w.len(), 10);
+    assert!(w[0].contains("9.998930"), "{w:?}");
+    assert!(w[9].contains("10.000030"), "{w:?}");
+    let events: Vec<Event> = w.iter().filter_map(|l| parse::line(l)).collect();
+    assert_eq!(coverage(&events, 10_000_000_000), Ok(()));
+}
+
+#[test]
 fn a_lower_priority_thread_where_the_late_interrupt_landed_is_not_the_cause() {
     // A FIFO 80 program (prio 19) runs at the deadline; the timer thread is
     // FIFO 90 (prio 9). The timer interrupt lands 20 µs late; the program
