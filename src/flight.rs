@@ -8,8 +8,9 @@
 //! main thread's time in reads, each explaining at most [`MAX_PER_READ`]
 //! (the worst first), and `trace.max_spikes` a run; the rest are counted.
 //! Rationed, the worst come first: a read explains its worst marked
-//! wake-ups, and a wake-up a quarter later than any read so far is read
-//! at once, whatever the ration (at most [`MAX_BEYOND`] past `max_spikes`).
+//! wake-ups, a wake-up a quarter later than any read so far is read at
+//! once, whatever the ration, and past `max_spikes` a worse wake-up takes
+//! the place of the least late explained: the run keeps its worst.
 
 use crate::explain::parse::Marker;
 use crate::explain::{TraceReport, analyze, parse, verdict};
@@ -57,16 +58,13 @@ pub const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// At most 10 buffer reads a second: announced wake-ups wait for the next
 /// read (the buffer keeps them meanwhile; those it overwrote are counted).
 const MIN_GAP: Duration = Duration::from_millis(100);
-/// And no more than 1/`READ_BUDGET` of the main thread's time in reads: the
-/// kernel formats a whole CPU buffer for each (tens of milliseconds for a
-/// full one), so the next read waits this many times the last one's length.
+/// And no more than 1/`READ_BUDGET` of a CPU in reads: the kernel formats a
+/// whole CPU buffer for each (tens of milliseconds for a full one), so the
+/// next read waits this many times the CPU time the last one took.
 const READ_BUDGET: u32 = 20;
 /// Most wake-ups explained from one read (the worst first; a flood is
 /// counted, not read).
 pub const MAX_PER_READ: usize = 10;
-/// Most wake-ups explained past `trace.max_spikes`, each worse than every
-/// one explained before it.
-pub const MAX_BEYOND: usize = 20;
 /// Most event lines indexed from one CPU's buffer.
 const MAX_BUFFER_LINES: usize = 1 << 20;
 /// The window starts this long before the deadline (what ran then decides
@@ -95,15 +93,11 @@ pub struct FlightRecorder {
     next_read: Option<Instant>,
     /// The trace-event JSON of each explained window, by file name.
     windows: Vec<(String, String)>,
-    /// The latest explained wake-up (ns): a worse one is read first.
-    worst_explained: u64,
     /// The latest wake-up whose window was read, explained or not (ns): a
     /// read jumps the ration only for one a quarter later, so that windows
     /// that explain nothing (an overwritten buffer) cannot make every look
     /// a read.
     worst_read: u64,
-    /// Wake-ups explained past `max_spikes`.
-    beyond: usize,
     /// CPUs checked for switches out of idle the kernel does not log.
     idle_checked: Vec<usize>,
     /// The stack triggers are set (or none is wanted): they name the
@@ -169,9 +163,7 @@ impl FlightRecorder {
             threads: Vec::new(),
             next_read: None,
             windows: Vec::new(),
-            worst_explained: 0,
             worst_read: 0,
-            beyond: 0,
             idle_checked: Vec::new(),
             stacks_armed: spec.stacks == TraceStacks::Off,
             cpus: cpus.to_vec(),
@@ -283,10 +275,42 @@ impl FlightRecorder {
     }
 
     /// Whether a wake-up `latency_ns` late may still be explained: below
-    /// `max_spikes`, or worse than every one explained (a bounded number).
+    /// `max_spikes`, or later than the least late explained (whose place it
+    /// takes).
     fn may_explain(&self, latency_ns: u64) -> bool {
-        self.report.explanations.len() < self.spec.max_spikes
-            || (latency_ns > self.worst_explained && self.beyond < MAX_BEYOND)
+        self.report.explanations.len() < self.spec.max_spikes || latency_ns > self.least_explained()
+    }
+
+    /// The latency of the least late wake-up explained (0: none).
+    fn least_explained(&self) -> u64 {
+        let all = self.report.explanations.iter().map(|e| e.latency_ns);
+        all.min().unwrap_or(0)
+    }
+
+    /// At `max_spikes`, makes room for a wake-up `latency_ns` late: the
+    /// least late explained goes (with its windows). False when every one
+    /// explained is at least as late.
+    fn make_room(&mut self, latency_ns: u64) -> bool {
+        let r = &mut self.report;
+        if r.explanations.len() < self.spec.max_spikes {
+            return true;
+        }
+        let Some((at, least)) = r
+            .explanations
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, e)| e.latency_ns)
+        else {
+            return false;
+        };
+        if least.latency_ns >= latency_ns {
+            return false;
+        }
+        let gone = r.explanations.remove(at);
+        let files = [gone.trace_file, gone.trace_text];
+        self.windows
+            .retain(|(name, _)| !files.iter().flatten().any(|f| f == name));
+        true
     }
 
     /// Counts what each timer thread announced since the last look, and
@@ -340,7 +364,10 @@ impl FlightRecorder {
         if by_cpu.is_empty() {
             return;
         }
-        let started = Instant::now();
+        // The budget counts the CPU the reads cost, not the time the main
+        // thread waited while preempted (a flood on its CPU would make
+        // each read look ten times dearer and starve the next ones).
+        let started = crate::sys::os::thread_cpu_ns();
         let explained_before = self.report.explanations.len();
         for (cpu, threads) in by_cpu {
             let worst_pending = threads
@@ -353,7 +380,7 @@ impl FlightRecorder {
                 None
             } else {
                 self.report.reads += 1;
-                let read = Instant::now();
+                let read = crate::sys::os::thread_cpu_ns();
                 let text = match self.tails.as_mut() {
                     Some(t) => t.read_cpu(cpu),
                     None => self
@@ -362,7 +389,7 @@ impl FlightRecorder {
                         .map(parse::fold_stacks)
                         .map_err(|e| e.to_string()),
                 };
-                self.report.read_ns += read.elapsed().as_nanos() as u64;
+                self.report.read_ns += crate::sys::os::thread_cpu_ns().saturating_sub(read);
                 text.map_err(|e| self.note(format!("CPU {cpu}: {e}"))).ok()
             };
             let buffer = text
@@ -370,6 +397,9 @@ impl FlightRecorder {
                 .map(|t| parse::Buffer::new(t, MAX_BUFFER_LINES));
             if let Some(b) = &buffer {
                 self.check_idle_switches(cpu, b);
+                if let Some((_, newest)) = b.span() {
+                    self.report.note_read(cpu, newest);
+                }
             }
             for i in threads {
                 let state = &mut self.threads[i];
@@ -389,9 +419,12 @@ impl FlightRecorder {
                     .spec
                     .max_spikes
                     .saturating_sub(self.report.explanations.len());
-                let beyond = MAX_BEYOND.saturating_sub(self.beyond);
-                for m in choose(marks, room, self.worst_explained, beyond) {
+                let (chosen, passed) = choose(marks, room, self.least_explained());
+                for m in chosen {
                     self.explain(buffer, cpu, tid, &m);
+                }
+                for m in passed {
+                    self.unexplained(&m, not_chosen());
                 }
             }
             drop(buffer);
@@ -403,7 +436,7 @@ impl FlightRecorder {
         if self.spec.dump_tasks && self.report.explanations.len() > explained_before {
             self.dump_tasks(explained_before);
         }
-        let spent = started.elapsed();
+        let spent = Duration::from_nanos(crate::sys::os::thread_cpu_ns().saturating_sub(started));
         self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));
     }
 
@@ -476,21 +509,13 @@ impl FlightRecorder {
         let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
         self.worst_read = self.worst_read.max(latency);
         if let Err(why) = analyze::coverage(&events, deadline) {
-            if self.report.unexplained.len() < crate::explain::MAX_UNEXPLAINED {
-                self.report.unexplained.push(crate::explain::Unexplained {
-                    timer: m.timer,
-                    sample: m.sample,
-                    deadline_ns: deadline,
-                    latency_ns: latency,
-                    why,
-                });
-            }
+            self.unexplained(m, why);
             return;
         }
-        if self.report.explanations.len() >= self.spec.max_spikes {
-            self.beyond += 1;
+        if !self.make_room(latency) {
+            self.unexplained(m, not_chosen());
+            return;
         }
-        self.worst_explained = self.worst_explained.max(latency);
         let mut e = analyze::explain(&events, m.timer, tid, m.sample, deadline, latency);
         e.cpu = cpu;
         let stem = format!("rtlab-spike-T{}-{}", m.timer, m.sample);
@@ -502,6 +527,16 @@ impl FlightRecorder {
         e.trace_file = Some(json);
         e.trace_text = Some(raw);
         self.report.explanations.push(e);
+    }
+
+    fn unexplained(&mut self, m: &Marker, why: String) {
+        self.report.note_unexplained(crate::explain::Unexplained {
+            timer: m.timer,
+            sample: m.sample,
+            deadline_ns: m.deadline_ns,
+            latency_ns: m.latency_ns,
+            why,
+        });
     }
 
     /// Stops tracing (the instance is removed) and gives the report and the
@@ -557,23 +592,29 @@ fn to_explain(buffer: &parse::Buffer, latest: Marker, after: Option<u64>) -> Vec
     marks
 }
 
-/// The wake-ups of one read to explain, oldest first: the worst
-/// [`MAX_PER_READ`] of the `room` left under `max_spikes`, then, up to
-/// `beyond` more, those worse than `worst_explained`.
-fn choose(mut marks: Vec<Marker>, room: usize, worst_explained: u64, beyond: usize) -> Vec<Marker> {
+/// Why a wake-up read was not chosen.
+fn not_chosen() -> String {
+    format!(
+        "read, not chosen: a read explains at most {MAX_PER_READ} of the wake-ups marked in it \
+         and `trace.max_spikes` a run, the worst first"
+    )
+}
+
+/// The wake-ups of one read to explain, oldest first: its worst, at most
+/// [`MAX_PER_READ`], those past the `room` left under `max_spikes` only
+/// when later than `least` (the least late explained, whose place each
+/// takes); and the others over the threshold, passed over.
+fn choose(mut marks: Vec<Marker>, room: usize, least: u64) -> (Vec<Marker>, Vec<Marker>) {
     marks.sort_by_key(|m| (std::cmp::Reverse(m.latency_ns), m.sample));
-    // Past the cap (not past one read's ration): the worse than any.
-    let past_cap = MAX_PER_READ.saturating_sub(room).min(beyond);
-    let room = room.min(MAX_PER_READ);
-    let beyond = marks
+    let take = marks
         .iter()
-        .skip(room)
-        .take_while(|m| m.latency_ns > worst_explained)
-        .take(past_cap)
+        .enumerate()
+        .take_while(|(i, m)| *i < room || m.latency_ns > least)
+        .take(MAX_PER_READ)
         .count();
-    marks.truncate(room + beyond);
+    let passed = marks.split_off(take);
     marks.sort_by_key(|m| m.sample);
-    marks
+    (marks, passed)
 }
 
 /// The window's lines with the header of the kernel's text format, as
@@ -701,7 +742,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rationed_read_explains_the_worst_and_a_new_worst_past_the_cap() {
+    fn a_rationed_read_explains_the_worst_and_past_the_cap_the_later_ones() {
         let mark = |sample: u64, latency_ns: u64| Marker {
             timer: 0,
             pid: 10,
@@ -718,19 +759,19 @@ mod tests {
         want.sort_by_key(|m| std::cmp::Reverse(m.latency_ns));
         want.truncate(MAX_PER_READ);
         want.sort_by_key(|m| m.sample);
-        assert_eq!(choose(marks.clone(), 100, 0, MAX_BEYOND), want);
-        // Room for 3 under the cap, none worse than the worst explained:
-        // the worst 3.
-        let three = choose(marks.clone(), 3, 69_000, MAX_BEYOND);
+        let (chosen, passed) = choose(marks.clone(), 100, 0);
+        assert_eq!(chosen, want);
+        assert_eq!(passed.len(), 20);
+        // Room for 3 under the cap, and the least late explained is
+        // 69 µs: the worst 3, none later than that.
+        let three = choose(marks.clone(), 3, 69_000).0;
         assert_eq!(three.len(), 3);
         assert!(three.iter().all(|m| m.latency_ns >= 67_000), "{three:?}");
-        // At the cap: only those worse than every one explained.
-        let past = choose(marks.clone(), 0, 66_500, MAX_BEYOND);
+        // At the cap: only those later than the least late explained.
+        let past = choose(marks.clone(), 0, 66_500).0;
         let mut lat: Vec<u64> = past.iter().map(|m| m.latency_ns).collect();
         lat.sort_unstable();
         assert_eq!(lat, [67_000, 68_000, 69_000]);
-        // And no more than the bound allows.
-        assert_eq!(choose(marks, 0, 0, 2).len(), 2);
     }
 
     #[test]

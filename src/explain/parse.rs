@@ -291,6 +291,11 @@ pub struct Buffer<'a> {
 }
 
 impl<'a> Buffer<'a> {
+    /// The times of its oldest and newest events (ns), if it holds any.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        Some((self.lines.first()?.0, self.lines.last()?.0))
+    }
+
     /// Indexes the event lines of `text` (at most `max` of them: a CPU's
     /// buffer holds far fewer; past it the newest are dropped).
     pub fn new(text: &'a str, max: usize) -> Self {

@@ -30,7 +30,7 @@ pub fn verdict(r: &TraceReport) -> String {
     worst_unexplained(&mut out, r, true);
     if r.reads > 0 {
         out.push_str(&format!(
-            "  {} reads of the trace buffer, {:.1} ms of the main thread in all\n",
+            "  {} reads of the trace buffer, {:.1} ms of the main thread's CPU in all\n",
             r.reads,
             r.read_ns as f64 / 1e6
         ));

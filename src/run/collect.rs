@@ -46,13 +46,13 @@ pub(super) fn collect(
     warnings.extend(watch.partitions_changed.iter().cloned());
     let mut trace = stopped.trace;
     if let Some(t) = &mut trace {
-        let worst: Vec<(usize, u64, u64, u64)> = timer_results
+        let worst: Vec<(usize, u64, Option<usize>, u64, u64)> = timer_results
             .iter()
             .flat_map(|r| {
                 r.spikes
                     .worst
                     .iter()
-                    .map(|s| (r.index, s.sample, s.deadline_ns, s.latency_ns))
+                    .map(|s| (r.index, s.sample, s.cpu, s.deadline_ns, s.latency_ns))
             })
             .collect();
         t.find_worst_unexplained(&worst);

@@ -102,6 +102,15 @@ pub fn monotonic_ns() -> u64 {
     }
 }
 
+/// The calling thread's CPU time (ns, CLOCK_THREAD_CPUTIME_ID): what a
+/// piece of work cost the CPU, not the time it waited while preempted.
+pub fn thread_cpu_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
 /// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns`.
 /// Returns 0 on wake-up at the deadline, or the error number (EINTR when a
 /// signal handler interrupted the sleep). Allocation-free: for the hot loop.
