@@ -2,17 +2,20 @@
 //! tracepoints. For each wake-up of each thread of the task:
 //! - woken by a timer it armed itself (`clock_nanosleep`, `nanosleep`,
 //!   `timerfd`, POSIX timers, `epoll`/`poll`/`select` timeouts: each arms
-//!   an hrtimer from the thread, `hrtimer_start`), how late the timer's
-//!   interrupt handled it (expiry handled minus the armed expiry), how long
-//!   from the wake-up to the switch-in, and the total from the armed
-//!   expiry to the switch-in: the figure a timer thread gives;
+//!   an hrtimer from the thread, `hrtimer_start`), the timer slack it was
+//!   armed with (`expires - softexpires`: the kernel may fire it that late
+//!   on purpose, a per-thread setting), how late the timer's interrupt
+//!   handled it past that (expiry handled minus `expires`), how long from
+//!   the wake-up to the switch-in, and the total from the requested expiry
+//!   (`softexpires`) to the switch-in: the figure a timer thread gives;
 //! - woken otherwise, the wake-to-run delay, and who woke it (a thread, an
 //!   interrupt, a softirq, another timer);
 //! - each cycle's run time (switch-in to the next sleep), the period seen
 //!   between switch-ins, and deadline misses against a stated deadline.
 //!
 //! Each wake-up over the threshold is explained: its delay split into the
-//! timer interrupt's lateness and who held the CPU until the switch-in
+//! timer slack used, the timer interrupt's lateness past the slack, and
+//! who held the CPU until the switch-in
 //! (tasks, interrupts, softirqs), the rest named as such; the parts add up.
 //! Pure: the trace stream ([`crate::stream`]) feeds it.
 
@@ -59,6 +62,10 @@ const MAX_WAKERS: usize = 32;
 const MAX_SAMPLES_TOTAL: usize = 1_000_000;
 /// Histogram range of the per-µs columns (µs).
 const HISTO_US: u64 = 1000;
+/// The part of a late wake-up that is the timer slack the thread asked for.
+pub const PART_SLACK: &str = "timer slack (asked by the thread)";
+/// The part that is the timer interrupt's lateness past the slack.
+pub const PART_LATE: &str = "timer interrupt late";
 
 /// How a wake-up came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,10 +86,17 @@ pub struct WakeUp {
     pub kind: WakeKind,
     /// The CPU it ran on.
     pub cpu: usize,
-    /// The armed expiry (the timer's clock, ns; CLOCK_MONOTONIC for
-    /// `clock_nanosleep(CLOCK_MONOTONIC)` and `timerfd`), for a timer.
+    /// The armed expiry as requested (`softexpires`: the timer's clock,
+    /// ns; CLOCK_MONOTONIC for `clock_nanosleep(CLOCK_MONOTONIC)` and
+    /// `timerfd`), for a timer.
     pub expiry_ns: Option<u64>,
-    /// How late the timer's interrupt handled it (ns), for a timer.
+    /// The timer slack it was armed with (`expires - softexpires`, ns),
+    /// for a timer (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
+    /// How late the timer's interrupt handled it past the slack (the
+    /// handler's `now` minus `expires`, ns; 0 when it came within the
+    /// slack), for a timer.
     pub timer_late_ns: Option<u64>,
     /// From the wake-up to the switch-in (ns).
     pub wake_to_run_ns: u64,
@@ -125,8 +139,13 @@ pub struct TaskThreadResult {
     pub latency: Summary,
     /// Every sample of it, log-linear (0.1%).
     pub hdr_histogram: Vec<HdrBucket>,
-    /// The timer interrupt's lateness, timer wake-ups.
+    /// The timer interrupt's lateness past the slack (`now - expires`),
+    /// timer wake-ups.
     pub timer_late: Summary,
+    /// The timer slack armed (`expires - softexpires`), timer wake-ups
+    /// (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack: Option<Summary>,
     /// Wake-up to switch-in, every wake-up.
     pub wake_to_run: Summary,
     /// Switch-in to the next sleep, every cycle.
@@ -162,14 +181,20 @@ pub struct TaskLatencyResult {
 #[derive(Debug, Clone, Copy)]
 struct Armed {
     tid: i32,
+    /// The expiry requested (`softexpires`).
     expiry: u64,
+    /// The slack (`expires - softexpires`).
+    slack: u64,
 }
 
 /// A timer of a thread being handled on a CPU.
 #[derive(Debug, Clone, Copy)]
 struct Expiring {
     armed: Option<Armed>,
-    /// How late (the handler's `now` minus the armed expiry).
+    /// Since the requested expiry (the handler's `now` minus
+    /// `softexpires`): the slack used plus the lateness.
+    since: u64,
+    /// How late past the slack (the handler's `now` minus `expires`).
     late: u64,
     at: u64,
 }
@@ -180,7 +205,10 @@ struct Pending {
     kind: WakeKind,
     woken: u64,
     expiry: Option<u64>,
+    slack: Option<u64>,
     late: Option<u64>,
+    /// The slack used: from the release to `expires` or the handling.
+    slack_used: u64,
     /// The trace-clock time of the release.
     release: u64,
     waker: String,
@@ -197,6 +225,7 @@ struct Thread {
     comm: String,
     latency: Recorder,
     timer_late: Recorder,
+    timer_slack: Recorder,
     wake_to_run: Recorder,
     run_time: Recorder,
     period: Recorder,
@@ -221,6 +250,7 @@ impl Thread {
             comm: comm.to_string(),
             latency: r()?,
             timer_late: r()?,
+            timer_slack: r()?,
             wake_to_run: r()?,
             run_time: r()?,
             period: r()?,
@@ -395,9 +425,12 @@ impl Tracker {
         if !self.is_task(i64::from(e.pid), Some(&e.comm)) {
             return;
         }
-        let (Some(timer), Some(expiry)) = (e.field("hrtimer"), e.num("softexpires")) else {
+        let (Some(timer), Some(soft)) = (e.field("hrtimer"), e.num("softexpires")) else {
             return;
         };
+        // Both readers give both fields; a kernel without `expires` (none
+        // known) is taken as armed without slack.
+        let hard = e.num("expires").unwrap_or(soft).max(soft);
         if self.armed.len() >= MAX_ARMED {
             self.armed.clear();
         }
@@ -405,7 +438,8 @@ impl Tracker {
             timer.to_string(),
             Armed {
                 tid: e.pid,
-                expiry: expiry.max(0) as u64,
+                expiry: soft.max(0) as u64,
+                slack: hard.saturating_sub(soft).max(0) as u64,
             },
         );
     }
@@ -419,9 +453,11 @@ impl Tracker {
         }
         let armed = e.field("hrtimer").and_then(|t| self.armed.remove(t));
         let now = e.num("now").unwrap_or(0).max(0) as u64;
-        let late = armed.map_or(0, |a| now.saturating_sub(a.expiry));
+        let since = armed.map_or(0, |a| now.saturating_sub(a.expiry));
+        let late = armed.map_or(0, |a| since.saturating_sub(a.slack));
         self.expiring[e.cpu] = Some(Expiring {
             armed,
+            since,
             late,
             at: e.ts_ns,
         });
@@ -460,15 +496,19 @@ impl Tracker {
                 kind: WakeKind::Timer,
                 woken: e.ts_ns,
                 expiry: x.armed.map(|a| a.expiry),
+                slack: x.armed.map(|a| a.slack),
                 late: Some(x.late),
-                release: x.at.saturating_sub(x.late),
+                slack_used: x.since - x.late,
+                release: x.at.saturating_sub(x.since),
                 waker,
             },
             None => Pending {
                 kind: WakeKind::Other,
                 woken: e.ts_ns,
                 expiry: None,
+                slack: None,
                 late: None,
+                slack_used: 0,
                 release: e.ts_ns,
                 waker,
             },
@@ -537,6 +577,7 @@ impl Tracker {
             kind: p.kind,
             cpu,
             expiry_ns: p.expiry,
+            timer_slack_ns: p.slack,
             timer_late_ns: p.late,
             wake_to_run_ns: wake_to_run,
             latency_ns: latency,
@@ -549,6 +590,7 @@ impl Tracker {
         if let Some(late) = p.late {
             t.timer_wake_ups += 1;
             t.timer_late.record(late);
+            t.timer_slack.record(p.slack.unwrap_or(0));
         } else if t.wakers.len() < MAX_WAKERS || t.wakers.contains_key(&p.waker) {
             *t.wakers.entry(p.waker.clone()).or_default() += 1;
         }
@@ -573,15 +615,19 @@ impl Tracker {
         }
     }
 
-    /// A late wake-up's parts: the timer's lateness, then who held the
-    /// CPU from the wake-up to the switch-in, then what no event covers.
+    /// A late wake-up's parts: the timer slack used and the timer's
+    /// lateness past it, then who held the CPU from the wake-up to the
+    /// switch-in, then what no event covers.
     fn parts(&self, p: &Pending, cpu: usize, at: u64) -> Vec<(String, u64)> {
         let total = at.saturating_sub(p.release);
         let mut parts = Vec::new();
         let mut from = p.release;
         if let Some(late) = p.late {
-            parts.push(("timer interrupt late".to_string(), late));
-            from = p.release.saturating_add(late);
+            if p.slack_used > 0 {
+                parts.push((PART_SLACK.to_string(), p.slack_used));
+            }
+            parts.push((PART_LATE.to_string(), late));
+            from = p.release.saturating_add(p.slack_used).saturating_add(late);
         }
         parts.extend(self.cpus.held(cpu, from, at));
         let covered: u64 = parts.iter().map(|p| p.1).sum();
@@ -599,7 +645,8 @@ impl Tracker {
         let blame = parts
             .iter()
             .find(|p| {
-                !p.0.starts_with("timer interrupt")
+                p.0 != PART_LATE
+                    && p.0 != PART_SLACK
                     && !p.0.contains("(no event)")
                     && !p.0.ends_with(&format!("-{tid}"))
             })
@@ -659,6 +706,7 @@ impl Tracker {
                     latency: stats::summarize(&t.latency),
                     hdr_histogram: stats::hdr_buckets(&t.latency),
                     timer_late: stats::summarize(&t.timer_late),
+                    timer_slack: Some(stats::summarize(&t.timer_slack)),
                     wake_to_run: stats::summarize(&t.wake_to_run),
                     run_time: stats::summarize(&t.run_time),
                     period: stats::summarize(&t.period),

@@ -135,3 +135,50 @@ fn an_interrupt_over_the_hog_is_its_own_part_and_the_parts_still_add_up() {
             .contains(&("hog-9".into(), 300_000 - 5_000 - 20_000))
     );
 }
+
+/// `cycle` with the timer armed `slack` µs of slack: `expires` is the
+/// requested expiry plus the slack.
+fn slack_cycle(expiry: u64, slack: u64, late: u64, run: u64, sleep: u64) -> String {
+    let c = cycle(expiry, late, run, sleep);
+    c.replacen(
+        &format!("expires={}", expiry * 1000),
+        &format!("expires={}", (expiry + slack) * 1000),
+        1,
+    )
+}
+
+#[test]
+fn the_timer_slack_is_its_own_part_and_lateness_counts_from_expires() {
+    let mut t = Tracker::new(spec());
+    // 50 µs of slack, handled 57 µs after the requested expiry: 7 µs late.
+    feed(&mut t, &slack_cycle(10_000, 50, 57, 10_300, 10_310));
+    // Handled within the slack (20 µs of 50): not late at all.
+    feed(&mut t, &slack_cycle(11_000, 50, 20, 11_030, 11_040));
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    let (a, b) = (&th.wake_up_samples[0], &th.wake_up_samples[1]);
+    assert_eq!(a.expiry_ns, Some(10_000_000), "the requested expiry");
+    assert_eq!(
+        (a.timer_slack_ns, a.timer_late_ns),
+        (Some(50_000), Some(7_000))
+    );
+    assert_eq!((b.timer_slack_ns, b.timer_late_ns), (Some(50_000), Some(0)));
+    assert_eq!((a.latency_ns, b.latency_ns), (300_000, 30_000));
+    let slack = th.timer_slack.as_ref().unwrap();
+    assert_eq!(
+        (slack.samples, slack.min_ns, slack.max_ns),
+        (2, 50_000, 50_000)
+    );
+    assert_eq!(th.timer_late.max_ns, 7_000);
+    let e = &th.explained[0];
+    assert_eq!(e.parts.iter().map(|p| p.1).sum::<u64>(), 300_000, "{e:?}");
+    assert!(e.parts.contains(&(PART_SLACK.into(), 50_000)), "{e:?}");
+    assert!(e.parts.contains(&(PART_LATE.into(), 7_000)), "{e:?}");
+    assert_eq!(e.blame.as_deref(), Some("hog-9"));
+    let text = crate::report::task_latency::text(&r);
+    assert!(
+        text.contains("timer slack (asked)        50.0 / 50.0 / 50.0 / 50.0"),
+        "{text}"
+    );
+    assert!(text.contains("PR_SET_TIMERSLACK"), "{text}");
+}

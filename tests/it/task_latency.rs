@@ -55,13 +55,25 @@ fn ready(test: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// Runs `cyclic MODE 1000 CYCLES own.txt 50` under `rtlab task-latency`,
-/// on `cpu`; gives rtlab's result and the program's own `expiry -> lateness`.
+/// Runs `cyclic MODE 1000 CYCLES own.txt 50` (FIFO 50) under `rtlab
+/// task-latency`, on `cpu`; gives rtlab's result and the program's own
+/// `expiry -> lateness`.
 fn measure(
     dir: &Path,
     cyclic: &Path,
     mode: &str,
     cycles: u32,
+    cpu: usize,
+    extra: &[&str],
+) -> (Value, Vec<(i64, i64)>) {
+    measure_as(dir, cyclic, (mode, cycles, &["50"]), cpu, extra)
+}
+
+/// `measure` with the program's last arguments (`FIFO_PRIO [SLACK_NS]`).
+fn measure_as(
+    dir: &Path,
+    cyclic: &Path,
+    (mode, cycles, tail): (&str, u32, &[&str]),
     cpu: usize,
     extra: &[&str],
 ) -> (Value, Vec<(i64, i64)>) {
@@ -89,10 +101,10 @@ fn measure(
         "1000",
         &cycles,
         own.to_str().unwrap(),
-        "50",
     ];
     args.push("--");
     args.extend_from_slice(&cmd);
+    args.extend_from_slice(tail);
     let o = rtlab(dir, &args);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&std::fs::read(dir.join(&json)).unwrap()).unwrap();
@@ -118,6 +130,7 @@ fn brief(r: &Value) -> String {
         for k in [
             "latency",
             "timer_late",
+            "timer_slack",
             "wake_to_run",
             "run_time",
             "period",
@@ -402,4 +415,82 @@ fn both_trace_readers_give_the_same_events_on_this_kernels_buffer() {
         .map(|r| r["compared_fields"].as_u64().unwrap())
         .sum();
     assert!(compared > 100, "{rows:?}");
+}
+
+/// The tracepoints the result says this kernel lacks.
+fn lacks(r: &Value, event: &str) -> bool {
+    r["task_latency"][0]["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|n| n.as_str().is_some_and(|n| n.contains(event)))
+}
+
+#[test]
+fn the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly() {
+    const TEST: &str = "the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = *online_cpus().last().unwrap();
+    // SCHED_OTHER (a real-time thread has no slack), 200 µs of slack.
+    let (r, own) = measure_as(
+        dir.path(),
+        &cyclic,
+        ("sleep", 300, &["0", "200000"]),
+        cpu,
+        &[],
+    );
+    if lacks(&r, "hrtimer_start") || lacks(&r, "hrtimer_expire_entry") {
+        path_taken(
+            TEST,
+            "this kernel lacks the hrtimer tracepoints: no timer to read",
+        );
+        return;
+    }
+    // What the kernel gave the program (PR_GET_TIMERSLACK), in ns.
+    let set: u64 = std::fs::read_to_string(dir.path().join("sleep.own.slack"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(set, 200_000);
+    let t = busiest(&r);
+    let by_expiry: HashMap<i64, &Value> = t["wake_up_samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "timer")
+        .map(|w| (w["expiry_ns"].as_i64().unwrap(), w))
+        .collect();
+    // Every cycle is found by its requested expiry, armed with exactly the
+    // slack set, and its latency counts from that requested expiry: never
+    // above the program's own.
+    for &(expiry, lateness) in &own {
+        let w = by_expiry
+            .get(&expiry)
+            .unwrap_or_else(|| panic!("no wake-up of expiry {expiry}: {}", brief(&r)));
+        assert_eq!(w["timer_slack_ns"].as_u64(), Some(set), "{w}");
+        let latency = w["latency_ns"].as_i64().unwrap();
+        assert!(
+            latency <= lateness + CLOCK_SLACK_NS,
+            "{latency} > {lateness}"
+        );
+        // The lateness past the slack is part of the latency, the slack
+        // used the rest before the wake-up.
+        assert!(w["timer_late_ns"].as_i64() <= Some(latency), "{w}");
+    }
+    let slack = &t["timer_slack"];
+    assert_eq!(
+        (slack["min_ns"].as_u64(), slack["max_ns"].as_u64()),
+        (Some(set), Some(set)),
+        "{}",
+        brief(&r)
+    );
+    eprintln!(
+        "slack {set} ns: timer late p50 {} ns, latency p50 {} ns",
+        t["timer_late"]["percentiles"][0]["value_ns"], t["latency"]["percentiles"][0]["value_ns"]
+    );
 }
