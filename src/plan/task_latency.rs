@@ -38,6 +38,7 @@ pub(super) fn specs(p: &mut super::Planner, exp: &Experiment) -> Vec<TaskLatency
             deadline_ns: m.deadline_ns,
             threshold_ns: exp.main.trace_threshold_ns,
             samples: m.samples,
+            thread: m.thread.clone(),
         });
     }
     out

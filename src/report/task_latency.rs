@@ -77,6 +77,16 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
     for (what, s) in rows {
         out.push_str(&format!("    {what:<26} {}\n", figures(s)));
     }
+    if !t.runs_the_cycle && m.spec.period_ns.is_some() {
+        out.push_str(&format!(
+            "    the stated period applies to {}, not to this thread\n",
+            m.spec.thread.as_ref().map_or(
+                "the threads that cycle near it (median period seen within half a period)"
+                    .to_string(),
+                |named| format!("thread {named}")
+            )
+        ));
+    }
     if let Some(j) = &t.jitter {
         out.push_str(&format!(
             "    {:<26} {}\n",

@@ -46,6 +46,10 @@ pub struct TaskLatencySpec {
     pub threshold_ns: Option<u64>,
     /// How many wake-ups to keep one by one (per thread).
     pub samples: usize,
+    /// `thread`: the thread (name, or TID) the period and deadline apply
+    /// to; None: those that cycle near the period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 /// Most threads followed per measurement.
@@ -152,9 +156,15 @@ pub struct TaskThreadResult {
     pub run_time: Summary,
     /// Switch-in to the next wake-up's switch-in.
     pub period: Summary,
-    /// |period seen - stated period|, with a stated period.
+    /// The stated period and deadline apply to it: it is the thread named
+    /// by `thread`, or it cycled near the period (its median period seen
+    /// within half a period of it), or a deadline alone was stated.
+    #[serde(default)]
+    pub runs_the_cycle: bool,
+    /// |period seen - stated period|, where the period applies.
     pub jitter: Option<Summary>,
-    /// Cycles ended past the deadline, with a stated deadline or period.
+    /// Cycles ended past the deadline, where a stated deadline or period
+    /// applies.
     pub deadline_misses: Option<u64>,
     /// Who woke it (other than its timers), most first.
     pub wakers: Vec<(String, u64)>,
@@ -667,8 +677,6 @@ impl Tracker {
 
     /// The result, once every event is fed.
     pub fn finish(self, lost_events: u64, missing: &[String]) -> TaskLatencyResult {
-        let has_deadline = self.spec.deadline_ns.or(self.spec.period_ns).is_some();
-        let stated = self.spec.period_ns.is_some();
         let mut notes = Vec::new();
         if !missing.is_empty() {
             notes.push(format!(
@@ -688,41 +696,103 @@ impl Tracker {
                 ),
             });
         }
-        let threads = self
+        let spec = self.spec;
+        let threads: Vec<TaskThreadResult> = self
             .threads
             .into_iter()
             .filter(|(_, t)| t.wake_ups > 0)
-            .map(|(tid, mut t)| {
-                t.explained
-                    .sort_by_key(|e| std::cmp::Reverse(e.wake_up.latency_ns));
-                let mut wakers: Vec<(String, u64)> = t.wakers.into_iter().collect();
-                wakers.sort_by_key(|w| std::cmp::Reverse(w.1));
-                TaskThreadResult {
-                    tid,
-                    comm: t.comm,
-                    wake_ups: t.wake_ups,
-                    timer_wake_ups: t.timer_wake_ups,
-                    switch_ins_inferred: t.inferred,
-                    latency: stats::summarize(&t.latency),
-                    hdr_histogram: stats::hdr_buckets(&t.latency),
-                    timer_late: stats::summarize(&t.timer_late),
-                    timer_slack: Some(stats::summarize(&t.timer_slack)),
-                    wake_to_run: stats::summarize(&t.wake_to_run),
-                    run_time: stats::summarize(&t.run_time),
-                    period: stats::summarize(&t.period),
-                    jitter: stated.then(|| stats::summarize(&t.jitter)),
-                    deadline_misses: has_deadline.then_some(t.misses),
-                    wakers,
-                    explained: t.explained,
-                    wake_up_samples: t.samples,
-                }
-            })
+            .map(|(tid, t)| thread_result(&spec, tid, t))
             .collect();
+        notes.extend(cycle_note(&spec, &threads));
         TaskLatencyResult {
-            spec: self.spec,
+            spec,
             threads,
             lost_events,
             notes,
         }
     }
+}
+
+/// Whether the stated period and deadline apply to a thread: the one
+/// named by `thread` (its name, or its TID), else each whose median period
+/// seen is within half a period of the stated one; a deadline stated
+/// without a period applies to every thread.
+fn runs_the_cycle(spec: &TaskLatencySpec, tid: i32, comm: &str, period: &Summary) -> bool {
+    match (&spec.thread, spec.period_ns) {
+        (Some(named), _) => named == comm || named.parse::<i32>() == Ok(tid),
+        (None, Some(stated)) => period.samples > 0 && median(period).abs_diff(stated) <= stated / 2,
+        (None, None) => true,
+    }
+}
+
+fn median(s: &Summary) -> u64 {
+    s.percentiles
+        .iter()
+        .find(|p| p.name == "p50")
+        .map_or(0, |p| p.value_ns)
+}
+
+/// One thread's figures; jitter and deadline misses only where the stated
+/// period and deadline apply.
+fn thread_result(spec: &TaskLatencySpec, tid: i32, mut t: Thread) -> TaskThreadResult {
+    let has_deadline = spec.deadline_ns.or(spec.period_ns).is_some();
+    t.explained
+        .sort_by_key(|e| std::cmp::Reverse(e.wake_up.latency_ns));
+    let mut wakers: Vec<(String, u64)> = t.wakers.into_iter().collect();
+    wakers.sort_by_key(|w| std::cmp::Reverse(w.1));
+    let period = stats::summarize(&t.period);
+    let cycle = runs_the_cycle(spec, tid, &t.comm, &period);
+    TaskThreadResult {
+        tid,
+        comm: t.comm,
+        wake_ups: t.wake_ups,
+        timer_wake_ups: t.timer_wake_ups,
+        switch_ins_inferred: t.inferred,
+        latency: stats::summarize(&t.latency),
+        hdr_histogram: stats::hdr_buckets(&t.latency),
+        timer_late: stats::summarize(&t.timer_late),
+        timer_slack: Some(stats::summarize(&t.timer_slack)),
+        wake_to_run: stats::summarize(&t.wake_to_run),
+        run_time: stats::summarize(&t.run_time),
+        period,
+        runs_the_cycle: cycle && has_deadline,
+        jitter: (cycle && spec.period_ns.is_some()).then(|| stats::summarize(&t.jitter)),
+        deadline_misses: (cycle && has_deadline).then_some(t.misses),
+        wakers,
+        explained: t.explained,
+        wake_up_samples: t.samples,
+    }
+}
+
+/// A note when the stated period (or deadline) applies to no thread.
+fn cycle_note(spec: &TaskLatencySpec, threads: &[TaskThreadResult]) -> Option<String> {
+    if spec.deadline_ns.or(spec.period_ns).is_none() || threads.iter().any(|t| t.runs_the_cycle) {
+        return None;
+    }
+    if let Some(named) = &spec.thread {
+        return Some(format!(
+            "no thread named {named:?} (by name or TID) woke: the period and deadline applied to none"
+        ));
+    }
+    let seen: Vec<String> = threads
+        .iter()
+        .take(8)
+        .map(|t| {
+            format!(
+                "{} (TID {}) {:.1} µs",
+                t.comm,
+                t.tid,
+                median(&t.period) as f64 / 1000.0
+            )
+        })
+        .collect();
+    Some(format!(
+        "no thread cycled near the stated period (median periods seen: {}): jitter and deadline \
+         misses are not counted; name the thread that runs the cycle with `thread` (`--thread`)",
+        if seen.is_empty() {
+            "none".to_string()
+        } else {
+            seen.join(", ")
+        }
+    ))
 }
