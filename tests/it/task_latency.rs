@@ -494,3 +494,107 @@ fn the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly() {
         t["timer_late"]["percentiles"][0]["value_ns"], t["latency"]["percentiles"][0]["value_ns"]
     );
 }
+
+/// rtlab's threads' TIDs, and the CPUs each of its threads and of its
+/// children but the measured program may run on (name, CPUs), as the
+/// kernel has them now.
+fn rtlab_and_helpers(pid: u32, program: &str) -> (Vec<u32>, Vec<(String, Vec<usize>)>) {
+    let tasks: Vec<std::path::PathBuf> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|t| t.path())
+        .collect();
+    let tids = tasks
+        .iter()
+        .filter_map(|t| t.file_name()?.to_str()?.parse().ok())
+        .collect();
+    let mut allowed = crate::trace_experiments::allowed_cpus(pid);
+    for t in &tasks {
+        let children = std::fs::read_to_string(t.join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            allowed.extend(
+                crate::trace_experiments::allowed_cpus(child)
+                    .into_iter()
+                    .filter(|(name, _)| name != program),
+            );
+        }
+    }
+    (tids, allowed)
+}
+
+#[test]
+fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
+    const TEST: &str = "rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpus = online_cpus();
+    let measured = *cpus.last().unwrap();
+    let own = dir.path().join("own");
+    // A SCHED_OTHER loop, every wake-up explained (threshold 1 µs).
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["task-latency", "--duration", "3s", "--period", "1ms"])
+        .args(["--threshold", "1us", "--json", "a.json", "--cpu"])
+        .arg(measured.to_string())
+        .arg("--")
+        .arg(&cyclic)
+        .args(["sleep", "1000", "2000"])
+        .arg(&own)
+        .arg("0")
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let (tids, seen) = rtlab_and_helpers(child.id(), "cyclic");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+    if cpus.len() == 1 {
+        // Nowhere else to go: said, not hidden.
+        let warnings = r["warnings"].to_string();
+        assert!(warnings.contains("may run on measured CPU"), "{warnings}");
+        path_taken(
+            TEST,
+            "one CPU: rtlab stays on the measured CPU, and the run says so",
+        );
+        return;
+    }
+    assert!(stderr.contains("off the measured CPU(s)"), "{stderr}");
+    assert!(seen.iter().any(|(n, _)| n == "rtlab"), "{seen:?}");
+    for (name, allowed) in &seen {
+        assert!(
+            !allowed.contains(&measured),
+            "{name} may run on measured CPU {measured}: {allowed:?}"
+        );
+    }
+    // And no explained wake-up names any thread of rtlab.
+    let mut explained = 0;
+    for t in r["task_latency"][0]["threads"].as_array().unwrap() {
+        for e in t["explained"].as_array().unwrap() {
+            explained += 1;
+            for part in e["parts"].as_array().unwrap() {
+                let label = part[0].as_str().unwrap();
+                assert!(
+                    !tids.iter().any(|tid| label.ends_with(&format!("-{tid}"))),
+                    "rtlab is blamed: {e}"
+                );
+            }
+        }
+    }
+    assert!(explained > 0, "{}", brief(&r));
+    path_taken(
+        TEST,
+        &format!(
+            "CPU {measured} measured; rtlab's and its helpers' {} threads kept off it, {explained} wake-ups explained without rtlab",
+            seen.len()
+        ),
+    );
+}
