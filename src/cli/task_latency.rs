@@ -27,6 +27,11 @@ pub struct TaskLatencyArgs {
     /// The deadline from each release: a cycle ending later is a miss.
     #[arg(long)]
     pub deadline: Option<String>,
+    /// The thread that runs the cycle (its name, or its TID): `--period`
+    /// and `--deadline` apply to it alone (by default: to each thread whose
+    /// median period seen is within half a period of `--period`).
+    #[arg(long, value_name = "NAME|TID")]
+    pub thread: Option<String>,
     /// Explain each wake-up later than this (`trace.threshold`).
     #[arg(long, value_name = "DURATION")]
     pub threshold: Option<String>,
@@ -86,6 +91,7 @@ fn text(a: &TaskLatencyArgs) -> Result<Generated, i32> {
     for (key, option, value) in [
         ("period", "--period", &a.period),
         ("deadline", "--deadline", &a.deadline),
+        ("thread", "--thread", &a.thread),
     ] {
         if let Some(v) = value {
             let line = one_line(key, v)?;
@@ -114,6 +120,7 @@ mod tests {
             duration: "5s".into(),
             period: Some("1ms".into()),
             deadline: None,
+            thread: None,
             threshold: Some("200us".into()),
             samples: Some(100),
             cpu: Some("1".into()),
@@ -130,9 +137,13 @@ mod tests {
         let m = &exp.task_latency[0];
         assert_eq!(m.task.value, crate::config::TaskSelector::Program(0));
         assert_eq!(
-            (m.period_ns, m.deadline_ns, m.samples),
-            (Some(1_000_000), None, 100)
+            (m.period_ns, m.deadline_ns, m.samples, &m.thread),
+            (Some(1_000_000), None, 100, &None)
         );
+        let mut named = args(&["./loop"]);
+        named.thread = Some("rt-cycle".into());
+        let by_name = crate::config::parse(&text(&named).unwrap().text()).unwrap();
+        assert_eq!(by_name.task_latency[0].thread.as_deref(), Some("rt-cycle"));
         assert_eq!(exp.main.trace_threshold_ns, Some(200_000));
         assert_eq!(exp.programs[0].argv.value, ["./loop", "a b"]);
         let mut a = args(&[]);

@@ -160,9 +160,15 @@ pub struct MainPlan {
     /// CPUs of the main thread (None: left as inherited).
     pub cpus: Option<Vec<usize>>,
     /// `cpus` were chosen by rtlab to keep the main thread off the audited
-    /// CPUs (`main` gave no `cpu_affinity`): failing to pin is a warning.
+    /// and measured CPUs (`main` gave no `cpu_affinity`): failing to pin is
+    /// a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub off_audited: bool,
+    /// The CPUs rtlab keeps its own threads off: the audited ones and
+    /// those of the programs a task-latency or IRQ-to-task measurement
+    /// measures (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_cpus: Option<Vec<usize>>,
     /// Its scheduling.
     pub sched: Sched,
     /// Live-table refresh period (ns).
@@ -537,15 +543,21 @@ impl Planner<'_> {
             started_in,
         );
         let audit_cpus = self.cpus(&exp.main.audit_cpus);
-        let (cpus, off_audited) = match (self.cpus(&exp.main.cpu_affinity), &audit_cpus) {
+        let mut measured = task_latency::measured_cpus(exp, &self.online);
+        measured.extend(audit_cpus.iter().flatten());
+        measured.sort_unstable();
+        measured.dedup();
+        let measured = Some(measured).filter(|m| !m.is_empty());
+        let (cpus, off_audited) = match (self.cpus(&exp.main.cpu_affinity), &measured) {
             (Some(cpus), _) => (Some(cpus), false),
-            // The audit must not watch rtlab: the main thread (and the
-            // threads it starts) go to the CPUs not audited.
-            (None, Some(audited)) => {
+            // The audit must not watch rtlab, nor a measured task find it
+            // on its CPU: the main thread (and the threads it starts) go
+            // to the CPUs neither audited nor measured.
+            (None, Some(measured)) => {
                 let rest: Vec<usize> = allowed
                     .unwrap_or_else(|| self.online.clone())
                     .into_iter()
-                    .filter(|c| !audited.contains(c))
+                    .filter(|c| !measured.contains(c))
                     .collect();
                 (
                     Some(rest.clone()).filter(|r| !r.is_empty()),
@@ -558,6 +570,7 @@ impl Planner<'_> {
             cpuset,
             cpus,
             off_audited,
+            measured_cpus: measured,
             sched: exp.main.sched.value,
             stats_period_ns: exp.main.stats_period_ns,
             stats_format: exp.main.stats_format,

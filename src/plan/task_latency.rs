@@ -38,9 +38,34 @@ pub(super) fn specs(p: &mut super::Planner, exp: &Experiment) -> Vec<TaskLatency
             deadline_ns: m.deadline_ns,
             threshold_ns: exp.main.trace_threshold_ns,
             samples: m.samples,
+            thread: m.thread.clone(),
         });
     }
     out
+}
+
+/// The CPUs measured through a task: those of each program a
+/// `task_latency[N]` or `irq_task[N]` measures (its `cpu_affinity`, the
+/// online ones). rtlab's own threads are kept off them as off the audited
+/// CPUs. A task given by PID or name has no CPUs known before the run.
+pub(super) fn measured_cpus(exp: &Experiment, online: &[usize]) -> Vec<usize> {
+    let tasks = exp
+        .task_latency
+        .iter()
+        .map(|m| &m.task.value)
+        .chain(exp.irq_tasks.iter().map(|m| &m.task.value));
+    let mut cpus: Vec<usize> = tasks
+        .filter_map(|t| match t {
+            TaskSelector::Program(i) => exp.programs.iter().find(|g| g.index == *i),
+            _ => None,
+        })
+        .filter_map(|g| g.cpu_affinity.as_ref())
+        .flat_map(|a| a.value.iter().copied())
+        .filter(|c| online.contains(c))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
 }
 
 /// Refuses a task given by a PID no process has now (`task.pid`).

@@ -107,6 +107,35 @@ fn the_binary_pages_decode_to_the_events_the_kernel_formatted() {
     assert_eq!((d.unknown, d.missed), (0, 0));
 }
 
+/// The timer slack is `expires - softexpires` of `hrtimer_start`: both
+/// readers give both fields as numbers, the same, and the fixture's
+/// `sleep` (SCHED_OTHER, the default 50 µs slack) shows it.
+#[test]
+fn both_readers_give_an_armed_timers_expires_and_softexpires() {
+    let dir = fixture();
+    let mut slacks = Vec::new();
+    for cpu in 0..2 {
+        let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
+        let want: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
+        let mut got = Vec::new();
+        decoder(&dir).pages(cpu, &raw, &mut got);
+        for (g, w) in got.iter().zip(&want) {
+            if w.name != "hrtimer_start" {
+                continue;
+            }
+            let fields = |e: &parse::Event| (e.num("expires"), e.num("softexpires"));
+            let (hard, soft) = fields(w);
+            assert!(hard.is_some() && soft.is_some(), "{w:?}");
+            assert_eq!(fields(g), (hard, soft), "{g:?} vs {w:?}");
+            if w.field("function") == Some("hrtimer_wakeup") {
+                slacks.push(hard.zip(soft).map(|(h, s)| h - s));
+            }
+        }
+    }
+    assert!(slacks.contains(&Some(50_000)), "{slacks:?}");
+}
+
 #[test]
 fn the_formats_plan_the_texts_keys() {
     let dir = fixture();

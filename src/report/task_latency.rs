@@ -1,6 +1,6 @@
 //! A task-latency measurement as text: per thread, the wake-ups, the
 //! latency from release to switch-in (the timer thread's figure), its
-//! parts (timer lateness, wake-to-run), the cycles' run time and period,
+//! parts (timer slack, timer lateness past it, wake-to-run), the cycles' run time and period,
 //! deadline misses, who woke it, and the late wake-ups explained.
 
 use crate::stats::Summary;
@@ -64,14 +64,28 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
         ));
     }
     out.push_str("    µs (min / p50 / p99 / max)\n");
-    for (what, s) in [
-        ("latency (release to run)", &t.latency),
+    let mut rows = vec![("latency (release to run)", &t.latency)];
+    if let Some(slack) = &t.timer_slack {
+        rows.push(("timer slack (asked)", slack));
+    }
+    rows.extend([
         ("timer interrupt late", &t.timer_late),
         ("wake-up to run", &t.wake_to_run),
         ("run time per cycle", &t.run_time),
         ("period seen", &t.period),
-    ] {
+    ]);
+    for (what, s) in rows {
         out.push_str(&format!("    {what:<26} {}\n", figures(s)));
+    }
+    if !t.runs_the_cycle && m.spec.period_ns.is_some() {
+        out.push_str(&format!(
+            "    the stated period applies to {}, not to this thread\n",
+            m.spec.thread.as_ref().map_or(
+                "the threads that cycle near it (median period seen within half a period)"
+                    .to_string(),
+                |named| format!("thread {named}")
+            )
+        ));
     }
     if let Some(j) = &t.jitter {
         out.push_str(&format!(
@@ -79,6 +93,9 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
             "jitter (|period - stated|)",
             figures(j)
         ));
+    }
+    if let Some(slack) = t.timer_slack.as_ref().filter(|s| s.max_ns > 0) {
+        out.push_str(&slack_note(slack));
     }
     if let Some(misses) = t.deadline_misses {
         out.push_str(&format!("    deadline misses: {misses}\n"));
@@ -108,4 +125,21 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
             parts.join(" + ")
         ));
     }
+}
+
+/// What the timer slack is and how to remove it: the kernel fires a
+/// SCHED_OTHER thread's timers up to its slack late on purpose (to batch
+/// wake-ups), which no interrupt tuning changes.
+fn slack_note(slack: &Summary) -> String {
+    let most = if slack.min_ns == slack.max_ns {
+        format!("{} µs", us(slack.max_ns))
+    } else {
+        format!("{} to {} µs", us(slack.min_ns), us(slack.max_ns))
+    };
+    format!(
+        "    note: its timers were armed with {most} of timer slack (expires - softexpires): \
+         the kernel may wake it that late on purpose; the slack is the thread's own setting, \
+         not interrupt latency: set it with prctl(PR_SET_TIMERSLACK, 1) or \
+         /proc/PID/timerslack_ns, or give the thread a real-time policy (0 slack)\n"
+    )
 }

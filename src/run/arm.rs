@@ -101,19 +101,7 @@ impl MainThread {
                 })?,
             }
         }
-        if let Some(audited) = &main.audit_cpus {
-            let on: Vec<usize> = os::get_affinity(0)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| audited.contains(c))
-                .collect();
-            if !on.is_empty() {
-                warnings.push(format!(
-                    "rtlab's main thread may run on audited CPU(s) {on:?} (every CPU is audited, \
-                     or `main`'s cpu_affinity or cpuset says so): its switches show in the audit"
-                ));
-            }
-        }
+        main_thread_placed(main, warnings);
         os::set_sched(0, main.sched).map_err(|e| {
             anyhow::anyhow!(
                 "cannot give the main thread {} {}: {e}",
@@ -152,6 +140,42 @@ impl MainThread {
 impl Drop for MainThread {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+/// Says where the main thread went: off the measured CPUs (a note), or
+/// on some of them (a warning: its switches show in the audit, and a
+/// measured task may find it on its CPU).
+fn main_thread_placed(main: &crate::plan::MainPlan, warnings: &mut Vec<String>) {
+    let Some(measured) = main.measured_cpus.as_ref().or(main.audit_cpus.as_ref()) else {
+        return;
+    };
+    let now = os::get_affinity(0).unwrap_or_default();
+    let on: Vec<usize> = now
+        .iter()
+        .copied()
+        .filter(|c| measured.contains(c))
+        .collect();
+    let audited = |c: &usize| main.audit_cpus.as_ref().is_some_and(|a| a.contains(c));
+    if on.is_empty() {
+        if main.off_audited {
+            messages::note(&format!(
+                "rtlab's own threads run on CPU(s) {}, off the measured CPU(s) {}",
+                crate::cpulist::format(&now),
+                crate::cpulist::format(measured)
+            ));
+        }
+    } else if on.iter().all(audited) {
+        warnings.push(format!(
+            "rtlab's main thread may run on audited CPU(s) {on:?} (every CPU is audited, \
+             or `main`'s cpu_affinity or cpuset says so): its switches show in the audit"
+        ));
+    } else {
+        warnings.push(format!(
+            "rtlab's main thread may run on measured CPU(s) {on:?} (every CPU is measured, \
+             or `main`'s cpu_affinity or cpuset says so): a measured task may find it on its \
+             CPU and blame it"
+        ));
     }
 }
 
@@ -416,12 +440,15 @@ impl Armed {
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
         let (stream, stream_unavailable) = start_stream(root, &mut journal, plan, online, warnings);
+        // The guard (and the spike programs) off the measured CPUs too.
+        let off_measured = plan.main.cpus.as_ref().filter(|_| plan.main.off_audited);
         let helper_cpus = plan
             .main
             .on_spike
             .as_ref()
             .filter(|s| s.runs_programs())
             .map(|s| s.cpus.clone())
+            .or_else(|| off_measured.filter(|_| !plan.programs.is_empty()).cloned())
             .unwrap_or_default();
         let mut supervisor = Supervisor::new(
             &plan.programs,

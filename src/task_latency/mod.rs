@@ -2,17 +2,20 @@
 //! tracepoints. For each wake-up of each thread of the task:
 //! - woken by a timer it armed itself (`clock_nanosleep`, `nanosleep`,
 //!   `timerfd`, POSIX timers, `epoll`/`poll`/`select` timeouts: each arms
-//!   an hrtimer from the thread, `hrtimer_start`), how late the timer's
-//!   interrupt handled it (expiry handled minus the armed expiry), how long
-//!   from the wake-up to the switch-in, and the total from the armed
-//!   expiry to the switch-in: the figure a timer thread gives;
+//!   an hrtimer from the thread, `hrtimer_start`), the timer slack it was
+//!   armed with (`expires - softexpires`: the kernel may fire it that late
+//!   on purpose, a per-thread setting), how late the timer's interrupt
+//!   handled it past that (expiry handled minus `expires`), how long from
+//!   the wake-up to the switch-in, and the total from the requested expiry
+//!   (`softexpires`) to the switch-in: the figure a timer thread gives;
 //! - woken otherwise, the wake-to-run delay, and who woke it (a thread, an
 //!   interrupt, a softirq, another timer);
 //! - each cycle's run time (switch-in to the next sleep), the period seen
 //!   between switch-ins, and deadline misses against a stated deadline.
 //!
 //! Each wake-up over the threshold is explained: its delay split into the
-//! timer interrupt's lateness and who held the CPU until the switch-in
+//! timer slack used, the timer interrupt's lateness past the slack, and
+//! who held the CPU until the switch-in
 //! (tasks, interrupts, softirqs), the rest named as such; the parts add up.
 //! Pure: the trace stream ([`crate::stream`]) feeds it.
 
@@ -43,6 +46,10 @@ pub struct TaskLatencySpec {
     pub threshold_ns: Option<u64>,
     /// How many wake-ups to keep one by one (per thread).
     pub samples: usize,
+    /// `thread`: the thread (name, or TID) the period and deadline apply
+    /// to; None: those that cycle near the period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 /// Most threads followed per measurement.
@@ -59,6 +66,10 @@ const MAX_WAKERS: usize = 32;
 const MAX_SAMPLES_TOTAL: usize = 1_000_000;
 /// Histogram range of the per-µs columns (µs).
 const HISTO_US: u64 = 1000;
+/// The part of a late wake-up that is the timer slack the thread asked for.
+pub const PART_SLACK: &str = "timer slack (asked by the thread)";
+/// The part that is the timer interrupt's lateness past the slack.
+pub const PART_LATE: &str = "timer interrupt late";
 
 /// How a wake-up came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,10 +90,17 @@ pub struct WakeUp {
     pub kind: WakeKind,
     /// The CPU it ran on.
     pub cpu: usize,
-    /// The armed expiry (the timer's clock, ns; CLOCK_MONOTONIC for
-    /// `clock_nanosleep(CLOCK_MONOTONIC)` and `timerfd`), for a timer.
+    /// The armed expiry as requested (`softexpires`: the timer's clock,
+    /// ns; CLOCK_MONOTONIC for `clock_nanosleep(CLOCK_MONOTONIC)` and
+    /// `timerfd`), for a timer.
     pub expiry_ns: Option<u64>,
-    /// How late the timer's interrupt handled it (ns), for a timer.
+    /// The timer slack it was armed with (`expires - softexpires`, ns),
+    /// for a timer (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
+    /// How late the timer's interrupt handled it past the slack (the
+    /// handler's `now` minus `expires`, ns; 0 when it came within the
+    /// slack), for a timer.
     pub timer_late_ns: Option<u64>,
     /// From the wake-up to the switch-in (ns).
     pub wake_to_run_ns: u64,
@@ -125,17 +143,28 @@ pub struct TaskThreadResult {
     pub latency: Summary,
     /// Every sample of it, log-linear (0.1%).
     pub hdr_histogram: Vec<HdrBucket>,
-    /// The timer interrupt's lateness, timer wake-ups.
+    /// The timer interrupt's lateness past the slack (`now - expires`),
+    /// timer wake-ups.
     pub timer_late: Summary,
+    /// The timer slack armed (`expires - softexpires`), timer wake-ups
+    /// (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack: Option<Summary>,
     /// Wake-up to switch-in, every wake-up.
     pub wake_to_run: Summary,
     /// Switch-in to the next sleep, every cycle.
     pub run_time: Summary,
     /// Switch-in to the next wake-up's switch-in.
     pub period: Summary,
-    /// |period seen - stated period|, with a stated period.
+    /// The stated period and deadline apply to it: it is the thread named
+    /// by `thread`, or it cycled near the period (its median period seen
+    /// within half a period of it), or a deadline alone was stated.
+    #[serde(default)]
+    pub runs_the_cycle: bool,
+    /// |period seen - stated period|, where the period applies.
     pub jitter: Option<Summary>,
-    /// Cycles ended past the deadline, with a stated deadline or period.
+    /// Cycles ended past the deadline, where a stated deadline or period
+    /// applies.
     pub deadline_misses: Option<u64>,
     /// Who woke it (other than its timers), most first.
     pub wakers: Vec<(String, u64)>,
@@ -162,14 +191,20 @@ pub struct TaskLatencyResult {
 #[derive(Debug, Clone, Copy)]
 struct Armed {
     tid: i32,
+    /// The expiry requested (`softexpires`).
     expiry: u64,
+    /// The slack (`expires - softexpires`).
+    slack: u64,
 }
 
 /// A timer of a thread being handled on a CPU.
 #[derive(Debug, Clone, Copy)]
 struct Expiring {
     armed: Option<Armed>,
-    /// How late (the handler's `now` minus the armed expiry).
+    /// Since the requested expiry (the handler's `now` minus
+    /// `softexpires`): the slack used plus the lateness.
+    since: u64,
+    /// How late past the slack (the handler's `now` minus `expires`).
     late: u64,
     at: u64,
 }
@@ -180,7 +215,10 @@ struct Pending {
     kind: WakeKind,
     woken: u64,
     expiry: Option<u64>,
+    slack: Option<u64>,
     late: Option<u64>,
+    /// The slack used: from the release to `expires` or the handling.
+    slack_used: u64,
     /// The trace-clock time of the release.
     release: u64,
     waker: String,
@@ -197,6 +235,7 @@ struct Thread {
     comm: String,
     latency: Recorder,
     timer_late: Recorder,
+    timer_slack: Recorder,
     wake_to_run: Recorder,
     run_time: Recorder,
     period: Recorder,
@@ -221,6 +260,7 @@ impl Thread {
             comm: comm.to_string(),
             latency: r()?,
             timer_late: r()?,
+            timer_slack: r()?,
             wake_to_run: r()?,
             run_time: r()?,
             period: r()?,
@@ -395,9 +435,12 @@ impl Tracker {
         if !self.is_task(i64::from(e.pid), Some(&e.comm)) {
             return;
         }
-        let (Some(timer), Some(expiry)) = (e.field("hrtimer"), e.num("softexpires")) else {
+        let (Some(timer), Some(soft)) = (e.field("hrtimer"), e.num("softexpires")) else {
             return;
         };
+        // Both readers give both fields; a kernel without `expires` (none
+        // known) is taken as armed without slack.
+        let hard = e.num("expires").unwrap_or(soft).max(soft);
         if self.armed.len() >= MAX_ARMED {
             self.armed.clear();
         }
@@ -405,7 +448,8 @@ impl Tracker {
             timer.to_string(),
             Armed {
                 tid: e.pid,
-                expiry: expiry.max(0) as u64,
+                expiry: soft.max(0) as u64,
+                slack: hard.saturating_sub(soft).max(0) as u64,
             },
         );
     }
@@ -419,9 +463,11 @@ impl Tracker {
         }
         let armed = e.field("hrtimer").and_then(|t| self.armed.remove(t));
         let now = e.num("now").unwrap_or(0).max(0) as u64;
-        let late = armed.map_or(0, |a| now.saturating_sub(a.expiry));
+        let since = armed.map_or(0, |a| now.saturating_sub(a.expiry));
+        let late = armed.map_or(0, |a| since.saturating_sub(a.slack));
         self.expiring[e.cpu] = Some(Expiring {
             armed,
+            since,
             late,
             at: e.ts_ns,
         });
@@ -460,15 +506,19 @@ impl Tracker {
                 kind: WakeKind::Timer,
                 woken: e.ts_ns,
                 expiry: x.armed.map(|a| a.expiry),
+                slack: x.armed.map(|a| a.slack),
                 late: Some(x.late),
-                release: x.at.saturating_sub(x.late),
+                slack_used: x.since - x.late,
+                release: x.at.saturating_sub(x.since),
                 waker,
             },
             None => Pending {
                 kind: WakeKind::Other,
                 woken: e.ts_ns,
                 expiry: None,
+                slack: None,
                 late: None,
+                slack_used: 0,
                 release: e.ts_ns,
                 waker,
             },
@@ -537,6 +587,7 @@ impl Tracker {
             kind: p.kind,
             cpu,
             expiry_ns: p.expiry,
+            timer_slack_ns: p.slack,
             timer_late_ns: p.late,
             wake_to_run_ns: wake_to_run,
             latency_ns: latency,
@@ -549,6 +600,7 @@ impl Tracker {
         if let Some(late) = p.late {
             t.timer_wake_ups += 1;
             t.timer_late.record(late);
+            t.timer_slack.record(p.slack.unwrap_or(0));
         } else if t.wakers.len() < MAX_WAKERS || t.wakers.contains_key(&p.waker) {
             *t.wakers.entry(p.waker.clone()).or_default() += 1;
         }
@@ -573,15 +625,19 @@ impl Tracker {
         }
     }
 
-    /// A late wake-up's parts: the timer's lateness, then who held the
-    /// CPU from the wake-up to the switch-in, then what no event covers.
+    /// A late wake-up's parts: the timer slack used and the timer's
+    /// lateness past it, then who held the CPU from the wake-up to the
+    /// switch-in, then what no event covers.
     fn parts(&self, p: &Pending, cpu: usize, at: u64) -> Vec<(String, u64)> {
         let total = at.saturating_sub(p.release);
         let mut parts = Vec::new();
         let mut from = p.release;
         if let Some(late) = p.late {
-            parts.push(("timer interrupt late".to_string(), late));
-            from = p.release.saturating_add(late);
+            if p.slack_used > 0 {
+                parts.push((PART_SLACK.to_string(), p.slack_used));
+            }
+            parts.push((PART_LATE.to_string(), late));
+            from = p.release.saturating_add(p.slack_used).saturating_add(late);
         }
         parts.extend(self.cpus.held(cpu, from, at));
         let covered: u64 = parts.iter().map(|p| p.1).sum();
@@ -599,7 +655,8 @@ impl Tracker {
         let blame = parts
             .iter()
             .find(|p| {
-                !p.0.starts_with("timer interrupt")
+                p.0 != PART_LATE
+                    && p.0 != PART_SLACK
                     && !p.0.contains("(no event)")
                     && !p.0.ends_with(&format!("-{tid}"))
             })
@@ -620,8 +677,6 @@ impl Tracker {
 
     /// The result, once every event is fed.
     pub fn finish(self, lost_events: u64, missing: &[String]) -> TaskLatencyResult {
-        let has_deadline = self.spec.deadline_ns.or(self.spec.period_ns).is_some();
-        let stated = self.spec.period_ns.is_some();
         let mut notes = Vec::new();
         if !missing.is_empty() {
             notes.push(format!(
@@ -641,40 +696,103 @@ impl Tracker {
                 ),
             });
         }
-        let threads = self
+        let spec = self.spec;
+        let threads: Vec<TaskThreadResult> = self
             .threads
             .into_iter()
             .filter(|(_, t)| t.wake_ups > 0)
-            .map(|(tid, mut t)| {
-                t.explained
-                    .sort_by_key(|e| std::cmp::Reverse(e.wake_up.latency_ns));
-                let mut wakers: Vec<(String, u64)> = t.wakers.into_iter().collect();
-                wakers.sort_by_key(|w| std::cmp::Reverse(w.1));
-                TaskThreadResult {
-                    tid,
-                    comm: t.comm,
-                    wake_ups: t.wake_ups,
-                    timer_wake_ups: t.timer_wake_ups,
-                    switch_ins_inferred: t.inferred,
-                    latency: stats::summarize(&t.latency),
-                    hdr_histogram: stats::hdr_buckets(&t.latency),
-                    timer_late: stats::summarize(&t.timer_late),
-                    wake_to_run: stats::summarize(&t.wake_to_run),
-                    run_time: stats::summarize(&t.run_time),
-                    period: stats::summarize(&t.period),
-                    jitter: stated.then(|| stats::summarize(&t.jitter)),
-                    deadline_misses: has_deadline.then_some(t.misses),
-                    wakers,
-                    explained: t.explained,
-                    wake_up_samples: t.samples,
-                }
-            })
+            .map(|(tid, t)| thread_result(&spec, tid, t))
             .collect();
+        notes.extend(cycle_note(&spec, &threads));
         TaskLatencyResult {
-            spec: self.spec,
+            spec,
             threads,
             lost_events,
             notes,
         }
     }
+}
+
+/// Whether the stated period and deadline apply to a thread: the one
+/// named by `thread` (its name, or its TID), else each whose median period
+/// seen is within half a period of the stated one; a deadline stated
+/// without a period applies to every thread.
+fn runs_the_cycle(spec: &TaskLatencySpec, tid: i32, comm: &str, period: &Summary) -> bool {
+    match (&spec.thread, spec.period_ns) {
+        (Some(named), _) => named == comm || named.parse::<i32>() == Ok(tid),
+        (None, Some(stated)) => period.samples > 0 && median(period).abs_diff(stated) <= stated / 2,
+        (None, None) => true,
+    }
+}
+
+fn median(s: &Summary) -> u64 {
+    s.percentiles
+        .iter()
+        .find(|p| p.name == "p50")
+        .map_or(0, |p| p.value_ns)
+}
+
+/// One thread's figures; jitter and deadline misses only where the stated
+/// period and deadline apply.
+fn thread_result(spec: &TaskLatencySpec, tid: i32, mut t: Thread) -> TaskThreadResult {
+    let has_deadline = spec.deadline_ns.or(spec.period_ns).is_some();
+    t.explained
+        .sort_by_key(|e| std::cmp::Reverse(e.wake_up.latency_ns));
+    let mut wakers: Vec<(String, u64)> = t.wakers.into_iter().collect();
+    wakers.sort_by_key(|w| std::cmp::Reverse(w.1));
+    let period = stats::summarize(&t.period);
+    let cycle = runs_the_cycle(spec, tid, &t.comm, &period);
+    TaskThreadResult {
+        tid,
+        comm: t.comm,
+        wake_ups: t.wake_ups,
+        timer_wake_ups: t.timer_wake_ups,
+        switch_ins_inferred: t.inferred,
+        latency: stats::summarize(&t.latency),
+        hdr_histogram: stats::hdr_buckets(&t.latency),
+        timer_late: stats::summarize(&t.timer_late),
+        timer_slack: Some(stats::summarize(&t.timer_slack)),
+        wake_to_run: stats::summarize(&t.wake_to_run),
+        run_time: stats::summarize(&t.run_time),
+        period,
+        runs_the_cycle: cycle && has_deadline,
+        jitter: (cycle && spec.period_ns.is_some()).then(|| stats::summarize(&t.jitter)),
+        deadline_misses: (cycle && has_deadline).then_some(t.misses),
+        wakers,
+        explained: t.explained,
+        wake_up_samples: t.samples,
+    }
+}
+
+/// A note when the stated period (or deadline) applies to no thread.
+fn cycle_note(spec: &TaskLatencySpec, threads: &[TaskThreadResult]) -> Option<String> {
+    if spec.deadline_ns.or(spec.period_ns).is_none() || threads.iter().any(|t| t.runs_the_cycle) {
+        return None;
+    }
+    if let Some(named) = &spec.thread {
+        return Some(format!(
+            "no thread named {named:?} (by name or TID) woke: the period and deadline applied to none"
+        ));
+    }
+    let seen: Vec<String> = threads
+        .iter()
+        .take(8)
+        .map(|t| {
+            format!(
+                "{} (TID {}) {:.1} µs",
+                t.comm,
+                t.tid,
+                median(&t.period) as f64 / 1000.0
+            )
+        })
+        .collect();
+    Some(format!(
+        "no thread cycled near the stated period (median periods seen: {}): jitter and deadline \
+         misses are not counted; name the thread that runs the cycle with `thread` (`--thread`)",
+        if seen.is_empty() {
+            "none".to_string()
+        } else {
+            seen.join(", ")
+        }
+    ))
 }

@@ -9,6 +9,7 @@ fn spec() -> TaskLatencySpec {
         deadline_ns: Some(500_000),
         threshold_ns: Some(100_000),
         samples: 100,
+        thread: None,
     }
 }
 
@@ -77,10 +78,99 @@ fn a_timer_wake_up_is_split_into_its_timers_lateness_and_who_held_the_cpu() {
 
 #[test]
 fn a_cycle_ending_past_its_deadline_is_a_miss() {
-    let mut t = Tracker::new(spec());
+    // One cycle: no period seen yet, so the thread is named.
+    let mut t = Tracker::new(TaskLatencySpec {
+        thread: Some("loop".into()),
+        ..spec()
+    });
     feed(&mut t, &cycle(10_000, 5, 10_600, 10_700));
     let r = t.finish(0, &[]);
     assert_eq!(r.threads[0].deadline_misses, Some(1));
+}
+
+/// Thread `waiter` (TID 8) of the task, woken by an interrupt at `at` µs
+/// on CPU 0, switched in 10 µs later, asleep again 5 µs after.
+fn woken_by_irq(at: u64) -> String {
+    let s = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    format!(
+        "<idle>-0 [000] d.h.. {}: irq_handler_entry: irq=36 name=virtio1-req.0\n\
+         <idle>-0 [000] d.h.. {}: sched_waking: comm=waiter pid=8 prio=120 target_cpu=000\n\
+         <idle>-0 [000] d.h.. {}: irq_handler_exit: irq=36 ret=handled\n\
+         <idle>-0 [000] d.... {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=waiter next_pid=8 next_prio=120\n\
+         waiter-8 [000] d.... {}: sched_switch: prev_comm=waiter prev_pid=8 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n",
+        s(at),
+        s(at + 1),
+        s(at + 2),
+        s(at + 10),
+        s(at + 15),
+    )
+}
+
+/// The cycle's thread wakes every ms, `waiter` every second: the trace
+/// in time order.
+fn two_threads() -> String {
+    let mut lines = String::new();
+    for ms in 10..3_000u64 {
+        if ms % 1000 == 500 {
+            lines.push_str(&woken_by_irq(ms * 1000 - 300));
+        }
+        lines.push_str(&cycle(ms * 1000, 5, ms * 1000 + 20, ms * 1000 + 30));
+    }
+    lines
+}
+
+#[test]
+fn the_period_applies_to_the_thread_that_cycles_near_it_or_the_one_named() {
+    let spec = || TaskLatencySpec {
+        task: TaskSelector::Pid(7),
+        ..spec()
+    };
+    let by_tid =
+        |r: &TaskLatencyResult, tid: i32| r.threads.iter().find(|t| t.tid == tid).unwrap().clone();
+    let mut t = Tracker::new(spec());
+    t.add_tids([8]);
+    feed(&mut t, &two_threads());
+    let r = t.finish(0, &[]);
+    let (cyc, waiter) = (by_tid(&r, 7), by_tid(&r, 8));
+    assert_eq!(waiter.wake_ups, 3);
+    assert!(cyc.runs_the_cycle && !waiter.runs_the_cycle);
+    assert!(cyc.jitter.is_some() && cyc.deadline_misses == Some(0));
+    // Its 1 s waits are not jitter of a 1 ms cycle.
+    assert_eq!(
+        (waiter.jitter.as_ref(), waiter.deadline_misses),
+        (None, None)
+    );
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    // Named (by TID), the period applies to the waiter alone.
+    let mut t = Tracker::new(TaskLatencySpec {
+        thread: Some("8".into()),
+        ..spec()
+    });
+    t.add_tids([8]);
+    feed(&mut t, &two_threads());
+    let r = t.finish(0, &[]);
+    let (cyc, waiter) = (by_tid(&r, 7), by_tid(&r, 8));
+    assert!(!cyc.runs_the_cycle && cyc.jitter.is_none());
+    assert!(waiter.runs_the_cycle);
+    assert_eq!(waiter.jitter.as_ref().map(|j| j.samples), Some(2));
+    // A period no thread runs near: said so, with what each did.
+    let mut t = Tracker::new(TaskLatencySpec {
+        period_ns: Some(100_000_000),
+        deadline_ns: None,
+        ..spec()
+    });
+    t.add_tids([8]);
+    feed(&mut t, &two_threads());
+    let r = t.finish(0, &[]);
+    assert!(r.threads.iter().all(|t| t.jitter.is_none()));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("no thread cycled near the stated period")
+                && n.contains("loop (TID 7) 1000.")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]
@@ -134,4 +224,51 @@ fn an_interrupt_over_the_hog_is_its_own_part_and_the_parts_still_add_up() {
         e.parts
             .contains(&("hog-9".into(), 300_000 - 5_000 - 20_000))
     );
+}
+
+/// `cycle` with the timer armed `slack` µs of slack: `expires` is the
+/// requested expiry plus the slack.
+fn slack_cycle(expiry: u64, slack: u64, late: u64, run: u64, sleep: u64) -> String {
+    let c = cycle(expiry, late, run, sleep);
+    c.replacen(
+        &format!("expires={}", expiry * 1000),
+        &format!("expires={}", (expiry + slack) * 1000),
+        1,
+    )
+}
+
+#[test]
+fn the_timer_slack_is_its_own_part_and_lateness_counts_from_expires() {
+    let mut t = Tracker::new(spec());
+    // 50 µs of slack, handled 57 µs after the requested expiry: 7 µs late.
+    feed(&mut t, &slack_cycle(10_000, 50, 57, 10_300, 10_310));
+    // Handled within the slack (20 µs of 50): not late at all.
+    feed(&mut t, &slack_cycle(11_000, 50, 20, 11_030, 11_040));
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    let (a, b) = (&th.wake_up_samples[0], &th.wake_up_samples[1]);
+    assert_eq!(a.expiry_ns, Some(10_000_000), "the requested expiry");
+    assert_eq!(
+        (a.timer_slack_ns, a.timer_late_ns),
+        (Some(50_000), Some(7_000))
+    );
+    assert_eq!((b.timer_slack_ns, b.timer_late_ns), (Some(50_000), Some(0)));
+    assert_eq!((a.latency_ns, b.latency_ns), (300_000, 30_000));
+    let slack = th.timer_slack.as_ref().unwrap();
+    assert_eq!(
+        (slack.samples, slack.min_ns, slack.max_ns),
+        (2, 50_000, 50_000)
+    );
+    assert_eq!(th.timer_late.max_ns, 7_000);
+    let e = &th.explained[0];
+    assert_eq!(e.parts.iter().map(|p| p.1).sum::<u64>(), 300_000, "{e:?}");
+    assert!(e.parts.contains(&(PART_SLACK.into(), 50_000)), "{e:?}");
+    assert!(e.parts.contains(&(PART_LATE.into(), 7_000)), "{e:?}");
+    assert_eq!(e.blame.as_deref(), Some("hog-9"));
+    let text = crate::report::task_latency::text(&r);
+    assert!(
+        text.contains("timer slack (asked)        50.0 / 50.0 / 50.0 / 50.0"),
+        "{text}"
+    );
+    assert!(text.contains("PR_SET_TIMERSLACK"), "{text}");
 }

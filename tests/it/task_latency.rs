@@ -55,13 +55,25 @@ fn ready(test: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// Runs `cyclic MODE 1000 CYCLES own.txt 50` under `rtlab task-latency`,
-/// on `cpu`; gives rtlab's result and the program's own `expiry -> lateness`.
+/// Runs `cyclic MODE 1000 CYCLES own.txt 50` (FIFO 50) under `rtlab
+/// task-latency`, on `cpu`; gives rtlab's result and the program's own
+/// `expiry -> lateness`.
 fn measure(
     dir: &Path,
     cyclic: &Path,
     mode: &str,
     cycles: u32,
+    cpu: usize,
+    extra: &[&str],
+) -> (Value, Vec<(i64, i64)>) {
+    measure_as(dir, cyclic, (mode, cycles, &["50"]), cpu, extra)
+}
+
+/// `measure` with the program's last arguments (`FIFO_PRIO [SLACK_NS]`).
+fn measure_as(
+    dir: &Path,
+    cyclic: &Path,
+    (mode, cycles, tail): (&str, u32, &[&str]),
     cpu: usize,
     extra: &[&str],
 ) -> (Value, Vec<(i64, i64)>) {
@@ -89,10 +101,10 @@ fn measure(
         "1000",
         &cycles,
         own.to_str().unwrap(),
-        "50",
     ];
     args.push("--");
     args.extend_from_slice(&cmd);
+    args.extend_from_slice(tail);
     let o = rtlab(dir, &args);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&std::fs::read(dir.join(&json)).unwrap()).unwrap();
@@ -118,6 +130,7 @@ fn brief(r: &Value) -> String {
         for k in [
             "latency",
             "timer_late",
+            "timer_slack",
             "wake_to_run",
             "run_time",
             "period",
@@ -154,7 +167,8 @@ fn agrees(mode: &str, r: &Value, own: &[(i64, i64)]) -> Vec<(i64, Value)> {
     let mut diffs = Vec::new();
     let mut matched = Vec::new();
     for &(expiry, lateness) in own {
-        // A timerfd that expired again before its task ran (a deadline
+        // A timerfd (read, or waited on with epoll) that expired again
+        // before its task ran (a deadline
         // miss) wakes it once: the program counts from the last expiry,
         // rtlab from the one that woke it, which ran after this one.
         let coalesced = || {
@@ -162,7 +176,7 @@ fn agrees(mode: &str, r: &Value, own: &[(i64, i64)]) -> Vec<(i64, Value)> {
                 .values()
                 .filter(|w| w["expiry_ns"].as_i64() < Some(expiry))
                 .max_by_key(|w| w["expiry_ns"].as_i64())
-                .filter(|w| mode == "timerfd" && w["run_at_ns"].as_i64() >= Some(expiry))
+                .filter(|w| mode != "sleep" && w["run_at_ns"].as_i64() >= Some(expiry))
         };
         if !by_expiry.contains_key(&expiry) && coalesced().is_some() {
             eprintln!("{mode}: the cycle of expiry {expiry} ran after a deadline miss");
@@ -203,7 +217,7 @@ fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() 
         return;
     };
     let cpu = *online_cpus().last().unwrap();
-    for mode in ["sleep", "timerfd"] {
+    for mode in ["sleep", "timerfd", "epoll"] {
         let (r, own) = measure(dir.path(), &cyclic, mode, 1000, cpu, &[]);
         assert_eq!(own.len(), 1000);
         agrees(mode, &r, &own);
@@ -402,4 +416,186 @@ fn both_trace_readers_give_the_same_events_on_this_kernels_buffer() {
         .map(|r| r["compared_fields"].as_u64().unwrap())
         .sum();
     assert!(compared > 100, "{rows:?}");
+}
+
+/// The tracepoints the result says this kernel lacks.
+fn lacks(r: &Value, event: &str) -> bool {
+    r["task_latency"][0]["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|n| n.as_str().is_some_and(|n| n.contains(event)))
+}
+
+#[test]
+fn the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly() {
+    const TEST: &str = "the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = *online_cpus().last().unwrap();
+    // SCHED_OTHER (a real-time thread has no slack), 200 µs of slack.
+    let (r, own) = measure_as(
+        dir.path(),
+        &cyclic,
+        ("sleep", 300, &["0", "200000"]),
+        cpu,
+        &[],
+    );
+    if lacks(&r, "hrtimer_start") || lacks(&r, "hrtimer_expire_entry") {
+        path_taken(
+            TEST,
+            "this kernel lacks the hrtimer tracepoints: no timer to read",
+        );
+        return;
+    }
+    // What the kernel gave the program (PR_GET_TIMERSLACK), in ns.
+    let set: u64 = std::fs::read_to_string(dir.path().join("sleep.own.slack"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(set, 200_000);
+    let t = busiest(&r);
+    let by_expiry: HashMap<i64, &Value> = t["wake_up_samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "timer")
+        .map(|w| (w["expiry_ns"].as_i64().unwrap(), w))
+        .collect();
+    // Every cycle is found by its requested expiry, armed with exactly the
+    // slack set, and its latency counts from that requested expiry: never
+    // above the program's own.
+    for &(expiry, lateness) in &own {
+        let w = by_expiry
+            .get(&expiry)
+            .unwrap_or_else(|| panic!("no wake-up of expiry {expiry}: {}", brief(&r)));
+        assert_eq!(w["timer_slack_ns"].as_u64(), Some(set), "{w}");
+        let latency = w["latency_ns"].as_i64().unwrap();
+        assert!(
+            latency <= lateness + CLOCK_SLACK_NS,
+            "{latency} > {lateness}"
+        );
+        // The lateness past the slack is part of the latency, the slack
+        // used the rest before the wake-up.
+        assert!(w["timer_late_ns"].as_i64() <= Some(latency), "{w}");
+    }
+    let slack = &t["timer_slack"];
+    assert_eq!(
+        (slack["min_ns"].as_u64(), slack["max_ns"].as_u64()),
+        (Some(set), Some(set)),
+        "{}",
+        brief(&r)
+    );
+    eprintln!(
+        "slack {set} ns: timer late p50 {} ns, latency p50 {} ns",
+        t["timer_late"]["percentiles"][0]["value_ns"], t["latency"]["percentiles"][0]["value_ns"]
+    );
+}
+
+/// rtlab's threads' TIDs, and the CPUs each of its threads and of its
+/// children but the measured program may run on (name, CPUs), as the
+/// kernel has them now.
+fn rtlab_and_helpers(pid: u32, program: &str) -> (Vec<u32>, Vec<(String, Vec<usize>)>) {
+    let tasks: Vec<std::path::PathBuf> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|t| t.path())
+        .collect();
+    let tids = tasks
+        .iter()
+        .filter_map(|t| t.file_name()?.to_str()?.parse().ok())
+        .collect();
+    let mut allowed = crate::trace_experiments::allowed_cpus(pid);
+    for t in &tasks {
+        let children = std::fs::read_to_string(t.join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            allowed.extend(
+                crate::trace_experiments::allowed_cpus(child)
+                    .into_iter()
+                    .filter(|(name, _)| name != program),
+            );
+        }
+    }
+    (tids, allowed)
+}
+
+#[test]
+fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
+    const TEST: &str = "rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpus = online_cpus();
+    let measured = *cpus.last().unwrap();
+    let own = dir.path().join("own");
+    // A SCHED_OTHER loop, every wake-up explained (threshold 1 µs).
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["task-latency", "--duration", "3s", "--period", "1ms"])
+        .args(["--threshold", "1us", "--json", "a.json", "--cpu"])
+        .arg(measured.to_string())
+        .arg("--")
+        .arg(&cyclic)
+        .args(["sleep", "1000", "2000"])
+        .arg(&own)
+        .arg("0")
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let (tids, seen) = rtlab_and_helpers(child.id(), "cyclic");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+    if cpus.len() == 1 {
+        // Nowhere else to go: said, not hidden.
+        let warnings = r["warnings"].to_string();
+        assert!(warnings.contains("may run on measured CPU"), "{warnings}");
+        path_taken(
+            TEST,
+            "one CPU: rtlab stays on the measured CPU, and the run says so",
+        );
+        return;
+    }
+    assert!(stderr.contains("off the measured CPU(s)"), "{stderr}");
+    assert!(seen.iter().any(|(n, _)| n == "rtlab"), "{seen:?}");
+    for (name, allowed) in &seen {
+        assert!(
+            !allowed.contains(&measured),
+            "{name} may run on measured CPU {measured}: {allowed:?}"
+        );
+    }
+    // And no explained wake-up names any thread of rtlab.
+    let mut explained = 0;
+    for t in r["task_latency"][0]["threads"].as_array().unwrap() {
+        for e in t["explained"].as_array().unwrap() {
+            explained += 1;
+            for part in e["parts"].as_array().unwrap() {
+                let label = part[0].as_str().unwrap();
+                assert!(
+                    !tids.iter().any(|tid| label.ends_with(&format!("-{tid}"))),
+                    "rtlab is blamed: {e}"
+                );
+            }
+        }
+    }
+    assert!(explained > 0, "{}", brief(&r));
+    path_taken(
+        TEST,
+        &format!(
+            "CPU {measured} measured; rtlab's and its helpers' {} threads kept off it, {explained} wake-ups explained without rtlab",
+            seen.len()
+        ),
+    );
 }

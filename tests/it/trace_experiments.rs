@@ -589,7 +589,7 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
 
 /// The CPUs each thread of `pid` may run on, as the kernel says
 /// (`/proc/PID/task/TID/status`), by thread name.
-fn allowed_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn allowed_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
     let mut out = Vec::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .into_iter()

@@ -1,12 +1,18 @@
 /* A cyclic task that measures itself, for rtlab's task-latency tests: each
  * cycle sleeps to an absolute expiry (clock_nanosleep on CLOCK_MONOTONIC,
- * or a timerfd), then prints the expiry and its own lateness
+ * a timerfd read, or epoll_wait on a timerfd then its read), then prints
+ * the expiry and its own lateness
  * (CLOCK_MONOTONIC just after the wake-up, minus the expiry), in ns.
  * A "cond" mode measures a thread woken by a condition variable from
  * another: the signaller's CLOCK_MONOTONIC before the signal is the
  * "expiry".
  *
- *   cyclic MODE PERIOD_US CYCLES OUT [FIFO_PRIO]   MODE: sleep | timerfd | cond
+ *   cyclic MODE PERIOD_US CYCLES OUT [FIFO_PRIO [SLACK_NS]]
+ *          MODE: sleep | timerfd | epoll | cond
+ *
+ * FIFO_PRIO 0 leaves it SCHED_OTHER; SLACK_NS sets its timer slack
+ * (prctl PR_SET_TIMERSLACK), and the slack the kernel then gives it
+ * (PR_GET_TIMERSLACK) is written to OUT.slack.
  *
  * It first sleeps 300 ms (so that a tracer has learned its threads), then
  * runs its cycles, then writes OUT, one line per cycle:
@@ -19,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,8 +58,14 @@ static void by_sleep(void) {
     }
 }
 
-static void by_timerfd(void) {
+static void by_timerfd(int with_epoll) {
     int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        perror("epoll");
+        exit(1);
+    }
     int64_t first = now_ns() + period_ns;
     struct itimerspec spec = {ts_of(period_ns), ts_of(first)};
     if (fd < 0 || timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL) != 0) {
@@ -61,12 +75,20 @@ static void by_timerfd(void) {
     int64_t next = first;
     for (long i = 0; i < cycles; i++) {
         uint64_t n;
+        struct epoll_event got;
+        if (with_epoll && epoll_wait(ep, &got, 1, -1) != 1) {
+            perror("epoll_wait");
+            exit(1);
+        }
+        /* With epoll, the clock is read at once, as an event loop would
+         * before it handles the event; the read comes after. */
+        int64_t woke = now_ns();
         if (read(fd, &n, sizeof n) != sizeof n) {
             perror("read");
             exit(1);
         }
         next += (int64_t)(n - 1) * period_ns;
-        lateness[i] = now_ns() - next;
+        lateness[i] = (with_epoll ? woke : now_ns()) - next;
         expiries[i] = next;
         next += period_ns;
     }
@@ -119,7 +141,19 @@ int main(int argc, char **argv) {
     }
     period_ns = atol(argv[2]) * 1000;
     cycles = atol(argv[3]);
-    if (argc > 5) {
+    if (argc > 6) {
+        long slack = atol(argv[6]);
+        char path[4096];
+        snprintf(path, sizeof path, "%s.slack", argv[4]);
+        FILE *f = fopen(path, "w");
+        if (prctl(PR_SET_TIMERSLACK, slack) != 0 || !f) {
+            perror("PR_SET_TIMERSLACK");
+            return 1;
+        }
+        fprintf(f, "%d\n", prctl(PR_GET_TIMERSLACK));
+        fclose(f);
+    }
+    if (argc > 5 && atoi(argv[5]) > 0) {
         struct sched_param p = {atoi(argv[5])};
         if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) {
             perror("sched_setscheduler");
@@ -135,7 +169,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "sleep"))
         by_sleep();
     else if (!strcmp(argv[1], "timerfd"))
-        by_timerfd();
+        by_timerfd(0);
+    else if (!strcmp(argv[1], "epoll"))
+        by_timerfd(1);
     else
         by_cond();
     FILE *out = fopen(argv[4], "w");

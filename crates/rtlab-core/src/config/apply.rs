@@ -43,6 +43,7 @@ pub(super) struct TaskLatencyDraft {
     pub period_ns: Option<u64>,
     pub deadline_ns: Option<u64>,
     pub samples: usize,
+    pub thread: Option<String>,
 }
 
 /// The keys of `irq_task[N]` alone.
@@ -456,6 +457,24 @@ fn task_duration(b: &mut Builder<'_>, prop: &Prop) -> Option<u64> {
         return None;
     }
     Some(ns)
+}
+
+/// `thread NAME|TID`: the thread the period and deadline apply to.
+pub(super) fn task_latency_thread(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(Spanned {
+        value: TaskSelector::Name(v),
+        ..
+    }) = task_name(b, prop)
+    {
+        if v.is_empty() {
+            b.value_error(
+                prop,
+                ValueError::new("name a thread (its comm) or give its TID"),
+            );
+            return;
+        }
+        d.task_latency.thread = Some(v);
+    }
 }
 
 pub(super) fn task_latency_samples(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {

@@ -805,6 +805,17 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         stanza: TaskLatency,
+        name: "thread",
+        syntax: "NAME|TID",
+        value: "a thread's name (`comm`), or its TID (all digits)",
+        default: "the threads that cycle near the period",
+        meaning: "the thread(s) of the task that run the cycle: `period` and `deadline` (jitter, deadline misses) apply to them alone; by default to each thread whose median period seen is within half a period of `period`",
+        extension: true,
+        repeatable: false,
+        apply: apply::task_latency_thread,
+    },
+    KeySpec {
+        stanza: TaskLatency,
         name: "samples",
         syntax: "N",
         value: "0 to 1000000",

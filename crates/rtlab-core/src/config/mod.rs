@@ -472,6 +472,9 @@ pub struct TaskLatencyConfig {
     pub deadline_ns: Option<u64>,
     /// Wake-ups kept one by one, per thread.
     pub samples: usize,
+    /// `thread`: the thread (comm, or TID when all digits) the period and
+    /// deadline apply to; None: the threads that cycle near the period.
+    pub thread: Option<String>,
 }
 
 /// A whole experiment, as written in the file.

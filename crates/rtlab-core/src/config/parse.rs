@@ -800,6 +800,7 @@ impl Builder<'_> {
             period_ns: t.period_ns,
             deadline_ns: t.deadline_ns,
             samples: t.samples,
+            thread: t.thread,
         })
     }
 
