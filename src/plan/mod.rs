@@ -545,6 +545,17 @@ impl Planner<'_> {
         let audit_cpus = self.cpus(&exp.main.audit_cpus);
         let mut measured = task_latency::measured_cpus(exp, &self.online);
         measured.extend(audit_cpus.iter().flatten());
+        // The flight recorder reads and analyses the trace on the main
+        // thread: never on a timer thread's CPU.
+        if exp.main.trace_threshold_ns.is_some() {
+            measured.extend(
+                exp.timers
+                    .iter()
+                    .filter_map(|t| t.cpu_affinity.as_ref())
+                    .flat_map(|a| a.value.iter().copied())
+                    .filter(|c| self.online.contains(c)),
+            );
+        }
         measured.sort_unstable();
         measured.dedup();
         let measured = Some(measured).filter(|m| !m.is_empty());

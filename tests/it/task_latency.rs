@@ -150,7 +150,7 @@ fn busiest(r: &Value) -> &Value {
         .unwrap()
         .iter()
         .max_by_key(|t| t["wake_ups"].as_u64())
-        .unwrap()
+        .unwrap_or_else(|| panic!("no thread measured: {}", r["task_latency"]))
 }
 
 /// Each cycle of the program matched to rtlab's wake-up of the same armed
