@@ -237,6 +237,8 @@ pub struct Audit {
     unknown: Vec<i32>,
     first_ts: Option<u64>,
     last_ts: u64,
+    /// Names the events' fields give (for a task the reader shows `<...>`).
+    names: crate::explain::parse::Names,
 }
 
 impl Audit {
@@ -252,6 +254,7 @@ impl Audit {
             unknown: Vec::new(),
             first_ts: None,
             last_ts: 0,
+            names: Default::default(),
         }
     }
 
@@ -296,6 +299,7 @@ impl Audit {
 
     /// Feeds one event (events must come in time order).
     pub fn feed(&mut self, e: &Event) {
+        self.names.learn(e);
         if e.name.starts_with("ipi_send_cpu") {
             self.ipi_sent(e);
         }
@@ -385,9 +389,14 @@ impl Audit {
         }
     }
 
-    fn ran(&mut self, cpu: usize, pid: i32, comm: String, ns: u64) {
+    fn ran(&mut self, cpu: usize, pid: i32, mut comm: String, ns: u64) {
         if pid == 0 {
             return;
+        }
+        if comm == crate::explain::parse::UNKNOWN_TASK
+            && let Some(name) = self.names.get(pid)
+        {
+            comm = name.to_string();
         }
         if !self.tasks.contains_key(&pid) && !self.unknown.contains(&pid) {
             self.unknown.push(pid);

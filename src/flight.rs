@@ -463,8 +463,9 @@ impl FlightRecorder {
                     .saturating_add(e.latency_ns)
                     .saturating_add(50_000);
                 let lines = buffer.window_around(e.deadline_ns, LOOKBACK_NS, to, MAX_EVENTS);
-                let events: Vec<parse::Event> =
+                let mut events: Vec<parse::Event> =
                     lines.iter().filter_map(|l| parse::line(l)).collect();
+                parse::name_tasks(&mut events);
                 if let Some(task) = analyze::running_at(&events, e.deadline_ns) {
                     e.cpus_at_deadline.push(analyze::CpuTask { cpu, ..task });
                 }
@@ -506,7 +507,8 @@ impl FlightRecorder {
         let (deadline, latency) = (m.deadline_ns, m.latency_ns);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
         let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
-        let events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
+        let mut events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
+        parse::name_tasks(&mut events);
         self.worst_read = self.worst_read.max(latency);
         if let Err(why) = analyze::coverage(&events, deadline) {
             self.unexplained(m, why);

@@ -1,7 +1,9 @@
 //! `rtlab trace-readers`: one trace buffer of this machine read both ways,
 //! as the kernel's text (`per_cpu/cpuN/trace`, what the flight recorder
 //! read before) and as its binary pages (`trace_pipe_raw`, decoded by the
-//! instance's format files), timed and compared event by event. The
+//! instance's format files), timed and compared event by event, then by
+//! what rtlab makes of them (the audit's rows, the explanations' parts:
+//! the names a reader gives reach the user there). The
 //! benchmark of the binary trace engine (`bench/trace_readers.py`) and its
 //! check on whatever kernel runs it. Hidden: a developer's tool.
 
@@ -13,6 +15,8 @@ use crate::sys::{SysRoot, os};
 use clap::Args;
 use serde::Serialize;
 use std::time::Instant;
+
+mod outputs;
 
 /// `rtlab trace-readers`.
 #[derive(Debug, Args)]
@@ -43,9 +47,14 @@ struct CpuReading {
     raw_ns: u64,
     /// Of `raw_ns`, the reads alone (the rest is decoding).
     raw_read_ns: u64,
-    /// Events whose time, task, name or a field differ (the first few).
+    /// Events whose time, task, name or a field differ (the first few),
+    /// then the audit's rows and the explanations' parts that differ.
     differences: Vec<String>,
     compared_fields: usize,
+    /// The audit's rows compared (its sources on this CPU).
+    audit_rows: usize,
+    /// The explanations compared (the sleeper's wake-ups on this CPU).
+    windows: usize,
 }
 
 /// `rtlab trace-readers`: exit 0 when both readers agree on every CPU.
@@ -155,7 +164,11 @@ fn readings(
             let raw_read_ns = started.elapsed().as_nanos() as u64;
             decoder.pages(cpu, &raw, &mut raw_events);
             let raw_ns = started.elapsed().as_nanos() as u64;
-            let (differences, compared_fields) = compare(&text_events, &raw_events);
+            let (mut differences, compared_fields) = compare(&text_events, &raw_events);
+            let (audit_rows, audits) = outputs::audits(cpu, &text_events, &raw_events);
+            let (windows, explained) =
+                outputs::explanations(os::gettid(), &text_events, &raw_events);
+            differences.extend(audits.into_iter().chain(explained).take(10));
             out.push(CpuReading {
                 round,
                 cpu,
@@ -168,6 +181,8 @@ fn readings(
                 raw_read_ns,
                 differences,
                 compared_fields,
+                audit_rows,
+                windows,
             });
         }
     }

@@ -482,7 +482,7 @@ impl Walk {
                     self.switched = Some(e.ts_ns);
                 }
             }
-            "sched_waking" | "sched_wakeup" => {
+            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
                 if e.num("pid") == Some(tid)
                     && self.woken.is_none()
                     && e.ts_ns + 2_000 >= self.deadline_ns

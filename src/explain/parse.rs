@@ -26,6 +26,65 @@ pub struct Event {
     pub spans: fields::Spans,
 }
 
+/// What a reader shows for a task whose name it does not know (the
+/// kernel's text for a PID missing from its saved names; the binary
+/// reader likewise).
+pub const UNKNOWN_TASK: &str = "<...>";
+
+/// Task names learned from the events' own fields (a switch's `prev_comm`
+/// and `next_comm`, a wake-up's `comm`): they name a task whose events
+/// the reader could only show as `<...>` (a process started after the
+/// kernel last saved its names). At most [`Names::MAX`] (then forgotten
+/// and learned again).
+#[derive(Debug, Default)]
+pub struct Names(std::collections::HashMap<i32, std::sync::Arc<str>>);
+
+impl Names {
+    /// Most names kept.
+    pub const MAX: usize = 1 << 16;
+
+    /// Learns the names `e`'s fields give.
+    pub fn learn(&mut self, e: &Event) {
+        let pairs: [(&str, &str); 2] = match e.name.as_ref() {
+            "sched_switch" => [("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
+            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => [("pid", "comm"); 2],
+            _ => return,
+        };
+        for (pid, comm) in pairs {
+            if let (Some(pid), Some(comm)) = (e.num(pid), e.field(comm))
+                && pid > 0
+                && comm != UNKNOWN_TASK
+                && self.0.get(&(pid as i32)).is_none_or(|c| &**c != comm)
+            {
+                if self.0.len() >= Self::MAX {
+                    self.0.clear();
+                }
+                self.0.insert(pid as i32, comm.into());
+            }
+        }
+    }
+
+    /// The name learned for `pid`.
+    pub fn get(&self, pid: i32) -> Option<&std::sync::Arc<str>> {
+        self.0.get(&pid)
+    }
+}
+
+/// Names the events of tasks shown as `<...>` from what the events' own
+/// fields say of them (anywhere in `events`, before or after).
+pub fn name_tasks(events: &mut [Event]) {
+    if !events.iter().any(|e| &*e.comm == UNKNOWN_TASK) {
+        return;
+    }
+    let mut names = Names::default();
+    events.iter().for_each(|e| names.learn(e));
+    for e in events.iter_mut().filter(|e| &*e.comm == UNKNOWN_TASK) {
+        if let Some(name) = names.get(e.pid) {
+            e.comm = name.clone();
+        }
+    }
+}
+
 impl Event {
     /// The value of field `key`, if the event has it.
     pub fn field(&self, key: &str) -> Option<&str> {
@@ -382,6 +441,23 @@ impl<'a> Buffer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_shown_unknown_is_named_from_the_events_fields() {
+        let text = "\
+ <...>-70 [002] d.h1. 5.000100: local_timer_entry: vector=236
+ <...>-70 [002] d..2. 5.000200: sched_switch: prev_comm=dd prev_pid=70 prev_prio=120 prev_state=S ==> next_comm=swapper/2 next_pid=0 next_prio=120
+ <...>-71 [002] d..2. 5.000300: local_timer_entry: vector=236
+";
+        let mut events: Vec<Event> = text.lines().filter_map(line).collect();
+        name_tasks(&mut events);
+        let comms: Vec<&str> = events.iter().map(|e| &*e.comm).collect();
+        // 71 is named nowhere: it stays unknown.
+        assert_eq!(comms, ["dd", "dd", UNKNOWN_TASK]);
+        let mut names = Names::default();
+        events.iter().for_each(|e| names.learn(e));
+        assert_eq!(names.get(0), None, "idle is not a name to learn");
+    }
 
     #[test]
     fn reads_a_late_wake_ups_marker() {

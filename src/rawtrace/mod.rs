@@ -117,7 +117,7 @@ impl Decoder {
             comms: Pids::default(),
             names,
             idle: "<idle>".into(),
-            unknown_task: "<...>".into(),
+            unknown_task: crate::explain::parse::UNKNOWN_TASK.into(),
             unknown: 0,
             missed: 0,
         })

@@ -14,6 +14,8 @@ pub const EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_waking",
     "sched/sched_wakeup",
+    // A process's first wake-up (fork): idle that takes it leaves at once.
+    "sched/sched_wakeup_new",
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
     "irq/softirq_entry",
