@@ -4,7 +4,7 @@
 //! round-trips a real run and compares every byte).
 
 use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
-use crate::result::{EndReason, RunResult, TimerResult};
+use crate::result::{RunResult, TimerResult};
 use crate::tune::knob::KnobStatus;
 use serde::Deserialize;
 use std::path::Path;
@@ -344,15 +344,7 @@ fn details(r: &RunResult) -> Details {
             )
         })
         .collect();
-    let end = Some(match &r.end {
-        EndReason::Completed => "completed".to_string(),
-        EndReason::Interrupted { signal, .. } => format!("interrupted by {signal}"),
-        EndReason::Aborted {
-            command, status, ..
-        } => format!("aborted: {command} ended ({status})"),
-        EndReason::Failed { error } => format!("failed: {error}"),
-        EndReason::SpikeStop => "stopped at a late wake-up (on_spike stop)".to_string(),
-    });
+    let end = Some(r.end.describe());
     Details {
         system: serde_json::to_value(&r.system).ok(),
         configuration: serde_json::to_value(&r.plan).ok(),

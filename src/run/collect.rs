@@ -129,7 +129,10 @@ fn timer_results(
     for (tp, (spec, live, outcome)) in plan.timers.iter().zip(joined) {
         if let Some(e) = &outcome.error {
             let msg = format!("timer_thread[{}]: {e}", spec.index);
-            if matches!(end, EndReason::Completed | EndReason::Failed { .. }) {
+            if matches!(
+                end,
+                EndReason::Completed | EndReason::CutShort { .. } | EndReason::Failed { .. }
+            ) {
                 *end = EndReason::Failed { error: msg.clone() };
             }
             warnings.push(msg);
@@ -153,7 +156,22 @@ fn timer_results(
         });
         results.extend(timer_result(tp, &spec, &live, outcome));
     }
+    if let EndReason::CutShort { threads, .. } = end {
+        for cut in threads.iter_mut() {
+            cut.measured_ns = results
+                .iter()
+                .find(|t| t.index == cut.index)
+                .map_or(0, measured_ns);
+        }
+    }
     results
+}
+
+/// How long a timer thread measured (ns): its deadlines, sampled or
+/// missed, times its period.
+fn measured_ns(t: &TimerResult) -> u64 {
+    let deadlines = t.summary.samples.saturating_add(t.summary.missed_periods);
+    deadlines.saturating_mul(t.period_ns)
 }
 
 /// Where a program ran (its first instance).
