@@ -293,3 +293,33 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
 }
+
+/// One CPU's steal time over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Steal {
+    /// The CPU.
+    pub cpu: usize,
+    /// Time the hypervisor did not run it while it wanted to run (ms).
+    pub ms: f64,
+    /// A timer thread ran there (pinned to it, or seen on it).
+    pub measured: bool,
+}
+
+/// Each CPU's steal time (`steal_ms`), saying which CPUs a timer thread
+/// ran on: the one reading of it that the warning, the report and compare
+/// show.
+pub fn steal(steal_ms: &[(usize, f64)], timers: &[TimerResult]) -> Vec<Steal> {
+    let measured = |cpu: usize| {
+        timers
+            .iter()
+            .any(|t| t.cpus.contains(&cpu) || t.cpu_first == Some(cpu) || t.cpu_last == Some(cpu))
+    };
+    steal_ms
+        .iter()
+        .map(|&(cpu, ms)| Steal {
+            cpu,
+            ms,
+            measured: measured(cpu),
+        })
+        .collect()
+}

@@ -97,15 +97,10 @@ pub(super) fn collect(
 /// shows (the explanation's `unseen`, or an interrupt handler that seems
 /// to run for milliseconds).
 fn steal_warning(steal_ms: &[(usize, f64)], timers: &[TimerResult]) -> Option<String> {
-    let measured = |cpu: usize| {
-        timers
-            .iter()
-            .any(|t| t.cpus.contains(&cpu) || t.cpu_first == Some(cpu) || t.cpu_last == Some(cpu))
-    };
-    let stolen: Vec<String> = steal_ms
+    let stolen: Vec<String> = crate::result::steal(steal_ms, timers)
         .iter()
-        .filter(|&&(cpu, ms)| ms > 0.0 && measured(cpu))
-        .map(|&(cpu, ms)| format!("CPU {cpu} {ms:.0} ms"))
+        .filter(|s| s.ms > 0.0 && s.measured)
+        .map(|s| format!("CPU {} {:.0} ms", s.cpu, s.ms))
         .collect();
     (!stolen.is_empty()).then(|| {
         format!(
