@@ -41,6 +41,15 @@ pub enum EndReason {
     },
     /// An `on_spike stop` action ended it (cyclictest `-b`).
     SpikeStop,
+    /// `main`'s `lifetime.duration` ended the run before some timer
+    /// threads reached their own lifetime: they measured less than they
+    /// asked.
+    CutShort {
+        /// `main`'s `lifetime.duration` (ns), counted after the warm-up.
+        lifetime_ns: u64,
+        /// Each timer thread cut short.
+        threads: Vec<CutThread>,
+    },
     /// Something failed after the start (a timer thread, a respawn).
     Failed {
         /// What.
@@ -48,12 +57,63 @@ pub enum EndReason {
     },
 }
 
+/// A timer thread that `main`'s `lifetime.duration` stopped before its own
+/// lifetime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CutThread {
+    /// Its index N.
+    pub index: usize,
+    /// What it measured (ns): its deadlines (samples and missed periods)
+    /// times its period.
+    pub measured_ns: u64,
+    /// What it asked (ns): its `lifetime.duration`, or `lifetime.loops`
+    /// periods, whichever is shorter.
+    pub asked_ns: u64,
+}
+
 impl EndReason {
+    /// How the run ended, in a few words (the closing lines, the report).
+    /// A run that measured less than it asked never reads "completed".
+    pub fn describe(&self) -> String {
+        let s = |ns: u64| format!("{:.1} s", ns as f64 / 1e9);
+        match self {
+            EndReason::Completed => "completed".to_string(),
+            EndReason::Interrupted { signal, .. } => format!("interrupted by {signal}"),
+            EndReason::Aborted {
+                command, status, ..
+            } => format!("aborted: {command} ended ({status})"),
+            EndReason::Failed { error } => format!("failed: {error}"),
+            EndReason::SpikeStop => "stopped at a late wake-up (on_spike stop)".to_string(),
+            EndReason::CutShort {
+                lifetime_ns,
+                threads,
+            } => {
+                let each: Vec<String> = threads
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "timer_thread[{}] measured {} of the {} it asked",
+                            t.index,
+                            s(t.measured_ns),
+                            s(t.asked_ns)
+                        )
+                    })
+                    .collect();
+                format!(
+                    "cut short by main's lifetime.duration {}: {}",
+                    s(*lifetime_ns),
+                    each.join(", ")
+                )
+            }
+        }
+    }
+
     /// The process exit status for this end (see `docs/manual.md`).
     pub fn exit_code(&self) -> i32 {
         use crate::exit;
         match self {
-            EndReason::Completed | EndReason::SpikeStop => exit::OK,
+            // Cut short as the file asked: said, not a failure.
+            EndReason::Completed | EndReason::SpikeStop | EndReason::CutShort { .. } => exit::OK,
             EndReason::Failed { .. } => exit::FAILED,
             EndReason::Aborted { .. } => exit::ABORTED,
             EndReason::Interrupted { number, .. } => exit::signal(*number),
@@ -232,4 +292,34 @@ pub struct RunResult {
     /// results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
+}
+
+/// One CPU's steal time over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Steal {
+    /// The CPU.
+    pub cpu: usize,
+    /// Time the hypervisor did not run it while it wanted to run (ms).
+    pub ms: f64,
+    /// A timer thread ran there (pinned to it, or seen on it).
+    pub measured: bool,
+}
+
+/// Each CPU's steal time (`steal_ms`), saying which CPUs a timer thread
+/// ran on: the one reading of it that the warning, the report and compare
+/// show.
+pub fn steal(steal_ms: &[(usize, f64)], timers: &[TimerResult]) -> Vec<Steal> {
+    let measured = |cpu: usize| {
+        timers
+            .iter()
+            .any(|t| t.cpus.contains(&cpu) || t.cpu_first == Some(cpu) || t.cpu_last == Some(cpu))
+    };
+    steal_ms
+        .iter()
+        .map(|&(cpu, ms)| Steal {
+            cpu,
+            ms,
+            measured: measured(cpu),
+        })
+        .collect()
 }

@@ -458,6 +458,9 @@ fn run_plan(
         EndReason::SpikeStop => {
             errln!("rtlab: run stopped at a late wake-up (`on_spike stop`); results written")
         }
+        EndReason::CutShort { .. } => {
+            errln!("rtlab: run {}; results written", result.end.describe())
+        }
     }
     result.end.exit_code()
 }

@@ -67,6 +67,9 @@ pub struct Context {
     /// did not log), per measurement: `I0 12 of 3072`. None: no such
     /// measurement.
     pub lower_bounds: Option<String>,
+    /// Steal time on the CPUs the timer threads ran on, over the run
+    /// (`24 ms (CPU 1)`); None when the format does not record it.
+    pub steal: Option<String>,
 }
 
 /// Latency statistics of one thread, or of all threads of a run.
@@ -171,6 +174,9 @@ pub struct Details {
     pub end: Option<String>,
     /// Warnings of the run.
     pub warnings: Vec<String>,
+    /// Each CPU's steal time over the run (rtlab runs; empty when not
+    /// recorded).
+    pub steal: Vec<crate::result::Steal>,
     /// Why wake-ups were late (rtlab runs with the flight recorder).
     pub trace: Option<crate::explain::TraceReport>,
     /// The isolation audit (rtlab runs with `audit.cpus`).

@@ -4,7 +4,7 @@
 //! round-trips a real run and compares every byte).
 
 use super::{Context, Details, Distribution, Format, ParseError, Quantile, Run, Stats, Thread};
-use crate::result::{EndReason, RunResult, TimerResult};
+use crate::result::{RunResult, TimerResult};
 use crate::tune::knob::KnobStatus;
 use serde::Deserialize;
 use std::path::Path;
@@ -209,7 +209,33 @@ fn context(r: &RunResult) -> Context {
         started: given(&r.start_time),
         duration_s: Some(r.elapsed_ns as f64 / 1e9),
         lower_bounds: lower_bounds(r),
+        steal: steal(r),
     }
+}
+
+/// The steal time of the measured CPUs: `24 ms (CPU 1)`, `30 ms (CPU 0
+/// 6, CPU 1 24)`, `0 ms`; None when the result has none recorded.
+fn steal(r: &RunResult) -> Option<String> {
+    if r.steal_ms.is_empty() {
+        return None;
+    }
+    let measured: Vec<_> = crate::result::steal(&r.steal_ms, &r.timers)
+        .into_iter()
+        .filter(|s| s.measured)
+        .collect();
+    let total: f64 = measured.iter().map(|s| s.ms).sum();
+    let stolen: Vec<_> = measured.iter().filter(|s| s.ms > 0.0).collect();
+    Some(match stolen[..] {
+        [] => "0 ms".to_string(),
+        [one] => format!("{total:.0} ms (CPU {})", one.cpu),
+        _ => {
+            let each: Vec<String> = stolen
+                .iter()
+                .map(|s| format!("CPU {} {:.0}", s.cpu, s.ms))
+                .collect();
+            format!("{total:.0} ms ({})", each.join(", "))
+        }
+    })
 }
 
 /// `I0 12 of 3072; I1 0 of 40`: how many IRQ-to-task samples are lower
@@ -344,15 +370,7 @@ fn details(r: &RunResult) -> Details {
             )
         })
         .collect();
-    let end = Some(match &r.end {
-        EndReason::Completed => "completed".to_string(),
-        EndReason::Interrupted { signal, .. } => format!("interrupted by {signal}"),
-        EndReason::Aborted {
-            command, status, ..
-        } => format!("aborted: {command} ended ({status})"),
-        EndReason::Failed { error } => format!("failed: {error}"),
-        EndReason::SpikeStop => "stopped at a late wake-up (on_spike stop)".to_string(),
-    });
+    let end = Some(r.end.describe());
     Details {
         system: serde_json::to_value(&r.system).ok(),
         configuration: serde_json::to_value(&r.plan).ok(),
@@ -361,6 +379,7 @@ fn details(r: &RunResult) -> Details {
         programs,
         end,
         warnings: r.warnings.clone(),
+        steal: crate::result::steal(&r.steal_ms, &r.timers),
         trace: r.trace.clone(),
         audit: r.audit.clone(),
         irq_tasks: r.irq_tasks.clone(),

@@ -52,6 +52,19 @@ pub struct TimerSpec {
     pub deadline: Option<crate::sched::Deadline>,
 }
 
+impl TimerSpec {
+    /// How long it measures when nothing stops it (ns), its warm-up
+    /// excluded: its duration, or its loops' periods (more if periods are
+    /// skipped), whichever is shorter; None when it runs until stopped.
+    pub fn own_lifetime_ns(&self) -> Option<u64> {
+        let by_loops = self.loops.map(|n| n.saturating_mul(self.period_ns));
+        match (self.duration_ns, by_loops) {
+            (Some(d), Some(l)) => Some(d.min(l)),
+            (d, l) => d.or(l),
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

@@ -257,6 +257,32 @@ impl RunPlan {
             || !self.irq_tasks.is_empty()
             || !self.task_latency.is_empty()
     }
+
+    /// When `main`'s `lifetime.duration` ends the run, from the timer
+    /// threads' release (ns): the warm-up first, then the lifetime, so
+    /// that the timer threads measure the whole of it.
+    pub fn run_lifetime_ns(&self) -> Option<u64> {
+        let life = self.main.lifetime_ns?;
+        Some(life.saturating_add(self.main.warmup_ns))
+    }
+
+    /// How long the run lasts from the timer threads' release when nothing
+    /// stops it (ns): `main`'s lifetime, or the longest timer thread's
+    /// when each has one, the warm-up included.
+    pub fn planned_length_ns(&self) -> Option<u64> {
+        let own: Option<Vec<u64>> = self
+            .timers
+            .iter()
+            .map(|t| t.spec.own_lifetime_ns())
+            .collect();
+        let longest = own
+            .and_then(|o| o.into_iter().max())
+            .map(|ns| ns.saturating_add(self.main.warmup_ns));
+        match (self.run_lifetime_ns(), longest) {
+            (Some(life), Some(t)) => Some(life.min(t)),
+            (life, t) => life.or(t),
+        }
+    }
 }
 
 /// The built-in experiment: one FIFO 99 timer thread per online CPU at 1 ms

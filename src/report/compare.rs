@@ -448,6 +448,10 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
         }),
     ];
     let mut context = context.to_vec();
+    // The hypervisor's share of a late wake-up on a VM, when a run says.
+    if columns.iter().any(|c| c.context.steal.is_some()) {
+        context.push(("steal", |c| c.context.steal.clone()));
+    }
     if columns.iter().any(|c| c.context.lower_bounds.is_some()) {
         context.push(("IRQ-to-task lower bounds", |c| {
             Some(c.context.lower_bounds.clone().unwrap_or_else(|| "-".into()))

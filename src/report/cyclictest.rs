@@ -41,6 +41,13 @@ pub struct View {
     pub verbose: bool,
     /// `-d` as applied (µs): `-v` prints each interval plus it.
     pub distance: u64,
+    /// `-a LIST` (not `-a` alone, not with `-S`): the CPUs the threads go
+    /// round robin on, which `-v` names (`Using N cpus.`, `Thread N using
+    /// cpu C.`).
+    pub affinity_list: Option<Vec<usize>>,
+    /// `-v` before `-a LIST`: cyclictest says `Using N cpus.` once more,
+    /// as it reads `-a`, before `Max CPUs =`.
+    pub using_cpus_early: bool,
 }
 
 /// The histogram of `-h N` / `-H N`.
@@ -122,11 +129,37 @@ pub fn live_block(view: &View, rows: &[LiveRow], loadavg: &str) -> String {
     out
 }
 
-/// `-v`: each thread's interval line (cyclictest prints the interval plus
-/// the distance), then every sample as `thread:cycle:latency`.
+/// `-v`'s lines before the run, as cyclictest prints them: `Using N
+/// cpus.` when it reads `-a LIST` after `-v`, the CPU counts, and `Using N
+/// cpus.` again as it pins the main thread to the `-a` list.
+pub fn verbose_header(view: &View, max_cpus: usize, online_cpus: usize) -> String {
+    let using = view
+        .affinity_list
+        .as_ref()
+        .map(|cpus| format!("Using {} cpus.\n", cpus.len()));
+    let mut out = String::new();
+    if view.using_cpus_early {
+        out.push_str(using.as_deref().unwrap_or_default());
+    }
+    let _ = write!(out, "Max CPUs = {max_cpus}\nOnline CPUs = {online_cpus}\n");
+    out.push_str(using.as_deref().unwrap_or_default());
+    out
+}
+
+/// `-v`: each thread's CPU (with `-a LIST`) and interval lines
+/// (cyclictest prints the interval plus the distance), then every sample
+/// as `thread:cycle:latency`.
 pub fn verbose(view: &View, timers: &[TimerResult]) -> String {
     let mut out = String::new();
     for t in timers {
+        if let Some(cpus) = view.affinity_list.as_ref().filter(|c| !c.is_empty()) {
+            let _ = writeln!(
+                out,
+                "Thread {} using cpu {}.",
+                t.index,
+                cpus[t.index % cpus.len()]
+            );
+        }
         let interval = view.threads.get(t.index).map_or(0, |t| t.1);
         let _ = writeln!(
             out,

@@ -12,7 +12,7 @@ use super::compare;
 use super::plot::{self, Panel};
 use crate::dataset::{Metric, Run};
 use crate::explain::analyze::{Explanation, PartKind};
-use serde_json::Value;
+use crate::result::Steal;
 use std::fmt::Write as _;
 
 /// Escapes text for HTML: markup shown as text, control characters shown
@@ -40,7 +40,20 @@ h3 { margin-top: 1.4em; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; }
-table.kv td { text-align: left; font-family: 'DejaVu Sans Mono', monospace; word-break: break-all; }
+td.text { text-align: left; }
+.groups { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.group { max-width: 100%; }
+.group.wide { flex-basis: 100%; }
+h4 { margin: 0.9em 0 0.2em; font-size: 1em; color: #444; }
+table.kv th { text-align: left; font-weight: normal; color: #555; background: #f6f8fa; white-space: nowrap; }
+table.kv td { text-align: left; max-width: 60em; overflow-wrap: break-word; }
+table.list th, table.list td { text-align: left; overflow-wrap: break-word; }
+table.spikes th:nth-child(6), table.unexplained th:last-child { text-align: left; }
+.beside { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.beside > table { flex: 1 1 30em; }
+aside.steal { flex: 0 0 18em; border: 1px solid #ccc; border-left: 4px solid #ff7f0e; padding: 0.3em 0.8em; margin: 0.5em 0; font-size: 0.9em; background: #fffaf3; }
+aside.steal.none { border-left-color: #2ca02c; background: #f6fbf6; }
+aside.steal h4 { margin-top: 0.3em; }
 tr:nth-child(even) { background: #f6f8fa; }
 figure { margin: 1em 0; }
 figure svg { width: 100%; height: auto; border: 1px solid #ddd; }
@@ -78,45 +91,6 @@ fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
     out.push_str("</tbody></table>\n");
 }
 
-/// Flattens JSON into (dotted key, value) rows for a key/value table.
-fn flatten(prefix: &str, v: &Value, out: &mut Vec<Vec<String>>) {
-    let key = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
-    match v {
-        Value::Object(map) => {
-            if map.is_empty() {
-                out.push(vec![prefix.to_string(), "{}".into()]);
-            }
-            for (k, v) in map {
-                flatten(&key(k), v, out);
-            }
-        }
-        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
-            let joined: Vec<String> = items.iter().map(scalar).collect();
-            out.push(vec![prefix.to_string(), joined.join(", ")]);
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                flatten(&format!("{prefix}[{i}]"), item, out);
-            }
-        }
-        v => out.push(vec![prefix.to_string(), scalar(v)]),
-    }
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "—".into(),
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
-}
-
 fn list(out: &mut String, items: &[String], empty: &str) {
     if items.is_empty() {
         let _ = writeln!(out, "<p class=\"muted\">{}</p>", escape(empty));
@@ -129,8 +103,10 @@ fn list(out: &mut String, items: &[String], empty: &str) {
     out.push_str("</ul>\n");
 }
 
-/// The run's worst wake-ups over all threads (rtlab results keep them).
-fn worst_wakeups(out: &mut String, run: &Run) {
+/// The run's worst wake-ups over all threads (rtlab results keep them),
+/// each with its cause when the flight recorder ran; the steal time beside
+/// them when `steal` is given (a run without the recorder's culprits).
+fn worst_wakeups(out: &mut String, run: &Run, steal: &[Steal]) {
     const SHOWN: usize = 10;
     let mut all: Vec<(&str, &crate::stats::spikes::Spike)> = run
         .threads
@@ -147,33 +123,138 @@ fn worst_wakeups(out: &mut String, run: &Run) {
         all.len().min(SHOWN),
         all.len()
     );
-    let head = [
+    let trace = run
+        .details
+        .trace
+        .as_ref()
+        .filter(|t| t.unavailable.is_none());
+    let mut head = vec![
         "thread",
         "CPU",
         "sample",
         "deadline (s from start)",
         "latency (µs)",
-    ]
-    .map(String::from);
-    let rows: Vec<Vec<String>> = all
+    ];
+    if trace.is_some() {
+        head.push("cause");
+    }
+    out.push_str("<div class=\"beside\">\n<table class=\"spikes\"><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for (name, s) in all.iter().take(SHOWN) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{:.3}</td>",
+            escape(name),
+            s.cpu.map_or("?".into(), |c| c.to_string()),
+            s.sample,
+            s.offset_ns as f64 / 1e9,
+            s.latency_ns as f64 / 1000.0
+        );
+        if let Some(t) = trace {
+            let (short, full) = cause(t, name, s);
+            let _ = write!(
+                out,
+                "<td class=\"text\" title=\"{}\">{}</td>",
+                escape(&full),
+                escape(&short)
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+    steal_aside(out, steal);
+    out.push_str("</div>\n");
+}
+
+/// Why one of the worst wake-ups was late, as the flight recorder said:
+/// (its first clause, the whole text).
+fn cause(
+    t: &crate::explain::TraceReport,
+    thread: &str,
+    s: &crate::stats::spikes::Spike,
+) -> (String, String) {
+    let Some(timer) = thread
+        .strip_prefix('T')
+        .and_then(|i| i.parse::<usize>().ok())
+    else {
+        return ("-".into(), String::new());
+    };
+    if let Some(e) = t
+        .explanations
         .iter()
-        .take(SHOWN)
-        .map(|(name, s)| {
+        .find(|e| e.timer == timer && e.sample == s.sample)
+    {
+        let short = e.cause.split(": ").next().unwrap_or(&e.cause);
+        return (short.to_string(), e.cause.clone());
+    }
+    if let Some(u) = t
+        .worst_unexplained
+        .iter()
+        .chain(&t.unexplained)
+        .find(|u| u.timer == timer && u.sample == s.sample)
+    {
+        let why = format!("not explained: {}", u.why);
+        return (why.split(": ").take(2).collect::<Vec<_>>().join(": "), why);
+    }
+    if s.latency_ns < t.threshold_ns {
+        let why = format!(
+            "below trace.threshold ({} µs): not traced",
+            micros(t.threshold_ns)
+        );
+        return (why.clone(), why);
+    }
+    let why = "not explained (the result keeps the reason of the worst only)".to_string();
+    (why.clone(), why)
+}
+
+/// The run's steal time per CPU: what the hypervisor took from the
+/// measured CPUs may be the whole of a late wake-up, which no trace of
+/// this kernel shows. Nothing when the run did not record it.
+fn steal_aside(out: &mut String, steal: &[Steal]) {
+    if steal.is_empty() {
+        return;
+    }
+    let taken: f64 = steal.iter().filter(|s| s.measured).map(|s| s.ms).sum();
+    let _ = writeln!(
+        out,
+        "<aside class=\"steal{}\"><h4>Steal time during the run</h4>",
+        if taken > 0.0 { "" } else { " none" }
+    );
+    let rows: Vec<Vec<String>> = steal
+        .iter()
+        .map(|s| {
             vec![
-                name.to_string(),
-                s.cpu.map_or("?".into(), |c| c.to_string()),
-                s.sample.to_string(),
-                format!("{:.6}", s.offset_ns as f64 / 1e9),
-                format!("{:.3}", s.latency_ns as f64 / 1000.0),
+                format!("CPU {}", s.cpu),
+                format!("{:.0} ms", s.ms),
+                if s.measured { "measured" } else { "" }.to_string(),
             ]
         })
         .collect();
-    table(out, "spikes", &head, &rows);
+    table(
+        out,
+        "steal",
+        &["CPU", "steal", "timer threads"].map(String::from),
+        &rows,
+    );
+    let note = if taken > 0.0 {
+        format!(
+            "The hypervisor did not run the measured CPUs for {taken:.0} ms in all while they \
+             wanted to run: a wake-up late by up to that much may be the host's, not this \
+             machine's (in the explanations, an \"unseen\" part or a handler that seems to run \
+             for milliseconds)."
+        )
+    } else {
+        "No steal on the measured CPUs: the hypervisor took nothing from them.".to_string()
+    };
+    let _ = writeln!(out, "<p>{}</p></aside>", escape(&note));
 }
 
 /// The flight recorder's verdict: the culprits, and the worst explained
 /// wake-ups each with a timeline of what owned the CPU.
-fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
+fn why_late(out: &mut String, r: &crate::explain::TraceReport, steal: &[Steal]) {
     out.push_str("<h3>Why wake-ups were late</h3>\n");
     if let Some(why) = &r.unavailable {
         let _ = writeln!(out, "<p>No flight recorder: {}.</p>", escape(why));
@@ -192,7 +273,10 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport) {
         r.reads,
         r.read_ns as f64 / 1e6
     );
+    out.push_str("<div class=\"beside\">\n");
     culprits(out, &r.culprits);
+    steal_aside(out, steal);
+    out.push_str("</div>\n");
     if !r.worst_unexplained.is_empty() {
         let rows: Vec<Vec<String>> = r
             .worst_unexplained
@@ -593,9 +677,17 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
     if let Some(audit) = &run.details.audit {
         audit_table(out, audit);
     }
-    worst_wakeups(out, run);
+    // The steal time beside the culprits when the flight recorder named
+    // them, else beside the worst wake-ups.
+    let steal = run.details.steal.as_slice();
+    let traced = run
+        .details
+        .trace
+        .as_ref()
+        .is_some_and(|t| t.unavailable.is_none());
+    worst_wakeups(out, run, if traced { &[] } else { steal });
     if let Some(trace) = &run.details.trace {
-        why_late(out, trace);
+        why_late(out, trace, steal);
     }
     let d = &run.details;
     if let Some(end) = &d.end {
@@ -617,11 +709,7 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
     }
     out.push_str("<h3>System</h3>\n");
     match &d.system {
-        Some(system) => {
-            let mut rows = Vec::new();
-            flatten("", system, &mut rows);
-            table(out, "kv", &["key".into(), "value".into()], &rows);
-        }
+        Some(system) => details::groups(out, "Machine and kernel", system),
         None => out.push_str("<p class=\"muted\">Not recorded in this format.</p>\n"),
     }
     out.push_str("<h3>Configuration</h3>\n");
@@ -629,11 +717,7 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
         let _ = writeln!(out, "<pre>{}</pre>", escape(command));
     }
     match &d.configuration {
-        Some(plan) => {
-            let mut rows = Vec::new();
-            flatten("", plan, &mut rows);
-            table(out, "kv", &["key".into(), "value".into()], &rows);
-        }
+        Some(plan) => details::groups(out, "Experiment", plan),
         None if d.command.is_none() => {
             out.push_str("<p class=\"muted\">Not recorded in this format.</p>\n")
         }
@@ -703,6 +787,8 @@ pub fn render(
     );
     Ok(out)
 }
+
+mod details;
 
 #[cfg(test)]
 mod tests;

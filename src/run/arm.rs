@@ -12,7 +12,7 @@ use crate::measure::{self, TimerHandle};
 use crate::messages;
 use crate::plan::RunPlan;
 use crate::report::live::LiveRow;
-use crate::result::{EndReason, PmQos};
+use crate::result::{CutThread, EndReason, PmQos};
 use crate::stream::TraceStream;
 use crate::sys::SysRoot;
 use crate::sys::journal::{self, Journal, Owner};
@@ -416,6 +416,8 @@ pub(super) struct Armed {
     stream_unavailable: Option<String>,
     /// When `lifetime.duration` ends the run.
     pub(super) deadline: Option<Instant>,
+    /// `main`'s `lifetime.duration` (ns), the warm-up not included.
+    lifetime_ns: Option<u64>,
     /// A monitoring run: timer threads that reach their lifetime do not end
     /// it (only a signal, an abort or `lifetime.duration` do).
     monitor: bool,
@@ -475,6 +477,7 @@ impl Armed {
             1,
             &format!("{} timer threads released", timers.handles.len()),
         );
+        let timers_start = Instant::now();
         Ok(Armed {
             start_wall,
             run_start,
@@ -482,7 +485,7 @@ impl Armed {
             tuning_changes,
             supervisor,
             timers,
-            timers_start: Instant::now(),
+            timers_start,
             flight,
             spikes: plan
                 .main
@@ -492,10 +495,12 @@ impl Armed {
             trace_unavailable,
             stream,
             stream_unavailable,
+            // From the timer threads' release, the warm-up first: they
+            // measure the whole lifetime.
             deadline: plan
-                .main
-                .lifetime_ns
-                .map(|ns| run_start + Duration::from_nanos(ns)),
+                .run_lifetime_ns()
+                .map(|ns| timers_start + Duration::from_nanos(ns)),
+            lifetime_ns: plan.main.lifetime_ns,
             monitor: opts.monitor.is_some(),
             failed,
         })
@@ -541,7 +546,7 @@ impl Armed {
             });
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Some(EndReason::Completed);
+            return Some(self.at_deadline());
         }
         if self.spikes.as_ref().is_some_and(|w| w.stop) {
             return Some(EndReason::SpikeStop);
@@ -561,6 +566,33 @@ impl Armed {
             return Some(EndReason::Completed);
         }
         None
+    }
+
+    /// The end at `main`'s lifetime: completed, unless a timer thread with
+    /// a lifetime of its own has not reached it (its measured time is
+    /// filled in when its result is collected).
+    fn at_deadline(&self) -> EndReason {
+        let threads: Vec<CutThread> = self
+            .timers
+            .handles
+            .iter()
+            .filter(|t| !t.live.finished.load(Ordering::Acquire))
+            .filter_map(|t| {
+                let asked_ns = t.spec.own_lifetime_ns()?;
+                Some(CutThread {
+                    index: t.spec.index,
+                    measured_ns: 0,
+                    asked_ns,
+                })
+            })
+            .collect();
+        match (self.lifetime_ns, threads.is_empty()) {
+            (Some(lifetime_ns), false) => EndReason::CutShort {
+                lifetime_ns,
+                threads,
+            },
+            _ => EndReason::Completed,
+        }
     }
 
     /// Stops the run: timers first (they measure), then the programs, then

@@ -97,15 +97,10 @@ pub(super) fn collect(
 /// shows (the explanation's `unseen`, or an interrupt handler that seems
 /// to run for milliseconds).
 fn steal_warning(steal_ms: &[(usize, f64)], timers: &[TimerResult]) -> Option<String> {
-    let measured = |cpu: usize| {
-        timers
-            .iter()
-            .any(|t| t.cpus.contains(&cpu) || t.cpu_first == Some(cpu) || t.cpu_last == Some(cpu))
-    };
-    let stolen: Vec<String> = steal_ms
+    let stolen: Vec<String> = crate::result::steal(steal_ms, timers)
         .iter()
-        .filter(|&&(cpu, ms)| ms > 0.0 && measured(cpu))
-        .map(|&(cpu, ms)| format!("CPU {cpu} {ms:.0} ms"))
+        .filter(|s| s.ms > 0.0 && s.measured)
+        .map(|s| format!("CPU {} {:.0} ms", s.cpu, s.ms))
         .collect();
     (!stolen.is_empty()).then(|| {
         format!(
@@ -129,7 +124,10 @@ fn timer_results(
     for (tp, (spec, live, outcome)) in plan.timers.iter().zip(joined) {
         if let Some(e) = &outcome.error {
             let msg = format!("timer_thread[{}]: {e}", spec.index);
-            if matches!(end, EndReason::Completed | EndReason::Failed { .. }) {
+            if matches!(
+                end,
+                EndReason::Completed | EndReason::CutShort { .. } | EndReason::Failed { .. }
+            ) {
                 *end = EndReason::Failed { error: msg.clone() };
             }
             warnings.push(msg);
@@ -153,7 +151,22 @@ fn timer_results(
         });
         results.extend(timer_result(tp, &spec, &live, outcome));
     }
+    if let EndReason::CutShort { threads, .. } = end {
+        for cut in threads.iter_mut() {
+            cut.measured_ns = results
+                .iter()
+                .find(|t| t.index == cut.index)
+                .map_or(0, measured_ns);
+        }
+    }
     results
+}
+
+/// How long a timer thread measured (ns): its deadlines, sampled or
+/// missed, times its period.
+fn measured_ns(t: &TimerResult) -> u64 {
+    let deadlines = t.summary.samples.saturating_add(t.summary.missed_periods);
+    deadlines.saturating_mul(t.period_ns)
 }
 
 /// Where a program ran (its first instance).

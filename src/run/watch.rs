@@ -198,24 +198,9 @@ pub(super) struct Watch {
     planned: Option<Duration>,
 }
 
-/// How long `plan` lasts when nothing stops it: its `lifetime.duration`, or
-/// the longest timer thread when each has a duration or loops (a thread
-/// taking N loops lasts N periods, more if periods are skipped).
+/// How long `plan` lasts when nothing stops it.
 fn planned_length(plan: &RunPlan) -> Option<Duration> {
-    let timers = plan.timers.iter().map(|t| {
-        let by_loops = t.spec.loops.map(|n| n.saturating_mul(t.spec.period_ns));
-        match (t.spec.duration_ns, by_loops) {
-            (Some(d), Some(l)) => Some(d.min(l)),
-            (d, l) => d.or(l),
-        }
-    });
-    let longest = timers.collect::<Option<Vec<u64>>>()?.into_iter().max();
-    let ns = match (plan.main.lifetime_ns, longest) {
-        (Some(life), Some(t)) => life.min(t),
-        (Some(life), None) => life,
-        (None, t) => t?,
-    };
-    Some(Duration::from_nanos(ns))
+    plan.planned_length_ns().map(Duration::from_nanos)
 }
 
 /// The live view's clock line: elapsed, and what is left when known.
@@ -411,5 +396,40 @@ mod tests {
             "elapsed 12.0 s of 10.0 s, 0.0 s left"
         );
         assert_eq!(clock_line(secs(1.0), None), "elapsed 1.0 s, until stopped");
+    }
+
+    /// The warm-up comes first: `main`'s lifetime and each timer thread's
+    /// are counted after it.
+    #[test]
+    fn a_warm_up_lengthens_every_lifetime_that_ends_the_run() {
+        let plan = |text: &str| {
+            let fake = crate::plan::tests::fake();
+            let opts = crate::plan::PlanOptions::default();
+            crate::plan::plan_text(text, "f", &fake, &opts).unwrap()
+        };
+        let secs = |s: u64| Some(s * 1_000_000_000);
+        let p = plan("main\n{\n warmup 1 s\n lifetime.duration 2 s\n}\ntimer_thread[0]\n{\n}\n");
+        assert_eq!(
+            (p.main.warmup_ns, p.main.lifetime_ns),
+            (1_000_000_000, secs(2))
+        );
+        assert_eq!(p.run_lifetime_ns(), secs(3));
+        assert_eq!(planned_length(&p), Some(Duration::from_secs(3)));
+        // The timer threads' own lifetimes, the longest after the warm-up.
+        let p = plan(
+            "main\n{\n warmup 1 s\n}\ntimer_thread[0]\n{\n lifetime.duration 5 s\n}\n\
+             timer_thread[1]\n{\n timer.period 1 ms\n lifetime.loops 2000\n}\n",
+        );
+        assert_eq!(p.run_lifetime_ns(), None);
+        assert_eq!(p.planned_length_ns(), secs(6));
+        // main's lifetime shorter than a thread's: it ends the run.
+        let p = plan(
+            "main\n{\n warmup 1 s\n lifetime.duration 2 s\n}\n\
+             timer_thread[0]\n{\n lifetime.duration 5 s\n}\n",
+        );
+        assert_eq!(p.planned_length_ns(), secs(3));
+        // Without a warm-up, as before.
+        let p = plan("main\n{\n lifetime.duration 2 s\n}\ntimer_thread[0]\n{\n}\n");
+        assert_eq!(p.run_lifetime_ns(), secs(2));
     }
 }

@@ -621,6 +621,69 @@ fn verbose_line(line: &str) -> Option<[u64; 3]> {
     Some(out)
 }
 
+/// `-v`'s lines other than the samples (`Using N cpus.` before and after
+/// the CPU counts, `Thread N using cpu C.` before each interval, the PM QoS
+/// line, and with `-q` the closing `T:` lines after the samples) are
+/// cyclictest's, word for word and in its order, on stdout; the samples
+/// are as many. The placements compared: `-a LIST` after `-v`
+/// (cyclictest says `Using` twice) and before it (once), `-a` alone and
+/// `-S` (no word about the CPUs).
+#[test]
+fn verbose_header_lines_are_cyclictests() {
+    let name = "verbose_header_lines_are_cyclictests";
+    if !fixtures::has_command("cyclictest") {
+        fixtures::path_taken(
+            name,
+            "no cyclictest on this machine: nothing to compare with",
+        );
+        return;
+    }
+    if !fixtures::root_or_refusal(name) {
+        return;
+    }
+    let _machine = fixtures::machine_exclusive();
+    let lines = [
+        "-v -a {cpus} -t {n} -l 3 -m -p 80",
+        "-v -a {cpu} -t 2 -l 3 -p 80",
+        "-a {cpu} -v -l 3 -p 80",
+        "-v -a -t -l 3 -p 80",
+        "-v -S -l 3 -p 80 -q",
+    ];
+    let split = |o: &Output| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let (samples, other): (Vec<&str>, Vec<&str>) =
+            text.lines().partition(|l| verbose_line(l).is_some());
+        // The closing `T:` lines of -q: their figures are the run's.
+        let other: Vec<String> = other
+            .iter()
+            .map(|l| {
+                if l.starts_with("T:") {
+                    blank_numbers(l)
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        (samples.len(), other)
+    };
+    for line in lines {
+        let both = run_both(&Line {
+            source: "composed: -v with the CPU placements",
+            written: line,
+            run: line,
+        });
+        let (r, c) = (&both.rtlab, &both.cyclictest);
+        assert_eq!(r.status.code(), c.status.code(), "{line}: {}", text(r));
+        assert_eq!(
+            split(r),
+            split(c),
+            "{line}\nrtlab: {}\ncyclictest: {}",
+            text(r),
+            text(c)
+        );
+    }
+}
+
 /// Options rtlab does not do are refused before anything starts, with the
 /// option named; never ignored.
 #[test]

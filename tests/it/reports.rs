@@ -253,6 +253,109 @@ fn scaled(doc: &Value, factor: f64) -> Value {
     doc
 }
 
+/// Headless Chromium on `page` (in `dir`) with `extra` options.
+fn chromium(dir: &Path, page: &str, extra: &[&str]) -> Output {
+    let url = format!("file://{}", dir.join(page).display());
+    let profile = dir.join("chromium-profile");
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(&url)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Chromium laid out every table of `page` and its 3 plots, each with a
+/// size on screen (the summary, the threads, the worst wake-ups, a table
+/// per group of the system and the configuration, the culprits...).
+fn rendered_whole(dir: &Path, page: &str) {
+    let html = std::fs::read_to_string(dir.join(page)).unwrap();
+    let tables = html.matches("<table").count();
+    let o = chromium(dir, page, &["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        dom.contains(&format!("data-rendered=\"tables={tables} plots=3\"")),
+        "the page did not render its {tables} tables and 3 plots: {}",
+        text(&o)
+    );
+    assert!(dom.contains(&format!("This page rendered {tables} tables and 3 plots.")));
+}
+
+/// A traced run on a VM, as `rtlab report` draws it in Chromium: every
+/// table and plot on screen, the steal-time box beside the culprits (its
+/// background in the screenshot), the worst wake-ups with their causes,
+/// the system and configuration as grouped tables. Needs no root: the run
+/// is a recorded result with a flight recorder's findings and steal time
+/// added.
+#[test]
+fn a_traced_run_on_a_vm_reads_well_in_chromium() {
+    const TEST: &str = "a_traced_run_on_a_vm_reads_well_in_chromium";
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seeds/rtlab-result-irq-latency.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(seed).unwrap()).unwrap();
+    let worst = doc["timers"][0]["spikes"]["worst"][0].clone();
+    let cpu = doc["timers"][0]["cpus"][0].as_u64().unwrap();
+    let (sample, latency) = (
+        worst["sample"].clone(),
+        worst["latency_ns"].as_u64().unwrap(),
+    );
+    doc["steal_ms"] = serde_json::json!([[cpu, 24.0]]);
+    doc["trace"] = serde_json::json!({
+        "threshold_ns": 100_000, "instance": null, "unavailable": null, "events_missing": [],
+        "over_threshold": 2, "not_explained": 1, "reads": 1, "read_ns": 1_000_000, "notes": [],
+        "explanations": [{
+            "timer": 0, "sample": sample, "cpu": cpu, "deadline_ns": 0, "latency_ns": latency,
+            "woken_after_ns": null, "wake_to_switch_ns": null, "events": 3, "trace_file": null,
+            "parts": [{"kind": "thread", "what": "rtlab-hog", "pid": 7, "prio": 4, "ns": latency,
+                       "before_wake": false}],
+            "cause": "thread rtlab-hog (pid 7) ran all of it: at real-time priority 95",
+            "timeline": [{"after_deadline_ns": 0, "ns": latency, "kind": "thread",
+                          "what": "rtlab-hog"}],
+        }],
+        "culprits": [{"kind": "thread", "what": "rtlab-hog", "pid": 7, "prio": 4,
+                      "main_cause": 1, "spikes": 1, "total_ns": latency, "max_ns": latency}],
+    });
+    std::fs::write(dir.join("vm.json"), doc.to_string()).unwrap();
+    let o = rtlab(&["report", "vm.json", "-o", "vm.html"], dir);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.join("vm.html")).unwrap();
+    for part in [
+        "<th>cause</th>",
+        ">thread rtlab-hog (pid 7) ran all of it</td>",
+        "<aside class=\"steal\">",
+        "<h4>Machine and kernel</h4>",
+        "<h4>Timer threads</h4>",
+    ] {
+        assert!(html.contains(part), "{part} missing from the report");
+    }
+    if !have(TEST, "chromium", "chromium") {
+        return;
+    }
+    rendered_whole(dir, "vm.html");
+    let o = chromium(
+        dir,
+        "vm.html",
+        &["--window-size=1280,6000", "--screenshot=vm.png"],
+    );
+    let shot = image::open(dir.join("vm.png"))
+        .unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)))
+        .to_rgb8();
+    // The steal box's background, on screen.
+    assert!(
+        pixels(&shot, [0xff, 0xfa, 0xf3]) > 2000,
+        "the steal box is not on screen"
+    );
+}
+
 /// The "done when", as a new user would do it: an idle run, a
 /// loaded run and an old cyclictest run give one PNG, one HTML report that a
 /// browser renders from disk, one table; the gate passes equal runs and
@@ -353,34 +456,8 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     if have(TEST, "chromium", "chromium") {
-        let url = format!("file://{}", dir.join("report.html").display());
-        let profile = dir.join("chromium-profile");
-        let chromium = |extra: &[&str]| {
-            Command::new("chromium")
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--hide-scrollbars",
-                ])
-                .arg(format!("--user-data-dir={}", profile.display()))
-                .args(extra)
-                .arg(&url)
-                .current_dir(dir)
-                .output()
-                .unwrap()
-        };
-        let o = chromium(&["--dump-dom"]);
-        let dom = String::from_utf8_lossy(&o.stdout);
-        // Summary + per rtlab run (threads, worst wake-ups, system,
-        // configuration) + the cyclictest run's threads = 10 tables; 3
-        // plots, each with a size on screen and drawn lines.
-        assert!(
-            dom.contains("data-rendered=\"tables=10 plots=3\""),
-            "the page did not render its tables and plots: {}",
-            text(&o)
-        );
-        assert!(dom.contains("This page rendered 10 tables and 3 plots."));
+        let chromium = |extra: &[&str]| chromium(dir, "report.html", extra);
+        rendered_whole(dir, "report.html");
         let o = chromium(&["--window-size=1300,2400", "--screenshot=shot.png"]);
         let shot = image::open(dir.join("shot.png"))
             .unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)))

@@ -131,6 +131,11 @@ pub struct CyclictestArgs {
     /// Print the experiment file the command line makes, and run it.
     #[arg(long = "rtlab-print")]
     pub rtlab_print: bool,
+    /// `-v` came before `-a LIST` on the command line: cyclictest, which
+    /// reads its options in order, then says `Using N cpus.` as it reads
+    /// `-a` too (before `Max CPUs =`).
+    #[arg(skip)]
+    pub verbose_before_affinity: bool,
 
     // cyclictest options rtlab does not do: parsed to be refused.
     #[arg(short = 'A', long = "aligned", hide = true)]
@@ -222,8 +227,18 @@ impl CyclictestArgs {
 
 /// Parses cyclictest's arguments (without the program name).
 pub fn parse(args: &[std::ffi::OsString]) -> Result<CyclictestArgs, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
     let argv = std::iter::once(std::ffi::OsString::from("cyclictest")).chain(args.iter().cloned());
-    CyclictestArgs::try_parse_from(argv)
+    let matches = CyclictestArgs::command().try_get_matches_from(argv)?;
+    let mut a = CyclictestArgs::from_arg_matches(&matches)?;
+    // The first -v against the last -a (the one whose list counts).
+    let first = |id: &str| matches.indices_of(id).and_then(|mut i| i.next());
+    let last = |id: &str| matches.indices_of(id).and_then(Iterator::last);
+    a.verbose_before_affinity = matches!(
+        (first("verbose"), last("affinity")),
+        (Some(v), Some(f)) if v < f
+    );
+    Ok(a)
 }
 
 /// A `-D`/`--duration` value in seconds: a whole number with an optional
@@ -287,6 +302,16 @@ mod tests {
         let a = p("--mlockall --smp --priority=80 --interv=200 --distance=0 --histfile=x.txt");
         assert_eq!((a.interval, a.distance), (Some(200), Some(0)));
         assert_eq!(a.histfile, Some(PathBuf::from("x.txt")));
+    }
+
+    #[test]
+    fn the_order_of_v_and_a_is_kept() {
+        assert!(p("-v -a 0 -l 2").verbose_before_affinity);
+        assert!(p("-mv -a0 -l 2").verbose_before_affinity);
+        assert!(p("--verbose --affinity=0 -l 2").verbose_before_affinity);
+        assert!(!p("-a 0 -v -l 2").verbose_before_affinity);
+        assert!(!p("-v -l 2").verbose_before_affinity);
+        assert!(!p("-a 0 -l 2").verbose_before_affinity);
     }
 
     #[test]

@@ -54,7 +54,10 @@ pub fn main(argv: &[OsString]) -> i32 {
         let root = crate::sys::SysRoot::real();
         let online = crate::sys::online_cpus(&root).map_or(0, |c| c.len());
         let configured = crate::sys::configured_cpus(&root).max(online);
-        out!("Max CPUs = {configured}\nOnline CPUs = {online}\n");
+        out!(
+            "{}",
+            render::verbose_header(&setup.view, configured, online)
+        );
     }
     let run_args = RunArgs::default();
     match super::execute_plan(&plan, &run_args, None, Some(setup.view.clone())) {
@@ -132,7 +135,9 @@ fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) ->
     let mut stdout = String::new();
     if view.verbose {
         stdout.push_str(&render::verbose(view, &result.timers));
-    } else if view.quiet && view.histogram.is_none() {
+    }
+    // After -v's samples too, as cyclictest prints them.
+    if view.quiet && view.histogram.is_none() {
         stdout.push_str(&render::final_lines(view, result));
     }
     if let Some(trigger) = view.spike {

@@ -100,6 +100,8 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
         json: a.json.clone(),
         verbose: a.verbose,
         distance,
+        affinity_list: listed_affinity(a, shape.affinity.as_deref()),
+        using_cpus_early: a.verbose_before_affinity,
     };
     Ok(Setup {
         experiment: g,
@@ -267,6 +269,14 @@ fn affinity(a: &CyclictestArgs, allowed: &[usize]) -> Result<Option<Vec<usize>>,
             Ok(Some(cpus))
         }
     }
+}
+
+/// The CPUs of `-a LIST`, which `-v` names (cyclictest's
+/// AFFINITY_SPECIFIED): None for `-a` alone, `-S` (which ignores `-a`) or
+/// no `-a`.
+fn listed_affinity(a: &CyclictestArgs, affinity: Option<&[usize]>) -> Option<Vec<usize>> {
+    let listed = a.affinity.as_deref().is_some_and(|l| !l.is_empty());
+    (listed && !a.smp).then(|| affinity.unwrap_or_default().to_vec())
 }
 
 fn thread_count(
@@ -529,5 +539,53 @@ mod tests {
         let text = s.experiment.text();
         assert!(text.contains("spikes.threshold 31 us"), "{text}");
         assert!(text.contains("trace.threshold 51 us"), "{text}");
+    }
+
+    /// `-v`'s header, as rt-tests 2.4 prints it (seen on this machine:
+    /// `cyclictest -v -a 0,1 -t 3 -l 2` and the orders below).
+    #[test]
+    fn verbose_names_the_cpus_of_an_affinity_list_as_cyclictest() {
+        use crate::report::cyclictest::{verbose, verbose_header};
+        let threads = |n: usize| -> Vec<crate::result::TimerResult> {
+            (0..n)
+                .map(|i| {
+                    let mut t = crate::report::files::tests::sample_result();
+                    t.index = i;
+                    t.samples_ns.clear();
+                    t
+                })
+                .collect()
+        };
+        let s = of("-v -a 0,1 -t 3 -l 2 -p 80", &[0, 1]).unwrap();
+        assert_eq!(
+            verbose_header(&s.view, 2, 2),
+            "Using 2 cpus.\nMax CPUs = 2\nOnline CPUs = 2\nUsing 2 cpus.\n"
+        );
+        assert_eq!(
+            verbose(&s.view, &threads(3)),
+            "Thread 0 using cpu 0.\nThread 0 Interval: 1500\n\
+             Thread 1 using cpu 1.\nThread 1 Interval: 2000\n\
+             Thread 2 using cpu 0.\nThread 2 Interval: 2500\n"
+        );
+        // -a before -v: cyclictest was not verbose yet when it read -a.
+        let s = of("-a 1 -v -l 2 -p 80", &[0, 1]).unwrap();
+        assert_eq!(
+            verbose_header(&s.view, 4, 2),
+            "Max CPUs = 4\nOnline CPUs = 2\nUsing 1 cpus.\n"
+        );
+        assert!(verbose(&s.view, &threads(1)).starts_with("Thread 0 using cpu 1.\n"));
+        // -a alone and -S: every CPU, no line about them.
+        for line in ["-v -a -t -l 2 -p 80", "-v -S -l 2 -p 80", "-v -S -a 1 -l 2"] {
+            let s = of(line, &[0, 1]).unwrap();
+            assert_eq!(
+                verbose_header(&s.view, 2, 2),
+                "Max CPUs = 2\nOnline CPUs = 2\n",
+                "{line}"
+            );
+            assert!(
+                !verbose(&s.view, &threads(2)).contains("using cpu"),
+                "{line}"
+            );
+        }
     }
 }

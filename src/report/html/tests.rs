@@ -25,10 +25,13 @@ fn page_is_self_contained_with_every_section() {
     assert_eq!(page.matches("<figure>").count(), 3);
     assert_eq!(page.matches("<svg").count(), 3);
     assert!(page.contains("idle &lt;b&gt;") && !page.contains("idle <b>"));
-    // Summary (1) + per run: threads, worst wake-ups, system, configuration
-    // for the two rtlab runs (4 each), threads only for the cyclictest
-    // histogram (1).
-    assert_eq!(page.matches("<table").count(), 1 + 4 + 4 + 1);
+    // Summary (1) + per run: threads and worst wake-ups for the two rtlab
+    // runs (2 each), a table per group of their system and configuration,
+    // threads only for the cyclictest histogram (1).
+    let groups = page.matches("<div class=\"group\">").count()
+        + page.matches("<div class=\"group wide\"").count();
+    assert!(groups >= 2 * 4, "{groups} groups");
+    assert_eq!(page.matches("<table").count(), 1 + 2 + 2 + groups + 1);
     for text in [
         "<h2>Summary</h2>",
         "<h2>Plots</h2>",
@@ -36,8 +39,10 @@ fn page_is_self_contained_with_every_section() {
         "PM QoS: cpu_dma_latency held at 0 µs",
         "IRQ 30 virtio0 smp_affinity_list: 0 (was 0-1; restored at the end)",
         "ping -f localhost: started once, ended once",
-        "<td>kernel_release</td><td>6.18.0-rt</td>",
-        "<td>preemption.model</td><td>PREEMPT_RT</td>",
+        "<tr title=\"kernel_release\"><th>kernel release</th><td>6.18.0-rt</td></tr>",
+        "<h4>Preemption</h4>",
+        "<th>model</th><td>PREEMPT_RT</td>",
+        "<h4>Timer threads</h4>",
         "Not recorded in this format.",
         "<td>p99.99 (µs)</td>",
         "Worst wake-ups (",
@@ -114,7 +119,7 @@ fn the_main_culprit_of_most_spikes_gets_a_timeline_with_a_time_axis() {
     r.culprits = crate::explain::verdict::culprits(&r.explanations);
     assert_eq!(timelines_shown(&r).len(), 3);
     let mut out = String::new();
-    why_late(&mut out, &r);
+    why_late(&mut out, &r, &[]);
     // The axis (µs after the deadline) and the priority column.
     assert!(
         out.contains(">0.0 µs</text>") && out.contains(">900.0 µs</text>"),
@@ -147,4 +152,68 @@ fn an_irq_tasks_worst_samples_are_listed_with_their_exits() {
         page.contains("<td>≥ 30.0</td>"),
         "an inferred sample is a lower bound"
     );
+}
+
+/// A traced run on a VM: the worst wake-ups say each one's cause (the
+/// explanation's, else why it was not explained), and the steal time of
+/// the measured CPU sits beside the culprits; compare has its row.
+#[test]
+fn the_worst_wake_ups_have_their_cause_and_steal_sits_beside_the_culprits() {
+    let seed = include_str!("../../../tests/seeds/rtlab-result-irq-latency.json");
+    let mut doc: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let worst = doc["timers"][0]["spikes"]["worst"].clone();
+    let (first, second) = (&worst[0], &worst[1]);
+    let mut e = explained(
+        first["sample"].as_u64().unwrap(),
+        &[("thread", "hog <x>", 276_238)],
+    );
+    e.cause =
+        "thread hog <x> (pid 7) ran 276.2 µs of 276.2 µs: at nice 0 it could only keep the CPU"
+            .into();
+    let mut trace = crate::explain::TraceReport {
+        threshold_ns: 100_000,
+        explanations: vec![e],
+        ..Default::default()
+    };
+    trace.culprits = crate::explain::verdict::culprits(&trace.explanations);
+    trace.worst_unexplained = vec![crate::explain::Unexplained {
+        timer: 0,
+        sample: second["sample"].as_u64().unwrap(),
+        deadline_ns: 0,
+        latency_ns: second["latency_ns"].as_u64().unwrap(),
+        why: "not read: the buffer was overwritten".into(),
+    }];
+    doc["trace"] = serde_json::to_value(&trace).unwrap();
+    let cpu = doc["timers"][0]["cpus"][0].as_u64().unwrap();
+    doc["steal_ms"] = serde_json::json!([[cpu, 24.0], [cpu + 1, 3.0]]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vm.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let runs = crate::dataset::load_all(&[path], &[]).unwrap();
+    let page = render(&runs, "t", false, &plot::PlotOptions::default()).unwrap();
+    // The cause column: the explanation's first clause (all of it on
+    // hover), the reason of one not explained, escaped.
+    assert!(page.contains("<th>cause</th>"), "no cause column");
+    assert!(
+        page.contains(">thread hog &lt;x&gt; (pid 7) ran 276.2 µs of 276.2 µs</td>"),
+        "no explained cause"
+    );
+    assert!(page.contains(">not explained: not read</td>"), "no reason");
+    assert!(page.contains(">below trace.threshold (100.0 µs): not traced</td>"));
+    // Steal beside the culprit table, in the same row of the layout.
+    let culprits = page.find("<table class=\"culprits\">").unwrap();
+    let beside = &page[page[..culprits].rfind("<div class=\"beside\">").unwrap()..];
+    let aside = beside.find("<aside class=\"steal\">").unwrap();
+    assert!(
+        aside < beside.find("</div>").unwrap(),
+        "steal not beside the culprits"
+    );
+    assert!(page.contains(&format!(
+        "<td>CPU {cpu}</td><td>24 ms</td><td>measured</td>"
+    )));
+    assert!(page.contains("did not run the measured CPUs for 24 ms in all"));
+    // compare's row, from the same reading of the result.
+    let rows = compare::rows(&compare::columns(&runs, false));
+    let steal = rows.iter().find(|(name, _)| name == "steal").unwrap();
+    assert_eq!(steal.1, [format!("24 ms (CPU {cpu})")]);
 }
