@@ -10,6 +10,7 @@
 //! and its delay is reset.
 
 pub mod guard;
+mod leftovers;
 
 use crate::config::Action;
 use crate::isolate::cpuset::CpusetTarget;
@@ -248,8 +249,8 @@ pub struct Supervisor {
     /// rtlab is the subreaper of what it starts: a process that left its
     /// group (`setsid`) and whose parent ended comes to it.
     subreaper: bool,
-    /// Such processes, adopted: (PID, started under a helper).
-    adopted: Vec<(i32, bool)>,
+    /// Such processes, adopted, with where they came from.
+    adopted: Vec<(i32, leftovers::Origin)>,
     /// The run's mark, in the environment of every program and helper
     /// (`RTLAB_RUN`): what they start keeps it, whatever group or session
     /// it goes to.
@@ -653,9 +654,10 @@ impl Supervisor {
     }
 
     /// Helpers running, groups of ended ones not yet empty, and the
-    /// processes that left a helper's group not yet reaped.
+    /// processes that left a helper's group not yet reaped (or that
+    /// cleared their environment: they may be a helper's).
     pub fn helpers_alive(&self) -> usize {
-        let adopted = self.adopted.iter().filter(|a| a.1).count();
+        let adopted = self.adopted.iter().filter(|a| a.1.bounds_spikes()).count();
         self.helpers.len() + self.helper_groups.len() + adopted
     }
 
@@ -681,20 +683,20 @@ impl Supervisor {
             if known.contains(&pid) || self.adopted.iter().any(|a| a.0 == pid) {
                 continue;
             }
-            let from_helper = crate::sys::tasks::environ_has(&self.root, pid, "RTLAB_SPIKE_TIMER");
+            let origin = leftovers::Origin::of(&self.root, pid);
             let pgid =
                 crate::sys::tasks::process_group(&self.root, pid).filter(|&g| g > 1 && g != own);
             if let (Some(g), Some(guard)) = (pgid, self.guard.as_mut()) {
                 guard.tell(&format!("pgid {g}"));
             }
-            if from_helper {
+            if origin == leftovers::Origin::Helper {
                 if let Some(g) = pgid {
                     let _ = os::kill_group(g, crate::sys::consts::SIGKILL);
                 }
                 let _ = os::kill_pid(pid, crate::sys::consts::SIGKILL);
             }
             if self.adopted.len() < MAX_ADOPTED {
-                self.adopted.push((pid, from_helper));
+                self.adopted.push((pid, origin));
             }
         }
         self.adopted.retain(|&(pid, _)| !os::reap_if_ended(pid));
@@ -925,7 +927,7 @@ impl Supervisor {
         // (not adopted yet): found by the run's mark.
         if self.subreaper {
             guard::kill_marked(&self.mark);
-            self.adopt();
+            self.sweep_adopted();
         }
         if let Some(cg) = self.cgroup.take() {
             self.cgroup_procs = None;
@@ -954,6 +956,8 @@ impl Supervisor {
         let mut left = std::mem::take(&mut self.lingering);
         left.append(&mut self.helper_groups);
         loop {
+            // rtlab's own adopted zombies would keep a group alive.
+            self.adopt();
             left.retain(|&pgid| os::kill_group(pgid, 0).is_ok());
             if left.is_empty() || Instant::now() >= by {
                 break;

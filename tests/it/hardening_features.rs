@@ -213,7 +213,16 @@ fn what_a_spike_program_leaves_in_its_group_is_stopped_when_it_ends() {
     // In its group; then out of it and its session (`setsid`), as a user
     // without root: no tracking cgroup catches it, rtlab (its subreaper)
     // must.
-    for (action, as_nobody) in [("sleep 3101 &", false), ("setsid sleep 3101 &", true)] {
+    // Last, one that clears its environment (no mark of the run left) and
+    // ignores SIGTERM.
+    for (action, as_nobody) in [
+        ("sleep 3101 &", false),
+        ("setsid sleep 3101 &", true),
+        (
+            "env -i setsid sh -c 'trap \\\"\\\" TERM; exec sleep 3101' &",
+            true,
+        ),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = spiking(
             &format!(" on_spike run sh -c \"{action}\""),
