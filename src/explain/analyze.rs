@@ -363,6 +363,10 @@ struct Walk {
     idle_done: bool,
     /// When the running task took the CPU (its switch-in, else the start).
     since: u64,
+    /// Interrupts idle took while the woken timer thread waited.
+    idle_irqs: u8,
+    /// Each task's kernel priority, as the window's events last give it.
+    prios: std::collections::HashMap<i32, i32>,
 }
 
 impl Walk {
@@ -384,6 +388,8 @@ impl Walk {
             stack: Vec::new(),
             idle_done: false,
             since: first.ts_ns,
+            idle_irqs: 0,
+            prios: Default::default(),
         }
     }
 
@@ -442,6 +448,16 @@ impl Walk {
         if resync_now {
             self.task = Task::of(e, true);
             self.since = *at;
+            // Idle let a lower-priority task have the CPU the real-time
+            // timer thread was woken onto: the kernel held it off.
+            let lower = self
+                .prios
+                .get(&e.pid)
+                .zip(self.own_prio)
+                .is_some_and(|(t, o)| *t > o);
+            if self.waiting_rt() && e.pid != self.tid && lower {
+                self.held_off = true;
+            }
         }
         self.renamed_by(e);
         self.give(*at, e.ts_ns);
@@ -499,14 +515,22 @@ impl Walk {
             "cpu_idle" if self.task.pid == 0 && e.field("state") == Some("4294967295") => {
                 self.idle_done = true
             }
+            // Entering one while it waits: idle went on idling.
+            "cpu_idle" if self.idles_through(e) => self.hold_off_idle(),
             "workqueue_execute_start" if self.stack.is_empty() => {
                 self.task.work = e.work_function().map(str::to_string);
             }
             "workqueue_execute_end" if self.stack.is_empty() => self.task.work = None,
             name => {
                 if let Some(h) = opens(e) {
+                    // One interrupt right after the wake-up (a pending tick)
+                    // only delays the switch; idle taking a second one had
+                    // gone on idling after the first.
                     if h.kind == PartKind::Irq && self.idles_through(e) {
-                        self.hold_off_idle();
+                        self.idle_irqs = self.idle_irqs.saturating_add(1);
+                        if self.idle_irqs >= 2 {
+                            self.hold_off_idle();
+                        }
                     }
                     self.stack.push(h);
                 } else if let Some(i) = self.stack.iter().rposition(|h| h.exit == name) {
@@ -622,6 +646,7 @@ pub fn segments(
         return (vec![all], None, None);
     };
     let mut w = Walk::new(tid, deadline_ns, end, first);
+    w.prios = prios(events);
     let mut at = first.ts_ns;
     if at > deadline_ns {
         w.out.push(Segment {
@@ -651,153 +676,6 @@ pub fn segments(
         switch_path(&mut out, events, tid, woken, switched);
     }
     (out, w.woken, switched)
-}
-
-/// The stretch of a lower-priority thread from the last handler's exit to
-/// its switch to the woken timer thread is the kernel's way out of the
-/// interrupt and into the switch, not the thread's doing: it is the timer
-/// thread's own path when it is no longer than twice the timer thread's
-/// own path from its switch-in to its clock read (the same kind of kernel
-/// work on the same machine, the stack walks left out). Longer, the thread
-/// kept the CPU in a non-preemptible section, and stays named.
-fn switch_path(segs: &mut [Segment], events: &[Event], tid: i32, woken: u64, switched: u64) {
-    let Some(switch) = events.iter().find(|e| {
-        e.ts_ns == switched && e.name == "sched_switch" && e.num("next_pid") == Some(i64::from(tid))
-    }) else {
-        return;
-    };
-    let lower = switch
-        .num("prev_prio")
-        .zip(switch.num("next_prio"))
-        .is_some_and(|(prev, next)| prev > next);
-    // Its own time after the switch-in: not the stack walks in it.
-    let own_path: u64 = segs
-        .iter()
-        .filter(|s| s.from_ns >= switched && s.kind == PartKind::TimerThread)
-        .map(|s| s.to_ns - s.from_ns)
-        .sum();
-    let prev = switch.num("prev_pid").map(|p| p as i32);
-    if let Some(s) = segs.iter_mut().rev().find(|s| s.to_ns == switched)
-        && lower
-        && s.kind == PartKind::Thread
-        && s.pid == prev
-        && s.from_ns >= woken
-        && s.to_ns - s.from_ns <= own_path.saturating_mul(2)
-    {
-        s.kind = PartKind::TimerThread;
-        s.what = "interrupt exit and switch to it".into();
-        s.pid = None;
-        s.inferred = false;
-    }
-}
-
-/// From the deadline to the first event after it, nothing shows the CPU
-/// at work: when a task held it then and the timer interrupt was late, that
-/// stretch is unseen (the task is named, never blamed). Once any event is
-/// logged (another interrupt, a switch, a softirq), the CPU is seen running.
-fn unseen(mut segs: Vec<Segment>, events: &[Event], deadline_ns: u64) -> Vec<Segment> {
-    // An NMI or a stack walk, carved out next, says nothing of the rest.
-    let seen_at = events
-        .iter()
-        .filter(|e| e.ts_ns > deadline_ns)
-        .find(|e| e.name != "nmi_handler" && e.name != "kernel_stack")
-        .map_or(u64::MAX, |e| e.ts_ns);
-    // A task's (not a softirq's, which is seen running around it).
-    for s in segs
-        .iter_mut()
-        .filter(|s| s.kind == PartKind::TimerLate && s.pid.is_some() && s.to_ns <= seen_at)
-    {
-        let busy = s
-            .what
-            .strip_prefix("timer interrupt late (")
-            .and_then(|w| w.strip_suffix(')'))
-            .unwrap_or("CPU busy");
-        s.kind = PartKind::Unseen;
-        s.what = format!(
-            "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or \
-             interrupts off ({busy})"
-        );
-    }
-    segs
-}
-
-/// A stretch carved out of the segments: (from, to, kind, what).
-type Carved = (u64, u64, PartKind, String);
-
-/// The kernel stacks walked in `[from, to]`: from the event that triggered
-/// each to the stack's record.
-fn stack_walks(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
-    events
-        .windows(2)
-        .filter(|p| p[1].name == "kernel_stack" && p[0].pid == p[1].pid && p[0].cpu == p[1].cpu)
-        .filter_map(|p| {
-            let (start, end) = (p[0].ts_ns.max(from), p[1].ts_ns.min(to));
-            (end > start).then(|| {
-                let what = "kernel stack walk (trace.stacks)".to_string();
-                (start, end, PartKind::Tracing, what)
-            })
-        })
-        .collect()
-}
-
-/// The NMI handlers' runs in `[from, to]`: `nmi_handler` is logged as a
-/// handler returns, with how long it ran (`delta_ns`).
-fn nmis(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
-    events
-        .iter()
-        .filter(|e| e.name == "nmi_handler")
-        .filter_map(|e| {
-            let delta = e.num("delta_ns").or_else(|| {
-                let after = e.fields.split_once("delta_ns: ")?.1;
-                after.split(' ').next()?.parse().ok()
-            })?;
-            let handler = e
-                .field("handler")
-                .or_else(|| e.fields.split("()").next())
-                .unwrap_or("?");
-            let start = e.ts_ns.saturating_sub(u64::try_from(delta).ok()?);
-            let (start, end) = (start.max(from), e.ts_ns.min(to));
-            (end > start).then(|| (start, end, PartKind::Nmi, format!("NMI {handler}")))
-        })
-        .collect()
-}
-
-/// Gives each carved stretch (an NMI's run, a stack walk) to its owner,
-/// out of the segments it lands in (the other events were logged around
-/// it, never inside).
-fn carve(segs: Vec<Segment>, carved: &[Carved]) -> Vec<Segment> {
-    if carved.is_empty() {
-        return segs;
-    }
-    let mut out = Vec::with_capacity(segs.len() + 2 * carved.len());
-    for s in segs {
-        let mut at = s.from_ns;
-        for (from, to, kind, what) in carved.iter().filter(|n| n.0 < s.to_ns && n.1 > s.from_ns) {
-            let (from, to) = ((*from).max(at), (*to).min(s.to_ns));
-            if from > at {
-                out.push(Segment {
-                    from_ns: at,
-                    to_ns: from,
-                    ..s.clone()
-                });
-            }
-            if to > from {
-                out.push(Segment {
-                    from_ns: from,
-                    to_ns: to,
-                    kind: *kind,
-                    what: what.clone(),
-                    pid: None,
-                    inferred: false,
-                });
-            }
-            at = at.max(to);
-        }
-        if s.to_ns > at {
-            out.push(Segment { from_ns: at, ..s });
-        }
-    }
-    out
 }
 
 /// Whether a window can explain a wake-up: it must hold events from
@@ -930,6 +808,25 @@ fn stacks_in(events: &[Event], tid: i32, deadline_ns: u64, end_ns: u64) -> Vec<K
     out
 }
 
+/// Each task's kernel priority, as the window's last event naming it
+/// says (a switch, a wake-up).
+fn prios(events: &[Event]) -> std::collections::HashMap<i32, i32> {
+    let mut out = std::collections::HashMap::new();
+    for e in events {
+        let pairs: [(&str, &str); 2] = match e.name.as_ref() {
+            "sched_switch" => [("prev_pid", "prev_prio"), ("next_pid", "next_prio")],
+            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => [("pid", "prio"); 2],
+            _ => continue,
+        };
+        for (pid, prio) in pairs {
+            if let (Some(pid), Some(prio)) = (e.num(pid), e.num(prio)) {
+                out.insert(pid as i32, prio as i32);
+            }
+        }
+    }
+    out
+}
+
 /// A thread's kernel priority, as the window's last event naming it says.
 fn prio_in(events: &[Event], pid: i32) -> Option<i32> {
     events.iter().rev().find_map(|e| match e.name.as_ref() {
@@ -979,127 +876,10 @@ fn parts_of(
     parts
 }
 
-/// The main cause: the largest part that is not the timer thread itself.
-fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> String {
-    let Some(p) = parts.iter().find(|p| !p.kind.is_own()).or(parts.first()) else {
-        return "no part".into();
-    };
-    let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
-    let share = format!("{} of {}", us(p.ns), us(latency_ns));
-    let mut sentence = main_cause(p, own_prio, latency_ns, &share);
-    let walks: u64 = parts
-        .iter()
-        .filter(|p| p.kind == PartKind::Tracing)
-        .map(|p| p.ns)
-        .sum();
-    // A walk takes microseconds; the time between an event and its stack
-    // record also holds whatever stalled the CPU then (a hypervisor).
-    let in_walks = format!(
-        "rtlab's kernel stack walks (`trace.stacks`), or a stall of the CPU during them, \
-         took {}",
-        us(walks)
-    );
-    if walks > p.ns {
-        sentence = format!("{in_walks} of {}; besides, {sentence}", us(latency_ns));
-    } else if walks > 0 {
-        sentence.push_str(&format!(" ({in_walks} of it)"));
-    }
-    if p.inferred_ns == 0 {
-        return sentence;
-    }
-    format!(
-        "{sentence} ({} of it inferred: the kernel did not log the switch to it, taken from its own events)",
-        us(p.inferred_ns)
-    )
-}
-
-fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> String {
-    let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
-    match p.kind {
-        PartKind::Thread => {
-            let who = format!("{} (pid {})", p.what, p.pid.unwrap_or(0));
-            let why = match (p.prio, own_prio) {
-                (Some(theirs), Some(ours)) if theirs < ours => format!(
-                    "{} is above the timer thread's {}",
-                    prio_words(theirs),
-                    prio_words(ours)
-                ),
-                // RT throttling stops every real-time thread: a normal
-                // task may then run ahead of a real-time one.
-                (Some(theirs), Some(ours)) if theirs >= 100 && ours < 100 => format!(
-                    "at {} it could only keep the CPU in a non-preemptible section, or while \
-                     RT throttling held the real-time threads off (kernel.sched_rt_runtime_us)",
-                    prio_words(theirs)
-                ),
-                // A real-time thread never preempts one of its own
-                // priority: not a kernel matter, a priority to change.
-                (Some(theirs), Some(ours)) if theirs == ours && ours < 100 => format!(
-                    "at {}, the timer thread's own, it kept the CPU: a real-time thread does \
-                     not preempt one of equal priority (SCHED_FIFO waits until it blocks or \
-                     yields, SCHED_RR until its time slice ends); give the timer thread a \
-                     higher priority than every thread on its CPU, or move this one off it",
-                    prio_words(theirs)
-                ),
-                // The fair scheduler shares the CPU among normal tasks.
-                (Some(theirs), Some(ours)) if ours >= 100 => format!(
-                    "the timer thread is not real-time ({}): the fair scheduler shares its CPU \
-                     with this thread at {}; give the timer thread a real-time policy",
-                    prio_words(ours),
-                    prio_words(theirs)
-                ),
-                (Some(theirs), _) => format!(
-                    "at {} it could only run in a non-preemptible section",
-                    prio_words(theirs)
-                ),
-                _ => "its priority is not in the window".to_string(),
-            };
-            format!("thread {who} ran {share}: {why}")
-        }
-        PartKind::TimerLate => format!(
-            "the {} ({share}): interrupts off there, or the hypervisor did not run this CPU; \
-             no priority keeps a timer interrupt out",
-            p.what
-                .replacen("timer interrupt late", "timer interrupt came late", 1)
-        ),
-        PartKind::TimerLateIdle => format!(
-            "the timer interrupt came {} late ({} in all) while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)",
-            us(p.ns),
-            us(latency_ns)
-        ),
-        PartKind::Irq => format!("interrupt handler {} ran {share}", p.what),
-        PartKind::Softirq => format!("{} ran {share}", p.what),
-        PartKind::TimerThread => {
-            format!("the timer thread's own wake-up path took {share} (no other context ran)")
-        }
-        PartKind::Idle => format!("the CPU idled {share} after the wake-up"),
-        PartKind::HeldOff if own_prio.is_some_and(|p| p < 0) => format!(
-            "the timer thread was runnable, yet the kernel ran other work or idled for {share}: \
-             its SCHED_DEADLINE runtime was spent, throttled until its next period"
-        ),
-        PartKind::HeldOff => format!(
-            "the timer thread was runnable, yet the kernel ran lower-priority work or idled for \
-             {share}: RT throttling held the real-time threads off (they had used \
-             kernel.sched_rt_runtime_us of the period), or the fair server ran starved normal \
-             tasks"
-        ),
-        PartKind::Nmi => format!(
-            "non-maskable interrupt handler {} ran {share}: hardware noise no priority keeps out",
-            p.what.trim_start_matches("NMI ")
-        ),
-        PartKind::Tracing => format!("{} took {share}: rtlab's own cost", p.what),
-        PartKind::Unseen => format!(
-            "{share} unseen: no event was logged while the timer interrupt was late on a busy CPU \
-             (a hypervisor that did not run it, an SMI, an NMI without a tracepoint, or \
-             interrupts off in code that logs nothing); {}",
-            p.what
-                .rsplit_once('(')
-                .map_or("", |(_, w)| w.trim_end_matches(')'))
-        ),
-        PartKind::Unknown => {
-            format!("{share} before the first event of the window: the trace does not say")
-        }
-    }
-}
+mod after;
+mod cause;
+use after::{carve, nmis, stack_walks, switch_path, unseen};
+use cause::cause;
 
 #[cfg(test)]
 mod tests;

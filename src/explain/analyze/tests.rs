@@ -836,3 +836,55 @@ fn the_task_running_at_a_moment_is_the_one_idle_woke_though_its_switch_was_not_l
     // Before the wake-up, idle.
     assert_eq!(running_at(&ev, 5_000_050_000).unwrap().pid, 0);
 }
+
+#[test]
+fn a_pending_tick_on_idle_delays_the_switch_and_is_not_held_off() {
+    // The timer thread woken on an idle CPU; a tick comes at once, then
+    // idle switches to it: the tick's time is the interrupt's, not a hold.
+    let text = "\
+  <idle>-0 [002] d.h1. 100.001000: local_timer_entry: vector=236
+  <idle>-0 [002] d.h3. 100.001002: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=002
+  <idle>-0 [002] d.h1. 100.001004: local_timer_exit: vector=236
+  <idle>-0 [002] d.h1. 100.001005: local_timer_entry: vector=236
+  <idle>-0 [002] d.h1. 100.001015: local_timer_exit: vector=236
+  <idle>-0 [002] d..2. 100.001017: sched_switch: prev_comm=swapper/2 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 100_000_999_000, 20_000);
+    assert_eq!(total(&e), 20_000);
+    assert!(
+        e.parts.iter().all(|p| p.kind != PartKind::HeldOff),
+        "{e:#?}"
+    );
+    // Idle going back to an idle state while it waits is held off.
+    let back = text.replace(
+        "  <idle>-0 [002] d.h1. 100.001005",
+        "  <idle>-0 [002] d..1. 100.001004: cpu_idle: state=1 cpu_id=2\n  <idle>-0 [002] d.h1. 100.001005",
+    );
+    let e = explain(&events(&back), 0, 50, 1, 100_000_999_000, 20_000);
+    assert!(
+        e.parts.iter().any(|p| p.kind == PartKind::HeldOff),
+        "{e:#?}"
+    );
+}
+
+#[test]
+fn a_lower_priority_task_idle_lets_run_while_the_rt_thread_waits_is_held_off() {
+    // The FIFO 90 timer thread woken onto its idle CPU; the kernel logs no
+    // switch out of idle, and the next events are a nice-0 task's: the
+    // scheduler chose it over the woken real-time thread (RT throttling or
+    // the fair server), it did not preempt anything.
+    let text = "\
+ sh-70 [002] d..2. 100.000500: sched_switch: prev_comm=sh prev_pid=70 prev_prio=120 prev_state=R ==> next_comm=swapper/2 next_pid=0 next_prio=120
+  <idle>-0 [002] d.h1. 100.001000: local_timer_entry: vector=236
+  <idle>-0 [002] d.h3. 100.001002: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=002
+  <idle>-0 [002] d.h1. 100.001004: local_timer_exit: vector=236
+ sh-70 [002] d.h1. 100.001300: local_timer_entry: vector=236
+ sh-70 [002] d.h1. 100.001310: local_timer_exit: vector=236
+ sh-70 [002] d..2. 100.001400: sched_switch: prev_comm=sh prev_pid=70 prev_prio=120 prev_state=R+ ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let e = explain(&events(text), 0, 50, 1, 100_000_999_000, 403_000);
+    assert_eq!(total(&e), 403_000);
+    assert_eq!(e.parts[0].kind, PartKind::HeldOff, "{e:#?}");
+    assert!(e.parts.iter().all(|p| p.kind != PartKind::Thread), "{e:#?}");
+    assert!(!e.cause.contains("non-preemptible"), "{}", e.cause);
+}
