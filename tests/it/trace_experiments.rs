@@ -35,7 +35,12 @@ fn run(dir: &Path, name: &str, cfg: &str) -> (Output, Value) {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
     // However it ended, the run left no trace instance behind.
-    assert_eq!(leftover_instances(), Vec::<String>::new(), "{name}");
+    assert_eq!(
+        leftover_instances(),
+        Vec::<String>::new(),
+        "{name}: {}",
+        crate::fixtures::text(&o)
+    );
     (o, r)
 }
 

@@ -506,8 +506,18 @@ impl Drop for Instance {
     fn drop(&mut self) {
         let _ = self.root.write(&format!("{}/tracing_on", self.dir), "0");
         // The journal removes it too; removing it now frees its buffers at
-        // once (and the journal finds it gone).
-        let _ = self.root.rmdir(&self.dir);
+        // once (and the journal finds it gone). The kernel refuses (EBUSY)
+        // while any process has a file of it open, if only for a moment
+        // (another rtlab looking for dead runs' instances): tried again
+        // for up to 200 ms.
+        for _ in 0..20 {
+            match self.root.rmdir(&self.dir) {
+                Err(SysError::Io { source, .. }) if source.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => return,
+            }
+        }
     }
 }
 
