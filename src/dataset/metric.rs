@@ -30,11 +30,13 @@ pub enum Metric {
     Overruns,
     /// Samples beyond the fixed histogram.
     Beyond,
+    /// Cycles of a task-latency thread ended past their deadline.
+    DeadlineMisses,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 13] = [
         Metric::Samples,
         Metric::Min,
         Metric::Mean,
@@ -47,6 +49,7 @@ impl Metric {
         Metric::Max,
         Metric::Overruns,
         Metric::Beyond,
+        Metric::DeadlineMisses,
     ];
 
     /// Its name in tables, JSON and `--fail-if`.
@@ -64,6 +67,7 @@ impl Metric {
             Metric::Max => "max",
             Metric::Overruns => "overruns",
             Metric::Beyond => "beyond_histogram",
+            Metric::DeadlineMisses => "deadline_misses",
         }
     }
 
@@ -79,7 +83,10 @@ impl Metric {
 
     /// Whether it is a latency (ns) rather than a count.
     pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::Samples | Metric::Overruns | Metric::Beyond)
+        !matches!(
+            self,
+            Metric::Samples | Metric::Overruns | Metric::Beyond | Metric::DeadlineMisses
+        )
     }
 
     /// Its value in `stats` (ns for latencies).
@@ -105,6 +112,7 @@ impl Metric {
             Metric::Max => stats.max_ns.map(|v| v as f64),
             Metric::Overruns => stats.overruns.map(|v| v as f64),
             Metric::Beyond => stats.beyond_histogram.map(|v| v as f64),
+            Metric::DeadlineMisses => stats.deadline_misses.map(|v| v as f64),
         }
     }
 }

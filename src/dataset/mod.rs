@@ -92,6 +92,10 @@ pub struct Stats {
     pub overruns: Option<u64>,
     /// Samples beyond the input's fixed histogram.
     pub beyond_histogram: Option<u64>,
+    /// Cycles ended past their deadline: a task-latency thread's that runs
+    /// the cycle (the sum of them for a run); None where nothing counted
+    /// them.
+    pub deadline_misses: Option<u64>,
 }
 
 /// One quantile of a [`Stats`].
@@ -496,6 +500,12 @@ fn merge_stats(threads: &[Thread]) -> Stats {
         percentiles: distribution.quantiles(max_ns),
         overruns: sum_all(|s| s.overruns),
         beyond_histogram: sum_all(|s| s.beyond_histogram),
+        // Summed over the threads that count them (a task's cycle thread
+        // beside timer threads, which have no deadline).
+        deadline_misses: threads
+            .iter()
+            .filter_map(|t| t.stats.deadline_misses)
+            .reduce(u64::saturating_add),
     }
 }
 
@@ -662,6 +672,13 @@ fn default_label(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
+}
+
+/// A run's result, just made, as a run (named after `path`, its JSON
+/// file): what `rtlab run --fail-if` gates on, the figures `compare` reads
+/// back from that file.
+pub fn of_result(result: &crate::result::RunResult, path: &Path) -> Run {
+    rtlab::of_result(result, path)
 }
 
 /// Reads one run, guessing its format from its content. `FILE@N` names
