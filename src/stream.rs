@@ -251,6 +251,15 @@ impl TraceStream {
             .unwrap_or_default()
     }
 
+    /// Each task-latency measurement's threads so far (N of
+    /// `task_latency[N]`, its threads), for the live view and monitoring.
+    pub fn task_latency_live(&self) -> Vec<(usize, Vec<crate::task_latency::ThreadLive>)> {
+        self.trackers
+            .iter()
+            .map(|t| (t.spec().index, t.live()))
+            .collect()
+    }
+
     /// Which reader the stream uses.
     pub fn reader(&self) -> Reader {
         self.source.reader()

@@ -202,6 +202,11 @@ pub struct RunArgs {
     /// one-off options write) and exit: a file to start from.
     #[arg(long)]
     pub print: bool,
+    /// Exit with status 6 when this holds for the run's result: METRIC OP
+    /// VALUE, the value itself ('deadline_misses>0', 'max>100us',
+    /// 'overruns>0'), as `rtlab compare --fail-if` reads it. Repeatable.
+    #[arg(long = "fail-if", value_name = "COND")]
+    pub fail_if: Vec<crate::report::compare::Condition>,
     /// One-off keys, without a file.
     #[command(flatten)]
     pub oneoff: oneoff::OneOff,
@@ -334,8 +339,10 @@ fn journal_dir_trusted(dir: &Path) -> Result<(), i32> {
     Ok(())
 }
 
-/// `--json FILE` can be written (checked before anything starts).
+/// `--json FILE` can be written, and each `--fail-if` can be checked on
+/// one run (checked before anything starts).
 fn check_json(args: &RunArgs) -> Result<(), i32> {
+    show::check_run_gate(&args.fail_if)?;
     if let Some(json) = &args.json
         && let Err(e) = crate::sys::outfile::check(json, false)
     {
@@ -444,6 +451,7 @@ fn run_plan(
         errln!("rtlab: {e:#}");
         return EXIT_FAILED;
     }
+    let held = show::run_gate(&result, args.json.as_deref(), &args.fail_if);
     match &result.end {
         EndReason::Completed => {}
         EndReason::Interrupted { signal, .. } => {
@@ -462,7 +470,12 @@ fn run_plan(
             errln!("rtlab: run {}; results written", result.end.describe())
         }
     }
-    result.end.exit_code()
+    // A run that did not complete keeps its own status: the gate's
+    // verdicts are printed all the same.
+    match result.end.exit_code() {
+        0 if held => crate::exit::REGRESSION,
+        code => code,
+    }
 }
 
 /// A command that only reads and prints ends quietly when its output pipe

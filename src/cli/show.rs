@@ -378,3 +378,47 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         0
     }
 }
+
+/// `rtlab run --fail-if`: a run has no first run to change from, so each
+/// condition must bound the value itself; others are refused before the
+/// run starts (status 2).
+pub(super) fn check_run_gate(conditions: &[Condition]) -> Result<(), i32> {
+    let relative = conditions
+        .iter()
+        .find(|c| !matches!(c.bound, compare::Bound::Absolute(_)));
+    if let Some(c) = relative {
+        errln!(
+            "rtlab: --fail-if {:?} is a change against a first run, and one run has none\n  \
+             hint: bound the value itself (e.g. 'deadline_misses>0', 'max>100us'), or gate \
+             with `rtlab compare baseline.json new.json --fail-if '{}'`",
+            c.text,
+            c.text
+        );
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+/// Checks `conditions` on a run's result (its figures as `compare` reads
+/// them back from its JSON) and prints each verdict; whether one held.
+pub(super) fn run_gate(
+    result: &crate::result::RunResult,
+    json: Option<&Path>,
+    conditions: &[Condition],
+) -> bool {
+    if conditions.is_empty() {
+        return false;
+    }
+    let run = dataset::of_result(result, json.unwrap_or(Path::new("run")));
+    let columns = compare::columns(std::slice::from_ref(&run), false);
+    let verdicts = compare::gate(&columns, conditions);
+    for v in &verdicts {
+        outln!(
+            "{} {}: {}",
+            if v.failed { "FAIL" } else { "pass" },
+            v.condition,
+            v.reason
+        );
+    }
+    verdicts.iter().any(|v| v.failed)
+}

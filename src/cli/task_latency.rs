@@ -47,6 +47,11 @@ pub struct TaskLatencyArgs {
     /// Print the experiment file it runs, and run it.
     #[arg(long)]
     pub print: bool,
+    /// Exit with status 6 when this holds for the run's result, e.g.
+    /// 'deadline_misses>0' or 'max>200us' (as `rtlab run --fail-if`).
+    /// Repeatable.
+    #[arg(long = "fail-if", value_name = "COND")]
+    pub fail_if: Vec<crate::report::compare::Condition>,
     /// The task to start and measure (program[0]).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -67,6 +72,7 @@ pub fn main(args: &TaskLatencyArgs) -> i32 {
         "rtlab task-latency",
         &RunArgs {
             json: args.json.clone(),
+            fail_if: args.fail_if.clone(),
             ..RunArgs::default()
         },
         &g.origins(),
@@ -126,6 +132,7 @@ mod tests {
             cpu: Some("1".into()),
             json: None,
             print: false,
+            fail_if: Vec::new(),
             command: command.iter().map(|s| s.to_string()).collect(),
         }
     }

@@ -65,6 +65,7 @@ fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
         percentiles: distribution.quantiles(max_ns),
         overruns: None,
         beyond_histogram: Some(beyond),
+        deadline_misses: None,
     };
     Thread::new(
         format!("T{index}"),

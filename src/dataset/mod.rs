@@ -5,12 +5,14 @@
 //! ([`crate::report`]) only draws or prints them.
 
 mod cyclictest;
+mod metric;
 mod rtlab;
 mod systress;
 mod windows;
 
 use crate::stats::QUANTILES;
 use crate::stats::series::LatencySeries;
+pub use metric::Metric;
 use serde::Serialize;
 use std::path::Path;
 
@@ -93,6 +95,10 @@ pub struct Stats {
     pub overruns: Option<u64>,
     /// Samples beyond the input's fixed histogram.
     pub beyond_histogram: Option<u64>,
+    /// Cycles ended past their deadline: a task-latency thread's that runs
+    /// the cycle (the sum of them for a run); None where nothing counted
+    /// them.
+    pub deadline_misses: Option<u64>,
 }
 
 /// One quantile of a [`Stats`].
@@ -500,6 +506,12 @@ fn merge_stats(threads: &[Thread]) -> Stats {
         percentiles: distribution.quantiles(max_ns),
         overruns: sum_all(|s| s.overruns),
         beyond_histogram: sum_all(|s| s.beyond_histogram),
+        // Summed over the threads that count them (a task's cycle thread
+        // beside timer threads, which have no deadline).
+        deadline_misses: threads
+            .iter()
+            .filter_map(|t| t.stats.deadline_misses)
+            .reduce(u64::saturating_add),
     }
 }
 
@@ -666,6 +678,13 @@ fn default_label(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
+}
+
+/// A run's result, just made, as a run (named after `path`, its JSON
+/// file): what `rtlab run --fail-if` gates on, the figures `compare` reads
+/// back from that file.
+pub fn of_result(result: &crate::result::RunResult, path: &Path) -> Run {
+    rtlab::of_result(result, path)
 }
 
 /// Reads one run, guessing its format from its content. `FILE@N` names
@@ -909,112 +928,6 @@ pub fn load_all(paths: &[std::path::PathBuf], labels: &[String]) -> Result<Vec<R
         }
     }
     Ok(runs)
-}
-
-/// A comparable quantity of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    /// Samples taken.
-    Samples,
-    /// Smallest latency.
-    Min,
-    /// Mean latency.
-    Mean,
-    /// Median (p50).
-    Median,
-    /// Standard deviation.
-    Stddev,
-    /// 90th percentile.
-    P90,
-    /// 99th percentile.
-    P99,
-    /// 99.9th percentile.
-    P999,
-    /// 99.99th percentile.
-    P9999,
-    /// Largest latency.
-    Max,
-    /// Wake-ups after the next deadline.
-    Overruns,
-    /// Samples beyond the fixed histogram.
-    Beyond,
-}
-
-impl Metric {
-    /// Every metric, in table order.
-    pub const ALL: [Metric; 12] = [
-        Metric::Samples,
-        Metric::Min,
-        Metric::Mean,
-        Metric::Median,
-        Metric::Stddev,
-        Metric::P90,
-        Metric::P99,
-        Metric::P999,
-        Metric::P9999,
-        Metric::Max,
-        Metric::Overruns,
-        Metric::Beyond,
-    ];
-
-    /// Its name in tables, JSON and `--fail-if`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Samples => "samples",
-            Metric::Min => "min",
-            Metric::Mean => "mean",
-            Metric::Median => "median",
-            Metric::Stddev => "stddev",
-            Metric::P90 => "p90",
-            Metric::P99 => "p99",
-            Metric::P999 => "p99.9",
-            Metric::P9999 => "p99.99",
-            Metric::Max => "max",
-            Metric::Overruns => "overruns",
-            Metric::Beyond => "beyond_histogram",
-        }
-    }
-
-    /// The metric of a name (`p50` is the median).
-    pub fn parse(name: &str) -> Option<Metric> {
-        let name = name.trim().to_ascii_lowercase();
-        match name.as_str() {
-            "p50" => Some(Metric::Median),
-            "beyond" => Some(Metric::Beyond),
-            _ => Metric::ALL.into_iter().find(|m| m.name() == name),
-        }
-    }
-
-    /// Whether it is a latency (ns) rather than a count.
-    pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::Samples | Metric::Overruns | Metric::Beyond)
-    }
-
-    /// Its value in `stats` (ns for latencies).
-    pub fn value(self, stats: &Stats) -> Option<f64> {
-        let quantile = |name: &str| {
-            stats
-                .percentiles
-                .iter()
-                .find(|q| q.name == name)
-                .and_then(|q| q.value_ns)
-                .map(|v| v as f64)
-        };
-        match self {
-            Metric::Samples => Some(stats.samples as f64),
-            Metric::Min => stats.min_ns.map(|v| v as f64),
-            Metric::Mean => stats.mean_ns,
-            Metric::Median => quantile("p50"),
-            Metric::Stddev => stats.stddev_ns,
-            Metric::P90 => quantile("p90"),
-            Metric::P99 => quantile("p99"),
-            Metric::P999 => quantile("p99.9"),
-            Metric::P9999 => quantile("p99.99"),
-            Metric::Max => stats.max_ns.map(|v| v as f64),
-            Metric::Overruns => stats.overruns.map(|v| v as f64),
-            Metric::Beyond => stats.beyond_histogram.map(|v| v as f64),
-        }
-    }
 }
 
 /// The preemption model named in a `uname -v` string.

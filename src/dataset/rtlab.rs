@@ -72,6 +72,11 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
+    Ok(of_result(&result, path))
+}
+
+/// A run's result (read back, or just made) as a run of the dataset.
+pub(super) fn of_result(result: &RunResult, path: &Path) -> Run {
     // Each timer thread, then its IRQ side: the two side by side.
     let mut threads: Vec<Thread> = Vec::new();
     for t in &result.timers {
@@ -86,9 +91,9 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
     for m in &result.task_latency {
         threads.extend(m.threads.iter().map(|t| task_thread(m.spec.index, t)));
     }
-    let context = context(&result);
-    let details = details(&result);
-    Ok(Run::new(path, Format::Rtlab, context, threads, details))
+    let context = context(result);
+    let details = details(result);
+    Run::new(path, Format::Rtlab, context, threads, details)
 }
 
 /// An IRQ-to-task measurement as a thread of the run: its delays from the
@@ -124,14 +129,17 @@ fn summary_thread(
 }
 
 /// A thread of a `task_latency[N]` as a thread of the run (`L0.TID`): its
-/// latencies from release to switch-in, as a timer thread's.
+/// latencies from release to switch-in, as a timer thread's, and its
+/// deadline misses where the period or deadline applies to it.
 fn task_thread(index: usize, t: &crate::task_latency::TaskThreadResult) -> Thread {
-    summary_thread(
+    let mut thread = summary_thread(
         format!("L{index}.{}", t.tid),
         None,
         &t.latency,
         &t.hdr_histogram,
-    )
+    );
+    thread.stats.deadline_misses = t.deadline_misses;
+    thread
 }
 
 /// The statistics and distribution of a summary and its HDR buckets.
@@ -157,6 +165,7 @@ fn summary_stats(
             .collect(),
         overruns: Some(s.overruns),
         beyond_histogram: Some(s.beyond_histogram),
+        deadline_misses: None,
     };
     let distribution = Distribution::new(
         hdr.iter()

@@ -207,6 +207,7 @@ fn statistics(
         percentiles,
         overruns: extra_field(extra, "Overruns")?,
         beyond_histogram: Some(beyond),
+        deadline_misses: None,
     };
     Ok((stats, distribution))
 }

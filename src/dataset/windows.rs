@@ -238,6 +238,7 @@ fn thread(a: Acc, bounds: &[u64]) -> Thread {
         percentiles: distribution.quantiles(a.max_ns),
         overruns: None,
         beyond_histogram: Some(beyond),
+        deadline_misses: None,
     };
     let histogram_us = bounds
         .iter()

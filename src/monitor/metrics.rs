@@ -66,6 +66,26 @@ pub struct IrqMetrics {
     pub sum_ns: u64,
 }
 
+/// One thread of a task-latency measurement (`task_latency[N]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskMetrics {
+    /// N of `task_latency[N]`.
+    pub index: usize,
+    /// The thread.
+    pub tid: i32,
+    /// Its name (`comm`).
+    pub comm: String,
+    /// Latencies per bucket of [`METRIC_BOUNDS_NS`] and the rest.
+    pub buckets: Vec<u64>,
+    /// Sum of latencies (ns).
+    pub sum_ns: u64,
+    /// Largest latency since the start (ns).
+    pub max_ns: u64,
+    /// Cycles ended past the deadline, where the stated period or
+    /// deadline applies to the thread.
+    pub deadline_misses: Option<u64>,
+}
+
 /// One load program's figures.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramMetrics {
@@ -98,6 +118,10 @@ pub struct Metrics {
     pub partitions: Vec<(String, usize)>,
     /// System settings the run holds changed.
     pub tuning_changes: u64,
+    /// Each thread of each task-latency measurement.
+    pub tasks: Vec<TaskMetrics>,
+    /// Each CPU's steal time since boot (s), as `/proc/stat` counts it.
+    pub cpu_steal_s: Vec<(usize, f64)>,
 }
 
 /// The shared state a scrape reads.
@@ -199,6 +223,7 @@ impl Collector for MetricsCollector {
         let s = self.0.lock().map_err(|_| std::fmt::Error)?.clone();
         s.encode_build(&mut encoder)?;
         s.encode_timers(&mut encoder)?;
+        s.encode_tasks(&mut encoder)?;
         s.encode_causes_and_programs(&mut encoder)?;
         s.encode_machine(&mut encoder)
     }
@@ -309,6 +334,51 @@ impl Metrics {
         Ok(())
     }
 
+    /// Each task-latency thread's histogram, max and deadline misses.
+    fn encode_tasks(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let labels = |t: &TaskMetrics| {
+            let mut l = self.base();
+            l.push(("thread".into(), format!("L{}.{}", t.index, t.tid)));
+            l.push(("comm".into(), t.comm.clone()));
+            l
+        };
+        let hist: Vec<(Labels, &TaskMetrics)> = self.tasks.iter().map(|t| (labels(t), t)).collect();
+        family(
+            encoder,
+            "rtlab_task_latency_seconds",
+            "wake-up latency of each thread of a measured task: from its release (its timer's expiry, or its wake-up) to its switch-in (task_latency)",
+            MetricType::Histogram,
+            &hist,
+            |m, t| histogram(m, &t.buckets, t.sum_ns),
+        )?;
+        let max: Vec<(Labels, f64)> = self
+            .tasks
+            .iter()
+            .map(|t| (labels(t), secs(t.max_ns)))
+            .collect();
+        family(
+            encoder,
+            "rtlab_task_latency_max_seconds",
+            "largest wake-up latency of each thread of a measured task since the start",
+            MetricType::Gauge,
+            &max,
+            gauge,
+        )?;
+        let misses: Vec<(Labels, u64)> = self
+            .tasks
+            .iter()
+            .filter_map(|t| Some((labels(t), t.deadline_misses?)))
+            .collect();
+        family(
+            encoder,
+            "rtlab_task_deadline_misses",
+            "cycles of a measured task's thread that ended past the deadline (the threads the period or deadline applies to)",
+            MetricType::Counter,
+            &misses,
+            counter,
+        )
+    }
+
     /// The flight recorder's causes and the load programs' starts and ends.
     fn encode_causes_and_programs(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
         let s = self;
@@ -396,6 +466,23 @@ impl Metrics {
             MetricType::Gauge,
             &partitions,
             gauge,
+        )?;
+        let steal: Vec<(Labels, f64)> = s
+            .cpu_steal_s
+            .iter()
+            .map(|(cpu, secs)| {
+                let mut l = s.base();
+                l.push(("cpu".into(), cpu.to_string()));
+                (l, *secs)
+            })
+            .collect();
+        family(
+            encoder,
+            "rtlab_cpu_steal_seconds",
+            "time the hypervisor ran something else while each vCPU wanted to run, since boot (/proc/stat's steal; node_cpu_seconds_total{mode=\"steal\"})",
+            MetricType::Counter,
+            &steal,
+            |m, v| m.encode_counter::<prometheus_client::encoding::NoLabelSet, f64, u64>(v, None),
         )?;
         family(
             encoder,

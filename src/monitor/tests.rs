@@ -1,4 +1,4 @@
-use super::metrics::{IrqMetrics, Machine, Metrics, ProgramMetrics, TimerMetrics};
+use super::metrics::{IrqMetrics, Machine, Metrics, ProgramMetrics, TaskMetrics, TimerMetrics};
 use super::*;
 use crate::measure::live::METRIC_BUCKETS;
 
@@ -50,6 +50,36 @@ fn sample() -> Metrics {
         }],
         partitions: vec![("rt".into(), 1)],
         tuning_changes: 3,
+        tasks: vec![
+            TaskMetrics {
+                index: 0,
+                tid: 4321,
+                comm: "cyclic".into(),
+                buckets: {
+                    let mut b = vec![0; METRIC_BUCKETS];
+                    b[2] = 95;
+                    b[9] = 5;
+                    b
+                },
+                sum_ns: 1_500_000,
+                max_ns: 1_900_000,
+                deadline_misses: Some(5),
+            },
+            TaskMetrics {
+                index: 0,
+                tid: 4322,
+                comm: "logger".into(),
+                buckets: {
+                    let mut b = vec![0; METRIC_BUCKETS];
+                    b[4] = 2;
+                    b
+                },
+                sum_ns: 80_000,
+                max_ns: 45_000,
+                deadline_misses: None,
+            },
+        ],
+        cpu_steal_s: vec![(0, 0.0), (1, 10.78)],
     }
 }
 
@@ -90,6 +120,37 @@ fn the_exposition_holds_every_figure_with_its_labels() {
     has(r#"command="stress-ng"} 3"#);
     has(r#"cause="IRQ 36 virtio1-req.0"} 2"#);
     has(r#"rtlab_build_info{version="0.1.0""#);
+    // Task latency: the same buckets, per thread of the measurement; the
+    // deadline misses of the threads the period applies to alone.
+    let base = r#"host="board-7",kernel="6.18.44",preemption="PREEMPT_RT""#;
+    let cyclic = format!(r#"{base},thread="L0.4321",comm="cyclic""#);
+    let logger = format!(r#"{base},thread="L0.4322",comm="logger""#);
+    has(&format!(
+        "rtlab_task_latency_seconds_bucket{{le=\"0.000005\",{cyclic}}} 0"
+    ));
+    has(&format!(
+        "rtlab_task_latency_seconds_bucket{{le=\"0.00001\",{cyclic}}} 95"
+    ));
+    has(&format!(
+        "rtlab_task_latency_seconds_bucket{{le=\"0.002\",{cyclic}}} 100"
+    ));
+    has(&format!("rtlab_task_latency_seconds_count{{{cyclic}}} 100"));
+    has(&format!(
+        "rtlab_task_latency_seconds_sum{{{cyclic}}} 0.0015"
+    ));
+    has(&format!(
+        "rtlab_task_latency_max_seconds{{{cyclic}}} 0.0019"
+    ));
+    has(&format!("rtlab_task_deadline_misses_total{{{cyclic}}} 5"));
+    has(&format!("rtlab_task_latency_seconds_count{{{logger}}} 2"));
+    assert!(!text.contains(&format!("rtlab_task_deadline_misses_total{{{logger}}}")));
+    // Steal since boot per CPU, a counter of seconds.
+    has(&format!(
+        "rtlab_cpu_steal_seconds_total{{{base},cpu=\"1\"}} 10.78"
+    ));
+    has(&format!(
+        "rtlab_cpu_steal_seconds_total{{{base},cpu=\"0\"}} 0.0"
+    ));
     assert!(text.ends_with("# EOF\n"));
     // The textfile form reads as the Prometheus text format.
     let prom = prometheus_text(&text);

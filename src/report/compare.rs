@@ -134,7 +134,8 @@ pub struct Condition {
 
 const CONDITION_HINT: &str = "write METRIC OP VALUE, e.g. 'p99>+10%' (relative to the first run), \
 'max>+20us' (change against the first run) or 'p99.99>100us' (every run); metrics: \
-samples min mean median stddev p90 p99 p99.9 p99.99 max overruns beyond_histogram; \
+samples min mean median stddev p90 p99 p99.9 p99.99 max overruns beyond_histogram \
+deadline_misses; \
 units ns, us, ms (latencies, default us)";
 
 impl std::str::FromStr for Condition {
@@ -475,7 +476,13 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
         ));
         return rows;
     }
+    // Deadline misses are counted by task latency alone: their row is
+    // shown when a column has them.
+    let misses = columns.iter().any(|c| c.stats.deadline_misses.is_some());
     for m in Metric::ALL {
+        if m == Metric::DeadlineMisses && !misses {
+            continue;
+        }
         let name = if m.is_latency() {
             format!("{} (µs)", m.name())
         } else {

@@ -2,13 +2,13 @@
 //! each refresh for Prometheus, the textfile and the windows file.
 
 use super::arm::Armed;
+use super::watch::LoadSampler;
 use super::{Before, RunOptions};
 use crate::flight::FlightRecorder;
 use crate::load::ProgramResult;
 use crate::measure::TimerHandle;
 use crate::messages;
-use crate::monitor::metrics::{Metrics, ProgramMetrics, TimerMetrics};
-use crate::stats::cpu_load::CpuLoad;
+use crate::monitor::metrics::{Metrics, ProgramMetrics, TaskMetrics, TimerMetrics};
 use crate::sys::info::SystemSnapshot;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ impl Exporting {
     /// The last figures, once the timer threads have stopped (every sample
     /// in the last window: the same counts as the result's); then the
     /// endpoint closes. Gives the exporters' warnings.
-    pub(super) fn finish(mut self, armed: &Armed, load: Option<&CpuLoad>) -> Vec<String> {
+    pub(super) fn finish(mut self, armed: &Armed, load: &LoadSampler) -> Vec<String> {
         armed.timers.halt();
         self.refresh(armed, load);
         self.exporter.finish()
@@ -64,7 +64,8 @@ impl Exporting {
 
     /// Publishes the run's figures now. Gives what went wrong with the
     /// endpoint since the last refresh (each problem once).
-    pub(super) fn refresh(&mut self, armed: &Armed, load: Option<&CpuLoad>) -> Vec<String> {
+    pub(super) fn refresh(&mut self, armed: &Armed, sampler: &LoadSampler) -> Vec<String> {
+        let load = sampler.last.as_ref();
         self.recent
             .resize(armed.timers.handles.len(), Default::default());
         let now = Instant::now();
@@ -122,6 +123,8 @@ impl Exporting {
             irq,
             partitions: self.partitions.clone(),
             tuning_changes,
+            tasks: task_metrics(armed),
+            cpu_steal_s: sampler.steal_since_boot(),
         });
         self.exporter.endpoint_news()
     }
@@ -157,6 +160,28 @@ fn timer_metrics(
         recent_max_ns: recent.iter().map(|r| r.1).max(),
         spikes: s.over,
     }
+}
+
+/// Each task-latency thread's figures now.
+fn task_metrics(armed: &Armed) -> Vec<TaskMetrics> {
+    let live = armed
+        .stream
+        .as_ref()
+        .map(crate::stream::TraceStream::task_latency_live)
+        .unwrap_or_default();
+    live.into_iter()
+        .flat_map(|(index, threads)| {
+            threads.into_iter().map(move |t| TaskMetrics {
+                index,
+                tid: t.tid,
+                comm: t.comm,
+                buckets: t.buckets,
+                sum_ns: t.sum_ns,
+                max_ns: t.max_ns,
+                deadline_misses: t.deadline_misses,
+            })
+        })
+        .collect()
 }
 
 /// One program's starts and exits, under its command's base name.

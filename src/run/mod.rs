@@ -101,11 +101,11 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     watch.partitions.clone_from(&before.isolation.partitions);
     let end = watch.run(&mut armed, &rx, root);
     if let Some(x) = watch.exporter.take() {
-        warnings.extend(x.finish(&armed, watch.load.last.as_ref()));
+        warnings.extend(x.finish(&armed, &watch.load));
     }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
     watch.check_partitions(root, false);
-    watch.finish(&stopped.final_rows, root);
+    watch.finish(&stopped.final_rows, &stopped.task_latency, root);
     drop(signals);
     main.release();
     Ok(collect(plan, before, main, stopped, watch, end, warnings))

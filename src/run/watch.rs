@@ -9,7 +9,7 @@ use crate::flight::FlightRecorder;
 use crate::load;
 use crate::measure::TimerHandle;
 use crate::plan::RunPlan;
-use crate::report::{self, live::LiveRow};
+use crate::report::{self, live::LiveRow, live::StealRow, live::TaskRow};
 use crate::result::EndReason;
 use crate::stats::cpu_load::{self, CpuLoad};
 use crate::sys::SysRoot;
@@ -18,6 +18,25 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// What the live view shows beside the timer threads' rows.
+struct Beside<'a> {
+    table: report::live::Beside<'a>,
+    /// Lines under the table (the clock, the last cause, warnings).
+    note: Option<String>,
+}
+
+/// The task-latency threads' rows now.
+fn task_rows(armed: &Armed) -> Vec<TaskRow> {
+    let live = armed
+        .stream
+        .as_ref()
+        .map(crate::stream::TraceStream::task_latency_live)
+        .unwrap_or_default();
+    live.iter()
+        .flat_map(|(index, threads)| threads.iter().map(|t| TaskRow::live(*index, t)))
+        .collect()
+}
 
 /// Prints the live table, redrawing it in place on a terminal.
 struct LiveView {
@@ -85,12 +104,12 @@ impl CyclictestLive {
 }
 
 impl LiveView {
-    fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool, note: Option<String>) {
+    fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool, beside: Beside) {
         if !(self.tty || self.every_refresh || last) {
             return;
         }
-        let mut text = report::live::table(rows, load, self.display);
-        if let Some(note) = note {
+        let mut text = report::live::table(rows, load, self.display, beside.table);
+        if let Some(note) = beside.note {
             text.push_str(&note);
             text.push('\n');
         }
@@ -130,6 +149,8 @@ pub(super) struct LoadSampler {
     prev: Option<(ProcStat, Instant)>,
     pub(super) series: Vec<CpuLoad>,
     pub(super) last: Option<CpuLoad>,
+    /// Each CPU's steal over the last interval (%).
+    last_steal: Vec<(usize, f64)>,
     run_start: Instant,
 }
 
@@ -141,6 +162,7 @@ impl LoadSampler {
             first,
             series: Vec::new(),
             last: None,
+            last_steal: Vec::new(),
             run_start,
         }
     }
@@ -154,6 +176,32 @@ impl LoadSampler {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Each CPU's steal since boot (s) at the last sample, for the metrics.
+    pub(super) fn steal_since_boot(&self) -> Vec<(usize, f64)> {
+        self.prev.as_ref().map_or_else(Vec::new, |(s, _)| {
+            cpu_load::steal_seconds(s, crate::sys::os::clock_ticks_per_second())
+        })
+    }
+
+    /// The live view's steal lines: each CPU the hypervisor took time from
+    /// since the start, with its share of the last interval; none when it
+    /// took none (bare metal, or a quiet host).
+    pub(super) fn steal_rows(&self) -> Vec<report::live::StealRow> {
+        self.steal_ms()
+            .into_iter()
+            .filter(|&(_, ms)| ms > 0.0)
+            .map(|(cpu, run_ms)| report::live::StealRow {
+                cpu,
+                percent: self
+                    .last_steal
+                    .iter()
+                    .find(|(c, _)| *c == cpu)
+                    .map_or(0.0, |x| x.1),
+                run_ms,
+            })
+            .collect()
     }
 
     /// Samples the load since the last sample (the last one stays if
@@ -174,6 +222,7 @@ impl LoadSampler {
         );
         cpu_load::push_bounded(&mut self.series, load.clone());
         self.last = Some(load);
+        self.last_steal = cpu_load::steal_percent(&before, &stat);
     }
 }
 
@@ -194,6 +243,8 @@ pub(super) struct Watch {
     pub(super) partitions_changed: Vec<String>,
     /// The first refresh is done (and the code that ran once let go).
     settled: bool,
+    /// The task-latency threads' rows at the last refresh.
+    last_tasks: Vec<TaskRow>,
     /// How long the run should last, when every part of it ends by itself.
     planned: Option<Duration>,
 }
@@ -238,6 +289,7 @@ impl Watch {
             partitions: Vec::new(),
             partitions_changed: Vec::new(),
             settled: false,
+            last_tasks: Vec::new(),
             planned: planned_length(plan),
         }
     }
@@ -323,7 +375,7 @@ impl Watch {
         self.load.sample(root);
         self.check_partitions(root, true);
         if let Some(x) = self.exporter.as_mut() {
-            for news in x.refresh(armed, self.load.last.as_ref()) {
+            for news in x.refresh(armed, &self.load) {
                 crate::messages::warn(&news);
                 self.endpoint_note = Some(format!("warning: {news}"));
             }
@@ -350,17 +402,37 @@ impl Watch {
         if let Some(ct) = self.view.cyclictest.as_mut() {
             return ct.show(&rows(&armed.timers.handles), root, false);
         }
+        let (tasks, steal) = (task_rows(armed), self.load.steal_rows());
+        let beside = Beside {
+            table: report::live::Beside {
+                tasks: &tasks,
+                steal: &steal,
+            },
+            note,
+        };
         self.view.show(
             &rows(&armed.timers.handles),
             self.load.last.as_ref(),
             false,
-            note,
+            beside,
         );
+        self.last_tasks = tasks;
     }
 
-    /// SIGUSR1: the live table on stderr, and the run goes on.
+    /// SIGUSR1: the live table on stderr (the task-latency threads as the
+    /// last refresh saw them), and the run goes on.
     fn snapshot(&self, timers: &[TimerHandle]) {
-        let table = report::live::table(&rows(timers), self.load.last.as_ref(), self.view.display);
+        let steal = self.load.steal_rows();
+        let beside = report::live::Beside {
+            tasks: &self.last_tasks,
+            steal: &steal,
+        };
+        let table = report::live::table(
+            &rows(timers),
+            self.load.last.as_ref(),
+            self.view.display,
+            beside,
+        );
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
@@ -369,14 +441,36 @@ impl Watch {
         );
     }
 
-    /// The last load sample and the final table.
-    pub(super) fn finish(&mut self, final_rows: &[LiveRow], root: &SysRoot) {
+    /// The last load sample and the final table (the task-latency threads
+    /// from their results).
+    pub(super) fn finish(
+        &mut self,
+        final_rows: &[LiveRow],
+        tasks: &[crate::task_latency::TaskLatencyResult],
+        root: &SysRoot,
+    ) {
         self.load.sample(root);
         if let Some(ct) = self.view.cyclictest.as_mut() {
             return ct.show(final_rows, root, true);
         }
+        let tasks: Vec<TaskRow> = tasks
+            .iter()
+            .flat_map(|m| {
+                m.threads
+                    .iter()
+                    .map(|t| TaskRow::of_result(m.spec.index, t))
+            })
+            .collect();
+        let steal: Vec<StealRow> = self.load.steal_rows();
+        let beside = Beside {
+            table: report::live::Beside {
+                tasks: &tasks,
+                steal: &steal,
+            },
+            note: None,
+        };
         self.view
-            .show(final_rows, self.load.last.as_ref(), true, None);
+            .show(final_rows, self.load.last.as_ref(), true, beside);
     }
 }
 

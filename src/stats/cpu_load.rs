@@ -64,6 +64,34 @@ pub fn steal_ms(before: &ProcStat, after: &ProcStat, ticks_per_s: u64) -> Vec<(u
         .collect()
 }
 
+/// Each CPU's steal time since boot, in seconds (`ticks_per_s`: USER_HZ),
+/// as `/proc/stat` counts it: what node_exporter exports as
+/// `node_cpu_seconds_total{mode="steal"}`.
+pub fn steal_seconds(stat: &ProcStat, ticks_per_s: u64) -> Vec<(usize, f64)> {
+    let per_s = ticks_per_s.max(1) as f64;
+    stat.per_cpu
+        .iter()
+        .map(|&(cpu, t)| (cpu, t.steal as f64 / per_s))
+        .collect()
+}
+
+/// Each CPU's steal between two readings, as a share (%) of its time in
+/// that interval (0 where no time passed).
+pub fn steal_percent(before: &ProcStat, after: &ProcStat) -> Vec<(usize, f64)> {
+    per_cpu_pairs(before, after)
+        .map(|(cpu, b, a)| {
+            let total = a.total.saturating_sub(b.total);
+            let steal = a.steal.saturating_sub(b.steal).min(total);
+            let pct = if total == 0 {
+                0.0
+            } else {
+                100.0 * steal as f64 / total as f64
+            };
+            (cpu, pct)
+        })
+        .collect()
+}
+
 /// Most intervals a series keeps; beyond, neighbours merge (so a week-long
 /// run stays small).
 pub const MAX_SERIES: usize = 4096;
@@ -128,6 +156,31 @@ mod tests {
         assert_eq!(l.global, 50.0);
         // No time passed: 0%, not NaN.
         assert_eq!(between(&a, &a, 0.0, 0.0).global, 0.0);
+    }
+
+    #[test]
+    fn steal_since_boot_and_as_a_share_of_an_interval() {
+        let at = |steal: [u64; 2], total: [u64; 2]| ProcStat {
+            all: CpuTimes::default(),
+            per_cpu: (0..2)
+                .map(|c| {
+                    (
+                        c,
+                        CpuTimes {
+                            idle: 0,
+                            total: total[c],
+                            steal: steal[c],
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let (a, b) = (at([7, 100], [1000, 2000]), at([7, 130], [1100, 2200]));
+        assert_eq!(steal_seconds(&b, 100), vec![(0, 0.07), (1, 1.3)]);
+        assert_eq!(steal_percent(&a, &b), vec![(0, 0.0), (1, 15.0)]);
+        // Counters that went back (a CPU replaced) or no time passed: none.
+        assert_eq!(steal_percent(&b, &a), vec![(0, 0.0), (1, 0.0)]);
+        assert_eq!(steal_percent(&b, &b), vec![(0, 0.0), (1, 0.0)]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod cpu_load;
 pub mod loglin;
+pub mod metric_buckets;
 pub mod series;
 pub mod spikes;
 

@@ -25,6 +25,7 @@ mod tests;
 
 use crate::config::TaskSelector;
 use crate::explain::parse::Event;
+use crate::stats::metric_buckets::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
 use cpu::Occupancy;
 use serde::{Deserialize, Serialize};
@@ -251,6 +252,36 @@ struct Thread {
     wakers: BTreeMap<String, u64>,
     explained: Vec<Explained>,
     samples: Vec<WakeUp>,
+    /// The last wake-up's latency (ns), for the live view.
+    last_ns: u64,
+    /// Latencies per bucket of the metrics' bounds, for monitoring.
+    buckets: [u64; METRIC_BUCKETS],
+}
+
+/// One thread's figures so far, for the live view and the metrics of a
+/// monitoring run: the same samples the result's figures are made of.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ThreadLive {
+    /// The thread.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// Wake-ups so far.
+    pub wake_ups: u64,
+    /// Smallest, largest and last latency (ns; 0 before a wake-up).
+    pub min_ns: u64,
+    /// Largest latency (ns).
+    pub max_ns: u64,
+    /// The last wake-up's latency (ns).
+    pub cur_ns: u64,
+    /// Sum of latencies (ns).
+    pub sum_ns: u64,
+    /// Latencies per bucket of the metrics histogram's bounds, and the rest.
+    pub buckets: Vec<u64>,
+    /// Cycles ended past the deadline, where the stated period or deadline
+    /// applies to the thread as its figures stand now (as the result
+    /// decides at the end: [`runs_the_cycle`]).
+    pub deadline_misses: Option<u64>,
 }
 
 impl Thread {
@@ -276,6 +307,8 @@ impl Thread {
             wakers: BTreeMap::new(),
             explained: Vec::new(),
             samples: Vec::new(),
+            last_ns: 0,
+            buckets: [0; METRIC_BUCKETS],
         })
     }
 }
@@ -596,6 +629,8 @@ impl Tracker {
         };
         t.wake_ups += 1;
         t.latency.record(latency);
+        t.last_ns = latency;
+        t.buckets[metric_bucket(latency)] += 1;
         t.wake_to_run.record(wake_to_run);
         if let Some(late) = p.late {
             t.timer_wake_ups += 1;
@@ -673,6 +708,30 @@ impl Tracker {
         {
             *min = e;
         }
+    }
+
+    /// Each thread's figures so far (those that woke), by TID.
+    pub fn live(&self) -> Vec<ThreadLive> {
+        let has_deadline = self.spec.deadline_ns.or(self.spec.period_ns).is_some();
+        self.threads
+            .iter()
+            .filter(|(_, t)| t.wake_ups > 0)
+            .map(|(&tid, t)| {
+                let applies = has_deadline
+                    && runs_the_cycle(&self.spec, tid, &t.comm, &stats::summarize(&t.period));
+                ThreadLive {
+                    tid,
+                    comm: t.comm.clone(),
+                    wake_ups: t.wake_ups,
+                    min_ns: t.latency.min_ns.min(t.latency.max_ns),
+                    max_ns: t.latency.max_ns,
+                    cur_ns: t.last_ns,
+                    sum_ns: u64::try_from(t.latency.sum_ns).unwrap_or(u64::MAX),
+                    buckets: t.buckets.to_vec(),
+                    deadline_misses: applies.then_some(t.misses),
+                }
+            })
+            .collect()
     }
 
     /// The result, once every event is fed.

@@ -272,3 +272,48 @@ fn the_timer_slack_is_its_own_part_and_lateness_counts_from_expires() {
     );
     assert!(text.contains("PR_SET_TIMERSLACK"), "{text}");
 }
+
+/// The live figures (live view, metrics) are the result's own: counts,
+/// extremes, sum, deadline misses where the period applies (none for a
+/// thread it does not), and the metrics buckets hold every wake-up in the
+/// bucket of its latency.
+#[test]
+fn the_live_figures_are_the_results_own() {
+    let mut t = Tracker::new(TaskLatencySpec {
+        task: TaskSelector::Pid(7),
+        deadline_ns: Some(35_000),
+        samples: 10_000,
+        ..spec()
+    });
+    t.add_tids([8]);
+    let mut lines = two_threads();
+    // Two cycles past the 35 µs deadline (released at the expiry, asleep
+    // 40 and 45 µs later); the others end 30 µs after theirs.
+    lines.push_str(&cycle(3_000_000, 5, 3_000_020, 3_000_040));
+    lines.push_str(&cycle(3_001_000, 5, 3_001_030, 3_001_045));
+    feed(&mut t, &lines);
+    let live = t.live();
+    let r = t.finish(0, &[]);
+    assert_eq!(live.len(), r.threads.len());
+    for (l, th) in live.iter().zip(&r.threads) {
+        assert_eq!((l.tid, &l.comm), (th.tid, &th.comm));
+        assert_eq!(l.wake_ups, th.latency.samples);
+        assert_eq!((l.min_ns, l.max_ns), (th.latency.min_ns, th.latency.max_ns));
+        assert_eq!(l.sum_ns as f64 / l.wake_ups as f64, th.latency.mean_ns);
+        assert_eq!(l.deadline_misses, th.deadline_misses);
+        assert_eq!(l.buckets.iter().sum::<u64>(), th.latency.samples);
+        let mut by_hand = vec![0u64; l.buckets.len()];
+        for w in th.wake_up_samples.iter().filter(|w| w.tid == th.tid) {
+            by_hand[crate::stats::metric_buckets::metric_bucket(w.latency_ns)] += 1;
+        }
+        assert_eq!(th.wake_up_samples.len() as u64, th.wake_ups);
+        assert_eq!(l.buckets, by_hand, "TID {}", th.tid);
+    }
+    let cyc = live.iter().find(|l| l.tid == 7).unwrap();
+    assert_eq!(cyc.deadline_misses, Some(2));
+    assert_eq!(cyc.cur_ns, 30_000);
+    assert_eq!(
+        live.iter().find(|l| l.tid == 8).unwrap().deadline_misses,
+        None
+    );
+}

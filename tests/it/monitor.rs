@@ -474,3 +474,189 @@ fn a_monitor_exports_the_irq_side_beside_the_thread_latency() {
         "{last}"
     );
 }
+
+/// Each CPU's steal ticks in `/proc/stat` now.
+fn steal_ticks() -> Vec<(String, u64)> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((
+                f[0].trim_start_matches("cpu").to_string(),
+                f.get(8)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The value of the series `name{...label...}` in a classic exposition.
+fn series(text: &str, name: &str, label: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A monitoring run with a task-latency measurement of a real cyclic
+/// program (1 µs deadline: every cycle misses it): once the program has
+/// ended, the scraped histogram, max and deadline misses are the result's
+/// own figures (its wake-ups kept one by one, bucketed here), the steal
+/// counters lie between two readings of `/proc/stat` around the scrape,
+/// and `promtool check metrics` reads the exposition.
+#[test]
+fn a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say() {
+    const TEST: &str = "a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    if !crate::fixtures::is_root() || !crate::trace_experiments::can_trace(TEST) {
+        return;
+    }
+    let Some(cyclic) = crate::task_latency::build(dir.path(), "cyclic") else {
+        path_taken(TEST, "no C compiler here: nothing to measure");
+        return;
+    };
+    let port = free_port();
+    let cfg = format!(
+        "main\n{{\n  stats.period 200 ms\n}}\n\
+         task_latency[0]\n{{\n  task.program 0\n  period 1ms\n  deadline 1us\n  samples 100000\n}}\n\
+         program[0]\n{{\n  cmdline {} sleep 1000 1000 own.txt 50\n  termination.ok IGNORE\n  \
+         termination.ko IGNORE\n  cpu_affinity {}\n}}\n",
+        cyclic.display(),
+        crate::fixtures::measured_cpu()
+    );
+    std::fs::write(dir.path().join("task.cfg"), cfg).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "monitor",
+            "task.cfg",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--windows", "none", "--json", "task.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The program writes its own figures when its 1000 cycles are done;
+    // then the scraped figures stop changing.
+    let own = dir.path().join("own.txt");
+    let ended = wait_until(Duration::from_secs(60), || {
+        std::fs::read_to_string(&own).is_ok_and(|t| t.lines().count() == 1000)
+    });
+    let count = |t: &str| series(t, "rtlab_task_latency_seconds_count", "thread=\"L0.");
+    let mut last = String::new();
+    let settled = ended
+        && wait_until(Duration::from_secs(60), || {
+            let before = http_get(port, "/metrics").unwrap_or_default();
+            std::thread::sleep(Duration::from_millis(500));
+            last = http_get(port, "/metrics").unwrap_or_default();
+            count(&before).is_some() && count(&before) == count(&last)
+        });
+    // USER_HZ, as the C library says it.
+    let hz: f64 = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .expect("getconf CLK_TCK");
+    // Steal: the exported counter lies between two readings around a scrape.
+    let before = steal_ticks();
+    let mut scraped = String::new();
+    let caught_up = wait_until(Duration::from_secs(30), || {
+        scraped = http_get(port, "/metrics").unwrap_or_default();
+        before.iter().all(|(cpu, ticks)| {
+            series(
+                &scraped,
+                "rtlab_cpu_steal_seconds_total",
+                &format!("cpu=\"{cpu}\""),
+            )
+            .is_some_and(|s| (s * hz).round() as u64 >= *ticks)
+        })
+    });
+    let after = steal_ticks();
+    let r = stop(child, dir.path(), "task.json");
+    assert!(ended && settled, "{last}");
+    assert!(caught_up, "{scraped}");
+    for (cpu, ticks) in &after {
+        let s = series(
+            &scraped,
+            "rtlab_cpu_steal_seconds_total",
+            &format!("cpu=\"{cpu}\""),
+        )
+        .unwrap();
+        assert!(
+            (s * hz).round() as u64 <= *ticks,
+            "CPU {cpu}: {s} s, /proc/stat {ticks} ticks"
+        );
+    }
+    // Task latency: the result's own figures.
+    for t in r["task_latency"][0]["threads"].as_array().unwrap() {
+        let label = format!("thread=\"L0.{}\"", t["tid"]);
+        let lat = &t["latency"];
+        assert_eq!(
+            series(&last, "rtlab_task_latency_seconds_count", &label),
+            lat["samples"].as_f64(),
+            "{label}\n{last}"
+        );
+        assert_eq!(
+            series(&last, "rtlab_task_latency_max_seconds", &label),
+            Some(lat["max_ns"].as_u64().unwrap() as f64 / 1e9)
+        );
+        assert_eq!(
+            series(&last, "rtlab_task_deadline_misses_total", &label),
+            t["deadline_misses"].as_f64()
+        );
+        // Each bucket: the wake-ups kept one by one, counted here.
+        let samples = t["wake_up_samples"].as_array().unwrap();
+        assert_eq!(samples.len() as u64, t["wake_ups"].as_u64().unwrap());
+        for &bound in &rtlab::measure::live::METRIC_BOUNDS_NS {
+            let n = samples
+                .iter()
+                .filter(|w| w["latency_ns"].as_u64().unwrap() <= bound)
+                .count();
+            let le = format!("le=\"{}\"", bound as f64 / 1e9);
+            let line = last
+                .lines()
+                .find(|l| {
+                    l.starts_with("rtlab_task_latency_seconds_bucket{")
+                        && l.contains(&label)
+                        && l.contains(&le)
+                })
+                .unwrap_or_else(|| panic!("no {le} bucket of {label}"));
+            assert_eq!(
+                line.rsplit(' ').next(),
+                Some(n.to_string().as_str()),
+                "{line}"
+            );
+        }
+    }
+    let misses = series(&last, "rtlab_task_deadline_misses_total", "thread=\"L0.").unwrap();
+    assert!(misses > 0.0, "{last}");
+    if has_command("promtool") {
+        let mut p = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        p.stdin
+            .take()
+            .unwrap()
+            .write_all(scraped.as_bytes())
+            .unwrap();
+        let o = p.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    path_taken(
+        TEST,
+        &format!(
+            "task latency and {misses} deadline misses as the result says; steal within /proc/stat; promtool: {}",
+            has_command("promtool")
+        ),
+    );
+}

@@ -157,7 +157,8 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
 
 /// Each CPU's steal time over the run is the kernel's own count: within
 /// what the counters moved around the run, in whole USER_HZ ticks
-/// (`getconf CLK_TCK`), and said as a warning when a measured CPU lost any.
+/// (`getconf CLK_TCK`), and said as a warning when a measured CPU lost any;
+/// the final table's steal lines are the same figures.
 #[test]
 fn steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some() {
     const TEST: &str = "steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some";
@@ -210,6 +211,19 @@ fn steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some() {
             "CPU {cpu}: {ticks} ticks, the counter moved {most}"
         );
         measured_lost |= cpu == measured_cpu() && ms > 0.0;
+        // The final table's steal line is the result's figure, and only
+        // a CPU that lost some has one.
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("Steal CPU#{cpu} :")));
+        match line {
+            Some(l) => assert!(
+                ms > 0.0 && l.ends_with(&format!("({ms:.1} ms since the start)")),
+                "{l} vs {ms} ms"
+            ),
+            None => assert_eq!(ms, 0.0, "no steal line for CPU {cpu}:\n{stdout}"),
+        }
     }
     let said = r["warnings"]
         .as_array()

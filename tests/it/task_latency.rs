@@ -600,3 +600,117 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
         ),
     );
 }
+
+/// The thread that runs the cycle in a result: (TID, deadline misses).
+fn misses_of(r: &Value) -> Vec<(u64, u64)> {
+    r["task_latency"][0]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| Some((t["tid"].as_u64()?, t["deadline_misses"].as_u64()?)))
+        .collect()
+}
+
+/// `--fail-if 'deadline_misses>0'` on a task-latency run: a 1 µs deadline
+/// (the least rtlab takes) is missed by cycles that each hold a timer
+/// interrupt, a wake-up and two context switches, so the run fails with
+/// status 6 and the verdict gives the result's own count; the final live
+/// table shows the same count; a loose deadline's run gets the status its
+/// result says (0 when no cycle missed); and on the first result, the gate
+/// at its exact count passes with `>` and fails with `>=`.
+#[test]
+fn a_deadline_miss_gate_fails_the_run_that_misses_and_passes_the_one_that_holds() {
+    const TEST: &str =
+        "a_deadline_miss_gate_fails_the_run_that_misses_and_passes_the_one_that_holds";
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+        return;
+    };
+    let cpu = online_cpus().last().unwrap().to_string();
+    let own = dir.path().join("own.txt");
+    let run = |deadline: &str, json: &str| {
+        rtlab(
+            dir.path(),
+            &[
+                "task-latency",
+                "--duration",
+                "3s",
+                "--period",
+                "1ms",
+                "--deadline",
+                deadline,
+                "--cpu",
+                &cpu,
+                "--json",
+                json,
+                "--fail-if",
+                "deadline_misses>0",
+                "--",
+                cyclic.to_str().unwrap(),
+                "sleep",
+                "1000",
+                "500",
+                own.to_str().unwrap(),
+                "50",
+            ],
+        )
+    };
+    let read = |json: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(json)).unwrap()).unwrap()
+    };
+    let o = run("1us", "tight.json");
+    let tight = read("tight.json");
+    let misses = misses_of(&tight);
+    let total: u64 = misses.iter().map(|m| m.1).sum();
+    assert!(total > 0, "{}", brief(&tight));
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "FAIL deadline_misses>0: tight deadline_misses is {total}"
+        )),
+        "{stdout}"
+    );
+    // The final table's Misses column is the result's.
+    for (tid, n) in &misses {
+        let row = stdout
+            .lines()
+            .find(|l| {
+                l.starts_with("  L0") && l.split_whitespace().nth(1) == Some(&tid.to_string())
+            })
+            .unwrap_or_else(|| panic!("no row of TID {tid} in\n{stdout}"));
+        assert_eq!(
+            row.split_whitespace().nth(7),
+            Some(n.to_string().as_str()),
+            "{row}"
+        );
+    }
+    // The same gate on the same figures through compare, at the count.
+    let gate = |cond: &str| {
+        rtlab(dir.path(), &["compare", "tight.json", "--fail-if", cond])
+            .status
+            .code()
+    };
+    assert_eq!(gate(&format!("deadline_misses>{total}")), Some(0));
+    assert_eq!(gate(&format!("deadline_misses>={total}")), Some(6));
+    // A loose deadline: the status is what its result says.
+    let o = run("900ms", "loose.json");
+    let loose: u64 = misses_of(&read("loose.json")).iter().map(|m| m.1).sum();
+    let expected = if loose == 0 { 0 } else { 6 };
+    assert_eq!(o.status.code(), Some(expected), "{}", text(&o));
+    let verdict = if loose == 0 { "pass" } else { "FAIL" };
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!(
+            "{verdict} deadline_misses>0: loose deadline_misses is {loose}"
+        )),
+        "{}",
+        text(&o)
+    );
+    path_taken(
+        TEST,
+        &format!(
+            "1 µs deadline: {total} misses, status 6; 900 ms deadline: {loose} misses, status {expected}"
+        ),
+    );
+}

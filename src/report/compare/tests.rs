@@ -34,6 +34,7 @@ fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
             .collect(),
             overruns,
             beyond_histogram: Some(0),
+            deadline_misses: None,
         },
         resolution_ns: 1,
         truncated_from_ns: None,
