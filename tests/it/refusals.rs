@@ -116,6 +116,18 @@ fn an_option_written_on_every_timer_thread_is_refused_once() {
         stderr.contains("rtlab: 1 problem in rtlab run; nothing was started"),
         "{stderr}"
     );
+    // A refused policy is the one problem: the default priority (99) is
+    // not then judged against the OTHER policy nobody asked for.
+    let stderr = refused(
+        dir.path(),
+        &["run", "--policy", "bogus"],
+        "rtlab run: --policy bogus: error: `sched.policy`: unknown scheduling policy",
+        "OTHER, FIFO, RR, BATCH, IDLE",
+    );
+    assert!(
+        stderr.contains("rtlab: 1 problem in rtlab run; nothing was started"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -132,6 +132,7 @@ pub(super) fn sched_policy(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     d.sched.policy = b
         .get(prop, values::policy(&prop.value))
         .map(|p| (p, prop.value_pos));
+    d.sched.policy_refused = d.sched.policy.is_none();
 }
 
 pub(super) fn sched_priority(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {

@@ -433,6 +433,9 @@ pub(super) struct Builder<'a> {
 pub(super) struct SchedKeys {
     pub policy: Option<(Policy, Pos)>,
     pub priority: Option<(i64, Pos)>,
+    /// `sched.policy` was given and refused: the priority is not checked
+    /// against a policy nobody asked for.
+    pub policy_refused: bool,
 }
 
 impl Builder<'_> {
@@ -533,6 +536,7 @@ impl Builder<'_> {
         let (policy, policy_pos) = keys.policy.unwrap_or((Policy::Other, stanza_pos));
         let pos = keys.priority.map_or(policy_pos, |(_, p)| p);
         let priority = match (policy.is_realtime(), keys.priority) {
+            (_, Some((_, _))) if keys.policy_refused => 0,
             (true, None) => {
                 self.diags.push(
                     Diagnostic::new(policy_pos, format!("{} needs a priority", policy.name()))
@@ -1303,6 +1307,13 @@ mod tests {
             let h = d.hint.as_deref().unwrap_or_default();
             assert!(h.contains(hint), "{text:?}: {d:?}");
         }
+    }
+
+    #[test]
+    fn a_refused_policy_leaves_the_priority_unjudged() {
+        let d = errors("timer_thread[0] {\n sched.policy bogus\n sched.priority 99\n}\n");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].message.contains("unknown scheduling policy"), "{d:?}");
     }
 
     #[test]
