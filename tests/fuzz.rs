@@ -160,6 +160,11 @@ const EXPERIMENT_PIECES: &[&str] = &[
     "0x",
     "stats.format ",
     "csv",
+    "\0",
+    "99999999999999 s",
+    "task_latency[",
+    "task.pid ",
+    "on_spike.every ",
 ];
 
 fn check_positions(text: &str, diags: &[rtlab::config::Diagnostic]) -> Result<(), TestCaseError> {
@@ -169,6 +174,7 @@ fn check_positions(text: &str, diags: &[rtlab::config::Diagnostic]) -> Result<()
             d.pos.line >= 1 && d.pos.line <= lines + 1 && d.pos.col >= 1,
             "refusal without a place in the file: {d:?}"
         );
+        prop_assert!(d.hint.is_some(), "refusal without a hint: {d:?}");
     }
     Ok(())
 }

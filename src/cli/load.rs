@@ -77,7 +77,7 @@ pub enum LoadKind {
         /// is memory).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        /// Each file's size (at most 1G).
+        /// Each file's size (at most 1G; a larger one is refused).
         #[arg(long, default_value = "64M", value_parser = size)]
         size: u64,
         /// Threads, each with its file.
@@ -117,6 +117,74 @@ pub enum LoadKind {
 /// Most threads (or groups × 40) a load starts.
 const MAX_WORKERS: usize = 4096;
 
+/// Largest `--size` of `io` (each thread's file) and of `memory` (each of
+/// a thread's two buffers).
+const MAX_SIZE: u64 = 1 << 30;
+
+/// Largest `--size` of `ipc` (bytes per message).
+const MAX_MESSAGE: usize = 1 << 16;
+
+/// A size as written on the command line: `2G`, `64M`, `4096`.
+fn shown_size(bytes: u64) -> String {
+    [(30, "G"), (20, "M"), (10, "K")]
+        .into_iter()
+        .find(|&(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift))
+        .map_or(bytes.to_string(), |(shift, unit)| {
+            format!("{}{unit}", bytes >> shift)
+        })
+}
+
+/// The first option of `k` out of range: the option and its value, what
+/// is wrong, and a hint naming what is accepted.
+fn out_of_range(k: &LoadKind) -> Option<(String, String, String)> {
+    let max = shown_size(MAX_SIZE);
+    match k {
+        LoadKind::Memory {
+            size: Some(size), ..
+        } if *size > MAX_SIZE => Some((
+            format!("--size {}", shown_size(*size)),
+            format!("more than {max}, the largest buffer this load copies"),
+            format!(
+                "give --size {max} or less (each thread copies between two buffers of SIZE); for more traffic, add --threads"
+            ),
+        )),
+        LoadKind::Io { size, .. } if *size > MAX_SIZE => Some((
+            format!("--size {}", shown_size(*size)),
+            format!("more than {max}, the largest file this load writes"),
+            format!(
+                "give --size {max} or less; for more I/O, add --threads (each thread writes a file of its own)"
+            ),
+        )),
+        LoadKind::Ipc { size, .. } if !(1..=MAX_MESSAGE).contains(size) => Some((
+            format!("--size {size}"),
+            "not a message size this load sends".into(),
+            format!("give --size from 1 to {MAX_MESSAGE} bytes"),
+        )),
+        _ => None,
+    }
+}
+
+/// The option that sets how many workers `k` starts, its largest value,
+/// and what one worker is.
+fn workers_option(k: &LoadKind) -> (&'static str, usize, String) {
+    match k {
+        LoadKind::Ipc { .. } => (
+            "--groups",
+            MAX_WORKERS / (2 * load::GROUP_FDS),
+            format!(
+                "each group is {} threads, at most {MAX_WORKERS} in all",
+                2 * load::GROUP_FDS
+            ),
+        ),
+        LoadKind::Net { .. } => (
+            "--streams",
+            MAX_WORKERS,
+            "a sender and a receiver thread each".into(),
+        ),
+        _ => ("--threads", MAX_WORKERS, "one worker thread each".into()),
+    }
+}
+
 /// The buffers of `memory` when the cache size is unknown.
 const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
 
@@ -136,20 +204,22 @@ fn kind_of(k: &LoadKind) -> (Kind, usize) {
         LoadKind::Memory { size, threads } => {
             let llc = crate::sys::llc_bytes(&crate::sys::SysRoot::real());
             let bytes = size.unwrap_or_else(|| llc.map_or(DEFAULT_MEMORY_BYTES, |c| 4 * c));
-            let bytes = usize::try_from(bytes.min(1 << 30)).unwrap_or(1 << 30);
+            // The default (4 × the cache) is kept to MAX_SIZE too; a larger
+            // --size was refused.
+            let bytes = usize::try_from(bytes.min(MAX_SIZE)).unwrap_or(1 << 30);
             (Kind::Memory { bytes }, *threads)
         }
         LoadKind::Io { dir, size, threads } => (
             Kind::Io {
                 dir: dir.clone(),
-                bytes: (*size).min(1 << 30),
+                bytes: (*size).min(MAX_SIZE),
             },
             *threads,
         ),
         LoadKind::Ipc { groups, pipe, size } => (
             Kind::Ipc {
                 pipes: *pipe,
-                size: (*size).clamp(1, 1 << 16),
+                size: (*size).clamp(1, MAX_MESSAGE),
             },
             *groups,
         ),
@@ -161,16 +231,18 @@ fn kind_of(k: &LoadKind) -> (Kind, usize) {
 /// `rtlab load KIND`.
 pub fn load_main(a: &LoadArgs) -> i32 {
     let (kind, workers) = kind_of(&a.kind);
-    let threads = if matches!(kind, Kind::Ipc { .. }) {
-        workers.saturating_mul(2 * load::GROUP_FDS)
-    } else {
-        workers
-    };
-    if workers == 0 || threads > MAX_WORKERS {
+    if let Some((option, why, hint)) = out_of_range(&a.kind) {
+        errln!("rtlab load {}: {option}: {why}", kind.name());
+        errln!("  hint: {hint}");
+        return super::EXIT_REFUSED;
+    }
+    let (option, most, what) = workers_option(&a.kind);
+    if !(1..=most).contains(&workers) {
         errln!(
-            "rtlab load {}: {workers} is not a number of workers this load can start (1 to {MAX_WORKERS} threads)",
+            "rtlab load {}: {option} {workers}: not a number this load can start",
             kind.name()
         );
+        errln!("  hint: give {option} from 1 to {most} ({what})");
         return super::EXIT_REFUSED;
     }
     // A directory that cannot be reached safely (a link someone else can
@@ -202,5 +274,33 @@ mod tests {
         assert!(size("0").is_err());
         assert!(size("12Q").is_err());
         assert!(size("99999999999G").is_err());
+    }
+
+    #[test]
+    fn sizes_beyond_the_largest_are_refused_with_it() {
+        let io = |size| LoadKind::Io {
+            dir: ".".into(),
+            size,
+            threads: 1,
+        };
+        assert_eq!(out_of_range(&io(1 << 30)), None);
+        for big in [2 << 30, 5 << 30] {
+            let (option, _, hint) = out_of_range(&io(big)).unwrap();
+            assert_eq!(option, format!("--size {}G", big >> 30));
+            assert!(hint.contains("--size 1G or less"), "{hint}");
+        }
+        let memory = LoadKind::Memory {
+            size: Some(3 << 29),
+            threads: 1,
+        };
+        assert_eq!(out_of_range(&memory).unwrap().0, "--size 1536M");
+        let ipc = |size| LoadKind::Ipc {
+            groups: 1,
+            pipe: false,
+            size,
+        };
+        assert!(out_of_range(&ipc(0)).is_some());
+        assert!(out_of_range(&ipc(MAX_MESSAGE + 1)).is_some());
+        assert_eq!(out_of_range(&ipc(MAX_MESSAGE)), None);
     }
 }

@@ -219,19 +219,39 @@ fn print_diagnostics(file: &str, diags: &[Diagnostic]) {
 /// Diagnostics of an experiment generated from command-line options:
 /// `origins[line - 1]` names the option that wrote that line, and the
 /// diagnostic names it instead of a line of a file the user never saw.
+/// An option written on several lines (`--period` on each CPU's timer
+/// thread) is refused once.
 fn print_diagnostics_from(file: &str, diags: &[Diagnostic], origins: &[Option<String>]) {
-    for d in diags {
-        let origin = d.pos.line.checked_sub(1).and_then(|i| origins.get(i));
-        match origin {
-            Some(Some(option)) => errln!("{}", d.render_at(&format!("{file}: {option}"))),
-            _ => errln!("{}", d.render(file)),
-        }
+    let shown = rendered_diagnostics(file, diags, origins);
+    for text in &shown {
+        errln!("{text}");
     }
     errln!(
         "rtlab: {} problem{} in {file}; nothing was started",
-        diags.len(),
-        if diags.len() == 1 { "" } else { "s" }
+        shown.len(),
+        if shown.len() == 1 { "" } else { "s" }
     );
+}
+
+/// Each diagnostic rendered at its place (the option that wrote its line,
+/// else FILE:LINE:COL), each text once, in order.
+fn rendered_diagnostics(
+    file: &str,
+    diags: &[Diagnostic],
+    origins: &[Option<String>],
+) -> Vec<String> {
+    let mut shown: Vec<String> = Vec::new();
+    for d in diags {
+        let origin = d.pos.line.checked_sub(1).and_then(|i| origins.get(i));
+        let text = match origin {
+            Some(Some(option)) => d.render_at(&format!("{file}: {option}")),
+            _ => d.render(file),
+        };
+        if !shown.contains(&text) {
+            shown.push(text);
+        }
+    }
+    shown
 }
 
 /// Reads and plans an experiment (or the built-in one). Err = exit status.
@@ -255,7 +275,8 @@ fn experiment_text(file: Option<&Path>) -> Result<(String, String), i32> {
                     return Err(EXIT_REFUSED);
                 }
                 Err(e) => {
-                    errln!("rtlab: cannot read {name}: {e}");
+                    errln!("rtlab: {name}: {e}");
+                    errln!("  hint: {}", unreadable_hint(&e));
                     return Err(EXIT_REFUSED);
                 }
             };
@@ -276,6 +297,21 @@ fn experiment_text(file: Option<&Path>) -> Result<(String, String), i32> {
         }
     };
     Ok(experiment)
+}
+
+/// What to do about an experiment file that cannot be read.
+fn unreadable_hint(e: &crate::sys::infile::InputError) -> &'static str {
+    use crate::sys::infile::InputError;
+    match e {
+        InputError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+            "give the path of an experiment file (`rtlab run --print > my.cfg` writes one to start from; examples/ has more)"
+        }
+        InputError::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+            "give a file you may read (check its and its directories' permissions), or run with sudo"
+        }
+        InputError::NotAFile => "give an experiment file, not a directory or a device",
+        _ => "give a readable experiment file (`rtlab run --print > my.cfg` writes one)",
+    }
 }
 
 /// Plans `text`; `origins` as in [`print_diagnostics_from`].

@@ -274,13 +274,33 @@ impl ParseError {
         }
     }
 
+    /// A JSON reader's refusal of a `what` (`rtlab result`), at the
+    /// place the reader stopped: a file that ends early is called cut
+    /// short, a syntax error invalid JSON, and a valid JSON that is not a
+    /// `what` says which part is wrong. Columns count from 1 (serde_json
+    /// says 0 just after a line break).
     fn from_json(e: &serde_json::Error, what: &str) -> Self {
-        ParseError::new(
-            e.line(),
-            e.column(),
-            format!("not a valid {what}: {e}"),
-            "was the file cut short, or edited by hand?",
-        )
+        use serde_json::error::Category;
+        let full = e.to_string();
+        // serde_json ends its message with the place, given here apart.
+        let why = full.rsplit_once(" at line ").map_or(full.as_str(), |p| p.0);
+        let (message, hint) = match e.classify() {
+            Category::Eof => (
+                format!("truncated {what}: the JSON ends in the middle ({why})"),
+                format!(
+                    "the file was cut short (a copy or a run interrupted?): give the whole {what}"
+                ),
+            ),
+            Category::Syntax => (
+                format!("invalid JSON in this {what}: {why}"),
+                format!("was the {what} edited by hand? give it as written"),
+            ),
+            Category::Data | Category::Io => (
+                format!("not a valid {what}: {why}"),
+                "was the file edited by hand, or written by another tool?".to_string(),
+            ),
+        };
+        ParseError::new(e.line().max(1), e.column().max(1), message, &hint)
     }
 }
 
@@ -754,10 +774,10 @@ pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Run, LoadError> {
     if windows::looks_like(trimmed) {
         windows::parse(trimmed, path, None).map_err(fail)
     } else if trimmed.starts_with('{') {
-        if trimmed.contains("\"rtlab_version\"") {
-            rtlab::parse(&text, path).map_err(fail)
-        } else {
-            cyclictest::parse_json(&text, path).map_err(fail)
+        match json_kind(trimmed) {
+            Some(Format::Rtlab) => rtlab::parse(&text, path).map_err(fail),
+            Some(_) => cyclictest::parse_json(&text, path).map_err(fail),
+            None => unknown_json(&text).map_err(fail),
         }
     } else if systress::looks_like(&text) {
         systress::parse(&text, path).map_err(fail)
@@ -765,6 +785,36 @@ pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Run, LoadError> {
         cyclictest::parse_histogram(&text, path).map_err(fail)
     }
     .and_then(|run| implausible(&run).map_or(Ok(run), |e| Err(fail(e))))
+}
+
+/// Which JSON result `text` is, by the keys only each writes: rtlab's
+/// (`schema`, `rtlab_version`, its first keys) or cyclictest's
+/// (`file_version`, its first, or `thread`); None when none is there yet
+/// (a file cut short after a few bytes).
+fn json_kind(text: &str) -> Option<Format> {
+    let has = |key: &str| text.contains(&format!("\"{key}\""));
+    if has("schema") || has("rtlab_version") {
+        Some(Format::Rtlab)
+    } else if has("file_version") || has("thread") {
+        Some(Format::CyclictestJson)
+    } else {
+        None
+    }
+}
+
+/// A JSON object of neither result: refused as cut short or invalid JSON
+/// when it is, else as cyclictest's JSON without its keys.
+fn unknown_json(text: &str) -> Result<Run, ParseError> {
+    const WHAT: &str = "JSON result (rtlab's or cyclictest's)";
+    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Err(e) => Err(ParseError::from_json(&e, WHAT)),
+        Ok(_) => Err(ParseError::new(
+            1,
+            1,
+            "a JSON object that is neither an rtlab result (no \"schema\") nor cyclictest's JSON (no \"thread\")",
+            "give rtlab's --json result, cyclictest's --json file, cyclictest's -h output or a timer_threadNN.txt",
+        )),
+    }
 }
 
 /// Largest part of a result file kept as free-form JSON for the report

@@ -407,6 +407,52 @@ fn bad_files_are_refused_with_a_place_and_a_hint() {
 }
 
 #[test]
+fn a_cut_json_result_is_called_cut_at_a_1_based_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let rtlab = include_str!("../../tests/seeds/rtlab-result.json");
+    let cyclictest = include_str!("../../tests/seeds/cyclictest.json");
+    // (seed, bytes kept, what the message calls it, line, column)
+    let cases = [
+        (
+            rtlab,
+            2,
+            "truncated JSON result (rtlab's or cyclictest's)",
+            2,
+            1,
+        ),
+        (rtlab, 300, "truncated rtlab result", 0, 0),
+        (rtlab, rtlab.len() / 2, "truncated rtlab result", 0, 0),
+        (
+            cyclictest,
+            2,
+            "truncated JSON result (rtlab's or cyclictest's)",
+            2,
+            1,
+        ),
+        (cyclictest, 200, "truncated cyclictest JSON file", 0, 0),
+    ];
+    for (seed, n, what, line, column) in cases {
+        let cut = &seed[..seed.floor_char_boundary(n)];
+        let e = load(&write(&dir, "cut.json", cut)).unwrap_err();
+        assert!(e.message.starts_with(what), "{n}: {e}");
+        assert!(e.hint.contains("cut short"), "{n}: {e}");
+        assert!(e.line >= 1 && e.column >= 1, "{n}: {e}");
+        if line > 0 {
+            assert_eq!((e.line, e.column), (line, column), "{n}: {e}");
+        }
+        // The place is said once, as FILE:LINE:COL.
+        assert!(!e.message.contains(" at line "), "{e}");
+    }
+    let e = load(&write(&dir, "other.json", "{\"a\": 1}")).unwrap_err();
+    assert!(e.message.contains("neither an rtlab result"), "{e}");
+    let e = load(&write(&dir, "bad.json", "{\"schema\": x}")).unwrap_err();
+    assert!(
+        e.message.starts_with("invalid JSON in this rtlab result"),
+        "{e}"
+    );
+}
+
+#[test]
 fn no_panic_on_mangled_inputs() {
     let t = sample_result();
     let dir = tempfile::tempdir().unwrap();

@@ -421,10 +421,12 @@ impl Planner<'_> {
                 None
             }
             Ok(t) if t.cpus.is_empty() => {
-                self.diags.push(Diagnostic::new(
-                    k.pos,
-                    format!("{who}: cpuset `{}` has no CPUs", k.value),
-                ));
+                self.diags.push(
+                    Diagnostic::new(k.pos, format!("{who}: cpuset `{}` has no CPUs", k.value))
+                        .with_hint(Some(
+                            "give it CPUs (its cpuset.cpus), or name a cpuset that has some (`rtlab partition show`)".into(),
+                        )),
+                );
                 None
             }
             Ok(t) => Some(t),

@@ -21,6 +21,7 @@ mod hardening_features;
 mod isolation;
 mod loads;
 mod monitor;
+mod refusals;
 mod reports;
 mod run;
 mod simulated;

@@ -250,7 +250,9 @@ pub fn duration_s(text: &str) -> Result<u64, String> {
         .unwrap_or(text.len());
     let (number, suffix) = text.split_at(digits);
     let n: u64 = number.parse().map_err(|_| {
-        format!("-D {text:?}: not a whole number of seconds, minutes, hours or days")
+        format!(
+            "-D {text:?}: not a whole number of seconds, minutes, hours or days\n  hint: {D_HINT}"
+        )
     })?;
     let unit = match suffix {
         "" | "s" | "S" => 1,
@@ -259,13 +261,17 @@ pub fn duration_s(text: &str) -> Result<u64, String> {
         "d" | "D" => 86400,
         _ => {
             return Err(format!(
-                "-D {text:?}: the suffix must be s, m, h or d, after a whole number (90m, not 1.5h)"
+                "-D {text:?}: the suffix must be s, m, h or d, after a whole number\n  hint: {D_HINT}"
             ));
         }
     };
     n.checked_mul(unit)
-        .ok_or_else(|| format!("-D {text:?}: too long"))
+        .ok_or_else(|| format!("-D {text:?}: too long\n  hint: {D_HINT}"))
 }
+
+/// What `-D` accepts.
+const D_HINT: &str =
+    "a whole number with an optional suffix s, m, h or d: -D 60, -D 90m (not 1.5h), -D 2d";
 
 #[cfg(test)]
 mod tests {

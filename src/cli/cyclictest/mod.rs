@@ -84,6 +84,7 @@ fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, i32> {
     }
     if let Some((option, why)) = a.unsupported() {
         errln!("rtlab cyclictest: {option} is not supported: {why}");
+        errln!("  hint: drop {option}; `rtlab cyclictest --help` lists the options rtlab takes");
         return Err(EXIT_REFUSED);
     }
     Ok(Some(a))

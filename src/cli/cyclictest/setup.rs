@@ -35,6 +35,11 @@ pub struct Setup {
     pub notes: Vec<String>,
 }
 
+/// A refusal: the option and its problem, then the hint's line.
+fn refused(problem: impl std::fmt::Display, hint: &str) -> String {
+    format!("{problem}\n  hint: {hint}")
+}
+
 /// Most spikes cyclictest keeps by default (`--spike-nodes`).
 const SPIKE_NODES: u64 = 1024;
 
@@ -43,8 +48,9 @@ const SPIKE_NODES: u64 = 1024;
 pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Setup, String> {
     let mut notes = Vec::new();
     if let Some(clock) = a.clock.filter(|c| *c != 0) {
-        return Err(format!(
-            "-c {clock}: rtlab measures on CLOCK_MONOTONIC only (-c 0, cyclictest's default)"
+        return Err(refused(
+            format!("-c {clock}: rtlab measures on CLOCK_MONOTONIC only"),
+            "leave -c out, or give -c 0 (cyclictest's default)",
         ));
     }
     let affinity = affinity(a, allowed)?;
@@ -52,7 +58,10 @@ pub fn setup(a: &CyclictestArgs, allowed: &[usize], cmdline: &str) -> Result<Set
     let histogram = histogram(a)?;
     let interval = a.interval.unwrap_or(1000);
     if interval == 0 {
-        return Err("-i 0: the interval must be at least 1 µs".into());
+        return Err(refused(
+            "-i 0: the interval must be at least 1 µs",
+            "give -i in µs from 1, e.g. -i 1000 (cyclictest's default) or -i 200",
+        ));
     }
     let distance = if histogram.is_some() {
         0
@@ -132,7 +141,10 @@ fn first_priority(
 ) -> Result<i32, String> {
     Ok(match a.priority {
         Some(p) if !(0..=99).contains(&p) => {
-            return Err(format!("-p {p}: a priority is 0..99"));
+            return Err(refused(
+                format!("-p {p}: a priority is 0..99"),
+                "give -p from 0 to 99, e.g. -p 99 (-p 0 with --policy other)",
+            ));
         }
         Some(p) if p > 0 => p,
         _ if policy == "FIFO" || policy == "RR" => {
@@ -203,8 +215,12 @@ fn load_programs(
     let programs = if mix == "stress-ng" {
         vec![crate::workload::load::stress_ng_mix(cpus)]
     } else {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("--rtlab-load: where is rtlab's own binary? {e}"))?;
+        let exe = std::env::current_exe().map_err(|e| {
+            refused(
+                format!("--rtlab-load: where is rtlab's own binary? {e}"),
+                "run rtlab by its path, or give --rtlab-load stress-ng",
+            )
+        })?;
         let exe = exe.to_string_lossy().into_owned();
         crate::workload::load::standard_mix(cpus)
             .into_iter()
@@ -213,9 +229,12 @@ fn load_programs(
     };
     for (i, argv) in programs.iter().enumerate() {
         let cmdline = crate::config::values::quote_cmdline(argv).ok_or_else(|| {
-            format!(
-                "--rtlab-load {mix}: `{}` cannot be written in an experiment file",
-                argv.join(" ")
+            refused(
+                format!(
+                    "--rtlab-load {mix}: `{}` cannot be written in an experiment file",
+                    argv.join(" ")
+                ),
+                "run rtlab from a path without quotes, backslashes or control characters",
             )
         })?;
         g.line("").line(format!("program[{i}]")).line("{");
@@ -224,7 +243,10 @@ fn load_programs(
             let name = argv.get(2).map_or("stress-ng", String::as_str);
             let out = crate::config::values::quote_cmdline(&[format!("{dir}/load-{name}-{i}.txt")])
                 .ok_or_else(|| {
-                    "--rtlab-outdir: its path cannot be written in an experiment file".to_string()
+                    refused(
+                        "--rtlab-outdir: its path cannot be written in an experiment file",
+                        "give a directory without blanks, quotes, backslashes or control characters",
+                    )
                 })?;
             g.from(format!("  output.out {out}"), "--rtlab-outdir", dir);
         }
@@ -241,8 +263,9 @@ fn verbose_samples(a: &CyclictestArgs) -> Result<u64, String> {
     const MAX: u64 = crate::config::MAX_KEPT_SAMPLES as u64;
     match a.loops {
         Some(n) if (1..=MAX).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "-v needs -l N, N at most {MAX}: rtlab keeps each sample in memory and prints them at the end"
+        _ => Err(refused(
+            "-v needs -l N: rtlab keeps each sample in memory and prints them at the end",
+            &format!("add -l N with N from 1 to {MAX}, e.g. -v -l 10000"),
         )),
     }
 }
@@ -258,12 +281,16 @@ fn affinity(a: &CyclictestArgs, allowed: &[usize]) -> Result<Option<Vec<usize>>,
         None => Ok(None),
         Some("") => Ok(Some(allowed.to_vec())),
         Some(list) => {
-            let cpus =
-                crate::cpulist::parse(list).map_err(|e| format!("-a {list:?}: {}", e.message))?;
+            let cpus = crate::cpulist::parse(list).map_err(|e| {
+                refused(
+                    format!("-a {list:?}: {}", e.message),
+                    "CPU lists look like `3`, `0-2` or `0,2-3`",
+                )
+            })?;
             if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
-                return Err(format!(
-                    "-a {list}: CPU {c} is not one rtlab may run on (allowed: {})",
-                    cpulist(allowed)
+                return Err(refused(
+                    format!("-a {list}: CPU {c} is not one rtlab may run on"),
+                    &format!("give CPUs of {}", cpulist(allowed)),
                 ));
             }
             Ok(Some(cpus))
@@ -293,7 +320,12 @@ fn thread_count(
             .parse::<usize>()
             .ok()
             .filter(|n| (1..=4096).contains(n))
-            .ok_or_else(|| format!("-t {n:?}: a number of threads, 1..4096"))?,
+            .ok_or_else(|| {
+                refused(
+                    format!("-t {n:?}: not a number of threads"),
+                    "give -t from 1 to 4096, or -t alone for one thread per CPU",
+                )
+            })?,
     };
     Ok(n.max(1))
 }
@@ -304,21 +336,25 @@ fn histogram(a: &CyclictestArgs) -> Result<Option<Histogram>, String> {
         (Some(n), None) => (n, false),
         (None, None) => {
             if a.histfile.is_some() {
-                return Err("--histfile without -h: there is no histogram to write".into());
+                return Err(refused(
+                    "--histfile without -h: there is no histogram to write",
+                    "add -h N (the histogram's buckets of 1 µs, e.g. -h 400)",
+                ));
             }
             return Ok(None);
         }
     };
     if !(1..=1_000_000).contains(&buckets) {
-        return Err(format!(
-            "-h {buckets}: rtlab's histogram has 1..1000000 buckets of 1 µs"
+        return Err(refused(
+            format!("-h {buckets}: rtlab's histogram has 1..1000000 buckets of 1 µs"),
+            "give -h from 1 to 1000000, e.g. -h 400",
         ));
     }
     if a.nsecs {
-        return Err(
-            "-N with -h: rtlab's histogram has 1-µs buckets (its percentiles, in --rtlab-json, are to 0.1 %)"
-                .into(),
-        );
+        return Err(refused(
+            "-N with -h: rtlab's histogram has 1-µs buckets",
+            "drop -N (rtlab's percentiles, in --rtlab-json, are to 0.1 %)",
+        ));
     }
     Ok(Some(Histogram {
         buckets,
@@ -337,17 +373,21 @@ fn policy(a: &CyclictestArgs) -> Result<(&'static str, String), String> {
         Some("fifo") => Some("FIFO"),
         Some("rr") => Some("RR"),
         Some(other) => {
-            return Err(format!(
-                "--policy {other:?}: one of other, normal, batch, idle, fifo, rr"
+            return Err(refused(
+                format!("--policy {other:?}: not a policy"),
+                "give one of other, normal, batch, idle, fifo, rr",
             ));
         }
     };
     let policy = match (named, a.priority) {
         (Some(p @ ("FIFO" | "RR")), _) => p,
         (Some(p), Some(n)) if n > 0 => {
-            return Err(format!(
-                "--policy {} with -p {n}: {p} threads have no real-time priority",
-                a.policy.as_deref().unwrap_or_default()
+            return Err(refused(
+                format!(
+                    "--policy {} with -p {n}: {p} threads have no real-time priority",
+                    a.policy.as_deref().unwrap_or_default()
+                ),
+                "drop -p, or give --policy fifo or rr",
             ));
         }
         (Some(p), _) => p,
@@ -436,9 +476,12 @@ fn lifetime(
         g.from(format!("  lifetime.loops {n}"), "-l", &n.to_string());
         if i > 0 {
             // The run ends when thread 0 has its N samples.
-            let us = n
-                .checked_mul(interval_us)
-                .ok_or_else(|| format!("-l {n}: too many loops at -i {interval_us}"))?;
+            let us = n.checked_mul(interval_us).ok_or_else(|| {
+                refused(
+                    format!("-l {n}: too many loops at -i {interval_us}"),
+                    "give fewer loops, or -D for a duration",
+                )
+            })?;
             let capped = duration_s.map_or(us, |s| us.min(s.saturating_mul(1_000_000)));
             g.from(
                 format!("  lifetime.duration {capped} us"),
@@ -521,6 +564,31 @@ mod tests {
         assert!(of("-p 120", &[0]).is_err());
         assert!(of("-c 1", &[0]).unwrap_err().contains("CLOCK_MONOTONIC"));
         assert!(of("-c 0 -p 80", &[0]).is_ok());
+    }
+
+    #[test]
+    fn every_refusal_names_the_option_and_carries_a_hint() {
+        let cases = [
+            ("-i 0", "-i 0: ", "-i 1000"),
+            ("-c 1", "-c 1: ", "-c 0"),
+            ("-p 120", "-p 120: ", "0 to 99"),
+            ("-a 7", "-a 7: ", "0-1"),
+            ("-a x", "-a \"x\": ", "CPU lists"),
+            ("-t 0", "-t \"0\": ", "1 to 4096"),
+            ("-h 0", "-h 0: ", "1 to 1000000"),
+            ("-h 10 -N", "-N with -h", "drop -N"),
+            ("--histfile=h.txt", "--histfile without -h", "add -h"),
+            ("--policy=deadline", "--policy \"deadline\"", "fifo, rr"),
+            ("--policy=batch -p 5", "--policy batch with -p 5", "drop -p"),
+            ("-v", "-v needs -l", "1 to 1000000"),
+            ("-D 1.5h", "-D \"1.5h\"", "90m"),
+        ];
+        for (line, problem, hint) in cases {
+            let e = of(line, &[0, 1]).unwrap_err();
+            let (first, rest) = e.split_once("\n  hint: ").unwrap_or((&e, ""));
+            assert!(first.starts_with(problem), "{line}: {e}");
+            assert!(rest.contains(hint), "{line}: {e}");
+        }
     }
 
     #[test]

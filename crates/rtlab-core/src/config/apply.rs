@@ -132,6 +132,7 @@ pub(super) fn sched_policy(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     d.sched.policy = b
         .get(prop, values::policy(&prop.value))
         .map(|p| (p, prop.value_pos));
+    d.sched.policy_refused = d.sched.policy.is_none();
 }
 
 pub(super) fn sched_priority(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
@@ -312,6 +313,10 @@ pub(super) fn trace_event(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
                     ValueError::new(format!(
                         "more than {} extra tracepoints",
                         super::MAX_TRACE_EVENTS
+                    ))
+                    .hint(format!(
+                        "keep the {} that matter most",
+                        super::MAX_TRACE_EVENTS
                     )),
                 );
             }
@@ -406,7 +411,12 @@ fn task_name(b: &mut Builder<'_>, prop: &Prop) -> Option<Spanned<TaskSelector>> 
 }
 
 fn task_pid(b: &mut Builder<'_>, prop: &Prop) -> Option<Spanned<TaskSelector>> {
-    let pid = b.get(prop, values::integer(&prop.value, 1, i64::from(i32::MAX)))?;
+    let pid = b.get(
+        prop,
+        values::integer(&prop.value, 1, i64::from(i32::MAX)).map_err(|e| {
+            e.hint("a process ID: a whole number from 1 (`pidof NAME` gives a program's)")
+        }),
+    )?;
     Some(spanned(prop, TaskSelector::Pid(pid as i32)))
 }
 
@@ -453,7 +463,10 @@ pub(super) fn task_latency_deadline(b: &mut Builder<'_>, prop: &Prop, d: &mut Dr
 fn task_duration(b: &mut Builder<'_>, prop: &Prop) -> Option<u64> {
     let ns = b.duration(prop, 1_000)?;
     if ns == 0 || ns > 3_600_000_000_000 {
-        b.value_error(prop, ValueError::new("must be from 1 us to 1 h"));
+        b.value_error(
+            prop,
+            ValueError::new("must be from 1 us to 1 h").hint("e.g. `1 ms`, `200 us` or `1 s`"),
+        );
         return None;
     }
     Some(ns)
@@ -469,7 +482,8 @@ pub(super) fn task_latency_thread(b: &mut Builder<'_>, prop: &Prop, d: &mut Draf
         if v.is_empty() {
             b.value_error(
                 prop,
-                ValueError::new("name a thread (its comm) or give its TID"),
+                ValueError::new("name a thread (its comm) or give its TID")
+                    .hint("`thread NAME` or `thread TID` (`ps -L -o tid,comm -p PID` lists them)"),
             );
             return;
         }
@@ -488,7 +502,11 @@ pub(super) fn task_latency_samples(b: &mut Builder<'_>, prop: &Prop, d: &mut Dra
 pub(super) fn timer_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     if let Some(ns) = b.duration(prop, 1_000) {
         if ns > 3_600_000_000_000 {
-            b.value_error(prop, ValueError::new("must be at most 1 h"));
+            b.value_error(
+                prop,
+                ValueError::new("must be at most 1 h")
+                    .hint("a period from 1 us to 1 h, e.g. `1 ms`"),
+            );
         } else {
             d.timer.period_ns = ns;
         }

@@ -55,27 +55,41 @@ pub fn too_big() -> Diagnostic {
     ))
 }
 
-/// The text of an experiment file's bytes, or a diagnostic: too big, or
-/// not UTF-8 (at the line and column of the first bad byte).
+/// The text of an experiment file's bytes, or a diagnostic: too big, not
+/// UTF-8, or holding a NUL byte (which no path, name or argument can
+/// hold), at the line and column of the first bad byte.
 pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(too_big());
     }
-    std::str::from_utf8(bytes).map_err(|e| {
-        let good = &bytes[..e.valid_up_to()];
-        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-        let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        // The valid prefix decodes; its characters count the column.
-        let col = std::str::from_utf8(&good[start..]).map_or(1, |s| s.chars().count() + 1);
+    let text = std::str::from_utf8(bytes).map_err(|e| {
         Diagnostic::new(
-            Pos { line, col },
+            pos_of_byte(bytes, e.valid_up_to()),
             format!(
                 "invalid UTF-8 (byte 0x{:02x})",
                 bytes.get(e.valid_up_to()).copied().unwrap_or(0)
             ),
         )
         .with_hint(Some("save the file as UTF-8 (plain ASCII is UTF-8)".into()))
-    })
+    })?;
+    match bytes.iter().position(|&b| b == 0) {
+        Some(at) => Err(
+            Diagnostic::new(pos_of_byte(bytes, at), "a NUL byte (0x00)").with_hint(Some(
+                "an experiment file is text: remove the NUL (is this the experiment file?)".into(),
+            )),
+        ),
+        None => Ok(text),
+    }
+}
+
+/// The line and column of byte `at`, whose prefix is valid UTF-8.
+fn pos_of_byte(bytes: &[u8], at: usize) -> Pos {
+    let good = &bytes[..at.min(bytes.len())];
+    let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    // The valid prefix decodes; its characters count the column.
+    let col = std::str::from_utf8(&good[start..]).map_or(1, |s| s.chars().count() + 1);
+    Pos { line, col }
 }
 
 /// A position in the file, 1-based (columns count characters).

@@ -69,8 +69,9 @@ fn col_of(line: &str, byte: usize) -> usize {
     line.get(..byte).map_or(0, |s| s.chars().count()) + 1
 }
 
-/// Parses a stanza name: `main`, `timer_thread[N]`, `program[N]`.
-fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
+/// Parses a stanza name: `main`, `timer_thread[N]`, `program[N]`; Err is
+/// the problem and its hint.
+fn stanza_name(name: &str) -> Result<(StanzaKind, usize), (String, String)> {
     if name == "main" {
         return Ok((StanzaKind::Main, 0));
     }
@@ -86,18 +87,25 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), String> {
         .strip_suffix(']')
         .and_then(|n| n.trim().parse::<usize>().ok())
         .ok_or_else(|| {
-            format!(
-                "`{name}`: the index must be a non-negative integer, as in `{}[0]`",
-                base.trim()
+            (
+                format!("`{name}`: the index must be a non-negative integer"),
+                format!(
+                    "write a whole number from 0 to {} in the brackets, as in `{}[0]`",
+                    usize::MAX,
+                    base.trim()
+                ),
             )
         })?;
     Ok((kind, index))
 }
 
-fn unknown_stanza(name: &str) -> String {
-    format!(
-        "unknown stanza `{name}`; stanzas are `main`, `timer_thread[N]`, `program[N]`, `irq_task[N]` and `task_latency[N]`"
-    )
+fn unknown_stanza(name: &str) -> (String, String) {
+    let hint = if name.contains(char::is_whitespace) && !name.contains('[') {
+        "a property must be inside a stanza: `main { ... }`"
+    } else {
+        "stanzas are `main`, `timer_thread[N]`, `program[N]`, `irq_task[N]` and `task_latency[N]`"
+    };
+    (format!("unknown stanza `{name}`"), hint.to_string())
 }
 
 /// Parses an experiment file's text.
@@ -230,10 +238,15 @@ impl Diags {
         self.list.sort_by_key(|d| d.pos);
         if self.dropped > 0 {
             let end = self.list.last().map_or_else(Pos::default, |d| d.pos);
-            self.list.push(Diagnostic::new(
-                end,
-                format!("and {} more problems, not shown", self.dropped),
-            ));
+            self.list.push(
+                Diagnostic::new(
+                    end,
+                    format!("and {} more problems, not shown", self.dropped),
+                )
+                .with_hint(Some(format!(
+                    "fix the first {MAX_DIAGNOSTICS} and check the file again"
+                ))),
+            );
         }
         self.list
     }
@@ -256,7 +269,11 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
         };
         state = match state {
             State::Outside | State::AwaitBrace(..) if content == "}" => {
-                diags.push(Diagnostic::new(pos, "`}` without an open stanza"));
+                diags.push(
+                    Diagnostic::new(pos, "`}` without an open stanza").with_hint(Some(
+                        "a stanza is a name, then `{`, properties, `}`; remove this `}`".into(),
+                    )),
+                );
                 State::Outside
             }
             State::AwaitBrace(name, start) if content == "{" => match name {
@@ -384,13 +401,8 @@ fn header(content: &str, pos: Pos, diags: &mut Diags) -> State {
     };
     let parsed = match stanza_name(name) {
         Ok(k) => Some(k),
-        Err(msg) => {
-            let hint = if name.contains(char::is_whitespace) {
-                Some("a property must be inside a stanza: `main { ... }`".to_string())
-            } else {
-                None
-            };
-            diags.push(Diagnostic::new(pos, msg).with_hint(hint));
+        Err((msg, hint)) => {
+            diags.push(Diagnostic::new(pos, msg).with_hint(Some(hint)));
             None
         }
     };
@@ -421,16 +433,25 @@ pub(super) struct Builder<'a> {
 pub(super) struct SchedKeys {
     pub policy: Option<(Policy, Pos)>,
     pub priority: Option<(i64, Pos)>,
+    /// `sched.policy` was given and refused: the priority is not checked
+    /// against a policy nobody asked for.
+    pub policy_refused: bool,
 }
 
 impl Builder<'_> {
+    /// A refusal of `prop`'s value; without a hint of its own, the hint
+    /// is the key's syntax (`` `timer.period DURATION` ``), so that every
+    /// refusal says what would be accepted.
     pub(super) fn value_error(&mut self, prop: &Prop, e: ValueError) {
+        let hint = e.hint.or_else(|| {
+            keys::find(self.kind, &prop.key).map(|k| format!("`{} {}`", k.name, k.syntax))
+        });
         self.diags.push(
             Diagnostic::new(
                 prop.pos_at(e.offset),
                 format!("`{}`: {}", prop.key, e.message),
             )
-            .with_hint(e.hint),
+            .with_hint(hint),
         );
     }
 
@@ -515,6 +536,7 @@ impl Builder<'_> {
         let (policy, policy_pos) = keys.policy.unwrap_or((Policy::Other, stanza_pos));
         let pos = keys.priority.map_or(policy_pos, |(_, p)| p);
         let priority = match (policy.is_realtime(), keys.priority) {
+            (_, Some((_, _))) if keys.policy_refused => 0,
             (true, None) => {
                 self.diags.push(
                     Diagnostic::new(policy_pos, format!("{} needs a priority", policy.name()))
@@ -564,12 +586,11 @@ impl Builder<'_> {
     pub(super) fn duration(&mut self, prop: &Prop, min_ns: u64) -> Option<u64> {
         let ns = self.get(prop, values::duration_ns(&prop.value))?;
         if ns < min_ns {
+            let least = values::format_duration(min_ns);
             self.value_error(
                 prop,
-                ValueError::new(format!(
-                    "must be at least {}",
-                    values::format_duration(min_ns)
-                )),
+                ValueError::new(format!("must be at least {least}"))
+                    .hint(format!("`{} {least}` or longer", prop.key)),
             );
             return None;
         }
@@ -1231,6 +1252,71 @@ mod tests {
     }
 
     #[test]
+    fn every_refusal_carries_a_hint_saying_what_is_accepted() {
+        let cases: &[(&str, &str, Pos)] = &[
+            (
+                "main {\n lifetime.duration 99999999999999 s\n}\n",
+                "584 years",
+                Pos { line: 2, col: 20 },
+            ),
+            (
+                "main {\n on_spike.every 0 ms\n}\n",
+                "`on_spike.every 1ms` or longer",
+                Pos { line: 2, col: 17 },
+            ),
+            (
+                "task_latency[0] {\n task.pid 0\n}\n",
+                "from 1",
+                Pos { line: 2, col: 11 },
+            ),
+            (
+                "timer_thread[99999999999999999999] {\n}\n",
+                "from 0 to 18446744073709551615",
+                Pos { line: 1, col: 1 },
+            ),
+            (
+                "timer_thread[0] {\n stats.filename a\0b\n}\n",
+                "remove the NUL",
+                Pos { line: 2, col: 18 },
+            ),
+            (
+                "timer_thread[0] {\n lifetime.loops 0\n}\n",
+                "from 1 to",
+                Pos { line: 2, col: 17 },
+            ),
+            (
+                "main {\n dbg_level x\n}\n",
+                "from 0 to 9",
+                Pos { line: 2, col: 12 },
+            ),
+            (
+                "timer_thread[0] {\n timer.period 2 h\n}\n",
+                "1 us to 1 h",
+                Pos { line: 2, col: 15 },
+            ),
+            (
+                "timer_thread[0] {\n timer.period 1.0000000000000000001 s\n}\n",
+                "18 decimals",
+                Pos { line: 2, col: 15 },
+            ),
+            ("}\n", "remove this `}`", Pos { line: 1, col: 1 }),
+        ];
+        for (text, hint, pos) in cases {
+            let d = one_error(text);
+            assert_eq!(d.pos, *pos, "{text:?}: {d:?}");
+            let h = d.hint.as_deref().unwrap_or_default();
+            assert!(h.contains(hint), "{text:?}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn a_refused_policy_leaves_the_priority_unjudged() {
+        let d = errors("timer_thread[0] {\n sched.policy bogus\n sched.priority 99\n}\n");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].message.contains("unknown scheduling policy"), "{d:?}");
+    }
+
+    #[test]
     fn never_panics_on_arbitrary_input() {
         // Deterministic pseudo-random byte soup built from format fragments.
         let pieces = [
@@ -1258,6 +1344,13 @@ mod tests {
             "[",
             "\t",
             "memlock",
+            "\0",
+            "99999999999999999999",
+            " 0 ",
+            "lifetime.duration",
+            "task_latency[0]",
+            "task.pid",
+            "on_spike.every",
         ];
         let mut x: u64 = 0x9e3779b97f4a7c15;
         for _ in 0..3000 {
@@ -1273,6 +1366,8 @@ mod tests {
                 for d in diags {
                     assert!(d.pos.line >= 1 && d.pos.line <= lines, "{text:?} {d:?}");
                     assert!(d.pos.col >= 1);
+                    // Every refusal says what would be accepted.
+                    assert!(d.hint.is_some(), "no hint: {text:?} {d:?}");
                 }
             }
             x = x.wrapping_add(1);

@@ -78,18 +78,23 @@ pub fn duration_ns(text: &str) -> Result<u64, ValueError> {
         }
         digits
             .parse::<u128>()
-            .map_err(|_| ValueError::new(format!("`{number}` is too large")))
+            .map_err(|_| ValueError::new(format!("`{number}` is too large")).hint(LONGEST_HINT))
     };
     if frac_part.len() > 18 {
-        return Err(ValueError::new(format!("`{number}` has too many decimals")));
+        return Err(ValueError::new(format!("`{number}` has too many decimals"))
+            .hint("write at most 18 decimals, or a smaller unit (`1.5 ms`, `1500 us`)"));
     }
     let whole = parse(int_part)?.checked_mul(unit_ns);
     let frac = parse(frac_part)? * unit_ns / 10u128.pow(frac_part.len() as u32);
     whole
         .and_then(|w| w.checked_add(frac))
         .and_then(|ns| u64::try_from(ns).ok())
-        .ok_or_else(|| ValueError::new(format!("duration `{text}` is too long")))
+        .ok_or_else(|| ValueError::new(format!("duration `{text}` is too long")).hint(LONGEST_HINT))
 }
+
+/// The hint of a duration beyond what a `u64` of nanoseconds holds.
+const LONGEST_HINT: &str =
+    "a duration is at most 18446744073 s (about 584 years), e.g. `10 min` or `24 h`";
 
 /// Formats nanoseconds as the shortest exact duration (`1500 ms` → `1500ms`).
 pub fn format_duration(ns: u64) -> String {
@@ -234,15 +239,14 @@ pub fn action(text: &str) -> Result<Action, ValueError> {
     }
 }
 
-/// Parses an integer in `min..=max`.
+/// Parses an integer in `min..=max`; the hint of a refusal says the range.
 pub fn integer(text: &str, min: i64, max: i64) -> Result<i64, ValueError> {
+    let hint = || format!("write a whole number from {min} to {max}");
     let n: i64 = text
         .parse()
-        .map_err(|_| ValueError::new(format!("`{text}` is not a whole number")))?;
+        .map_err(|_| ValueError::new(format!("`{text}` is not a whole number")).hint(hint()))?;
     if n < min || n > max {
-        return Err(ValueError::new(format!(
-            "{n} is out of range ({min}..{max})"
-        )));
+        return Err(ValueError::new(format!("{n} is out of range ({min}..{max})")).hint(hint()));
     }
     Ok(n)
 }
@@ -303,7 +307,8 @@ pub fn cmdline(text: &str) -> Result<Vec<String>, ValueError> {
             .hint("close the quote, or escape it with a backslash")
     })?;
     if argv.is_empty() {
-        return Err(ValueError::new("empty command line"));
+        return Err(ValueError::new("empty command line")
+            .hint("write the program and its arguments, e.g. `ping -i 0.2 localhost`"));
     }
     Ok(argv)
 }
