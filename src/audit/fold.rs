@@ -7,22 +7,26 @@ use super::AuditRow;
 /// Most PIDs listed in a folded row.
 pub const MAX_TOP_PIDS: usize = 5;
 
-/// Folds the rows of one CPU, kind, command and verdict (`belongs`, `why`)
-/// into one: counts and times summed, the longest kept, the PIDs counted
-/// and the costliest listed; `pid` is the costliest one's. Rows keep their
-/// order (that of each group's first row).
+/// Folds the rows of one CPU, kind, command and verdict (`belongs`) into
+/// one: counts and times summed, the longest kept, the PIDs counted and
+/// the costliest listed; `pid` and `why` are the costliest one's (the
+/// reasons of one verdict differ only by what `/proc` still showed: a
+/// short-lived `dd` is "gone before rtlab could read it", the next one
+/// not).
 pub fn by_command(rows: Vec<AuditRow>) -> Vec<AuditRow> {
     let mut out: Vec<AuditRow> = Vec::with_capacity(rows.len());
     // Each folded row's PIDs with their time.
     let mut costs: Vec<Vec<(i32, u64)>> = Vec::with_capacity(rows.len());
     for r in rows {
         let same = |o: &AuditRow| {
-            (o.cpu, o.kind, &o.what, o.belongs, &o.why)
-                == (r.cpu, r.kind, &r.what, r.belongs, &r.why)
+            (o.cpu, o.kind, &o.what, o.belongs) == (r.cpu, r.kind, &r.what, r.belongs)
         };
         match out.iter().position(same) {
             Some(at) if r.pid.is_some() => {
                 let o = &mut out[at];
+                if r.total_ns > costs[at].iter().map(|c| c.1).max().unwrap_or(0) {
+                    o.why = r.why.clone();
+                }
                 o.count = o.count.saturating_add(r.count);
                 o.total_ns = o.total_ns.saturating_add(r.total_ns);
                 o.max_ns = o.max_ns.max(r.max_ns);
@@ -100,6 +104,8 @@ mod tests {
             row("dd", Some(12), 50),
             row("bash", Some(13), 20),
         ];
+        let mut rows = rows;
+        rows[2].why = "a task (gone before rtlab could read it)".into();
         let out = by_command(rows);
         let who: Vec<String> = out.iter().map(AuditRow::who).collect();
         assert_eq!(
@@ -111,5 +117,7 @@ mod tests {
             (6, 420, 150)
         );
         assert_eq!(out[0].pid, Some(11));
+        // The costliest PID's reason.
+        assert_eq!(out[0].why, "a task (gone before rtlab could read it)");
     }
 }
