@@ -675,6 +675,10 @@ pub fn segments(
     if let (Some(woken), Some(switched)) = (w.woken, switched) {
         switch_path(&mut out, events, tid, woken, switched);
     }
+    if let (Some(woken), Some(own)) = (w.woken, w.own_prio) {
+        let lower = |pid: i32| w.prios.get(&pid).is_some_and(|&p| p > own);
+        unseen_after_wake(&mut out, events, tid, woken, &lower);
+    }
     (out, w.woken, switched)
 }
 
@@ -878,7 +882,7 @@ fn parts_of(
 
 mod after;
 mod cause;
-use after::{carve, nmis, stack_walks, switch_path, unseen};
+use after::{carve, nmis, stack_walks, switch_path, unseen, unseen_after_wake};
 use cause::cause;
 
 #[cfg(test)]

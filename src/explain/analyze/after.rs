@@ -50,6 +50,75 @@ pub(super) fn switch_path(
     }
 }
 
+/// After the wake-up, a stretch of a thread below the timer thread with no
+/// event of its own in it (returned from an interrupt, it logged nothing
+/// until it let the CPU go, or until the next interrupt) cannot tell a
+/// non-preemptible section of it from the kernel's way back from the
+/// interrupt or a hypervisor that did not run the CPU: it is unseen, the
+/// thread named, never blamed. Unless its kernel stack as it let the CPU
+/// go to the timer thread (`trace.stacks`) shows a kernel preemption point
+/// (`__cond_resched`, `preempt_schedule`): then it was in the kernel
+/// without one until there, and stays named.
+pub(super) fn unseen_after_wake(
+    segs: &mut [Segment],
+    events: &[Event],
+    tid: i32,
+    woken: u64,
+    lower: &dyn Fn(i32) -> bool,
+) {
+    let yielded = |pid: i32, at: u64| preempted_in_kernel(events, tid, pid, at);
+    for s in segs.iter_mut() {
+        let Some(pid) = s
+            .pid
+            .filter(|_| s.kind == PartKind::Thread && s.from_ns >= woken)
+        else {
+            continue;
+        };
+        // Its own kernel work logged (a work item's end, a wake-up it
+        // made), not an interrupt's entry nor its switch away.
+        let logged = events.iter().any(|e| {
+            e.pid == pid
+                && e.ts_ns > s.from_ns
+                && e.ts_ns <= s.to_ns
+                && e.name != "sched_switch"
+                && e.name != "kernel_stack"
+                && super::opens(e).is_none()
+        });
+        if !lower(pid) || logged || yielded(pid, s.to_ns) {
+            continue;
+        }
+        s.kind = PartKind::Unseen;
+        s.what = format!(
+            "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, \
+             or a non-preemptible section ({} held the CPU)",
+            s.what
+        );
+        s.inferred = false;
+    }
+}
+
+/// Whether `pid`'s kernel stack as it let the CPU go to `tid` at `at`
+/// shows a kernel preemption point.
+fn preempted_in_kernel(events: &[Event], tid: i32, pid: i32, at: u64) -> bool {
+    events.windows(2).any(|w| {
+        w[0].ts_ns == at
+            && w[0].pid == pid
+            && w[0].name == "sched_switch"
+            && w[0].num("next_pid") == Some(i64::from(tid))
+            && w[1].name == "kernel_stack"
+            && w[1].pid == pid
+            && crate::explain::parse::stack_frames(&w[1]).iter().any(|f| {
+                matches!(
+                    f.as_str(),
+                    "__cond_resched"
+                        | "_cond_resched"
+                        | "preempt_schedule"
+                        | "preempt_schedule_common"
+                )
+            })
+    })
+}
+
 /// From the deadline to the first event after it, nothing shows the CPU
 /// at work: when a task held it then and the timer interrupt was late, that
 /// stretch is unseen (the task is named, never blamed). Once any event is

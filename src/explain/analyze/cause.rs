@@ -110,6 +110,15 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             p.what.trim_start_matches("NMI ")
         ),
         PartKind::Tracing => format!("{} took {share}: rtlab's own cost", p.what),
+        PartKind::Unseen if !p.before_wake => format!(
+            "{share} unseen after the wake-up: {} held the CPU, below the timer thread, and \
+             logged nothing until it let it go: the kernel's way back from an interrupt, a \
+             hypervisor that did not run this CPU, or a non-preemptible section of it \
+             (`trace.stacks` shows where it let the CPU go)",
+            p.what
+                .rsplit_once('(')
+                .map_or("a thread", |(_, w)| w.trim_end_matches(" held the CPU)"))
+        ),
         PartKind::Unseen => format!(
             "{share} unseen: no event was logged while the timer interrupt was late on a busy CPU \
              (a hypervisor that did not run it, an SMI, an NMI without a tracepoint, or \
