@@ -132,7 +132,7 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
         let text = e
             .trace_text
             .as_ref()
-            .map(|t| format!(" (kernel text: {t})"))
+            .map(|t| format!(" (as kernel text: {t})"))
             .unwrap_or_default();
         out.push_str(&format!("{indent}  trace window: {f}{text}\n"));
     }
