@@ -261,7 +261,9 @@ pub fn write_files(
 pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
     let failures = write_files(result, json, true);
     out!("{}", report::live::closing_lines(result));
-    if let Some(trace) = &result.trace {
+    // The flight recorder explains the timer threads' wake-ups: a run
+    // without any (task latency alone) has no verdict to print.
+    if let Some(trace) = result.trace.as_ref().filter(|_| !result.timers.is_empty()) {
         out!("{}", report::explain::verdict(trace));
     }
     for m in &result.irq_tasks {
