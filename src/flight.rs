@@ -105,6 +105,8 @@ pub struct FlightRecorder {
     stacks_armed: bool,
     /// The CPUs traced.
     cpus: Vec<usize>,
+    /// Where `/proc` is (a priority the window does not show).
+    root: SysRoot,
 }
 
 impl FlightRecorder {
@@ -167,6 +169,7 @@ impl FlightRecorder {
             idle_checked: Vec::new(),
             stacks_armed: spec.stacks == TraceStacks::Off,
             cpus: cpus.to_vec(),
+            root: root.clone(),
         })
     }
 
@@ -518,7 +521,15 @@ impl FlightRecorder {
             self.unexplained(m, not_chosen());
             return;
         }
-        let mut e = analyze::explain(&events, m.timer, tid, m.sample, deadline, latency);
+        // A task whose priority the window does not show: as it is now.
+        let root = &self.root;
+        let known = |pid: i32| crate::sys::tasks::kernel_prio(root, pid);
+        let mut e = analyze::explain_known(
+            &events,
+            (m.timer, tid, m.sample),
+            (deadline, latency),
+            &known,
+        );
         e.cpu = cpu;
         let stem = format!("rtlab-spike-T{}-{}", m.timer, m.sample);
         let json = format!("{stem}.json");

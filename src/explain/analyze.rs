@@ -633,6 +633,23 @@ pub fn segments(
     deadline_ns: u64,
     latency_ns: u64,
 ) -> (Vec<Segment>, Option<u64>, Option<u64>) {
+    segments_known(events, tid, deadline_ns, latency_ns, &|_| None)
+}
+
+/// A task's kernel priority known from elsewhere than the window (the
+/// task as it is now, in `/proc`), for a task whose switch-in and wake-up
+/// the window does not hold.
+pub type KnownPrio<'a> = &'a dyn Fn(i32) -> Option<i32>;
+
+/// [`segments`], with the priorities `known` gives for the tasks the
+/// window does not show one of.
+pub fn segments_known(
+    events: &[Event],
+    tid: i32,
+    deadline_ns: u64,
+    latency_ns: u64,
+    known: KnownPrio,
+) -> (Vec<Segment>, Option<u64>, Option<u64>) {
     let end = deadline_ns.saturating_add(latency_ns);
     let Some(first) = events.first() else {
         let all = Segment {
@@ -647,6 +664,12 @@ pub fn segments(
     };
     let mut w = Walk::new(tid, deadline_ns, end, first);
     w.prios = prios(events);
+    for e in events {
+        if e.pid > 0 && !w.prios.contains_key(&e.pid) {
+            let prio = known(e.pid);
+            w.prios.extend(prio.map(|p| (e.pid, p)));
+        }
+    }
     let mut at = first.ts_ns;
     if at > deadline_ns {
         w.out.push(Segment {
@@ -715,8 +738,21 @@ pub fn explain(
     deadline_ns: u64,
     latency_ns: u64,
 ) -> Explanation {
-    let (segs, woken, switched) = segments(events, tid, deadline_ns, latency_ns);
-    let prio_of = |pid: i32| prio_in(events, pid);
+    let window = (deadline_ns, latency_ns);
+    explain_known(events, (timer, tid, sample), window, &|_| None)
+}
+
+/// [`explain`] of the wake-up `(timer, tid, sample)` over `(deadline,
+/// latency)`, with the priorities `known` gives for the tasks the window
+/// does not show one of.
+pub fn explain_known(
+    events: &[Event],
+    (timer, tid, sample): (usize, i32, u64),
+    (deadline_ns, latency_ns): (u64, u64),
+    known: KnownPrio,
+) -> Explanation {
+    let (segs, woken, switched) = segments_known(events, tid, deadline_ns, latency_ns, known);
+    let prio_of = |pid: i32| prio_in(events, pid).or_else(|| known(pid));
     let mut parts = parts_of(&segs, woken, &prio_of);
     parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
     let own_prio = prio_of(tid);

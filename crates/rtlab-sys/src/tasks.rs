@@ -90,6 +90,15 @@ fn stat_field(stat: &str, n: usize) -> Option<&str> {
     after.split_whitespace().nth(n.checked_sub(3)?)
 }
 
+/// Task `tid`'s kernel priority as the trace shows it (0..99 real-time,
+/// 100..139 normal, -1 SCHED_DEADLINE): `/proc/TID/stat`'s `priority`
+/// field (nice + 20, or -1 - rtprio, or -101) plus 100. None when there is
+/// no such task now.
+pub fn kernel_prio(root: &SysRoot, tid: i32) -> Option<i32> {
+    let stat = root.read_lossy(&format!("proc/{tid}/stat")).ok()?;
+    stat_field(&stat, 18)?.parse::<i32>().ok().map(|p| p + 100)
+}
+
 /// Every process now: (PID, parent's PID, process group), from each
 /// `/proc/PID/stat`.
 pub fn process_table(root: &SysRoot) -> Vec<(i32, i32, i32)> {
@@ -293,5 +302,26 @@ mod tests {
         assert_eq!(parse_start_time(stat), Some(98765));
         assert_eq!(parse_start_time("garbage"), None);
         assert_eq!(parse_start_time("1 (x) S 1"), None);
+    }
+
+    #[test]
+    fn a_tasks_kernel_priority_is_its_stat_priority_plus_100() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        // nice 0, FIFO 90, SCHED_DEADLINE, as /proc writes them (field 18).
+        for (pid, prio) in [(70, "20"), (71, "-91"), (72, "-101")] {
+            std::fs::create_dir_all(dir.path().join(format!("proc/{pid}"))).unwrap();
+            let stat = format!(
+                "{pid} (a (b) c) S 1 {pid} {pid} 0 -1 4194560 100 0 0 0 1 2 0 0 {prio} 0 1 0 98765"
+            );
+            std::fs::write(dir.path().join(format!("proc/{pid}/stat")), stat).unwrap();
+        }
+        assert_eq!(kernel_prio(&root, 70), Some(120));
+        assert_eq!(kernel_prio(&root, 71), Some(9));
+        assert_eq!(kernel_prio(&root, 72), Some(-1));
+        assert_eq!(kernel_prio(&root, 73), None);
+        // This process, as the kernel has it.
+        let me = kernel_prio(&SysRoot::real(), crate::os::getpid());
+        assert!(me.is_some_and(|p| (-1..140).contains(&p)), "{me:?}");
     }
 }

@@ -918,3 +918,34 @@ fn a_lower_priority_task_idle_lets_run_while_the_rt_thread_waits_is_held_off() {
     assert!(e.parts.iter().all(|p| p.kind != PartKind::Thread), "{e:#?}");
     assert!(!e.cause.contains("non-preemptible"), "{}", e.cause);
 }
+
+#[test]
+fn a_priority_the_window_does_not_show_is_taken_from_what_is_known_of_the_task() {
+    // Idle woke the FIFO 90 timer thread here; then a task the window
+    // shows no switch-in or wake-up of ran 1.5 ms (its switch out of idle
+    // not logged). Known to be nice 0 (from /proc), it was let run while
+    // the real-time thread waited: held off.
+    let text = "\
+  <idle>-0 [001] d.h1. 100.001000: local_timer_entry: vector=236
+  <idle>-0 [001] d.h3. 100.001002: sched_waking: comm=rtlab-timer0 pid=50 prio=9 target_cpu=001
+  <idle>-0 [001] d.h1. 100.001004: local_timer_exit: vector=236
+ tokio-rt-worker-75 [001] d.h1. 100.002500: local_timer_entry: vector=236
+ tokio-rt-worker-75 [001] d.h1. 100.002510: local_timer_exit: vector=236
+ tokio-rt-worker-75 [001] d..2. 100.002600: sched_switch: prev_comm=tokio-rt-worker prev_pid=75 prev_prio=120 prev_state=S ==> next_comm=rtlab-timer0 next_pid=50 next_prio=9
+";
+    let known = |pid: i32| (pid == 75).then_some(120);
+    let e = explain_known(
+        &events(text),
+        (0, 50, 1),
+        (100_000_999_000, 1_605_000),
+        &known,
+    );
+    assert_eq!(total(&e), 1_605_000);
+    assert_eq!(e.parts[0].kind, PartKind::HeldOff, "{e:#?}");
+    // Without its switch away (the window ends before it) and unknown
+    // elsewhere, it is named with its priority unknown.
+    let cut: String = text.lines().take(5).map(|l| format!("{l}\n")).collect();
+    let e = explain(&events(&cut), 0, 50, 1, 100_000_999_000, 1_551_000);
+    let tokio = e.parts.iter().find(|p| p.pid == Some(75)).unwrap();
+    assert_eq!((tokio.kind, tokio.prio), (PartKind::Thread, None), "{e:#?}");
+}
