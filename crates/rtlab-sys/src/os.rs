@@ -354,8 +354,8 @@ mod vdso_clock {
         /// syscall read the same clock: each read lies between the other's.
         #[test]
         fn the_vdso_clock_and_the_syscall_agree() {
-            let found = super::prepare();
-            println!("vDSO clock_gettime found: {found}");
+            // Found or not (no vDSO: the syscall both ways), the same clock.
+            super::prepare();
             for _ in 0..100 {
                 let mut a = libc::timespec {
                     tv_sec: 0,
