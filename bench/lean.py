@@ -9,15 +9,25 @@ the last CPU:
    (rtlab's `memlock`, cyclictest's `-m`), for each rtlab binary: the host
    build (glibc, dynamic) and the static musl release binary
    (docs/boards.md).
-2. User-space instructions per sample of the measuring thread: callgrind
-   (`--separate-threads=yes`) on runs of 1,000 and 11,000 loops at 100 µs;
-   the measuring thread is the one whose count grows with the loops, and
-   the difference over 10,000 samples is the cost of one sample.
-3. valgrind memcheck's error count on a short rtlab run.
+2. User-space instructions per sample, for each rtlab binary and
+   cyclictest: callgrind (`--separate-threads=yes`) on runs of 20,000 and
+   120,000 loops at 100 µs; the difference over 100,000 samples of the
+   measuring thread (the one whose count grows most) and of the whole
+   process (every thread's count summed). Both runs last past the first
+   refresh of rtlab's main thread (1 s), so that what a run does once (its
+   first refresh, the start-up pages let go after it) is in both and not
+   counted as per-sample work; what the main thread does every refresh is.
+   valgrind maps no vDSO (the auxiliary vector has no AT_SYSINFO_EHDR), so
+   every tool's clock read is counted as its C library's (or rtlab's)
+   syscall path here.
+3. valgrind memcheck's error count on a short run of each rtlab binary,
+   with bench/lean.supp (musl's allocator, explained there).
 
 Run as root:  python3 bench/lean.py [--rtlab PATH]...
-Needs: cyclictest (rt-tests), valgrind. Builds rtlab's two release binaries
-unless --rtlab names binaries (instructions and memcheck: the first).
+Needs: cyclictest (rt-tests), valgrind, binutils (strip). Builds rtlab's two
+release binaries with their symbol table (CARGO_PROFILE_RELEASE_STRIP=false:
+the same code, for memcheck's suppressions by name; the sizes printed are
+of stripped copies) unless --rtlab names binaries.
 """
 
 import argparse
@@ -44,6 +54,20 @@ def experiment(cpu, period_us, loops=None, seconds=None, memlock=False):
         f"{main}timer_thread[0]\n{{\n  sched.policy FIFO\n  sched.priority 90\n"
         f"  cpu_affinity {cpu}\n  timer.period {period_us} us\n{life}}}\n"
     )
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "CPU model unknown"
+
+
+def cyclictest_version():
+    p = subprocess.run(["cyclictest", "--help"], capture_output=True, text=True)
+    m = re.search(r"cyclictest V (\S+)", p.stdout + p.stderr)
+    return f"cyclictest V {m.group(1)}" if m else "cyclictest"
 
 
 def rss_kb(pid):
@@ -102,60 +126,106 @@ def callgrind_threads(cmd, cwd, tag):
     return counts
 
 
-def per_sample(tool_cmd, cwd, tag):
-    few = callgrind_threads(tool_cmd(1000), cwd, f"{tag}-1000")
-    many = callgrind_threads(tool_cmd(11000), cwd, f"{tag}-11000")
+def per_sample(tool_cmd, cwd, tag, loops):
+    """(measuring thread, whole process) instructions per sample."""
+    few_n, many_n = loops
+    few = callgrind_threads(tool_cmd(few_n), cwd, f"{tag}-{few_n}")
+    many = callgrind_threads(tool_cmd(many_n), cwd, f"{tag}-{many_n}")
     growth = {t: many[t] - few.get(t, 0) for t in many}
-    return max(growth.values()) / 10000
+    n = many_n - few_n
+    return max(growth.values()) / n, (sum(many.values()) - sum(few.values())) / n
 
 
-def instructions(rtlab, cpu, tmp):
-    def rt(loops):
+def rtlab_cmd(rtlab, cpu, tmp):
+    def cmd(loops):
         cfg = os.path.join(tmp, f"cg-{loops}.cfg")
         with open(cfg, "w") as f:
             f.write(experiment(cpu, 100, loops=loops))
         return [rtlab, "run", cfg]
+    return cmd
 
-    def ct(loops):
+
+def cyclictest_cmd(cpu):
+    def cmd(loops):
         return ["cyclictest", "-q", "-t1", "-p90", f"-a{cpu}", "-i100", f"-l{loops}"]
+    return cmd
 
-    return per_sample(rt, tmp, "rtlab"), per_sample(ct, tmp, "cyclictest")
+
+SUPPRESSIONS = os.path.join(ROOT, "bench", "lean.supp")
+
+
+def has_symbols(path):
+    """Whether an ELF file keeps its symbol table (.symtab)."""
+    p = subprocess.run(["readelf", "-S", "-W", path], capture_output=True, text=True)
+    return ".symtab" in p.stdout
+
+
+def is_static(path):
+    """Whether an ELF executable has no program interpreter."""
+    p = subprocess.run(["readelf", "-l", "-W", path], capture_output=True, text=True)
+    return "INTERP" not in p.stdout
+
+
+def stripped_size(path, tmp):
+    """The file size of a stripped copy (what the release profile ships)."""
+    copy = os.path.join(tmp, "stripped")
+    subprocess.run(["strip", "-o", copy, path], check=True)
+    size = os.path.getsize(copy)
+    os.unlink(copy)
+    return size
 
 
 def memcheck(rtlab, cpu, tmp):
+    """(errors, suppressed, exit status) of memcheck on a 500-loop run."""
     cfg = os.path.join(tmp, "mc.cfg")
     with open(cfg, "w") as f:
         f.write(experiment(cpu, 1000, loops=500))
-    p = subprocess.run(["valgrind", "--error-exitcode=9", rtlab, "run", cfg],
+    p = subprocess.run(["valgrind", "--error-exitcode=9", f"--suppressions={SUPPRESSIONS}",
+                        rtlab, "run", cfg],
                        cwd=tmp, capture_output=True, text=True)
-    m = re.search(r"ERROR SUMMARY: (\d+) errors", p.stderr)
-    return (int(m.group(1)) if m else None), p.returncode
+    m = re.search(r"ERROR SUMMARY: (\d+) errors .*suppressed: (\d+) from", p.stderr)
+    if not m:
+        return None, None, p.returncode
+    return int(m.group(1)), int(m.group(2)), p.returncode
 
 
 def release_binaries():
-    """The host release build and the static musl one, built now."""
+    """The host release build and the static musl one, built now with
+    their symbol table."""
     musl = f"{platform.machine()}-unknown-linux-musl"
-    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "--target", musl], cwd=ROOT, check=True)
+    env = dict(os.environ, CARGO_PROFILE_RELEASE_STRIP="false")
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, env=env, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "--target", musl],
+                   cwd=ROOT, env=env, check=True)
     return [("rtlab (glibc)", os.path.join(ROOT, "target/release/rtlab")),
             ("rtlab (static musl)", os.path.join(ROOT, f"target/{musl}/release/rtlab"))]
 
 
+def named(paths):
+    """Labels for binaries given by path: static or dynamic, and the path."""
+    return [(f"rtlab ({'static' if is_static(p) else 'dynamic'}, {p})", os.path.abspath(p))
+            for p in paths]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rtlab", action="append", help="an rtlab binary (default: build both)")
+    ap.add_argument("--rtlab", action="append",
+                    help="an rtlab binary, e.g. the static musl one (default: build both)")
+    ap.add_argument("--loops", default="20000,120000",
+                    help="the two callgrind runs' loops (default 20000,120000)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the memory step")
     args = ap.parse_args()
-    if args.rtlab:
-        rtlabs = [(f"rtlab {os.path.basename(p)}", os.path.abspath(p)) for p in args.rtlab]
-    else:
-        rtlabs = release_binaries()
+    loops = tuple(int(x) for x in args.loops.split(","))
+    rtlabs = named(args.rtlab) if args.rtlab else release_binaries()
     cpu = last_cpu()
     with tempfile.TemporaryDirectory() as tmp:
-        sizes = ", ".join(f"{n} {os.path.getsize(p) / 1e6:.1f} MB" for n, p in rtlabs)
-        print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.node()} {platform.release()} "
-              f"{os.cpu_count()} CPUs; binaries: {sizes}; CPU {cpu}")
-        mem = memory(rtlabs, cpu, tmp)
-        for memlock in (False, True):
+        sizes = ", ".join(f"{n} {stripped_size(p, tmp) / 1e6:.1f} MB" for n, p in rtlabs)
+        print(f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC {platform.node()} "
+              f"{platform.release()} {os.cpu_count()} CPUs; binaries: {sizes}; CPU {cpu}")
+        print(f"# {subprocess.run(['uname', '-a'], capture_output=True, text=True).stdout.strip()}")
+        print(f"# {cpu_model()}; {cyclictest_version()}")
+        mem = {} if args.no_memory else memory(rtlabs, cpu, tmp)
+        for memlock in (() if args.no_memory else (False, True)):
             label = "memlock / -m" if memlock else "no lock"
             c = mem[("cyclictest", memlock)]
             print(f"{label}: cyclictest RSS {c[0] / 1024:.1f} MB, locked {c[1] / 1024:.1f} MB")
@@ -163,11 +233,19 @@ def main():
                 r = mem[(name, memlock)]
                 print(f"{label}: {name} RSS {r[0] / 1024:.1f} MB, locked {r[1] / 1024:.1f} MB; "
                       f"RSS difference {(r[0] - c[0]) / 1024:+.1f} MB")
-        rtlab = rtlabs[0][1]
-        rt, ct = instructions(rtlab, cpu, tmp)
-        print(f"user-space instructions per sample: {rtlabs[0][0]} {rt:.0f}, cyclictest {ct:.0f}")
-        errors, status = memcheck(rtlab, cpu, tmp)
-        print(f"valgrind memcheck: {errors} errors (exit {status})")
+        print(f"user-space instructions per sample ({loops[1]} minus {loops[0]} loops at "
+              f"100 us): measuring thread, whole process")
+        ct = per_sample(cyclictest_cmd(cpu), tmp, "cyclictest", loops)
+        print(f"  cyclictest: {ct[0]:.1f}, {ct[1]:.1f}")
+        for i, (name, rtlab) in enumerate(rtlabs):
+            rt = per_sample(rtlab_cmd(rtlab, cpu, tmp), tmp, f"rtlab{i}", loops)
+            print(f"  {name}: {rt[0]:.1f}, {rt[1]:.1f}; whole process "
+                  f"{rt[1] - ct[1]:+.1f} against cyclictest")
+        for name, rtlab in rtlabs:
+            errors, suppressed, status = memcheck(rtlab, cpu, tmp)
+            note = "" if has_symbols(rtlab) else " (stripped: lean.supp's names cannot match)"
+            print(f"valgrind memcheck, {name}: {errors} errors, {suppressed} suppressed by "
+                  f"bench/lean.supp (exit {status}){note}")
 
 
 if __name__ == "__main__":

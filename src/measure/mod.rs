@@ -200,6 +200,8 @@ pub fn start(
         metrics,
     } = with;
     os::install_wake_handler().map_err(StartError::WakeHandler)?;
+    // The clock's vDSO function found now, not by a thread's first read.
+    os::prepare_clock();
     let barrier = Arc::new(Barrier::new(specs.len() + 1));
     let mut handles = Vec::new();
     for spec in specs {
