@@ -664,8 +664,10 @@ pub fn segments_known(
     };
     let mut w = Walk::new(tid, deadline_ns, end, first);
     w.prios = prios(events);
+    // Asked once per task (a task gone from /proc is not asked again).
+    let mut asked = std::collections::HashSet::new();
     for e in events {
-        if e.pid > 0 && !w.prios.contains_key(&e.pid) {
+        if e.pid > 0 && !w.prios.contains_key(&e.pid) && asked.insert(e.pid) {
             let prio = known(e.pid);
             w.prios.extend(prio.map(|p| (e.pid, p)));
         }

@@ -1271,7 +1271,8 @@ mod tests {
             ),
             (
                 "timer_thread[99999999999999999999] {\n}\n",
-                "from 0 to 18446744073709551615",
+                // The largest index is the target's (32-bit boards: 2^32-1).
+                &format!("from 0 to {}", usize::MAX),
                 Pos { line: 1, col: 1 },
             ),
             (
