@@ -39,45 +39,7 @@ pub(super) fn cause(parts: &[Part], own_prio: Option<i32>, latency_ns: u64) -> S
 fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> String {
     let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1000.0);
     match p.kind {
-        PartKind::Thread => {
-            let who = format!("{} (pid {})", p.what, p.pid.unwrap_or(0));
-            let why = match (p.prio, own_prio) {
-                (Some(theirs), Some(ours)) if theirs < ours => format!(
-                    "{} is above the timer thread's {}",
-                    prio_words(theirs),
-                    prio_words(ours)
-                ),
-                // RT throttling stops every real-time thread: a normal
-                // task may then run ahead of a real-time one.
-                (Some(theirs), Some(ours)) if theirs >= 100 && ours < 100 => format!(
-                    "at {} it could only keep the CPU in a non-preemptible section, or while \
-                     RT throttling held the real-time threads off (kernel.sched_rt_runtime_us)",
-                    prio_words(theirs)
-                ),
-                // A real-time thread never preempts one of its own
-                // priority: not a kernel matter, a priority to change.
-                (Some(theirs), Some(ours)) if theirs == ours && ours < 100 => format!(
-                    "at {}, the timer thread's own, it kept the CPU: a real-time thread does \
-                     not preempt one of equal priority (SCHED_FIFO waits until it blocks or \
-                     yields, SCHED_RR until its time slice ends); give the timer thread a \
-                     higher priority than every thread on its CPU, or move this one off it",
-                    prio_words(theirs)
-                ),
-                // The fair scheduler shares the CPU among normal tasks.
-                (Some(theirs), Some(ours)) if ours >= 100 => format!(
-                    "the timer thread is not real-time ({}): the fair scheduler shares its CPU \
-                     with this thread at {}; give the timer thread a real-time policy",
-                    prio_words(ours),
-                    prio_words(theirs)
-                ),
-                (Some(theirs), _) => format!(
-                    "at {} it could only run in a non-preemptible section",
-                    prio_words(theirs)
-                ),
-                _ => "its priority is not in the window".to_string(),
-            };
-            format!("thread {who} ran {share}: {why}")
-        }
+        PartKind::Thread => thread_cause(p, own_prio, share),
         PartKind::TimerLate => format!(
             "the {} ({share}): interrupts off there, or the hypervisor did not run this CPU; \
              no priority keeps a timer interrupt out",
@@ -131,4 +93,46 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             format!("{share} before the first event of the window: the trace does not say")
         }
     }
+}
+
+/// Why a thread held the CPU after the wake-up, by its priority and the
+/// timer thread's.
+fn thread_cause(p: &Part, own_prio: Option<i32>, share: &str) -> String {
+    let who = format!("{} (pid {})", p.what, p.pid.unwrap_or(0));
+    let why = match (p.prio, own_prio) {
+        (Some(theirs), Some(ours)) if theirs < ours => format!(
+            "{} is above the timer thread's {}",
+            prio_words(theirs),
+            prio_words(ours)
+        ),
+        // RT throttling stops every real-time thread: a normal
+        // task may then run ahead of a real-time one.
+        (Some(theirs), Some(ours)) if theirs >= 100 && ours < 100 => format!(
+            "at {} it could only keep the CPU in a non-preemptible section, or while \
+             RT throttling held the real-time threads off (kernel.sched_rt_runtime_us)",
+            prio_words(theirs)
+        ),
+        // A real-time thread never preempts one of its own
+        // priority: not a kernel matter, a priority to change.
+        (Some(theirs), Some(ours)) if theirs == ours && ours < 100 => format!(
+            "at {}, the timer thread's own, it kept the CPU: a real-time thread does \
+             not preempt one of equal priority (SCHED_FIFO waits until it blocks or \
+             yields, SCHED_RR until its time slice ends); give the timer thread a \
+             higher priority than every thread on its CPU, or move this one off it",
+            prio_words(theirs)
+        ),
+        // The fair scheduler shares the CPU among normal tasks.
+        (Some(theirs), Some(ours)) if ours >= 100 => format!(
+            "the timer thread is not real-time ({}): the fair scheduler shares its CPU \
+             with this thread at {}; give the timer thread a real-time policy",
+            prio_words(ours),
+            prio_words(theirs)
+        ),
+        (Some(theirs), _) => format!(
+            "at {} it could only run in a non-preemptible section",
+            prio_words(theirs)
+        ),
+        _ => "its priority is not in the window".to_string(),
+    };
+    format!("thread {who} ran {share}: {why}")
 }
