@@ -54,19 +54,7 @@ impl AuditRow {
     /// The source in words: `kworker/1:1 (pid 50)`, `dd (480 pids: 3101,
     /// 3107, …)`, `IRQ 36 virtio1-req.0`.
     pub fn who(&self) -> String {
-        match (self.pids, self.pid) {
-            (n, _) if n > 1 => {
-                let listed: Vec<String> = self.top_pids.iter().map(i32::to_string).collect();
-                let more = if n as usize > listed.len() {
-                    ", …"
-                } else {
-                    ""
-                };
-                format!("{} ({n} pids: {}{more})", self.what, listed.join(", "))
-            }
-            (_, Some(pid)) => format!("{} (pid {pid})", self.what),
-            _ => self.what.clone(),
-        }
+        crate::explain::verdict::folded(&self.what, self.pids, &self.top_pids, self.pid)
     }
 }
 

@@ -54,19 +54,27 @@ impl Culprit {
     /// Who, in words: the command, its PIDs folded in (`dd (480 pids:
     /// 3101, 3107, …)`, `python3 (pid 16134)`).
     pub fn who(&self) -> String {
-        let listed: Vec<String> = self.top_pids.iter().map(|p| p.pid.to_string()).collect();
-        match (self.pids, self.pid) {
-            (n, _) if n > 1 => {
-                let more = if n as usize > listed.len() {
-                    ", …"
-                } else {
-                    ""
-                };
-                format!("{} ({n} pids: {}{more})", self.what, listed.join(", "))
-            }
-            (_, Some(pid)) => format!("{} (pid {pid})", self.what),
-            _ => self.what.clone(),
+        let listed: Vec<i32> = self.top_pids.iter().map(|p| p.pid).collect();
+        folded(&self.what, self.pids, &listed, self.pid)
+    }
+}
+
+/// A command with its PIDs folded in, as the culprits and the audit's rows
+/// say it: `dd (480 pids: 3101, 3107, …)` (the `listed` ones, `…` when
+/// there are more), `python3 (pid 16134)`, or the name alone.
+pub fn folded(what: &str, pids: u64, listed: &[i32], pid: Option<i32>) -> String {
+    match (pids, pid) {
+        (n, _) if n > 1 => {
+            let shown: Vec<String> = listed.iter().map(i32::to_string).collect();
+            let more = if n as usize > listed.len() {
+                ", …"
+            } else {
+                ""
+            };
+            format!("{what} ({n} pids: {}{more})", shown.join(", "))
         }
+        (_, Some(pid)) => format!("{what} (pid {pid})"),
+        _ => what.to_string(),
     }
 }
 

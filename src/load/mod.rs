@@ -336,6 +336,47 @@ fn stage_outputs(
     outputs
 }
 
+impl Program {
+    /// Program `p` as planned, not started yet (its cpuset's process file
+    /// opened now: a refusal is a warning).
+    fn planned(
+        p: &ProgramSpec,
+        root: &SysRoot,
+        run_start: Instant,
+        warnings: &mut Vec<String>,
+    ) -> Self {
+        Program {
+            plan: p.clone(),
+            child: None,
+            started_at: run_start,
+            backoff: Duration::ZERO,
+            respawn_at: None,
+            cpuset_procs: p.cpuset.as_ref().and_then(|cs| {
+                root.open_write(&cs.process_file())
+                    .map_err(|e| {
+                        warnings.push(format!(
+                            "program[{}]: cannot enter cpuset {}: {e}",
+                            p.index,
+                            cs.display()
+                        ))
+                    })
+                    .ok()
+            }),
+            result: ProgramResult {
+                index: p.index,
+                argv: p.argv.clone(),
+                starts: 0,
+                exits_total: 0,
+                exits: Vec::new(),
+                spawn_error: None,
+                first_pid: None,
+                cpuset: None,
+                cpus_allowed: None,
+            },
+        }
+    }
+}
+
 impl Supervisor {
     /// Prepares supervision: guard process, tracking cgroup and CPU
     /// bandwidth groups (only when there are programs, or helpers may be
@@ -377,56 +418,25 @@ impl Supervisor {
             g.tell(&format!("mark {mark}"));
         }
         let outputs = stage_outputs(plans, journal.as_deref_mut());
-        let (mut groups, mut groups_error) = (None, None);
-        if !cpu_groups.is_empty() {
+        let (groups, groups_error) = if cpu_groups.is_empty() {
+            (None, None)
+        } else {
+            let parent = cgroup.as_ref().map(TrackingCgroup::dir);
             let made = match journal {
-                Some(j) => Groups::create(
-                    root,
-                    j,
-                    &name,
-                    cgroup.as_ref().map(TrackingCgroup::dir),
-                    cpu_groups,
-                )
-                .map_err(LoadError::Groups),
+                Some(j) => {
+                    Groups::create(root, j, &name, parent, cpu_groups).map_err(LoadError::Groups)
+                }
                 None => Err(LoadError::NoJournal),
             };
             match made {
-                Ok(g) => groups = Some(g),
-                Err(e) => groups_error = Some(e),
+                Ok(g) => (Some(g), None),
+                Err(e) => (None, Some(e)),
             }
-        }
+        };
         Supervisor {
             programs: plans
                 .iter()
-                .map(|p| Program {
-                    plan: p.clone(),
-                    child: None,
-                    started_at: run_start,
-                    backoff: Duration::ZERO,
-                    respawn_at: None,
-                    cpuset_procs: p.cpuset.as_ref().and_then(|cs| {
-                        root.open_write(&cs.process_file())
-                            .map_err(|e| {
-                                warnings.push(format!(
-                                    "program[{}]: cannot enter cpuset {}: {e}",
-                                    p.index,
-                                    cs.display()
-                                ))
-                            })
-                            .ok()
-                    }),
-                    result: ProgramResult {
-                        index: p.index,
-                        argv: p.argv.clone(),
-                        starts: 0,
-                        exits_total: 0,
-                        exits: Vec::new(),
-                        spawn_error: None,
-                        first_pid: None,
-                        cpuset: None,
-                        cpus_allowed: None,
-                    },
-                })
+                .map(|p| Program::planned(p, root, run_start, &mut warnings))
                 .collect(),
             cgroup,
             cgroup_procs,
