@@ -353,14 +353,7 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         if !verdicts.is_empty() {
             outln!();
         }
-        for v in &verdicts {
-            outln!(
-                "{} {}: {}",
-                if v.failed { "FAIL" } else { "pass" },
-                v.condition,
-                v.reason
-            );
-        }
+        print_verdicts(&verdicts);
     }
     if args
         .fail_if
@@ -412,7 +405,13 @@ pub(super) fn run_gate(
     let run = dataset::of_result(result, json.unwrap_or(Path::new("run")));
     let columns = compare::columns(std::slice::from_ref(&run), false);
     let verdicts = compare::gate(&columns, conditions);
-    for v in &verdicts {
+    print_verdicts(&verdicts);
+    verdicts.iter().any(|v| v.failed)
+}
+
+/// Each `--fail-if` verdict on a line: `FAIL max>100us: ...`.
+fn print_verdicts(verdicts: &[compare::Verdict]) {
+    for v in verdicts {
         outln!(
             "{} {}: {}",
             if v.failed { "FAIL" } else { "pass" },
@@ -420,5 +419,4 @@ pub(super) fn run_gate(
             v.reason
         );
     }
-    verdicts.iter().any(|v| v.failed)
 }
