@@ -43,7 +43,9 @@ pub(super) fn audits(cpu: usize, text: &[Event], raw: &[Event]) -> (usize, Vec<S
         rows
     };
     let (t, r) = (rows(text), rows(raw));
-    (t.len(), apart("audit row", &t, &r))
+    let mut out = apart("audit row", &t, &r, "as text");
+    out.extend(apart("audit row", &r, &t, "from the pages"));
+    (t.len(), out)
 }
 
 fn row(r: &AuditRow) -> String {
@@ -52,7 +54,10 @@ fn row(r: &AuditRow) -> String {
 
 /// The sleeper (`tid`)'s first wake-ups on this CPU explained through each
 /// reader, from 5 µs before its wake-up to 30 µs after: the parts' kinds
-/// and names that differ (their lengths differ by the text's µs).
+/// and names one reader gives and the other does not give at all. The
+/// text's µs move each edge by under 1 µs, so a part under 1 µs in one
+/// reader may be 0 and dropped in the other: only a part of at least
+/// `SURE_NS` in one reader must be found, of any length, in the other.
 pub(super) fn explanations(tid: i32, text: &[Event], raw: &[Event]) -> (usize, Vec<String>) {
     let text = &names_of_the_pages(text, raw);
     let wakes: Vec<u64> = text
@@ -63,33 +68,47 @@ pub(super) fn explanations(tid: i32, text: &[Event], raw: &[Event]) -> (usize, V
         .collect();
     let mut out = Vec::new();
     for &at in &wakes {
-        let parts = |events: &[Event]| -> Vec<String> {
+        let parts = |events: &[Event]| -> Vec<(String, u64)> {
             let deadline = at.saturating_sub(5_000);
             let e = analyze::explain(events, 0, tid, 0, deadline, 35_000);
-            let mut names: Vec<String> = e
-                .parts
-                .iter()
-                .map(|p| format!("{:?} {}", p.kind, p.what))
-                .collect();
-            names.sort();
-            names.dedup();
-            names
+            let mut longest: Vec<(String, u64)> = Vec::new();
+            for p in &e.parts {
+                let name = format!("{:?} {}", p.kind, p.what);
+                match longest.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, ns)) => *ns = (*ns).max(p.ns),
+                    None => longest.push((name, p.ns)),
+                }
+            }
+            longest.sort();
+            longest
         };
         let (t, r) = (parts(text), parts(raw));
-        out.extend(apart(&format!("the wake-up at {at} ns: part"), &t, &r));
+        let what = format!("the wake-up at {at} ns: part");
+        out.extend(apart(&what, &sure(&t), &names(&r), "as text"));
+        out.extend(apart(&what, &sure(&r), &names(&t), "from the pages"));
     }
     (wakes.len(), out)
 }
 
-/// What `text` has and `raw` has not, and the reverse, in words.
-fn apart(what: &str, text: &[String], raw: &[String]) -> Vec<String> {
-    let only = |a: &[String], b: &[String], side: &str| -> Vec<String> {
-        a.iter()
-            .filter(|x| !b.contains(x))
-            .map(|x| format!("{what} only {side}: {x}"))
-            .collect()
-    };
-    let mut out = only(text, raw, "as text");
-    out.extend(only(raw, text, "from the pages"));
-    out
+/// A part this long in one reader is longer than 0 in the other.
+const SURE_NS: u64 = 2_000;
+
+fn sure(parts: &[(String, u64)]) -> Vec<String> {
+    parts
+        .iter()
+        .filter(|(_, ns)| *ns >= SURE_NS)
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+fn names(parts: &[(String, u64)]) -> Vec<String> {
+    parts.iter().map(|(n, _)| n.clone()).collect()
+}
+
+/// What `one` has and `other` has not, in words.
+fn apart(what: &str, one: &[String], other: &[String], side: &str) -> Vec<String> {
+    one.iter()
+        .filter(|x| !other.contains(x))
+        .map(|x| format!("{what} only {side}: {x}"))
+        .collect()
 }
