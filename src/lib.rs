@@ -2,7 +2,7 @@
 //!
 //! Data flows one way: experiment file → [`config`] (typed experiment) →
 //! [`plan`] (validated against the machine) → [`run`] (timer threads from
-//! [`measure`], programs from [`load`]) → [`result`] → [`report`] renderers.
+//! [`measure`], programs from [`programs`], traced by [`trace`]) → [`result`] → [`report`] renderers.
 //! [`sys`] is the only door to the kernel, and [`sys::os`] the only `unsafe`.
 
 #![deny(missing_docs)]
@@ -18,28 +18,20 @@ extern crate rtlab_core;
 pub use rtlab_core::{config, cpulist, exit, sched, text};
 pub use rtlab_sys as sys;
 
-pub mod audit;
 pub mod cli;
 pub mod dataset;
-pub mod explain;
-pub mod flight;
-pub mod irq_task;
 pub mod isolate;
-pub mod load;
 pub mod measure;
 pub mod messages;
 pub mod monitor;
 pub mod plan;
-pub mod rawtrace;
+pub mod programs;
 pub mod report;
 pub mod result;
 pub mod run;
 pub mod spike_actions;
 pub mod stats;
-pub mod stream;
-pub mod task_latency;
-pub mod timer_irq;
-pub mod trace_source;
+pub mod trace;
 pub mod tune;
 #[cfg(test)]
 mod walls;

@@ -4,8 +4,8 @@
 //! `docs/result-schema.md`.
 
 use crate::isolate::state::IsolationState;
-use crate::load::ProgramResult;
 use crate::plan::RunPlan;
+use crate::programs::ProgramResult;
 use crate::sched::Sched;
 use crate::stats::cpu_load::CpuLoad;
 use crate::stats::series::LatencySeries;
@@ -270,28 +270,28 @@ pub struct RunResult {
     /// Why wake-ups were late: the flight recorder's findings, when
     /// `trace.threshold` was set (absent otherwise and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::explain::TraceReport>,
+    pub trace: Option<crate::trace::explain::TraceReport>,
     /// The trace window of each explained wake-up (file name, trace-event
     /// JSON), written beside the result files; not part of the document.
     #[serde(skip)]
     pub trace_windows: Vec<(String, String)>,
     /// The isolation audit, when `audit.cpus` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit: Option<crate::audit::AuditReport>,
+    pub audit: Option<crate::trace::audit::AuditReport>,
     /// The IRQ-to-task measurements (`irq_task[N]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+    pub irq_tasks: Vec<crate::trace::irq_task::IrqTaskResult>,
     /// The task-latency measurements (`task_latency[N]`), absent in older
     /// results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub task_latency: Vec<crate::task_latency::TaskLatencyResult>,
+    pub task_latency: Vec<crate::trace::task_latency::TaskLatencyResult>,
     /// What the `on_spike` actions did, absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_spike: Option<crate::spike_actions::SpikeReport>,
     /// Each timer thread's IRQ side (`irq_latency`), absent in older
     /// results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
+    pub timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
 }
 
 /// One CPU's steal time over a run.

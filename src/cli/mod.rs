@@ -580,7 +580,7 @@ pub fn main() -> i32 {
         os::default_sigpipe();
     }
     match (&cli.command, &cli.cfg) {
-        (Some(Command::Guard), _) => crate::load::guard::guard_main(),
+        (Some(Command::Guard), _) => crate::programs::guard::guard_main(),
         (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
         (Some(Command::Man(args)), _) => docs::man_main(args),
         (Some(Command::Completions(args)), _) => docs::completions_main(args),

@@ -7,11 +7,11 @@
 //! benchmark of the binary trace engine (`bench/trace_readers.py`) and its
 //! check on whatever kernel runs it. Hidden: a developer's tool.
 
-use crate::explain::parse;
-use crate::rawtrace::{Decoder, Symbols};
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::trace::{self, Instance, Recording};
 use crate::sys::{SysRoot, os};
+use crate::trace::explain::parse;
+use crate::trace::rawtrace::{Decoder, Symbols};
 use clap::Args;
 use serde::Serialize;
 use std::time::Instant;
@@ -149,11 +149,12 @@ fn readings(
             let text = instance
                 .read_cpu(cpu, usize::MAX)
                 .map_err(|e| e.to_string())?;
-            let text_events: Vec<parse::Event> = crate::explain::fields::event_lines(&text)
-                .0
-                .into_iter()
-                .filter_map(parse::line)
-                .collect();
+            let text_events: Vec<crate::trace::event::Event> =
+                crate::trace::fields::event_lines(&text)
+                    .0
+                    .into_iter()
+                    .filter_map(parse::line)
+                    .collect();
             let text_ns = started.elapsed().as_nanos() as u64;
             raw.clear();
             raw_events.clear();
@@ -203,7 +204,10 @@ fn busy_sleeper(ms: u64) {
 /// the text shows that the pages can (not the hashed `%p` pointers, nor
 /// strings behind kernel pointers). Task names may differ when a task was
 /// renamed (exec) between the event and the text's reading.
-fn compare(text: &[parse::Event], raw: &[parse::Event]) -> (Vec<String>, usize) {
+fn compare(
+    text: &[crate::trace::event::Event],
+    raw: &[crate::trace::event::Event],
+) -> (Vec<String>, usize) {
     let mut differences = Vec::new();
     let mut compared = 0;
     if text.len() != raw.len() {

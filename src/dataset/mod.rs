@@ -184,13 +184,13 @@ pub struct Details {
     /// recorded).
     pub steal: Vec<crate::result::Steal>,
     /// Why wake-ups were late (rtlab runs with the flight recorder).
-    pub trace: Option<crate::explain::TraceReport>,
+    pub trace: Option<crate::trace::explain::TraceReport>,
     /// The isolation audit (rtlab runs with `audit.cpus`).
-    pub audit: Option<crate::audit::AuditReport>,
+    pub audit: Option<crate::trace::audit::AuditReport>,
     /// The IRQ-to-task measurements, with their counts.
-    pub irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
+    pub irq_tasks: Vec<crate::trace::irq_task::IrqTaskResult>,
     /// The task-latency measurements.
-    pub task_latency: Vec<crate::task_latency::TaskLatencyResult>,
+    pub task_latency: Vec<crate::trace::task_latency::TaskLatencyResult>,
 }
 
 /// A finished run, read from a file.

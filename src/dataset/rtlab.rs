@@ -98,7 +98,7 @@ pub(super) fn of_result(result: &RunResult, path: &Path) -> Run {
 
 /// An IRQ-to-task measurement as a thread of the run: its delays from the
 /// handler's exit, with the CPU of its task when it was one.
-fn irq_task(m: &crate::irq_task::IrqTaskResult) -> Thread {
+fn irq_task(m: &crate::trace::irq_task::IrqTaskResult) -> Thread {
     let mut task_cpus = m.cpu_pairs.iter().map(|p| p.task_cpu);
     let first = task_cpus.next();
     let cpu = first.filter(|c| task_cpus.all(|x| x == *c));
@@ -131,7 +131,7 @@ fn summary_thread(
 /// A thread of a `task_latency[N]` as a thread of the run (`L0.TID`): its
 /// latencies from release to switch-in, as a timer thread's, and its
 /// deadline misses where the period or deadline applies to it.
-fn task_thread(index: usize, t: &crate::task_latency::TaskThreadResult) -> Thread {
+fn task_thread(index: usize, t: &crate::trace::task_latency::TaskThreadResult) -> Thread {
     let mut thread = summary_thread(
         format!("L{index}.{}", t.tid),
         None,

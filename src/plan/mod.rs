@@ -6,8 +6,8 @@
 use crate::config::keys::StanzaKind;
 use crate::config::{self, CpuLoadDisplay, Diagnostic, Experiment, Pos, Spanned, StatsFormat};
 use crate::isolate::cpuset::{CpusetError, CpusetTarget};
-use crate::load::ProgramSpec;
 use crate::measure::TimerSpec;
+use crate::programs::ProgramSpec;
 use crate::sys::os::{self, Policy, Sched};
 use crate::sys::{Privileges, SysRoot};
 use crate::tune::bandwidth::BandwidthError;
@@ -190,7 +190,7 @@ pub struct MainPlan {
     /// The flight recorder, when `trace.threshold` is set (absent in older
     /// results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::flight::TraceSpec>,
+    pub trace: Option<crate::trace::flight::TraceSpec>,
     /// `lifetime.duration`: the run ends after this long (ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_ns: Option<u64>,
@@ -242,10 +242,10 @@ pub struct RunPlan {
     pub cpu_groups: Vec<crate::tune::bandwidth::GroupSpec>,
     /// IRQ-to-task measurements (absent in older results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub irq_tasks: Vec<crate::irq_task::IrqTaskSpec>,
+    pub irq_tasks: Vec<crate::trace::irq_task::IrqTaskSpec>,
     /// Task-latency measurements (absent in older results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub task_latency: Vec<crate::task_latency::TaskLatencySpec>,
+    pub task_latency: Vec<crate::trace::task_latency::TaskLatencySpec>,
 }
 
 impl RunPlan {
@@ -618,10 +618,8 @@ impl Planner<'_> {
             dma_latency_us: exp.main.dma_latency_us,
             dbg_level: opts.dbg_level.unwrap_or(exp.main.dbg_level),
             tuning: self.tuning(&exp.main.tuning),
-            trace: exp
-                .main
-                .trace_threshold_ns
-                .map(|threshold_ns| crate::flight::TraceSpec {
+            trace: exp.main.trace_threshold_ns.map(|threshold_ns| {
+                crate::trace::flight::TraceSpec {
                     threshold_ns,
                     max_spikes: exp.main.trace_max_spikes,
                     stacks: exp.main.trace_stacks,
@@ -633,7 +631,8 @@ impl Planner<'_> {
                         .map(|e| e.value.clone())
                         .collect(),
                     dump_tasks: exp.main.trace_dump_tasks,
-                }),
+                }
+            }),
             // Planned with the timer threads (their CPUs are the programs').
             on_spike: None,
             warmup_ns: exp.main.warmup_ns,
@@ -807,7 +806,7 @@ impl Planner<'_> {
 
 /// The `irq_task[N]` stanzas, checked: an IRQ this machine has (by number
 /// or handler name), a program of the file.
-fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskSpec> {
+fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::trace::irq_task::IrqTaskSpec> {
     let present = if exp.irq_tasks.is_empty() {
         Vec::new()
     } else {
@@ -830,7 +829,7 @@ fn irq_tasks(p: &mut Planner, exp: &Experiment) -> Vec<crate::irq_task::IrqTaskS
                     )),
             );
         }
-        out.push(crate::irq_task::IrqTaskSpec {
+        out.push(crate::trace::irq_task::IrqTaskSpec {
             index: m.index,
             irq: m.irq.value.clone(),
             task: m.task.value.clone(),

@@ -1,7 +1,7 @@
 //! The `task_latency[N]` stanzas, checked against the rest of the file.
 
 use crate::config::{Diagnostic, Experiment, Spanned, TaskSelector};
-use crate::task_latency::TaskLatencySpec;
+use crate::trace::task_latency::TaskLatencySpec;
 
 /// Each `task_latency[N]` as the stream measures it: a program it names
 /// must be in the file, a process it names must exist; wake-ups later than

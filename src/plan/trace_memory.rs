@@ -32,7 +32,7 @@ pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
         .value
         .saturating_mul(recorder_cpus as u64);
     let stream_kib = if streams {
-        crate::stream::BUFFER_KB.saturating_mul(p.online.len() as u64)
+        crate::trace::stream::BUFFER_KB.saturating_mul(p.online.len() as u64)
     } else {
         0
     };
@@ -54,13 +54,13 @@ pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
         ),
         (0, s) => format!(
             "the trace stream's {} KiB × {} CPUs ({s} KiB)",
-            crate::stream::BUFFER_KB,
+            crate::trace::stream::BUFFER_KB,
             p.online.len()
         ),
         (r, s) => format!(
             "trace.buffer_kb {} × {recorder_cpus} CPUs ({r} KiB) and the trace stream's {} KiB × {} CPUs ({s} KiB)",
             main.trace_buffer_kb.value,
-            crate::stream::BUFFER_KB,
+            crate::trace::stream::BUFFER_KB,
             p.online.len()
         ),
     };

@@ -1,8 +1,8 @@
 //! The isolation audit and the IRQ-to-task measurements as text: after a
 //! run's closing lines, and again with `rtlab explain`.
 
-use crate::audit::{AuditReport, SourceKind};
-use crate::irq_task::IrqTaskResult;
+use crate::trace::audit::{AuditReport, SourceKind};
+use crate::trace::irq_task::IrqTaskResult;
 
 fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1000.0)

@@ -557,7 +557,7 @@ pub struct AuditSource {
     /// Whether it belongs on a well-isolated CPU.
     pub belongs: bool,
     /// Its kind (`irq`, `task`...).
-    pub kind: crate::audit::SourceKind,
+    pub kind: crate::trace::audit::SourceKind,
     /// What it is (threads by name, every CPU audited together).
     pub what: String,
     /// Per run: (count, total ns), None when it did not come.
@@ -584,7 +584,7 @@ pub fn audits(runs: &[Run]) -> Option<AuditComparison> {
     if runs.iter().all(|r| r.details.audit.is_none()) {
         return None;
     }
-    type Key = (bool, crate::audit::SourceKind, String);
+    type Key = (bool, crate::trace::audit::SourceKind, String);
     let mut sources: BTreeMap<Key, Vec<Option<(u64, u64)>>> = BTreeMap::new();
     let mut promises: BTreeMap<String, Vec<Option<&'static str>>> = BTreeMap::new();
     let mut intruders = Vec::new();

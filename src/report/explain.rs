@@ -1,8 +1,8 @@
 //! The flight recorder's findings as text: the run's culprits after the
 //! closing lines, and every explained wake-up for `rtlab explain`.
 
-use crate::explain::TraceReport;
-use crate::explain::analyze::Explanation;
+use crate::trace::explain::TraceReport;
+use crate::trace::explain::analyze::Explanation;
 
 fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1000.0)
@@ -25,7 +25,7 @@ pub fn verdict(r: &TraceReport) -> String {
         r.over_threshold,
         r.explanations.len(),
         r.not_explained,
-        crate::flight::MAX_PER_READ
+        crate::trace::flight::MAX_PER_READ
     ));
     worst_unexplained(&mut out, r, true);
     if r.reads > 0 {
@@ -46,7 +46,11 @@ pub fn verdict(r: &TraceReport) -> String {
     }
     for c in r.culprits.iter().take(8) {
         let who = match c.prio {
-            Some(prio) => format!("{}, {}", c.who(), crate::explain::analyze::prio_words(prio)),
+            Some(prio) => format!(
+                "{}, {}",
+                c.who(),
+                crate::trace::explain::analyze::prio_words(prio)
+            ),
             None => c.who(),
         };
         out.push_str(&format!(
@@ -140,7 +144,7 @@ pub fn explanation(e: &Explanation, indent: &str) -> String {
 }
 
 /// What a CPU ran at a deadline, in words.
-fn cpu_task(c: &crate::explain::analyze::CpuTask) -> String {
+fn cpu_task(c: &crate::trace::explain::analyze::CpuTask) -> String {
     let mut s = format!(
         "CPU {} {} (pid {}",
         c.cpu,
@@ -148,7 +152,10 @@ fn cpu_task(c: &crate::explain::analyze::CpuTask) -> String {
         c.pid
     );
     if let Some(p) = c.prio.filter(|_| c.pid != 0) {
-        s.push_str(&format!(", {}", crate::explain::analyze::prio_words(p)));
+        s.push_str(&format!(
+            ", {}",
+            crate::trace::explain::analyze::prio_words(p)
+        ));
     }
     if let Some(r) = c.running_for_ns {
         s.push_str(&format!(", for {}", us(r)));
@@ -158,7 +165,7 @@ fn cpu_task(c: &crate::explain::analyze::CpuTask) -> String {
 }
 
 /// A kernel stack of an explanation, on one line (terminal-safe).
-pub fn stack_line(k: &crate::explain::analyze::KernelStack, indent: &str) -> String {
+pub fn stack_line(k: &crate::trace::explain::analyze::KernelStack, indent: &str) -> String {
     let moment = match k.at.as_str() {
         "switch" => "as it let the CPU go",
         _ => "at the timer thread's wake-up",

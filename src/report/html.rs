@@ -11,8 +11,8 @@
 use super::compare;
 use super::plot::{self, Panel};
 use crate::dataset::{Metric, Run};
-use crate::explain::analyze::{Explanation, PartKind};
 use crate::result::Steal;
+use crate::trace::explain::analyze::{Explanation, PartKind};
 use std::fmt::Write as _;
 
 /// Escapes text for HTML: markup shown as text, control characters shown
@@ -172,7 +172,7 @@ fn worst_wakeups(out: &mut String, run: &Run, steal: &[Steal]) {
 /// Why one of the worst wake-ups was late, as the flight recorder said:
 /// (its first clause, the whole text).
 fn cause(
-    t: &crate::explain::TraceReport,
+    t: &crate::trace::explain::TraceReport,
     thread: &str,
     s: &crate::stats::spikes::Spike,
 ) -> (String, String) {
@@ -254,7 +254,7 @@ fn steal_aside(out: &mut String, steal: &[Steal]) {
 
 /// The flight recorder's verdict: the culprits, and the worst explained
 /// wake-ups each with a timeline of what owned the CPU.
-fn why_late(out: &mut String, r: &crate::explain::TraceReport, steal: &[Steal]) {
+fn why_late(out: &mut String, r: &crate::trace::explain::TraceReport, steal: &[Steal]) {
     out.push_str("<h3>Why wake-ups were late</h3>\n");
     if let Some(why) = &r.unavailable {
         let _ = writeln!(out, "<p>No flight recorder: {}.</p>", escape(why));
@@ -269,7 +269,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport, steal: &[Steal]) 
         micros(r.threshold_ns),
         r.explanations.len(),
         r.not_explained,
-        crate::flight::MAX_PER_READ,
+        crate::trace::flight::MAX_PER_READ,
         r.reads,
         r.read_ns as f64 / 1e6
     );
@@ -338,7 +338,7 @@ fn why_late(out: &mut String, r: &crate::explain::TraceReport, steal: &[Steal]) 
 }
 
 /// The culprit table, most costly first, with each thread's priority.
-fn culprits(out: &mut String, culprits: &[crate::explain::verdict::Culprit]) {
+fn culprits(out: &mut String, culprits: &[crate::trace::explain::verdict::Culprit]) {
     let head = [
         "culprit",
         "priority",
@@ -354,7 +354,7 @@ fn culprits(out: &mut String, culprits: &[crate::explain::verdict::Culprit]) {
             vec![
                 c.who(),
                 c.prio
-                    .map_or_else(|| "-".into(), crate::explain::analyze::prio_words),
+                    .map_or_else(|| "-".into(), crate::trace::explain::analyze::prio_words),
                 c.main_cause.to_string(),
                 c.spikes.to_string(),
                 micros(c.total_ns),
@@ -368,7 +368,7 @@ fn culprits(out: &mut String, culprits: &[crate::explain::verdict::Culprit]) {
 /// The explanations whose timelines the report draws: the three worst,
 /// and when one culprit is the main cause of most explained wake-ups and
 /// of none of those, its worst too.
-fn timelines_shown(r: &crate::explain::TraceReport) -> Vec<&Explanation> {
+fn timelines_shown(r: &crate::trace::explain::TraceReport) -> Vec<&Explanation> {
     let mut worst: Vec<&Explanation> = r.explanations.iter().collect();
     worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
     let mut shown: Vec<&Explanation> = worst.iter().take(3).copied().collect();
@@ -470,7 +470,7 @@ fn colour(k: PartKind) -> &'static str {
     }
 }
 
-fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
+fn irq_tasks(out: &mut String, tasks: &[crate::trace::irq_task::IrqTaskResult]) {
     if tasks.is_empty() {
         return;
     }
@@ -546,7 +546,7 @@ fn irq_tasks(out: &mut String, tasks: &[crate::irq_task::IrqTaskResult]) {
 }
 
 /// An IRQ-to-task measurement's worst samples, to find them in a trace.
-fn irq_task_worst(out: &mut String, m: &crate::irq_task::IrqTaskResult) {
+fn irq_task_worst(out: &mut String, m: &crate::trace::irq_task::IrqTaskResult) {
     let _ = writeln!(
         out,
         "<p>I{}: the worst samples, with their handler exit on the trace clock \
@@ -580,7 +580,7 @@ fn irq_task_worst(out: &mut String, m: &crate::irq_task::IrqTaskResult) {
 }
 
 /// The isolation audit: every source that reached the audited CPUs.
-fn audit_table(out: &mut String, a: &crate::audit::AuditReport) {
+fn audit_table(out: &mut String, a: &crate::trace::audit::AuditReport) {
     out.push_str("<h3>Isolation audit</h3>\n");
     if let Some(why) = &a.unavailable {
         let _ = writeln!(out, "<p>Not done: {}</p>", escape(why));

@@ -42,7 +42,7 @@ pub struct TaskRow {
 
 impl TaskRow {
     /// A thread's row from its figures so far.
-    pub fn live(index: usize, t: &crate::task_latency::ThreadLive) -> TaskRow {
+    pub fn live(index: usize, t: &crate::trace::task_latency::ThreadLive) -> TaskRow {
         TaskRow {
             index,
             tid: t.tid,
@@ -57,7 +57,7 @@ impl TaskRow {
     }
 
     /// A thread's row in the final table, from the result.
-    pub fn of_result(index: usize, t: &crate::task_latency::TaskThreadResult) -> TaskRow {
+    pub fn of_result(index: usize, t: &crate::trace::task_latency::TaskThreadResult) -> TaskRow {
         TaskRow {
             index,
             tid: t.tid,

@@ -4,7 +4,7 @@
 //! deadline misses, who woke it, and the late wake-ups explained.
 
 use crate::stats::Summary;
-use crate::task_latency::{TaskLatencyResult, TaskThreadResult};
+use crate::trace::task_latency::{TaskLatencyResult, TaskThreadResult};
 
 fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)

@@ -5,19 +5,19 @@
 use super::traces::{measured_tids, start_flight, start_stream};
 use super::watch::rows;
 use super::{Event, RunOptions};
-use crate::audit::{AuditReport, Promises};
-use crate::flight::FlightRecorder;
-use crate::load::{self, Supervisor};
 use crate::measure::{self, TimerHandle};
 use crate::messages;
 use crate::plan::RunPlan;
+use crate::programs::{self, Supervisor};
 use crate::report::live::LiveRow;
 use crate::result::{CutThread, EndReason, PmQos};
-use crate::stream::TraceStream;
 use crate::sys::SysRoot;
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::os;
 use crate::sys::paths;
+use crate::trace::audit::{AuditReport, Promises};
+use crate::trace::flight::FlightRecorder;
+use crate::trace::stream::TraceStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -411,7 +411,7 @@ pub(super) struct Armed {
     pub(super) tuning_changes: Vec<crate::tune::Outcome>,
     timers_start: Instant,
     /// Why the run that wanted a trace has none.
-    trace_unavailable: Option<crate::explain::TraceReport>,
+    trace_unavailable: Option<crate::trace::explain::TraceReport>,
     /// Why the run that wanted a trace stream has none.
     stream_unavailable: Option<String>,
     /// When `lifetime.duration` ends the run.
@@ -673,15 +673,15 @@ pub(super) struct Stopped {
     pub(super) final_rows: Vec<LiveRow>,
     pub(super) joined: Vec<Joined>,
     pub(super) cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
-    pub(super) programs: Vec<load::ProgramResult>,
+    pub(super) programs: Vec<programs::ProgramResult>,
     pub(super) tuning_changes: Vec<crate::tune::Outcome>,
-    pub(super) trace: Option<crate::explain::TraceReport>,
+    pub(super) trace: Option<crate::trace::explain::TraceReport>,
     pub(super) trace_windows: Vec<(String, String)>,
     pub(super) audit: Option<AuditReport>,
-    pub(super) irq_tasks: Vec<crate::irq_task::IrqTaskResult>,
-    pub(super) task_latency: Vec<crate::task_latency::TaskLatencyResult>,
+    pub(super) irq_tasks: Vec<crate::trace::irq_task::IrqTaskResult>,
+    pub(super) task_latency: Vec<crate::trace::task_latency::TaskLatencyResult>,
     pub(super) on_spike: Option<crate::spike_actions::SpikeReport>,
-    pub(super) timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
+    pub(super) timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
 }
 
 /// Lets go of the binary's pages that start-up touched, but the timer

@@ -170,7 +170,7 @@ fn measured_ns(t: &TimerResult) -> u64 {
 }
 
 /// Where a program ran (its first instance).
-fn program_placement(p: &crate::load::ProgramResult) -> Placement {
+fn program_placement(p: &crate::programs::ProgramResult) -> Placement {
     Placement {
         who: format!("program[{}]", p.index),
         id: p.first_pid.unwrap_or(0),

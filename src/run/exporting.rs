@@ -4,12 +4,12 @@
 use super::arm::Armed;
 use super::watch::LoadSampler;
 use super::{Before, RunOptions};
-use crate::flight::FlightRecorder;
-use crate::load::ProgramResult;
 use crate::measure::TimerHandle;
 use crate::messages;
 use crate::monitor::metrics::{Metrics, ProgramMetrics, TaskMetrics, TimerMetrics};
+use crate::programs::ProgramResult;
 use crate::sys::info::SystemSnapshot;
+use crate::trace::flight::FlightRecorder;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -90,7 +90,7 @@ impl Exporting {
         let irq = armed
             .stream
             .as_ref()
-            .map(crate::stream::TraceStream::timer_irq_live)
+            .map(crate::trace::stream::TraceStream::timer_irq_live)
             .unwrap_or_default()
             .into_iter()
             .map(
@@ -167,7 +167,7 @@ fn task_metrics(armed: &Armed) -> Vec<TaskMetrics> {
     let live = armed
         .stream
         .as_ref()
-        .map(crate::stream::TraceStream::task_latency_live)
+        .map(crate::trace::stream::TraceStream::task_latency_live)
         .unwrap_or_default();
     live.into_iter()
         .flat_map(|(index, threads)| {

@@ -3,13 +3,13 @@
 //! one missing leaves the run going, with the reason in its result.
 
 use super::arm::RunJournal;
-use crate::audit::Promises;
-use crate::flight::FlightRecorder;
 use crate::isolate::state::IsolationState;
 use crate::measure::TimerHandle;
 use crate::plan::RunPlan;
-use crate::stream::{StreamSpec, TraceStream};
 use crate::sys::SysRoot;
+use crate::trace::audit::Promises;
+use crate::trace::flight::FlightRecorder;
+use crate::trace::stream::{StreamSpec, TraceStream};
 use std::sync::atomic::Ordering;
 
 /// Starts the flight recorder when the plan asks for it: on the timer
@@ -20,7 +20,10 @@ pub(super) fn start_flight(
     journal: &mut RunJournal,
     plan: &RunPlan,
     warnings: &mut Vec<String>,
-) -> (Option<FlightRecorder>, Option<crate::explain::TraceReport>) {
+) -> (
+    Option<FlightRecorder>,
+    Option<crate::trace::explain::TraceReport>,
+) {
     let Some(spec) = &plan.main.trace else {
         return (None, None);
     };
@@ -97,7 +100,7 @@ pub(super) fn start_stream(
             let core: Vec<&String> = s
                 .missing
                 .iter()
-                .filter(|e| crate::stream::core_events().contains(&e.as_str()))
+                .filter(|e| crate::trace::stream::core_events().contains(&e.as_str()))
                 .collect();
             if !core.is_empty() {
                 let names: Vec<&str> = core.iter().map(|e| e.as_str()).collect();

@@ -5,15 +5,15 @@ use super::arm::Armed;
 use super::exporting::Exporting;
 use super::{Event, RunOptions};
 use crate::config::CpuLoadDisplay;
-use crate::flight::FlightRecorder;
-use crate::load;
 use crate::measure::TimerHandle;
 use crate::plan::RunPlan;
+use crate::programs;
 use crate::report::{self, live::LiveRow, live::StealRow, live::TaskRow};
 use crate::result::EndReason;
 use crate::stats::cpu_load::{self, CpuLoad};
 use crate::sys::SysRoot;
 use crate::sys::proc_stat::{self, ProcStat};
+use crate::trace::flight::FlightRecorder;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -31,7 +31,7 @@ fn task_rows(armed: &Armed) -> Vec<TaskRow> {
     let live = armed
         .stream
         .as_ref()
-        .map(crate::stream::TraceStream::task_latency_live)
+        .map(crate::trace::stream::TraceStream::task_latency_live)
         .unwrap_or_default();
     live.iter()
         .flat_map(|(index, threads)| threads.iter().map(|t| TaskRow::live(*index, t)))
@@ -311,7 +311,7 @@ impl Watch {
                 .next_respawn()
                 .map_or(next_refresh, |r| r.min(next_refresh));
             if armed.flight.is_some() || armed.stream.is_some() || armed.spikes.is_some() {
-                wake_at = wake_at.min(Instant::now() + crate::flight::LOOK_EVERY);
+                wake_at = wake_at.min(Instant::now() + crate::trace::flight::LOOK_EVERY);
             }
             if let Some(d) = armed.deadline {
                 wake_at = wake_at.min(d);
@@ -319,7 +319,7 @@ impl Watch {
             match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
                 Ok(Event::Signal(sig)) => {
                     return EndReason::Interrupted {
-                        signal: load::signal_name(sig).to_string(),
+                        signal: programs::signal_name(sig).to_string(),
                         number: sig,
                     };
                 }
@@ -446,7 +446,7 @@ impl Watch {
     pub(super) fn finish(
         &mut self,
         final_rows: &[LiveRow],
-        tasks: &[crate::task_latency::TaskLatencyResult],
+        tasks: &[crate::trace::task_latency::TaskLatencyResult],
         root: &SysRoot,
     ) {
         self.load.sample(root);

@@ -2,7 +2,7 @@
 # Records one tracefs buffer twice, as the kernel's text (per_cpu/cpuN/trace,
 # not consumed) and as its binary pages (per_cpu/cpuN/trace_pipe_raw, read
 # after), with the format files that decode it: the fixture the binary trace
-# engine is checked against (tests in src/rawtrace). Run as root:
+# engine is checked against (tests in src/trace/rawtrace). Run as root:
 #   tests/traces/record-raw.sh tests/traces/raw-$(uname -r | cut -d. -f1,2)
 set -eu
 out=${1:?output directory}

@@ -2,9 +2,9 @@
 //! rows and the explanations of the sleeper's wake-ups. Both readers must
 //! give the same sources, the same names, the same parts.
 
-use crate::audit::{Audit, AuditRow, Promises};
-use crate::explain::analyze;
-use crate::explain::parse::Event;
+use crate::trace::audit::{Audit, AuditRow, Promises};
+use crate::trace::event::Event;
+use crate::trace::explain::analyze;
 
 /// Most wake-ups of the sleeper explained per CPU.
 const MAX_WINDOWS: usize = 20;
@@ -15,7 +15,7 @@ const MAX_WINDOWS: usize = 20;
 /// is told apart by the event comparison). A name one reader does not know
 /// (`<...>`) stays: rtlab must name it from the events' fields.
 fn names_of_the_pages(text: &[Event], raw: &[Event]) -> Vec<Event> {
-    let unknown = crate::explain::parse::UNKNOWN_TASK;
+    let unknown = crate::trace::event::UNKNOWN_TASK;
     let mut out = text.to_vec();
     if text.len() == raw.len() {
         for (t, r) in out.iter_mut().zip(raw) {

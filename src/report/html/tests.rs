@@ -106,17 +106,17 @@ fn the_main_culprit_of_most_spikes_gets_a_timeline_with_a_time_axis() {
     for i in 0..6 {
         explanations.push(explained(10 + i, &[("thread", "hog", 100_000 + i * 1000)]));
     }
-    let mut r = crate::explain::TraceReport {
+    let mut r = crate::trace::explain::TraceReport {
         threshold_ns: 50_000,
         explanations,
         ..Default::default()
     };
-    r.culprits = crate::explain::verdict::culprits(&r.explanations);
+    r.culprits = crate::trace::explain::verdict::culprits(&r.explanations);
     let shown: Vec<u64> = timelines_shown(&r).iter().map(|e| e.sample).collect();
     assert_eq!(shown, [1, 2, 3, 15], "the hog's worst is shown too");
     // When the worst three include it, nothing is added.
     r.explanations.truncate(5);
-    r.culprits = crate::explain::verdict::culprits(&r.explanations);
+    r.culprits = crate::trace::explain::verdict::culprits(&r.explanations);
     assert_eq!(timelines_shown(&r).len(), 3);
     let mut out = String::new();
     why_late(&mut out, &r, &[]);
@@ -170,13 +170,13 @@ fn the_worst_wake_ups_have_their_cause_and_steal_sits_beside_the_culprits() {
     e.cause =
         "thread hog <x> (pid 7) ran 276.2 µs of 276.2 µs: at nice 0 it could only keep the CPU"
             .into();
-    let mut trace = crate::explain::TraceReport {
+    let mut trace = crate::trace::explain::TraceReport {
         threshold_ns: 100_000,
         explanations: vec![e],
         ..Default::default()
     };
-    trace.culprits = crate::explain::verdict::culprits(&trace.explanations);
-    trace.worst_unexplained = vec![crate::explain::Unexplained {
+    trace.culprits = crate::trace::explain::verdict::culprits(&trace.explanations);
+    trace.worst_unexplained = vec![crate::trace::explain::Unexplained {
         timer: 0,
         sample: second["sample"].as_u64().unwrap(),
         deadline_ns: 0,

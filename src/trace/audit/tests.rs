@@ -1,5 +1,5 @@
 use super::*;
-use crate::explain::parse;
+use crate::trace::explain::parse;
 
 fn audit(text: &str, cpus: &[usize], measured: &[i32]) -> Audit {
     let mut a = Audit::new(cpus);

@@ -1,5 +1,5 @@
 use super::*;
-use crate::explain::parse;
+use crate::trace::explain::parse;
 
 fn spec() -> TaskLatencySpec {
     TaskLatencySpec {

@@ -1,15 +1,16 @@
 //! Where a consumed trace's events come from: the binary per-CPU pages
-//! (`trace_pipe_raw`, decoded by [`crate::rawtrace`]), or the kernel's
+//! (`trace_pipe_raw`, decoded by [`crate::trace::rawtrace`]), or the kernel's
 //! text (`trace_pipe`) where the pages cannot be had or decoded. Both give
 //! the same [`Event`]s, in time order across CPUs.
 //!
 //! `RTLAB_TRACE_READER=text` forces the text reader (to compare the two).
 
-use crate::explain::fields;
-use crate::explain::parse::{self, Event};
-use crate::rawtrace::{Decoder, Symbols};
 use crate::sys::SysRoot;
 use crate::sys::trace::{self, Instance, Pipe, RawPipes};
+use crate::trace::event::Event;
+use crate::trace::explain::parse;
+use crate::trace::fields;
+use crate::trace::rawtrace::{Decoder, Symbols};
 
 /// Events newer than this (ns before the read began) wait for the next
 /// read: another CPU may not have committed its events of that moment yet.
@@ -338,8 +339,8 @@ mod tests {
             let fields = format!(
                 "prev_comm={name} prev_pid=77 prev_prio=120 prev_state=S next_comm=rtlab-timer0 next_pid=4243 next_prio=9"
             );
-            let spans = match crate::explain::fields::read("sched_switch", &fields) {
-                crate::explain::fields::Read::Fields(s) => s,
+            let spans = match crate::trace::fields::read("sched_switch", &fields) {
+                crate::trace::fields::Read::Fields(s) => s,
                 other => panic!("{other:?}"),
             };
             let e = Event {

@@ -54,14 +54,14 @@ impl AuditRow {
     /// The source in words: `kworker/1:1 (pid 50)`, `dd (480 pids: 3101,
     /// 3107, …)`, `IRQ 36 virtio1-req.0`.
     pub fn who(&self) -> String {
-        crate::explain::verdict::folded(&self.what, self.pids, &self.top_pids, self.pid)
+        crate::trace::explain::verdict::folded(&self.what, self.pids, &self.top_pids, self.pid)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::SourceKind;
+    use crate::trace::audit::SourceKind;
 
     fn row(what: &str, pid: Option<i32>, ns: u64) -> AuditRow {
         AuditRow {

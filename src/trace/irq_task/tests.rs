@@ -1,9 +1,9 @@
 //! The matcher against brute force on recorded and generated traces.
 
 use super::*;
-#[path = "../../tests/support/irq_truth.rs"]
+#[path = "../../../tests/support/irq_truth.rs"]
 mod irq_truth;
-use crate::explain::parse;
+use crate::trace::explain::parse;
 use irq_truth::truth;
 
 fn run(text: &str, irq: IrqSelector, task: TaskSelector) -> IrqTaskResult {
@@ -51,7 +51,7 @@ fn by_hand(text: &str, irq: &str, comm: &str) -> Vec<u64> {
 
 #[test]
 fn direct_io_on_another_cpu_is_matched_exactly() {
-    let text = include_str!("../../tests/traces/dio-task-on-other-cpu.txt");
+    let text = include_str!("../../../tests/traces/dio-task-on-other-cpu.txt");
     let r = run(
         text,
         IrqSelector::Name("virtio1-req.0".into()),
@@ -87,7 +87,7 @@ fn direct_io_on_another_cpu_is_matched_exactly() {
 fn a_switch_in_the_kernel_did_not_log_is_inferred_and_said() {
     // On the IRQ's CPU this kernel logs no switch from idle to dd:
     // dd's next event is its own switch-out.
-    let text = include_str!("../../tests/traces/dio-task-on-irq-cpu.txt");
+    let text = include_str!("../../../tests/traces/dio-task-on-irq-cpu.txt");
     let r = run(
         text,
         IrqSelector::Number(36),
@@ -341,7 +341,7 @@ fn a_task_woken_while_still_running_is_task_running_and_nothing_pairs_late() {
 
 #[test]
 fn recorded_direct_io_agrees_with_brute_force() {
-    let text = include_str!("../../tests/traces/dio-task-on-other-cpu.txt");
+    let text = include_str!("../../../tests/traces/dio-task-on-other-cpu.txt");
     let t = truth(text, "36", "dd");
     let want = t.delays_within(0, u64::MAX);
     let r = run(

@@ -2,7 +2,7 @@
 //! it and the interrupts that ran on it, so that a late wake-up's delay is
 //! split into who held the CPU, each part measured, the parts adding up.
 
-use crate::explain::parse::Event;
+use crate::trace::event::Event;
 use std::collections::VecDeque;
 
 /// Most closed stretches kept per CPU (a second of a busy CPU's switches

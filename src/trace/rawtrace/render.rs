@@ -3,7 +3,7 @@
 
 use super::format::{EventFormat, Field, Render, Storage};
 use super::page::uint_at;
-use crate::explain::fields::Spans;
+use crate::trace::fields::Spans;
 use std::collections::HashMap;
 use std::fmt::Write;
 

@@ -2,19 +2,19 @@
 //! rtlab traces every CPU in a second tracefs instance of its own (not in
 //! overwrite mode: events are kept and consumed), reads its `trace_pipe`
 //! on the main thread while the run goes on, and feeds each event, in
-//! time order, to the audit ([`crate::audit`]) and to each IRQ-to-task
-//! matcher ([`crate::irq_task`]). Events the kernel could not keep are
+//! time order, to the audit ([`crate::trace::audit`]) and to each IRQ-to-task
+//! matcher ([`crate::trace::irq_task`]). Events the kernel could not keep are
 //! counted from its own per-CPU counters.
 
-use crate::audit::{Audit, AuditReport, Promises, TaskInfo};
 use crate::config::TaskSelector;
-use crate::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::tasks::Pinned;
 use crate::sys::trace::{self, Instance, Recording};
-use crate::task_latency::{TaskLatencyResult, TaskLatencySpec, Tracker};
-use crate::trace_source::{Reader, Source};
+use crate::trace::audit::{Audit, AuditReport, Promises, TaskInfo};
+use crate::trace::irq_task::{IrqTaskResult, IrqTaskSpec, Matcher};
+use crate::trace::source::{Reader, Source};
+use crate::trace::task_latency::{TaskLatencyResult, TaskLatencySpec, Tracker};
 
 /// What the stream must feed.
 #[derive(Debug, Clone, Default)]
@@ -45,7 +45,7 @@ pub struct StreamResults {
     /// The task-latency measurements.
     pub task_latency: Vec<TaskLatencyResult>,
     /// The timer threads' IRQ side.
-    pub timer_irq: Vec<crate::timer_irq::TimerIrqResult>,
+    pub timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
 }
 
 /// A running trace stream.
@@ -61,7 +61,7 @@ pub struct TraceStream {
     audit: Option<Audit>,
     matchers: Vec<Matcher>,
     trackers: Vec<Tracker>,
-    timer_irq: Option<crate::timer_irq::TimerIrq>,
+    timer_irq: Option<crate::trace::timer_irq::TimerIrq>,
     cpus: Vec<usize>,
     /// `/proc/interrupts` totals per IRQ number before the trace started,
     /// and just after.
@@ -75,7 +75,7 @@ pub struct TraceStream {
     /// The timer arms' filter in effect (None: not traced).
     timer_filter: Option<String>,
     /// What the stream cost the main thread.
-    cost: crate::audit::StreamCost,
+    cost: crate::trace::audit::StreamCost,
     /// The processes given by PID, pinned when the stream started (None:
     /// gone by then).
     pins: Vec<(i32, Option<Pinned>)>,
@@ -137,7 +137,9 @@ impl TraceStream {
             .iter()
             .map(|s| Tracker::new(s.clone()))
             .collect();
-        let timer_irq = spec.timer_irq.then(crate::timer_irq::TimerIrq::default);
+        let timer_irq = spec
+            .timer_irq
+            .then(crate::trace::timer_irq::TimerIrq::default);
         // The filtered events go on now, before the decoder is made (it
         // reads the kernel's symbols, tens of ms): a task's timers armed
         // meanwhile would be missed.
@@ -169,7 +171,7 @@ impl TraceStream {
             missing,
             task_filter,
             timer_filter,
-            cost: crate::audit::StreamCost::default(),
+            cost: crate::trace::audit::StreamCost::default(),
             pins: Vec::new(),
         };
         stream.pin_tasks();
@@ -247,13 +249,13 @@ impl TraceStream {
     pub fn timer_irq_live(&self) -> Vec<(usize, Vec<u64>, u64)> {
         self.timer_irq
             .as_ref()
-            .map(crate::timer_irq::TimerIrq::live)
+            .map(crate::trace::timer_irq::TimerIrq::live)
             .unwrap_or_default()
     }
 
     /// Each task-latency measurement's threads so far (N of
     /// `task_latency[N]`, its threads), for the live view and monitoring.
-    pub fn task_latency_live(&self) -> Vec<(usize, Vec<crate::task_latency::ThreadLive>)> {
+    pub fn task_latency_live(&self) -> Vec<(usize, Vec<crate::trace::task_latency::ThreadLive>)> {
         self.trackers
             .iter()
             .map(|t| (t.spec().index, t.live()))
@@ -360,7 +362,7 @@ impl TraceStream {
         } = self;
         drop(source);
         drop(instance);
-        let cost = crate::audit::StreamCost {
+        let cost = crate::trace::audit::StreamCost {
             events: self.events,
             ..self.cost.clone()
         };
@@ -419,7 +421,7 @@ impl TraceStream {
             timer_irq: self
                 .timer_irq
                 .take()
-                .map(crate::timer_irq::TimerIrq::finish)
+                .map(crate::trace::timer_irq::TimerIrq::finish)
                 .unwrap_or_default(),
         }
     }
@@ -432,7 +434,7 @@ fn enable_filtered(
     instance: &Instance,
     matchers: &[Matcher],
     trackers: &[Tracker],
-    timer_irq: Option<&crate::timer_irq::TimerIrq>,
+    timer_irq: Option<&crate::trace::timer_irq::TimerIrq>,
     missing: &mut Vec<String>,
 ) -> (Option<String>, Option<String>) {
     let task_filter = (!matchers.is_empty() || !trackers.is_empty())
@@ -485,7 +487,10 @@ fn task_filter_of(matchers: &[Matcher], trackers: &[Tracker]) -> String {
 /// The filter of the timer arms: the measured tasks' names, or none (`0`)
 /// when a task is chosen by process: its new threads arm timers before the
 /// next look could add them to a filter.
-fn timer_filter_of(trackers: &[Tracker], timer_irq: Option<&crate::timer_irq::TimerIrq>) -> String {
+fn timer_filter_of(
+    trackers: &[Tracker],
+    timer_irq: Option<&crate::trace::timer_irq::TimerIrq>,
+) -> String {
     let by_name = trackers
         .iter()
         .all(|t| matches!(t.spec().task, TaskSelector::Name(_)));

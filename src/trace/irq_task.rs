@@ -2,7 +2,7 @@
 //! that waits for its data starts to run, from the kernel's tracepoints
 //! (`irq_handler_entry`/`exit`, `sched_waking`, `sched_switch`, softirqs,
 //! hrtimers), read in time order over every CPU. Pure: the trace stream
-//! that feeds it is in [`crate::stream`].
+//! that feeds it is in [`crate::trace::stream`].
 //!
 //! Each exit of the IRQ's handler waits for the task's next wake-up:
 //! - woken from that interrupt's work (in the handler, in a device softirq
@@ -14,8 +14,8 @@
 //!   sampled.
 
 use crate::config::{IrqSelector, TaskSelector};
-use crate::explain::parse::Event;
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

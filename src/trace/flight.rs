@@ -3,7 +3,7 @@
 //! are kept). A timer thread whose wake-up is at least `trace.threshold`
 //! late announces it (live counters) and marks it in the trace; the main
 //! thread then reads that CPU's buffer once and explains every marked
-//! wake-up still in it ([`crate::explain`]), from before its deadline to its
+//! wake-up still in it ([`crate::trace::explain`]), from before its deadline to its
 //! wake-up. Bounded: at most 10 reads a second and no more than 5 % of the
 //! main thread's time in reads, each explaining at most [`MAX_PER_READ`]
 //! (the worst first), and `trace.max_spikes` a run; the rest are counted.
@@ -12,13 +12,13 @@
 //! once, whatever the ration, and past `max_spikes` a worse wake-up takes
 //! the place of the least late explained: the run keeps its worst.
 
-use crate::explain::parse::Marker;
-use crate::explain::{TraceReport, analyze, parse, verdict};
 use crate::measure::TimerHandle;
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
-use crate::trace_source::Tails;
+use crate::trace::explain::parse::Marker;
+use crate::trace::explain::{TraceReport, analyze, parse, verdict};
+use crate::trace::source::Tails;
 use rtlab_core::config::TraceStacks;
 use std::fs::File;
 use std::sync::Arc;
@@ -466,9 +466,9 @@ impl FlightRecorder {
                     .saturating_add(e.latency_ns)
                     .saturating_add(50_000);
                 let lines = buffer.window_around(e.deadline_ns, LOOKBACK_NS, to, MAX_EVENTS);
-                let mut events: Vec<parse::Event> =
+                let mut events: Vec<crate::trace::event::Event> =
                     lines.iter().filter_map(|l| parse::line(l)).collect();
-                parse::name_tasks(&mut events);
+                crate::trace::event::name_tasks(&mut events);
                 if let Some(task) = analyze::running_at(&events, e.deadline_ns) {
                     e.cpus_at_deadline.push(analyze::CpuTask { cpu, ..task });
                 }
@@ -510,8 +510,9 @@ impl FlightRecorder {
         let (deadline, latency) = (m.deadline_ns, m.latency_ns);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
         let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
-        let mut events: Vec<parse::Event> = lines.iter().filter_map(|l| parse::line(l)).collect();
-        parse::name_tasks(&mut events);
+        let mut events: Vec<crate::trace::event::Event> =
+            lines.iter().filter_map(|l| parse::line(l)).collect();
+        crate::trace::event::name_tasks(&mut events);
         self.worst_read = self.worst_read.max(latency);
         if let Err(why) = analyze::coverage(&events, deadline) {
             self.unexplained(m, why);
@@ -543,13 +544,14 @@ impl FlightRecorder {
     }
 
     fn unexplained(&mut self, m: &Marker, why: String) {
-        self.report.note_unexplained(crate::explain::Unexplained {
-            timer: m.timer,
-            sample: m.sample,
-            deadline_ns: m.deadline_ns,
-            latency_ns: m.latency_ns,
-            why,
-        });
+        self.report
+            .note_unexplained(crate::trace::explain::Unexplained {
+                timer: m.timer,
+                sample: m.sample,
+                deadline_ns: m.deadline_ns,
+                latency_ns: m.latency_ns,
+                why,
+            });
     }
 
     /// Stops tracing (the instance is removed) and gives the report and the
@@ -655,7 +657,12 @@ const OWNER_TRACK: i64 = -1;
 /// the CPU from the deadline to the wake-up, as consecutive slices, with
 /// the deadline and the wake-up as instants; then a track per task with
 /// its events as instants (their fields as arguments).
-pub fn trace_events(events: &[parse::Event], tid: i32, deadline: u64, latency: u64) -> String {
+pub fn trace_events(
+    events: &[crate::trace::event::Event],
+    tid: i32,
+    deadline: u64,
+    latency: u64,
+) -> String {
     let (segments, _, _) = analyze::segments(events, tid, deadline, latency);
     let us = |ns: u64| ns as f64 / 1000.0;
     let cpu = events.first().map_or(0, |e| e.cpu);
@@ -789,8 +796,9 @@ mod tests {
 
     #[test]
     fn a_window_is_trace_event_json_with_named_tracks_and_the_latency_covered() {
-        let text = include_str!("../tests/traces/fifo-hog-preempts.txt");
-        let events: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let text = include_str!("../../tests/traces/fifo-hog-preempts.txt");
+        let events: Vec<crate::trace::event::Event> =
+            text.lines().filter_map(parse::line).collect();
         let (deadline, latency) = (11_692_596_928_077, 2_075_000);
         let doc: serde_json::Value =
             serde_json::from_str(&trace_events(&events, 16157, deadline, latency)).unwrap();

@@ -154,7 +154,7 @@ pub fn culprits(explanations: &[Explanation]) -> Vec<Culprit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::analyze::Part;
+    use crate::trace::explain::analyze::Part;
 
     fn spike(parts: &[(PartKind, &str, u64)]) -> Explanation {
         Explanation {

@@ -13,7 +13,7 @@ mod render;
 #[cfg(test)]
 mod tests;
 
-use crate::explain::parse::Event;
+use crate::trace::event::Event;
 use format::EventFormat;
 use page::PageLayout;
 use std::borrow::Cow;
@@ -117,7 +117,7 @@ impl Decoder {
             comms: Pids::default(),
             names,
             idle: "<idle>".into(),
-            unknown_task: crate::explain::parse::UNKNOWN_TASK.into(),
+            unknown_task: crate::trace::event::UNKNOWN_TASK.into(),
             unknown: 0,
             missed: 0,
         })

@@ -1,5 +1,5 @@
 use super::*;
-use crate::explain::parse;
+use crate::trace::explain::parse;
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
@@ -40,7 +40,7 @@ fn comparable(format: &format::EventFormat, key: &str) -> bool {
 }
 
 /// Every name the events gave task `pid`.
-fn names_of(events: &[parse::Event], pid: i32) -> Vec<String> {
+fn names_of(events: &[crate::trace::event::Event], pid: i32) -> Vec<String> {
     let mut out = Vec::new();
     for e in events {
         for (p, c) in [
@@ -73,7 +73,7 @@ fn the_binary_pages_decode_to_the_events_the_kernel_formatted() {
     }
     for cpu in 0..2 {
         let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
-        let want: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(parse::line).collect();
         let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
         let mut got = Vec::new();
         d.pages(cpu, &raw, &mut got);
@@ -116,7 +116,7 @@ fn both_readers_give_an_armed_timers_expires_and_softexpires() {
     let mut slacks = Vec::new();
     for cpu in 0..2 {
         let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
-        let want: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
+        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(parse::line).collect();
         let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
         let mut got = Vec::new();
         decoder(&dir).pages(cpu, &raw, &mut got);
@@ -124,7 +124,7 @@ fn both_readers_give_an_armed_timers_expires_and_softexpires() {
             if w.name != "hrtimer_start" {
                 continue;
             }
-            let fields = |e: &parse::Event| (e.num("expires"), e.num("softexpires"));
+            let fields = |e: &crate::trace::event::Event| (e.num("expires"), e.num("softexpires"));
             let (hard, soft) = fields(w);
             assert!(hard.is_some() && soft.is_some(), "{w:?}");
             assert_eq!(fields(g), (hard, soft), "{g:?} vs {w:?}");
@@ -248,12 +248,12 @@ fn a_kernel_stack_record_is_named_frame_by_frame_or_hidden() {
     let (_, fields, _) = render::event(&format, &data, &mut symbols).unwrap();
     assert_eq!(fields.matches("=>").count(), 3);
     // What the text reader folds the kernel's lines into, the same.
-    let e = crate::explain::parse::line(&format!(
+    let e = crate::trace::explain::parse::line(&format!(
         "sh-42 [001] ..... 1.000000: kernel_stack: {fields}"
     ))
     .unwrap();
     assert_eq!(
-        crate::explain::parse::stack_frames(&e),
+        crate::trace::explain::parse::stack_frames(&e),
         ["__schedule", "compact_zone", "__schedule"]
     );
 }
@@ -347,7 +347,7 @@ fn a_name_with_other_bytes_or_a_line_feed_reads_the_same_from_pages_and_from_tex
     data[56..60].copy_from_slice(&4243i32.to_le_bytes());
     data[60..64].copy_from_slice(&9i32.to_le_bytes());
     let (_, fields, spans) = render::event(&format, &data, &mut Symbols::default()).unwrap();
-    let pages = parse::Event {
+    let pages = crate::trace::event::Event {
         comm: rtlab_core::text::task_name(b"\xff\xfe ==> x\n").into(),
         pid: 77,
         cpu: 1,
@@ -363,7 +363,7 @@ fn a_name_with_other_bytes_or_a_line_feed_reads_the_same_from_pages_and_from_tex
     // feed splitting the line.
     let kernel = b"       \xff\xfe ==> x\n-77      [001] d..2. 5.000000: sched_switch: prev_comm=\xff\xfe ==> x\n prev_pid=77 prev_prio=120 prev_state=S ==> next_comm=rtlab-timer0 next_pid=4243 next_prio=9\n";
     let kernel = rtlab_core::text::lossy(kernel);
-    let (lines, complete) = crate::explain::fields::event_lines(&kernel);
+    let (lines, complete) = crate::trace::fields::event_lines(&kernel);
     assert!(complete);
     assert_eq!(lines.len(), 1, "{lines:?}");
     let text = parse::line(lines[0]).unwrap();

@@ -3,7 +3,7 @@
 //! made-up windows for the cases a recording cannot stage on demand.
 
 use super::*;
-use crate::explain::parse;
+use crate::trace::explain::parse;
 
 fn events(text: &str) -> Vec<Event> {
     text.lines().filter_map(parse::line).collect()
@@ -16,7 +16,7 @@ fn total(e: &Explanation) -> u64 {
 #[test]
 fn a_higher_priority_fifo_thread_is_named_with_its_burst() {
     // python3 at FIFO 95 busy-loops 2 ms on the timer thread's CPU.
-    let text = include_str!("../../../tests/traces/fifo-hog-preempts.txt");
+    let text = include_str!("../../../../tests/traces/fifo-hog-preempts.txt");
     let (deadline, latency) = (11_692_596_928_077, 2_075_000);
     let e = explain(&events(text), 0, 16157, 7, deadline, latency);
     assert_eq!(total(&e), latency, "{e:#?}");
@@ -51,7 +51,7 @@ fn a_higher_priority_fifo_thread_is_named_with_its_burst() {
 
 #[test]
 fn a_timer_interrupt_late_on_an_idle_cpu_is_said_not_hidden() {
-    let text = include_str!("../../../tests/traces/idle-timer-late.txt");
+    let text = include_str!("../../../../tests/traces/idle-timer-late.txt");
     let (deadline, latency) = (11_693_703_928_077, 4_835_250);
     let e = explain(&events(text), 0, 16157, 9, deadline, latency);
     assert_eq!(total(&e), latency, "{e:#?}");
@@ -505,7 +505,7 @@ fn only_the_stretch_before_a_tasks_first_event_is_inferred() {
 /// A FIFO 50 shell writing `/proc/sys/vm/compact_memory` on the timer
 /// thread's CPU (TID 3580, FIFO 99), recorded with `trace.stacks switch`:
 /// the kernel's text, its stack as the kernel prints it.
-const COMPACTION: &str = include_str!("../../../tests/traces/compaction-stack.txt");
+const COMPACTION: &str = include_str!("../../../../tests/traces/compaction-stack.txt");
 const COMPACTION_DEADLINE: u64 = 13_609_199_160_970;
 
 fn compaction(extra: &str) -> Explanation {
@@ -636,7 +636,7 @@ fn a_deadline_timer_thread_is_explained_as_a_fifo_one() {
     // A SCHED_DEADLINE timer thread (100 µs every 1 ms, TID 18339: the
     // kernel shows it at prio -1) and a nice-0 shell writing compact_memory
     // on its CPU; recorded on this VM.
-    let text = include_str!("../../../tests/traces/deadline-thread.txt");
+    let text = include_str!("../../../../tests/traces/deadline-thread.txt");
     let (deadline, latency) = (14_913_147_351_981, 105_784);
     let e = explain(&events(text), 0, 18339, 6, deadline, latency);
     assert_eq!(total(&e), latency);
@@ -699,7 +699,7 @@ fn the_task_running_at_a_moment_is_the_last_one_switched_in_or_seen() {
 /// them and idled 43 ms with the timer thread runnable (dmesg: "sched: RT
 /// throttling activated"). This CPU's kernel does not log switches out of
 /// idle.
-const THROTTLED: &str = include_str!("../../../tests/traces/rt-throttled-idle.txt");
+const THROTTLED: &str = include_str!("../../../../tests/traces/rt-throttled-idle.txt");
 
 #[test]
 fn idling_through_interrupts_while_a_woken_rt_thread_waits_is_held_off() {
@@ -794,7 +794,7 @@ fn a_lower_priority_thread_is_named_for_a_long_stretch_not_for_the_switch_path()
         .unwrap();
     assert_eq!((path.kind, path.ns), (PartKind::TimerThread, 3_000));
     assert!(
-        crate::explain::verdict::culprits(&[short])
+        crate::trace::explain::verdict::culprits(&[short])
             .iter()
             .all(|c| c.what != "hog")
     );
@@ -809,7 +809,7 @@ fn a_lower_priority_thread_is_named_for_a_long_stretch_not_for_the_switch_path()
         long.cause
     );
     assert!(
-        crate::explain::verdict::culprits(&[long])
+        crate::trace::explain::verdict::culprits(&[long])
             .iter()
             .all(|c| c.kind != PartKind::Thread)
     );

@@ -4,12 +4,12 @@
 //! task), with its total and largest time; what does not belong on a
 //! well-isolated CPU; and what `isolcpus=`, `nohz_full=` and the cpuset
 //! partition promised, checked against what came. Pure: the trace stream
-//! that feeds it is in [`crate::stream`].
+//! that feeds it is in [`crate::trace::stream`].
 //!
 //! Times are net: an interrupt nested in another is taken out of the
 //! outer one, and interrupts are taken out of the task they interrupted.
 
-use crate::explain::parse::Event;
+use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -238,7 +238,7 @@ pub struct Audit {
     first_ts: Option<u64>,
     last_ts: u64,
     /// Names the events' fields give (for a task the reader shows `<...>`).
-    names: crate::explain::parse::Names,
+    names: crate::trace::event::Names,
 }
 
 impl Audit {
@@ -393,7 +393,7 @@ impl Audit {
         if pid == 0 {
             return;
         }
-        if comm == crate::explain::parse::UNKNOWN_TASK
+        if comm == crate::trace::event::UNKNOWN_TASK
             && let Some(name) = self.names.get(pid)
         {
             comm = name.to_string();

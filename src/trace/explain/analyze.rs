@@ -5,7 +5,7 @@
 //! measured latency by construction; time the events cannot place (before
 //! the window's first event) is a part of its own, never hidden.
 
-use super::parse::Event;
+use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 
 /// What a part of a latency was.

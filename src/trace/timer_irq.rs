@@ -7,9 +7,9 @@
 //! to it: the two, side by side, say whether a spike was the interrupt's
 //! or the scheduler's. Pure: fed events, gives histograms.
 
-use crate::explain::parse::Event;
 use crate::measure::live::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -147,7 +147,7 @@ fn hex(text: Option<&str>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::parse;
+    use crate::trace::explain::parse;
 
     #[test]
     fn each_armed_sleep_is_matched_to_its_expiry() {

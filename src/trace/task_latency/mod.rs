@@ -17,16 +17,16 @@
 //! timer slack used, the timer interrupt's lateness past the slack, and
 //! who held the CPU until the switch-in
 //! (tasks, interrupts, softirqs), the rest named as such; the parts add up.
-//! Pure: the trace stream ([`crate::stream`]) feeds it.
+//! Pure: the trace stream ([`crate::trace::stream`]) feeds it.
 
 mod cpu;
 #[cfg(test)]
 mod tests;
 
 use crate::config::TaskSelector;
-use crate::explain::parse::Event;
 use crate::stats::metric_buckets::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::event::Event;
 use cpu::Occupancy;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

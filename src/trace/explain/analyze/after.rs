@@ -4,7 +4,7 @@
 //! the timer thread's own path.
 
 use super::{PartKind, Segment};
-use crate::explain::parse::Event;
+use crate::trace::event::Event;
 
 /// The stretch of a lower-priority thread from the last handler's exit to
 /// its switch to the woken timer thread is the kernel's way out of the
@@ -107,15 +107,17 @@ fn preempted_in_kernel(events: &[Event], tid: i32, pid: i32, at: u64) -> bool {
             && w[0].num("next_pid") == Some(i64::from(tid))
             && w[1].name == "kernel_stack"
             && w[1].pid == pid
-            && crate::explain::parse::stack_frames(&w[1]).iter().any(|f| {
-                matches!(
-                    f.as_str(),
-                    "__cond_resched"
-                        | "_cond_resched"
-                        | "preempt_schedule"
-                        | "preempt_schedule_common"
-                )
-            })
+            && crate::trace::explain::parse::stack_frames(&w[1])
+                .iter()
+                .any(|f| {
+                    matches!(
+                        f.as_str(),
+                        "__cond_resched"
+                            | "_cond_resched"
+                            | "preempt_schedule"
+                            | "preempt_schedule_common"
+                    )
+                })
     })
 }
 

@@ -5,7 +5,6 @@
 //! recorder that fills the buffer is in `sys::trace` and the run.
 
 pub mod analyze;
-pub mod fields;
 pub mod parse;
 pub mod verdict;
 
