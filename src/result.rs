@@ -292,6 +292,10 @@ pub struct RunResult {
     /// results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
+    /// The figures of trace consumers with no part of their own (each
+    /// under its key), absent in older results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<crate::trace::Figure>,
 }
 
 /// One CPU's steal time over a run.

@@ -445,3 +445,90 @@ fn the_graph_sees_every_crate() {
     assert!(graph["config"].contains("sched"));
     assert!(graph["cli"].contains("sys"));
 }
+
+/// The second level, under `src/trace/`, bottom up: the event vocabulary
+/// and the readers; the source that runs them; the consumer interface and
+/// the analyses (which may use each other); the two engines that feed
+/// them. An analysis never names an engine, and an engine never names an
+/// analysis but through the registration list in `trace/mod.rs`.
+const TRACE_LAYERS: &[&[&str]] = &[
+    &["event", "fields", "rawtrace", "text"],
+    &["source"],
+    &[
+        "consumer",
+        "explain",
+        "audit",
+        "irq_task",
+        "task_latency",
+        "timer_irq",
+        "softirqs",
+    ],
+    &["stream", "flight"],
+];
+
+/// The sub-modules of `trace` a file's code names (`crate::trace::x`,
+/// and `super::x` in a file directly under `src/trace/`).
+fn trace_refs(code: &str, direct: bool) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut needles = vec!["crate::trace::"];
+    if direct {
+        needles.push("super::");
+    }
+    for needle in needles {
+        for (at, _) in code.match_indices(needle) {
+            let rest = &code[at + needle.len()..];
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_trace_module_uses_one_above_it() {
+    let layer = |m: &str| TRACE_LAYERS.iter().position(|l| l.contains(&m));
+    let trace_dir = workspace().join("src/trace");
+    let mut offenders = Vec::new();
+    for file in source_files() {
+        let Ok(rel) = file.path.strip_prefix(&trace_dir) else {
+            continue;
+        };
+        let first = rel.components().next().unwrap();
+        let sub = first
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        if sub == "mod" || file.path.ends_with("tests.rs") {
+            continue;
+        }
+        let Some(at) = layer(&sub) else {
+            offenders.push(format!("trace::{sub} is in no layer of TRACE_LAYERS"));
+            continue;
+        };
+        let direct = rel.components().count() == 1;
+        for used in trace_refs(&code_of(&file.text), direct) {
+            match layer(&used) {
+                Some(l) if l > at => offenders.push(format!("trace::{sub} uses trace::{used}")),
+                _ => {}
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
+}
+
+/// The engines name no analysis: what they feed comes from the
+/// registration list (`STREAM_CONSUMERS`).
+#[test]
+fn the_stream_names_no_analysis() {
+    let text = std::fs::read_to_string(workspace().join("src/trace/stream.rs")).unwrap();
+    let code = code_of(&text);
+    let analyses = &TRACE_LAYERS[2][1..];
+    let named: Vec<&&str> = analyses
+        .iter()
+        .filter(|a| trace_refs(&code, true).contains(**a))
+        .collect();
+    assert!(named.is_empty(), "the stream names {named:?}");
+}

@@ -594,7 +594,7 @@ fn lies_in(fields: &str, key: &str, value: &str) -> bool {
 fn binary_trace_decoder() {
     let (header, formats, kallsyms, pages) = trace_fixture();
     let symbols = rtlab::trace::rawtrace::Symbols::parse(&kallsyms);
-    let known = rtlab::sys::trace::EVENTS;
+    let known = rtlab::trace::explain::tracepoint_names();
     let strategy = (0..=formats.len(), prop::collection::vec(mutation(), 1..6));
     runner(2000)
         .run(&strategy, |(k, mutations)| {
@@ -609,7 +609,7 @@ fn binary_trace_decoder() {
             let events = guarded(&(k, &mutations), || {
                 let mut out = Vec::new();
                 if let Some(mut d) =
-                    rtlab::trace::rawtrace::Decoder::new(&header, &formats, symbols.clone(), known)
+                    rtlab::trace::rawtrace::Decoder::new(&header, &formats, symbols.clone(), &known)
                 {
                     d.pages(0, &pages, &mut out);
                 }
@@ -645,7 +645,7 @@ fn trace_text_reader() {
             let bytes = mutate(seeds[k].as_bytes(), &mutations);
             let text = rtlab::text::lossy(&bytes).into_owned();
             guarded(&(k, &mutations), || {
-                use rtlab::trace::{explain::parse, fields};
+                use rtlab::trace::{fields, text as parse};
                 let folded = parse::fold_stacks(text.clone());
                 let (lines, _) = fields::event_lines(&folded);
                 for l in lines {

@@ -10,8 +10,8 @@
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::trace::{self, Instance, Recording};
 use crate::sys::{SysRoot, os};
-use crate::trace::explain::parse;
 use crate::trace::rawtrace::{Decoder, Symbols};
+use crate::trace::text;
 use clap::Args;
 use serde::Serialize;
 use std::time::Instant;
@@ -121,16 +121,18 @@ fn readings(
         cpus: cpus.clone(),
         buffer_kb: args.buffer_kb,
         overwrite: true,
-        events: trace::EVENTS,
+        events: crate::trace::explain::tracepoint_names(),
         extra: Vec::new(),
     };
-    let formats = instance.formats(trace::EVENTS).map_err(|e| e.to_string())?;
+    let formats = instance
+        .formats(&crate::trace::explain::tracepoint_names())
+        .map_err(|e| e.to_string())?;
     let symbols = Symbols::parse(&trace::kallsyms(root).unwrap_or_default());
     let mut decoder = Decoder::new(
         &formats.header_page,
         &formats.events,
         symbols,
-        trace::EVENTS,
+        &crate::trace::explain::tracepoint_names(),
     )
     .ok_or("the page layout (events/header_page) is not one rtlab reads")?;
     let mut pipes = instance.raw_pipes(&cpus).map_err(|e| e.to_string())?;
@@ -153,7 +155,7 @@ fn readings(
                 crate::trace::fields::event_lines(&text)
                     .0
                     .into_iter()
-                    .filter_map(parse::line)
+                    .filter_map(text::line)
                     .collect();
             let text_ns = started.elapsed().as_nanos() as u64;
             raw.clear();

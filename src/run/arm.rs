@@ -17,6 +17,7 @@ use crate::sys::os;
 use crate::sys::paths;
 use crate::trace::audit::{AuditReport, Promises};
 use crate::trace::flight::FlightRecorder;
+use crate::trace::stream::StreamResults;
 use crate::trace::stream::TraceStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -603,12 +604,15 @@ impl Armed {
         // at the end).
         self.timers.halt();
         let measured = measured_tids(&self.timers.handles);
-        let (audit, irq_tasks, task_latency, timer_irq) = match self.stream.take() {
-            Some(s) => {
-                let r = s.finish(&measured, &self.supervisor.running(), promises);
-                (r.audit, r.irq_tasks, r.task_latency, r.timer_irq)
-            }
-            None => (None, Vec::new(), Vec::new(), Vec::new()),
+        let StreamResults {
+            audit,
+            irq_tasks,
+            task_latency,
+            timer_irq,
+            figures,
+        } = match self.stream.take() {
+            Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
+            None => StreamResults::default(),
         };
         let audit = audit.or_else(|| {
             let why = self.stream_unavailable.clone()?;
@@ -661,6 +665,7 @@ impl Armed {
             irq_tasks,
             task_latency,
             timer_irq,
+            figures,
             on_spike,
         }
     }
@@ -682,6 +687,7 @@ pub(super) struct Stopped {
     pub(super) task_latency: Vec<crate::trace::task_latency::TaskLatencyResult>,
     pub(super) on_spike: Option<crate::spike_actions::SpikeReport>,
     pub(super) timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
+    pub(super) figures: Vec<crate::trace::Figure>,
 }
 
 /// Lets go of the binary's pages that start-up touched, but the timer

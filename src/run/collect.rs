@@ -89,6 +89,7 @@ pub(super) fn collect(
         task_latency: stopped.task_latency,
         on_spike: stopped.on_spike,
         timer_irq: stopped.timer_irq,
+        figures: stopped.figures,
     }
 }
 
@@ -274,6 +275,9 @@ pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyh
     }
     if let Some(audit) = &result.audit {
         out!("{}", report::audit::audit(audit));
+    }
+    for f in &result.figures {
+        out!("{}", f.closing);
     }
     if failures.is_empty() {
         Ok(())

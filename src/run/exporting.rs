@@ -90,7 +90,7 @@ impl Exporting {
         let irq = armed
             .stream
             .as_ref()
-            .map(crate::trace::stream::TraceStream::timer_irq_live)
+            .map(super::traces::timer_irq_live)
             .unwrap_or_default()
             .into_iter()
             .map(
@@ -167,7 +167,7 @@ fn task_metrics(armed: &Armed) -> Vec<TaskMetrics> {
     let live = armed
         .stream
         .as_ref()
-        .map(crate::trace::stream::TraceStream::task_latency_live)
+        .map(super::traces::task_latency_live)
         .unwrap_or_default();
     live.into_iter()
         .flat_map(|(index, threads)| {

@@ -97,11 +97,7 @@ pub(super) fn start_stream(
     };
     match started {
         Ok(s) => {
-            let core: Vec<&String> = s
-                .missing
-                .iter()
-                .filter(|e| crate::trace::stream::core_events().contains(&e.as_str()))
-                .collect();
+            let core = s.required_missing();
             if !core.is_empty() {
                 let names: Vec<&str> = core.iter().map(|e| e.as_str()).collect();
                 warnings.push(format!(
@@ -138,4 +134,25 @@ pub(super) fn promises(state: &IsolationState) -> Promises {
             .find(|p| p.name == "rt")
             .map(|p| (p.name.clone(), format!("/{}", p.name), p.cpus.clone())),
     }
+}
+
+/// Each timer thread's IRQ side so far (index, metrics buckets, sum ns),
+/// for monitoring.
+pub(super) fn timer_irq_live(stream: &TraceStream) -> Vec<(usize, Vec<u64>, u64)> {
+    use crate::trace::timer_irq::TimerIrq;
+    stream
+        .consumers::<TimerIrq>()
+        .flat_map(TimerIrq::live)
+        .collect()
+}
+
+/// Each task-latency measurement's threads so far (N of
+/// `task_latency[N]`, its threads), for the live view and monitoring.
+pub(super) fn task_latency_live(
+    stream: &TraceStream,
+) -> Vec<(usize, Vec<crate::trace::task_latency::ThreadLive>)> {
+    stream
+        .consumers::<crate::trace::task_latency::Tracker>()
+        .map(|t| (t.spec().index, t.live()))
+        .collect()
 }

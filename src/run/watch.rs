@@ -31,7 +31,7 @@ fn task_rows(armed: &Armed) -> Vec<TaskRow> {
     let live = armed
         .stream
         .as_ref()
-        .map(crate::trace::stream::TraceStream::task_latency_live)
+        .map(super::traces::task_latency_live)
         .unwrap_or_default();
     live.iter()
         .flat_map(|(index, threads)| threads.iter().map(|t| TaskRow::live(*index, t)))

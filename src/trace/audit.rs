@@ -9,6 +9,9 @@
 //! Times are net: an interrupt nested in another is taken out of the
 //! outer one, and interrupts are taken out of the task they interrupted.
 
+use crate::trace::consumer::{Consumer, Learned, StreamEnd, Tracepoint};
+pub use crate::trace::consumer::{Promises, StreamCost};
+use crate::trace::consumer::{StreamResults, StreamSpec};
 use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -127,22 +130,6 @@ pub struct AuditReport {
     pub stream_cost: Option<StreamCost>,
 }
 
-/// The trace stream's time on the main thread.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StreamCost {
-    /// The reader: `binary` (pages) or `text`.
-    pub reader: String,
-    /// Starting it: the instance, the formats, the kernel's symbols (ns).
-    pub start_ns: u64,
-    /// Its reads while the run went on, and their time (ns), decoding and
-    /// feeding the audit and measurements included.
-    pub reads: u64,
-    /// The time of those reads (ns).
-    pub read_ns: u64,
-    /// Events fed.
-    pub events: u64,
-}
-
 impl AuditReport {
     /// The rows that do not belong.
     pub fn intruders(&self) -> impl Iterator<Item = &AuditRow> {
@@ -159,18 +146,6 @@ pub struct TaskInfo {
     pub allowed: Vec<usize>,
     /// Its cpuset (`/proc/PID/cpuset`).
     pub cpuset: Option<String>,
-}
-
-/// What the machine promised the audited CPUs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Promises {
-    /// `/sys/devices/system/cpu/isolated`.
-    pub isolcpus: Vec<usize>,
-    /// `/sys/devices/system/cpu/nohz_full`.
-    pub nohz_full: Vec<usize>,
-    /// A cpuset partition: its name (`rt`), its cpuset path as
-    /// `/proc/PID/cpuset` shows it (`/rt`) and its CPUs.
-    pub partition: Option<(String, String, Vec<usize>)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -828,6 +803,74 @@ fn partition_check(
         } else {
             detail.join("; ")
         },
+    }
+}
+
+/// Registers the isolation audit, when the spec asks for one.
+pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
+    if let Some(cpus) = &spec.audit_cpus {
+        out.push(Box::new(Audit::new(cpus)));
+    }
+}
+
+impl Consumer for Audit {
+    fn tracepoints(&self) -> Vec<Tracepoint> {
+        crate::trace::event::CPU_EVENTS.to_vec()
+    }
+
+    fn learn(&mut self, run: &Learned) {
+        self.set_measured(run.measured);
+    }
+
+    /// What `/proc` says of the tasks seen for the first time.
+    fn settle(&mut self, run: &Learned) {
+        for pid in self.unknown_tasks() {
+            let Some(t) = crate::sys::threads::by_tid(run.root, pid) else {
+                continue;
+            };
+            let info = TaskInfo {
+                kernel: t.kernel,
+                allowed: crate::cpulist::parse(&t.cpus_allowed).unwrap_or_default(),
+                cpuset: run
+                    .root
+                    .read_opt(&crate::sys::paths::task_cpuset(t.pid))
+                    .map(|c| c.trim().to_string()),
+            };
+            self.learn(pid, info);
+        }
+    }
+
+    fn feed(&mut self, e: &Event) {
+        Audit::feed(self, e);
+    }
+
+    fn finish(self: Box<Self>, end: &StreamEnd, into: &mut StreamResults) {
+        let mut r = Audit::finish(*self, end.promises, end.lost);
+        r.stream_cost = Some(end.cost.clone());
+        if !end.missing.is_empty() {
+            r.notes.push(format!(
+                "tracepoints this kernel lacks (not counted): {}",
+                end.missing.join(", ")
+            ));
+        }
+        if end.text_reader {
+            r.notes.push(
+                "the trace was read as the kernel's text: its binary pages could not be \
+                 read or decoded here (or RTLAB_TRACE_READER=text asked for it)"
+                    .into(),
+            );
+        }
+        if end.lost > 0 {
+            r.notes.push(format!(
+                "the kernel lost {} events (buffer full): the counts are lower bounds",
+                end.lost
+            ));
+        }
+        into.audit = Some(r);
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

@@ -120,3 +120,102 @@ impl Event {
         self.field(key)?.parse().ok()
     }
 }
+
+/// A tracepoint a consumer reads, by `events/` directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tracepoint {
+    /// Its names, the newest first: the first this kernel has is enabled
+    /// (`sched/sched_waking`, else `sched/sched_wakeup` before Linux 4.3).
+    pub names: &'static [&'static str],
+    /// Without it the consumer's figures are wrong (the run says so when
+    /// the kernel lacks it); the others add detail, or are another
+    /// architecture's.
+    pub required: bool,
+    /// Enabled with a filter (`Consumer::filter`): the kernel keeps only
+    /// the events of the tasks followed.
+    pub filtered: bool,
+}
+
+impl Tracepoint {
+    /// A tracepoint the consumer cannot do without.
+    pub const fn required(name: &'static [&'static str]) -> Self {
+        Tracepoint {
+            names: name,
+            required: true,
+            filtered: false,
+        }
+    }
+
+    /// A tracepoint that adds detail.
+    pub const fn detail(name: &'static [&'static str]) -> Self {
+        Tracepoint {
+            names: name,
+            required: false,
+            filtered: false,
+        }
+    }
+
+    /// A tracepoint enabled with the consumers' filter.
+    pub const fn filtered(name: &'static [&'static str]) -> Self {
+        Tracepoint {
+            names: name,
+            required: false,
+            filtered: true,
+        }
+    }
+
+    /// The name it is known by (its newest).
+    pub fn name(&self) -> &'static str {
+        self.names.first().copied().unwrap_or_default()
+    }
+}
+
+/// Every way a CPU is interrupted or handed to another task, the
+/// indispensable first: what the analyses that account for a CPU's time
+/// (the isolation audit, IRQ-to-task, task latency) read. A thread's end
+/// last: its number stops being the measured task's.
+pub const CPU_EVENTS: &[Tracepoint] = &[
+    Tracepoint::required(&["sched/sched_switch"]),
+    // Linux 4.3 added sched_waking (at the wake-up's start); before it,
+    // sched_wakeup is the first sign.
+    Tracepoint::required(&["sched/sched_waking", "sched/sched_wakeup"]),
+    Tracepoint::required(&["irq/irq_handler_entry"]),
+    Tracepoint::required(&["irq/irq_handler_exit"]),
+    Tracepoint::required(&["irq/softirq_entry"]),
+    Tracepoint::required(&["irq/softirq_exit"]),
+    Tracepoint::required(&["timer/hrtimer_expire_entry"]),
+    Tracepoint::required(&["timer/hrtimer_expire_exit"]),
+    // Linux 6.6 and later name the IPI's sender; before, ipi_raise (a
+    // mask the analyses do not read) and nothing is said of the sender.
+    Tracepoint::detail(&["ipi/ipi_send_cpu"]),
+    Tracepoint::detail(&["ipi/ipi_send_cpumask"]),
+    Tracepoint::detail(&["ipi/ipi_entry"]),
+    Tracepoint::detail(&["ipi/ipi_exit"]),
+    Tracepoint::detail(&["workqueue/workqueue_execute_start"]),
+    Tracepoint::detail(&["workqueue/workqueue_execute_end"]),
+    // x86's local APIC timer interrupt and its other vectors.
+    Tracepoint::detail(&["irq_vectors/local_timer_entry"]),
+    Tracepoint::detail(&["irq_vectors/local_timer_exit"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_entry"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_exit"]),
+    Tracepoint::detail(&["irq_vectors/call_function_entry"]),
+    Tracepoint::detail(&["irq_vectors/call_function_exit"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_entry"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_exit"]),
+    Tracepoint::detail(&["irq_vectors/irq_work_entry"]),
+    Tracepoint::detail(&["irq_vectors/irq_work_exit"]),
+    Tracepoint::detail(&["irq_vectors/x86_platform_ipi_entry"]),
+    Tracepoint::detail(&["irq_vectors/x86_platform_ipi_exit"]),
+    Tracepoint::detail(&["irq_vectors/thermal_apic_entry"]),
+    Tracepoint::detail(&["irq_vectors/thermal_apic_exit"]),
+    // Hardware noise the other events cannot see: each NMI handler's run.
+    Tracepoint::detail(&["nmi/nmi_handler"]),
+    Tracepoint::detail(&["sched/sched_process_exit"]),
+];
+
+/// The tasks' syscall exits, filtered to the tasks followed: each bounds
+/// a switch-in the kernel did not log.
+pub const SYS_EXIT: Tracepoint = Tracepoint::filtered(&["raw_syscalls/sys_exit"]);
+/// The timers armed, filtered to the tasks followed: each gives the
+/// expiry a timer wake-up is late from.
+pub const TIMER_START: Tracepoint = Tracepoint::filtered(&["timer/hrtimer_start"]);

@@ -361,7 +361,7 @@ pub fn event_lines(text: &str) -> (Vec<&str>, bool) {
         at += piece.len();
         let line = &text[start..end];
         // Read once: the head in the kernel's layout, and what follows it.
-        let rest = super::explain::parse::kernel_rest(line);
+        let rest = super::text::kernel_rest(line);
         match open {
             Some((s, _, n, true)) if n < MAX_PIECES && rest.is_none() => {
                 let joined = &text[s..end];
@@ -369,7 +369,7 @@ pub fn event_lines(text: &str) -> (Vec<&str>, bool) {
                     s,
                     end,
                     n + 1,
-                    wanting(joined, super::explain::parse::kernel_rest(joined)),
+                    wanting(joined, super::text::kernel_rest(joined)),
                 ));
             }
             _ => {
@@ -395,8 +395,7 @@ pub fn event_lines(text: &str) -> (Vec<&str>, bool) {
 /// are never joined.
 fn wanting(line: &str, rest: Option<&str>) -> bool {
     let Some(rest) = rest else {
-        return super::explain::parse::could_be_piece(line)
-            && super::explain::parse::head_and_rest(line).is_none();
+        return super::text::could_be_piece(line) && super::text::head_and_rest(line).is_none();
     };
     match rest.split_once(':') {
         Some((name, fields)) if has_template(name.trim()) => {
@@ -511,7 +510,7 @@ mod tests {
         assert!(complete);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("next_prio=120") && lines[0].contains("a\nb prev_pid=3"));
-        let e = super::super::explain::parse::line(lines[0]).unwrap();
+        let e = super::super::text::line(lines[0]).unwrap();
         // The line feed shown as `?`, in place.
         assert_eq!(e.field("next_comm"), Some("a?b prev_pid=3"));
         assert_eq!(e.num("next_pid"), Some(16134));
@@ -519,7 +518,7 @@ mod tests {
         let text = " a\nbcdefghijklm-4242    [000] ..... 1.000001: sched_waking: comm=x pid=1 prio=120 target_cpu=000\n";
         let (lines, _) = event_lines(text);
         assert_eq!(lines.len(), 1, "{lines:?}");
-        let e = super::super::explain::parse::line(lines[0]).unwrap();
+        let e = super::super::text::line(lines[0]).unwrap();
         assert_eq!((e.comm.as_ref(), e.pid), ("a?bcdefghijklm", 4242));
         // An event still missing its end is said to be.
         let (lines, complete) = event_lines(

@@ -16,9 +16,9 @@ use crate::measure::TimerHandle;
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
-use crate::trace::explain::parse::Marker;
 use crate::trace::explain::{TraceReport, analyze, parse, verdict};
 use crate::trace::source::Tails;
+use crate::trace::text::Marker;
 use rtlab_core::config::TraceStacks;
 use std::fs::File;
 use std::sync::Arc;
@@ -124,7 +124,7 @@ impl FlightRecorder {
             cpus: cpus.to_vec(),
             buffer_kb: spec.buffer_kb,
             overwrite: true,
-            events: trace::EVENTS,
+            events: crate::trace::explain::tracepoint_names(),
             extra: spec.events.clone(),
         })?;
         let marker = instance.marker().ok().map(Arc::new);
@@ -138,7 +138,7 @@ impl FlightRecorder {
                 root,
                 &instance,
                 cpus,
-                trace::EVENTS,
+                &crate::trace::explain::tracepoint_names(),
                 &spec.events,
                 MAX_TAIL_TEXT,
             )

@@ -15,6 +15,8 @@
 
 use crate::config::{IrqSelector, TaskSelector};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::consumer::{Consumer, Filter, Learned, StreamEnd, Tracepoint};
+use crate::trace::consumer::{StreamResults, StreamSpec};
 use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -597,6 +599,80 @@ impl Matcher {
             exits_span_ns: self.exits_span,
         }
     }
+}
+
+/// Registers one matcher per IRQ-to-task measurement of the spec.
+pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
+    for s in &spec.irq_tasks {
+        if let Some(m) = Matcher::new(s.clone()) {
+            out.push(Box::new(m));
+        }
+    }
+}
+
+impl Consumer for Matcher {
+    /// Every way the IRQ's CPU and the task's are taken, and the task's
+    /// syscall exits.
+    fn tracepoints(&self) -> Vec<Tracepoint> {
+        use crate::trace::event::{CPU_EVENTS, SYS_EXIT};
+        CPU_EVENTS.iter().copied().chain([SYS_EXIT]).collect()
+    }
+
+    fn filter(&self, tracepoint: &str) -> Option<Filter> {
+        (tracepoint == crate::trace::event::SYS_EXIT.name()).then(|| {
+            Filter::Terms(crate::trace::consumer::task_terms(
+                &self.spec.task,
+                &self.tids,
+            ))
+        })
+    }
+
+    fn task(&self) -> Option<&TaskSelector> {
+        Some(&self.spec.task)
+    }
+
+    fn learn(&mut self, run: &Learned) {
+        let tids = (run.threads)(&self.spec.task);
+        self.add_tids(tids);
+    }
+
+    fn feed(&mut self, e: &Event) {
+        Matcher::feed(self, e);
+    }
+
+    /// With the kernel's own count of the IRQ over the whole stream and
+    /// over the time it was traced.
+    fn finish(self: Box<Self>, end: &StreamEnd, into: &mut StreamResults) {
+        let numbers: Vec<u32> = match &self.spec.irq {
+            IrqSelector::Number(n) => vec![*n],
+            IrqSelector::Name(_) => Vec::new(),
+        };
+        let mut r = Matcher::finish(*self, None);
+        let numbers: Vec<u32> = if numbers.is_empty() {
+            r.irq_names.iter().map(|(n, _)| *n).collect()
+        } else {
+            numbers
+        };
+        let [before, started, before_stop, after] = end.irqs;
+        r.kernel_count = kernel_count(before, after, &numbers);
+        r.kernel_count_within = kernel_count(started, before_stop, &numbers);
+        r.lost_events = end.lost;
+        into.irq_tasks.push(r);
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+/// How many times the kernel counted `irqs` between two readings.
+fn kernel_count(before: &[(u32, u64)], after: &[(u32, u64)], irqs: &[u32]) -> Option<u64> {
+    if irqs.is_empty() {
+        return None;
+    }
+    let total = |t: &[(u32, u64)], n: u32| t.iter().find(|x| x.0 == n).map(|x| x.1);
+    irqs.iter()
+        .map(|&n| Some(total(after, n)?.saturating_sub(total(before, n)?)))
+        .sum()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Everything traced: the event vocabulary ([`event`], [`fields`]), the
 //! readers of the kernel's buffers (binary pages in [`rawtrace`], text in
-//! [`explain::parse`], one source for both in [`source`]), the two
+//! [`text`], one source for both in [`source`]), the two
 //! engines that run them (the streamed trace of the whole run,
 //! [`stream`], and the flight recorder's windows around late wake-ups,
 //! [`flight`]), and beneath them the analyses they feed: why a wake-up
@@ -9,13 +9,40 @@
 //! threads' IRQ side ([`timer_irq`]).
 
 pub mod audit;
+pub mod consumer;
 pub mod event;
 pub mod explain;
 pub mod fields;
 pub mod flight;
 pub mod irq_task;
 pub mod rawtrace;
+pub mod softirqs;
 pub mod source;
 pub mod stream;
 pub mod task_latency;
+pub mod text;
 pub mod timer_irq;
+
+/// Every consumer of the trace stream, in the order their parts of the
+/// result and their closing texts come: one line each (see
+/// docs/architecture.md, "Adding a trace-derived figure").
+pub const STREAM_CONSUMERS: &[consumer::Register] = &[
+    audit::register,
+    irq_task::register,
+    task_latency::register,
+    timer_irq::register,
+    softirqs::register,
+];
+
+/// A figure of a consumer that has no part of its own in the result
+/// model: its JSON under its key (`figures.KEY` in the result) and its
+/// closing text, both made when it finished.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Figure {
+    /// Its key (`softirqs`).
+    pub key: String,
+    /// What it found.
+    pub value: serde_json::Value,
+    /// Its closing text (empty: none).
+    pub closing: String,
+}

@@ -8,9 +8,9 @@
 use crate::sys::SysRoot;
 use crate::sys::trace::{self, Instance, Pipe, RawPipes};
 use crate::trace::event::Event;
-use crate::trace::explain::parse;
 use crate::trace::fields;
 use crate::trace::rawtrace::{Decoder, Symbols};
+use crate::trace::text;
 
 /// Events newer than this (ns before the read began) wait for the next
 /// read: another CPU may not have committed its events of that moment yet.
@@ -201,7 +201,7 @@ fn text_line(text: &str, lost: &mut u64, feed: &mut impl FnMut(&Event)) {
         *lost = lost.saturating_add(n);
         return;
     }
-    if let Some(e) = parse::line(text) {
+    if let Some(e) = text::line(text) {
         feed(&e);
     }
 }
@@ -354,7 +354,7 @@ mod tests {
             };
             let mut line = String::new();
             kernel_line(&e, &mut line);
-            let back = parse::line(line.trim_end()).unwrap_or_else(|| panic!("{line}"));
+            let back = text::line(line.trim_end()).unwrap_or_else(|| panic!("{line}"));
             let shown = name.replace('\n', "?");
             assert_eq!(back.comm.as_ref(), shown.trim_start(), "{line}");
             assert_eq!(

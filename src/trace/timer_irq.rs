@@ -9,6 +9,8 @@
 
 use crate::measure::live::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::consumer::{Consumer, Filter, Learned, StreamEnd, Tracepoint};
+use crate::trace::consumer::{StreamResults, StreamSpec};
 use crate::trace::event::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -144,10 +146,57 @@ fn hex(text: Option<&str>) -> Option<u64> {
     u64::from_str_radix(t.trim_start_matches("0x"), 16).ok()
 }
 
+/// Registers the timer threads' IRQ side, when the spec asks for it.
+pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
+    if spec.timer_irq {
+        out.push(Box::new(TimerIrq::default()));
+    }
+}
+
+/// The timers' handling, and their arming (filtered to the timer threads).
+const TRACEPOINTS: &[Tracepoint] = &[
+    Tracepoint::required(&["timer/hrtimer_expire_entry"]),
+    crate::trace::event::TIMER_START,
+];
+
+impl Consumer for TimerIrq {
+    fn tracepoints(&self) -> Vec<Tracepoint> {
+        TRACEPOINTS.to_vec()
+    }
+
+    /// The timer threads start after the stream: until their TIDs are
+    /// known, every arm is traced (none of theirs missed).
+    fn filter(&self, tracepoint: &str) -> Option<Filter> {
+        if tracepoint != crate::trace::event::TIMER_START.name() {
+            return None;
+        }
+        Some(match self.tids() {
+            t if t.is_empty() => Filter::Everything,
+            t => Filter::Terms(t.iter().map(|t| format!("common_pid == {t}")).collect()),
+        })
+    }
+
+    fn learn(&mut self, run: &Learned) {
+        self.set_timers(run.timers);
+    }
+
+    fn feed(&mut self, e: &Event) {
+        TimerIrq::feed(self, e);
+    }
+
+    fn finish(self: Box<Self>, _: &StreamEnd, into: &mut StreamResults) {
+        into.timer_irq = TimerIrq::finish(*self);
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::explain::parse;
+    use crate::trace::text;
 
     #[test]
     fn each_armed_sleep_is_matched_to_its_expiry() {
@@ -162,7 +211,7 @@ sh-3575 [001] ..... 13609.200174757: hrtimer_expire_entry: hrtimer=ffffc90004e7f
 ";
         let mut t = TimerIrq::default();
         t.set_timers(&[(0, 3580, 13_609_199_160_970), (1, 0, 0)]);
-        for e in text.lines().filter_map(parse::line) {
+        for e in text.lines().filter_map(text::line) {
             t.feed(&e);
         }
         let live = t.live();

@@ -8,83 +8,6 @@ use crate::journal::{Change, Journal, JournalError};
 use crate::{SysError, SysRoot, os, paths};
 use std::fs::File;
 
-/// The tracepoints of the flight recorder, by `events/` directory. Those
-/// this kernel lacks are named in the result.
-pub const EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_waking",
-    "sched/sched_wakeup",
-    // A process's first wake-up (fork): idle that takes it leaves at once.
-    "sched/sched_wakeup_new",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "power/cpu_idle",
-    "ipi/ipi_send_cpu",
-    "ipi/ipi_entry",
-    "ipi/ipi_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    // x86's local APIC timer interrupt and its IRQ-work/reschedule vectors.
-    "irq_vectors/local_timer_entry",
-    "irq_vectors/local_timer_exit",
-    "irq_vectors/reschedule_entry",
-    "irq_vectors/reschedule_exit",
-    "irq_vectors/call_function_single_entry",
-    "irq_vectors/call_function_single_exit",
-    // Hardware noise the other events cannot see: each NMI handler's run.
-    "nmi/nmi_handler",
-];
-
-/// How many of [`STREAM_EVENTS`], from the first, the stream's figures
-/// cannot do without.
-pub const STREAM_CORE_EVENTS: usize = 8;
-
-/// The tracepoints of the trace stream (the isolation audit and IRQ-to-task
-/// latency): every way a CPU is interrupted or handed to another task, the
-/// indispensable ones first.
-pub const STREAM_EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_waking",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "ipi/ipi_send_cpu",
-    "ipi/ipi_send_cpumask",
-    "ipi/ipi_entry",
-    "ipi/ipi_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "irq_vectors/local_timer_entry",
-    "irq_vectors/local_timer_exit",
-    "irq_vectors/reschedule_entry",
-    "irq_vectors/reschedule_exit",
-    "irq_vectors/call_function_entry",
-    "irq_vectors/call_function_exit",
-    "irq_vectors/call_function_single_entry",
-    "irq_vectors/call_function_single_exit",
-    "irq_vectors/irq_work_entry",
-    "irq_vectors/irq_work_exit",
-    "irq_vectors/x86_platform_ipi_entry",
-    "irq_vectors/x86_platform_ipi_exit",
-    "irq_vectors/thermal_apic_entry",
-    "irq_vectors/thermal_apic_exit",
-    "nmi/nmi_handler",
-    // A thread's end: its number stops being the measured task's.
-    "sched/sched_process_exit",
-];
-
-/// The tracepoints of a stream that follows only the timer threads' IRQ
-/// side (`irq_latency` alone): their timers' handling (their arming is
-/// enabled apart, filtered to the timer threads).
-pub const IRQ_SIDE_EVENTS: &[&str] = &["timer/hrtimer_expire_entry"];
-
 /// What follows `rtlab-PID` in the name of each kind of instance rtlab
 /// makes: the flight recorder's, the trace stream's.
 pub const INSTANCE_SUFFIXES: &[&str] = &["", "-stream"];
@@ -189,8 +112,9 @@ pub struct Recording {
     /// Overwrite mode (keep the last moments) rather than keep the first
     /// events and count those dropped (a stream read as it goes).
     pub overwrite: bool,
-    /// The tracepoints, by `events/` directory.
-    pub events: &'static [&'static str],
+    /// The tracepoints, by `events/` directory: those the analyses
+    /// declare (the system layer keeps no list of its own).
+    pub events: Vec<&'static str>,
     /// More tracepoints the user named (`SYSTEM/EVENT`, checked by the
     /// experiment's parser: no path can leave `events/`).
     pub extra: Vec<String>,
@@ -390,6 +314,16 @@ impl Instance {
             .map_err(kernel("cannot open the trace marker"))
     }
 
+    /// The instance offers tracepoint `event` (`sched/sched_waking`).
+    pub fn has_event(&self, event: &str) -> bool {
+        let safe = event
+            .split('/')
+            .all(|w| !w.is_empty() && w != ".." && w != ".");
+        safe && self
+            .root
+            .exists(&format!("{}/events/{event}/enable", self.dir))
+    }
+
     /// Sets the filter of `event` (`raw_syscalls/sys_exit`), then enables
     /// it. Err when the kernel refuses either.
     pub fn filter_and_enable(&self, event: &str, filter: &str) -> Result<(), TraceError> {
@@ -574,6 +508,12 @@ mod tests {
             std::fs::create_dir_all(inst.join(f).parent().unwrap()).unwrap();
             std::fs::write(inst.join(f), "").unwrap();
         }
+        const EVENTS: &[&str] = &[
+            "sched/sched_switch",
+            "ipi/ipi_send_cpu",
+            "ipi/ipi_entry",
+            "ipi/ipi_exit",
+        ];
         let present = EVENTS.iter().filter(|e| !e.starts_with("ipi/"));
         for e in present.chain(&["sched/sched_migrate_task"]) {
             std::fs::create_dir_all(inst.join("events").join(e)).unwrap();
@@ -584,7 +524,7 @@ mod tests {
                 cpus: vec![1, 3],
                 buffer_kb: 512,
                 overwrite: true,
-                events: EVENTS,
+                events: EVENTS.to_vec(),
                 extra: vec!["sched/sched_migrate_task".into(), "no/such_event".into()],
             })
             .unwrap();
@@ -612,23 +552,6 @@ mod tests {
         // The journal holds the instance, for a crash.
         let (_, changes) = crate::journal::read(&root, journal.path()).unwrap();
         assert!(matches!(&changes[..], [Change::TraceInstance { path }] if path == instance.dir()));
-    }
-
-    #[test]
-    fn the_streams_core_events_are_the_ones_its_analyses_need() {
-        let core = &STREAM_EVENTS[..STREAM_CORE_EVENTS];
-        for e in [
-            "sched/sched_switch",
-            "sched/sched_waking",
-            "irq/irq_handler_entry",
-            "irq/irq_handler_exit",
-            "irq/softirq_entry",
-            "irq/softirq_exit",
-            "timer/hrtimer_expire_entry",
-            "timer/hrtimer_expire_exit",
-        ] {
-            assert!(core.contains(&e), "{e}");
-        }
     }
 
     #[test]

@@ -1,10 +1,10 @@
 use super::*;
-use crate::trace::explain::parse;
+use crate::trace::text;
 
 fn audit(text: &str, cpus: &[usize], measured: &[i32]) -> Audit {
     let mut a = Audit::new(cpus);
     a.set_measured(measured);
-    for e in text.lines().filter_map(parse::line) {
+    for e in text.lines().filter_map(text::line) {
         a.feed(&e);
     }
     a

@@ -834,7 +834,7 @@ fn stacks_in(events: &[Event], tid: i32, deadline_ns: u64, end_ns: u64) -> Vec<K
             "sched_waking" if cause.num("pid") == Some(i64::from(tid)) => "wake",
             _ => continue,
         };
-        let mut frames = super::parse::stack_frames(stack);
+        let mut frames = crate::trace::text::stack_frames(stack);
         frames.truncate(MAX_STACK_FRAMES);
         out.push(KernelStack {
             comm: cause.comm.to_string(),

@@ -1,14 +1,52 @@
 //! Why wake-ups were late, from plain kernel tracepoints: the text of a
-//! tracefs buffer read back ([`parse`]), each late wake-up decomposed into
+//! tracefs buffer read back ([`crate::trace::text`]), each late wake-up decomposed into
 //! what owned its CPU from the deadline to the wake-up ([`analyze`]), and
 //! the culprits of a whole run ranked ([`verdict`]). Pure: the flight
 //! recorder that fills the buffer is in `sys::trace` and the run.
 
 pub mod analyze;
-pub mod parse;
+/// The text reader, where it was (moved to [`crate::trace::text`]).
+pub use crate::trace::text as parse;
 pub mod verdict;
 
+use crate::trace::consumer::Tracepoint;
 use serde::{Deserialize, Serialize};
+
+/// The tracepoints the flight recorder keeps for the explanations, by
+/// `events/` directory. Those this kernel lacks are named in the result.
+pub const TRACEPOINTS: &[Tracepoint] = &[
+    Tracepoint::required(&["sched/sched_switch"]),
+    Tracepoint::required(&["sched/sched_waking"]),
+    Tracepoint::detail(&["sched/sched_wakeup"]),
+    // A process's first wake-up (fork): idle that takes it leaves at once.
+    Tracepoint::detail(&["sched/sched_wakeup_new"]),
+    Tracepoint::required(&["irq/irq_handler_entry"]),
+    Tracepoint::required(&["irq/irq_handler_exit"]),
+    Tracepoint::required(&["irq/softirq_entry"]),
+    Tracepoint::required(&["irq/softirq_exit"]),
+    Tracepoint::required(&["timer/hrtimer_expire_entry"]),
+    Tracepoint::required(&["timer/hrtimer_expire_exit"]),
+    Tracepoint::detail(&["power/cpu_idle"]),
+    Tracepoint::detail(&["ipi/ipi_send_cpu"]),
+    Tracepoint::detail(&["ipi/ipi_entry"]),
+    Tracepoint::detail(&["ipi/ipi_exit"]),
+    Tracepoint::detail(&["workqueue/workqueue_execute_start"]),
+    Tracepoint::detail(&["workqueue/workqueue_execute_end"]),
+    // x86's local APIC timer interrupt and its IRQ-work/reschedule vectors.
+    Tracepoint::detail(&["irq_vectors/local_timer_entry"]),
+    Tracepoint::detail(&["irq_vectors/local_timer_exit"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_entry"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_exit"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_entry"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_exit"]),
+    // Hardware noise the other events cannot see: each NMI handler's run.
+    Tracepoint::detail(&["nmi/nmi_handler"]),
+];
+
+/// The names of [`TRACEPOINTS`], as the flight recorder enables them.
+pub fn tracepoint_names() -> Vec<&'static str> {
+    TRACEPOINTS.iter().map(Tracepoint::name).collect()
+}
 
 /// What the flight recorder found in a run (`trace` in the result).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 use super::*;
 #[path = "../../../tests/support/irq_truth.rs"]
 mod irq_truth;
-use crate::trace::explain::parse;
+use crate::trace::text;
 use irq_truth::truth;
 
 fn run(text: &str, irq: IrqSelector, task: TaskSelector) -> IrqTaskResult {
@@ -13,7 +13,7 @@ fn run(text: &str, irq: IrqSelector, task: TaskSelector) -> IrqTaskResult {
         task,
     })
     .unwrap();
-    for e in text.lines().filter_map(parse::line) {
+    for e in text.lines().filter_map(text::line) {
         m.feed(&e);
     }
     m.finish(None)
@@ -22,7 +22,7 @@ fn run(text: &str, irq: IrqSelector, task: TaskSelector) -> IrqTaskResult {
 /// Brute force over the text: each handler exit of the IRQ, paired with
 /// the next switch-in of `comm` logged after a waking of it.
 fn by_hand(text: &str, irq: &str, comm: &str) -> Vec<u64> {
-    let events: Vec<Event> = text.lines().filter_map(parse::line).collect();
+    let events: Vec<Event> = text.lines().filter_map(text::line).collect();
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
         if e.name != "irq_handler_exit" || e.field("irq") != Some(irq) {
@@ -99,7 +99,7 @@ fn a_switch_in_the_kernel_did_not_log_is_inferred_and_said() {
     assert!(c.inferred_gap_max_ns > 0);
     assert_eq!(r.cpu_pairs[0].irq_cpu, r.cpu_pairs[0].task_cpu);
     // The lower bound: the softirq that woke dd ended, then dd ran.
-    let events: Vec<Event> = text.lines().filter_map(parse::line).collect();
+    let events: Vec<Event> = text.lines().filter_map(text::line).collect();
     let mut lower = Vec::new();
     for (i, e) in events.iter().enumerate() {
         if e.name == "irq_handler_exit" {
@@ -200,7 +200,7 @@ fn a_task_respawned_without_end_keeps_a_bounded_set_of_threads() {
             "  <idle>-0 [000] d..2. 1.{pid:06}: sched_switch: prev_comm=app prev_pid={pid} \
                  prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120"
         );
-        m.feed(&parse::line(&line).unwrap());
+        m.feed(&text::line(&line).unwrap());
         assert!(m.tids().len() <= MAX_TIDS && m.states.len() <= MAX_TIDS + 1);
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::explain::parse;
+use crate::trace::text;
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
@@ -23,7 +23,13 @@ fn formats(dir: &Path) -> Vec<String> {
 fn decoder(dir: &Path) -> Decoder {
     let header = std::fs::read_to_string(dir.join("formats/header_page")).unwrap();
     let symbols = Symbols::parse(&std::fs::read_to_string(dir.join("kallsyms")).unwrap());
-    Decoder::new(&header, &formats(dir), symbols, crate::sys::trace::EVENTS).unwrap()
+    Decoder::new(
+        &header,
+        &formats(dir),
+        symbols,
+        &crate::trace::explain::tracepoint_names(),
+    )
+    .unwrap()
 }
 
 /// The keys whose text the binary engine cannot match: hashed pointers
@@ -73,7 +79,7 @@ fn the_binary_pages_decode_to_the_events_the_kernel_formatted() {
     }
     for cpu in 0..2 {
         let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
-        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(parse::line).collect();
+        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(text::line).collect();
         let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
         let mut got = Vec::new();
         d.pages(cpu, &raw, &mut got);
@@ -116,7 +122,7 @@ fn both_readers_give_an_armed_timers_expires_and_softexpires() {
     let mut slacks = Vec::new();
     for cpu in 0..2 {
         let text = std::fs::read_to_string(dir.join(format!("cpu{cpu}.txt"))).unwrap();
-        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(parse::line).collect();
+        let want: Vec<crate::trace::event::Event> = text.lines().filter_map(text::line).collect();
         let raw = std::fs::read(dir.join(format!("cpu{cpu}.raw"))).unwrap();
         let mut got = Vec::new();
         decoder(&dir).pages(cpu, &raw, &mut got);
@@ -248,12 +254,12 @@ fn a_kernel_stack_record_is_named_frame_by_frame_or_hidden() {
     let (_, fields, _) = render::event(&format, &data, &mut symbols).unwrap();
     assert_eq!(fields.matches("=>").count(), 3);
     // What the text reader folds the kernel's lines into, the same.
-    let e = crate::trace::explain::parse::line(&format!(
+    let e = crate::trace::text::line(&format!(
         "sh-42 [001] ..... 1.000000: kernel_stack: {fields}"
     ))
     .unwrap();
     assert_eq!(
-        crate::trace::explain::parse::stack_frames(&e),
+        crate::trace::text::stack_frames(&e),
         ["__schedule", "compact_zone", "__schedule"]
     );
 }
@@ -366,7 +372,7 @@ fn a_name_with_other_bytes_or_a_line_feed_reads_the_same_from_pages_and_from_tex
     let (lines, complete) = crate::trace::fields::event_lines(&kernel);
     assert!(complete);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    let text = parse::line(lines[0]).unwrap();
+    let text = text::line(lines[0]).unwrap();
     for key in [
         "prev_comm",
         "prev_pid",

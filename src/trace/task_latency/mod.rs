@@ -20,12 +20,76 @@
 //! Pure: the trace stream ([`crate::trace::stream`]) feeds it.
 
 mod cpu;
+
+/// Registers one tracker per task-latency measurement of the spec.
+pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
+    for s in &spec.task_latency {
+        out.push(Box::new(Tracker::new(s.clone())));
+    }
+}
+
+impl Consumer for Tracker {
+    /// Every way the task's CPU is taken, its syscall exits and its
+    /// timers armed.
+    fn tracepoints(&self) -> Vec<Tracepoint> {
+        use crate::trace::event::{CPU_EVENTS, SYS_EXIT, TIMER_START};
+        CPU_EVENTS
+            .iter()
+            .copied()
+            .chain([SYS_EXIT, TIMER_START])
+            .collect()
+    }
+
+    /// The syscall exits of the task's threads (or name); its timers armed
+    /// by name, or all of them when it is chosen by process: its new
+    /// threads arm timers before the next look could add them to a filter.
+    fn filter(&self, tracepoint: &str) -> Option<Filter> {
+        use crate::trace::event::{SYS_EXIT, TIMER_START};
+        let terms = || crate::trace::consumer::task_terms(&self.spec.task, &self.tids);
+        if tracepoint == SYS_EXIT.name() {
+            return Some(Filter::Terms(terms()));
+        }
+        (tracepoint == TIMER_START.name()).then(|| match self.spec.task {
+            TaskSelector::Name(_) => Filter::Terms(terms()),
+            _ => Filter::Everything,
+        })
+    }
+
+    fn task(&self) -> Option<&TaskSelector> {
+        Some(&self.spec.task)
+    }
+
+    fn gone_before_start(&mut self) {
+        Tracker::gone_before_start(self);
+    }
+
+    fn learn(&mut self, run: &Learned) {
+        let tids = (run.threads)(&self.spec.task);
+        self.add_tids(tids);
+    }
+
+    fn feed(&mut self, e: &Event) {
+        Tracker::feed(self, e);
+    }
+
+    fn finish(self: Box<Self>, end: &StreamEnd, into: &mut StreamResults) {
+        into.task_latency
+            .push(Tracker::finish(*self, end.lost, end.missing));
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
 use crate::config::TaskSelector;
 use crate::stats::metric_buckets::{METRIC_BUCKETS, metric_bucket};
 use crate::stats::{self, HdrBucket, Recorder, Summary};
+use crate::trace::consumer::{Consumer, Filter, Learned, StreamEnd, Tracepoint};
+use crate::trace::consumer::{StreamResults, StreamSpec};
 use crate::trace::event::Event;
 use cpu::Occupancy;
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::explain::parse;
+use crate::trace::text;
 
 fn spec() -> TaskLatencySpec {
     TaskLatencySpec {
@@ -15,7 +15,7 @@ fn spec() -> TaskLatencySpec {
 
 fn feed(t: &mut Tracker, lines: &str) {
     for l in lines.lines().filter(|l| !l.trim().is_empty()) {
-        t.feed(&parse::line(l).unwrap_or_else(|| panic!("{l}")));
+        t.feed(&text::line(l).unwrap_or_else(|| panic!("{l}")));
     }
 }
 

@@ -107,17 +107,15 @@ fn preempted_in_kernel(events: &[Event], tid: i32, pid: i32, at: u64) -> bool {
             && w[0].num("next_pid") == Some(i64::from(tid))
             && w[1].name == "kernel_stack"
             && w[1].pid == pid
-            && crate::trace::explain::parse::stack_frames(&w[1])
-                .iter()
-                .any(|f| {
-                    matches!(
-                        f.as_str(),
-                        "__cond_resched"
-                            | "_cond_resched"
-                            | "preempt_schedule"
-                            | "preempt_schedule_common"
-                    )
-                })
+            && crate::trace::text::stack_frames(&w[1]).iter().any(|f| {
+                matches!(
+                    f.as_str(),
+                    "__cond_resched"
+                        | "_cond_resched"
+                        | "preempt_schedule"
+                        | "preempt_schedule_common"
+                )
+            })
     })
 }
 

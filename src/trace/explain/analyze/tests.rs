@@ -3,10 +3,10 @@
 //! made-up windows for the cases a recording cannot stage on demand.
 
 use super::*;
-use crate::trace::explain::parse;
+use crate::trace::text;
 
 fn events(text: &str) -> Vec<Event> {
-    text.lines().filter_map(parse::line).collect()
+    text.lines().filter_map(text::line).collect()
 }
 
 fn total(e: &Explanation) -> u64 {
@@ -179,7 +179,7 @@ fn a_lower_priority_thread_ran_in_a_non_preemptible_section() {
         "{text} kworker/2:1-70 [002] d..2. 5.000400: <stack trace>\n => __schedule\n => __cond_resched\n => process_one_work\n"
     );
     let e = explain(
-        &events(&parse::fold_stacks(stacked)),
+        &events(&text::fold_stacks(stacked)),
         0,
         50,
         1,
@@ -310,7 +310,7 @@ fn a_thread_running_at_the_deadline_and_after_the_wake_is_two_parts() {
 #[test]
 fn a_window_without_the_deadline_or_without_events_explains_nothing() {
     let ev = |ts: &str| {
-        parse::line(&format!(
+        text::line(&format!(
             "  <idle>-0 [001] d..2. {ts}: cpu_idle: state=1 cpu_id=1"
         ))
         .unwrap()
@@ -341,7 +341,7 @@ fn a_quiet_cpus_window_starts_at_its_last_event_before_the_deadline() {
   <idle>-0 [001] d..2. 9.990000: cpu_idle: state=1 cpu_id=1
   <idle>-0 [001] d.h1. 10.000400: hrtimer_expire_entry: hrtimer=x function=hrtimer_wakeup now=1
 ";
-    let b = parse::Buffer::new(text, 100);
+    let b = text::Buffer::new(text, 100);
     // 2 ms of lookback before 10.000100 hold nothing: the last event before
     // the deadline (9.990000) opens the window.
     let w = b.window_around(10_000_100_000, 2_000_000, 10_000_500_000, 100);
@@ -368,12 +368,12 @@ fn a_flooded_lookback_is_cut_before_the_events_after_the_deadline_are() {
             " ping-7 [001] d.h1. {t}: local_timer_entry: vector=236\n"
         ));
     }
-    let b = parse::Buffer::new(&text, 1000);
+    let b = text::Buffer::new(&text, 1000);
     let w = b.window_around(10_000_000_000, 2_000_000, 10_000_100_000, 10);
     assert_eq!(w.len(), 10);
     assert!(w[0].contains("9.998930"), "{w:?}");
     assert!(w[9].contains("10.000030"), "{w:?}");
-    let events: Vec<Event> = w.iter().filter_map(|l| parse::line(l)).collect();
+    let events: Vec<Event> = w.iter().filter_map(|l| text::line(l)).collect();
     assert_eq!(coverage(&events, 10_000_000_000), Ok(()));
 }
 
@@ -509,7 +509,7 @@ const COMPACTION: &str = include_str!("../../../../tests/traces/compaction-stack
 const COMPACTION_DEADLINE: u64 = 13_609_199_160_970;
 
 fn compaction(extra: &str) -> Explanation {
-    let text = parse::fold_stacks(format!("{COMPACTION}{extra}"));
+    let text = text::fold_stacks(format!("{COMPACTION}{extra}"));
     let mut ev = events(&text);
     ev.sort_by_key(|e| e.ts_ns);
     explain(&ev, 0, 3580, 21, COMPACTION_DEADLINE, 120_295)
@@ -578,14 +578,14 @@ fn the_thread_in_a_non_preemptible_section_is_shown_with_its_kernel_stack() {
         e.cause
     );
     // The saved window gives the kernel's text back.
-    let folded = parse::fold_stacks(COMPACTION.to_string());
+    let folded = text::fold_stacks(COMPACTION.to_string());
     let line = folded.lines().find(|l| l.contains("kernel_stack")).unwrap();
     let kernel: Vec<&str> = COMPACTION
         .lines()
         .skip_while(|l| !l.contains("<stack trace>"))
         .take_while(|l| !l.contains("tracing_mark_write"))
         .collect();
-    assert_eq!(parse::unfold_stack(line).unwrap(), kernel.join("\n"));
+    assert_eq!(text::unfold_stack(line).unwrap(), kernel.join("\n"));
 }
 
 #[test]
@@ -703,7 +703,7 @@ const THROTTLED: &str = include_str!("../../../../tests/traces/rt-throttled-idle
 
 #[test]
 fn idling_through_interrupts_while_a_woken_rt_thread_waits_is_held_off() {
-    let text = parse::fold_stacks(THROTTLED.to_string());
+    let text = text::fold_stacks(THROTTLED.to_string());
     let e = explain(&events(&text), 0, 8890, 4706, 294_595_551_014, 46_774_544);
     assert_eq!(total(&e), 46_774_544);
     // From the wake-up's interrupt's return (294.595565445) to the clock
