@@ -12,20 +12,26 @@
 
 mod boards;
 mod cyclictest_compat;
+mod deadline;
 mod endpoint;
 mod explain;
 mod fixtures;
 mod habits;
 mod hardening;
 mod hardening_features;
+mod irq_side;
 mod isolation;
+mod kernel_stacks;
 mod loads;
 mod monitor;
 mod refusals;
 mod reports;
+mod rt_throttling;
+mod rtla_side_by_side;
 mod run;
 mod simulated;
-mod spikes_second_pass;
+mod spike_actions;
 mod task_latency;
 mod trace_experiments;
 mod tuning;
+mod warm_up;
