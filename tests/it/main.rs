@@ -10,6 +10,24 @@
 //! The fuzz harness is the one test binary apart (`tests/fuzz.rs`): its
 //! allocator limit is process-wide and would fail the tests beside it.
 
+/// The name of the function it is written in: a test's own name, for what
+/// it says on stderr ([`fixtures::path_taken`]) and what it names after
+/// itself. Written at the test function's top level (in a closure the name
+/// would be the closure's).
+macro_rules! test_name {
+    () => {{
+        fn here() {}
+        let path = std::any::type_name_of_val(&here);
+        let path = path.strip_suffix("::here").unwrap_or(path);
+        path.rsplit("::").next().unwrap_or(path)
+    }};
+}
+
+#[test]
+fn test_name_is_the_name_of_the_test_function() {
+    assert_eq!(test_name!(), "test_name_is_the_name_of_the_test_function");
+}
+
 mod boards;
 mod cyclictest_compat;
 mod deadline;

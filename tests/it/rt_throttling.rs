@@ -12,9 +12,9 @@ use serde_json::Value;
 
 #[test]
 fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
-    const TEST: &str = "a_timer_thread_held_off_by_rt_throttling_is_explained_so";
+    let test = test_name!();
     let _machine = machine_exclusive();
-    if !crate::trace_experiments::can_trace(TEST) {
+    if !crate::trace_experiments::can_trace(test) {
         return;
     }
     // RT throttling: real-time tasks get sched_rt_runtime_us of every
@@ -28,7 +28,7 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
     let (runtime, period) = (read("sched_rt_runtime_us"), read("sched_rt_period_us"));
     if !runtime.zip(period).is_some_and(|(r, p)| r >= 0 && r < p) {
         path_taken(
-            TEST,
+            test,
             "RT throttling is off on this machine: nothing to hold off",
         );
         return;
@@ -56,7 +56,7 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
         .collect();
     if long.is_empty() {
         path_taken(
-            TEST,
+            test,
             "no wake-up 10 ms late: this kernel did not throttle (the fair server, or no \
              throttling at all)",
         );
@@ -91,7 +91,7 @@ fn a_timer_thread_held_off_by_rt_throttling_is_explained_so() {
         }
     }
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} wake-ups 10 ms late or more; {held} explained as held off, {stalled} as a late \
              interrupt or one stalled (the hypervisor; steal grew: {host_stalled})",
