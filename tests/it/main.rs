@@ -9,6 +9,36 @@
 //!
 //! The fuzz harness is the one test binary apart (`tests/fuzz.rs`): its
 //! allocator limit is process-wide and would fail the tests beside it.
+//!
+//! Where a new test goes: in the module of its subject, one line each below
+//! (a new subject is a new module, named here and in the source map of
+//! `docs/architecture.md`, which a test checks). Every test runs rtlab in a
+//! temporary directory of its own, never in the repository.
+//! - `boards`: the boards' release binaries (aarch64, 32-bit ARM) under QEMU.
+//! - `cyclictest_compat`: `rtlab cyclictest` against the real cyclictest.
+//! - `deadline`: SCHED_DEADLINE timer threads and their admission control.
+//! - `endpoint`: attacks on `rtlab monitor`'s `/metrics` endpoint; its protocol.
+//! - `explain`: the flight recorder naming known culprits (hogs, floods).
+//! - `fixtures`: no tests; the machine lock and the shared helpers.
+//! - `habits`: man pages and shell completions after the README's install.
+//! - `hardening`: planted links, hostile journals and labels, pathological files.
+//! - `hardening_features`: the third audit's attacks on the later features.
+//! - `irq_side`: the IRQ side of each timer wake-up (`irq_latency`).
+//! - `isolation`: CPU partitions on the real cpuset, undone and restored.
+//! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
+//! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
+//! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
+//! - `refusals`: bad input of every family refused before anything starts.
+//! - `reports`: `plot`, `report`, `compare` on real runs; cyclictest, Chromium.
+//! - `rt_throttling`: a timer thread held off by RT throttling, explained so.
+//! - `rtla_side_by_side`: the flight recorder and `rtla timerlat` on one spike.
+//! - `run`: real runs: placement, programs, signals, refusals, examples, memory.
+//! - `simulated`: the whole pipeline as any user, every figure predicted.
+//! - `spike_actions`: the actions at a late wake-up (`on_spike`).
+//! - `task_latency`: unmodified programs' latency against their own clocks.
+//! - `trace_experiments`: the isolation audit and IRQ-to-task latency.
+//! - `tuning`: inspection and tuning (IRQs, C-states, priorities, bandwidth).
+//! - `warm_up`: the warm-up and `main`'s lifetime.
 
 /// The name of the function it is written in: a test's own name, for what
 /// it says on stderr ([`fixtures::path_taken`]) and what it names after
