@@ -2,7 +2,7 @@
 //! exported for Prometheus (an HTTP `/metrics` endpoint, and/or a
 //! node_exporter textfile written whole every refresh) and its histogram
 //! kept on disk window by window. The run's main thread refreshes one
-//! [`metrics::Metrics`]; the endpoint's thread ([`endpoint`]) only encodes
+//! [`metrics::Metrics`] through the [`Publisher`]; the endpoint's thread ([`endpoint`]) only encodes
 //! it, once per refresh, whatever the number of scrapes.
 
 pub mod endpoint;
