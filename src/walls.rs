@@ -2,8 +2,9 @@
 //! reading of the sources: no import cycle, only the CLI, the run and the
 //! result know the plan, kernel paths only in the system layer, `unsafe`
 //! allowed only on the syscall module, the pure layer off the system layer,
-//! every print through the escaping macros. Needles are spelled in pieces
-//! where they would match this file itself.
+//! every print through the escaping macros, and every module named in the
+//! source map of docs/architecture.md. Needles are spelled in pieces where
+//! they would match this file itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -347,6 +348,68 @@ fn only_the_system_layer_can_make_system_calls() {
     }
     let sys = dependencies("crates/rtlab-sys/Cargo.toml");
     assert!(sys.iter().any(|d| d == "libc") && sys.iter().any(|d| d == "rustix"));
+}
+
+/// The modules a crate root (or the integration tests' `main.rs`) declares
+/// from files: `mod NAME;` and `pub mod NAME;` at the top level.
+fn declared_modules(root: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(workspace().join(root)).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("pub ").unwrap_or(l).strip_prefix("mod "))
+        .filter_map(|rest| rest.strip_suffix(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The source map of docs/architecture.md: per `### `DIR`` heading, the
+/// module each row of its table names (its first `name/` or `name.rs`).
+fn source_map() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("\n## Source map\n")
+        .expect("docs/architecture.md: no source map");
+    let section = &doc[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut dir = String::new();
+    for line in section.lines() {
+        if let Some(h) = line.strip_prefix("### `") {
+            dir = h.trim_end_matches('`').to_string();
+        } else if let Some(row) = line.strip_prefix("| `") {
+            let name = row.split('`').next().unwrap_or_default();
+            let name = name.strip_suffix('/').or(name.strip_suffix(".rs"));
+            if let Some(name) = name {
+                map.entry(dir.clone()).or_default().insert(name.to_string());
+            }
+        }
+    }
+    map
+}
+
+#[test]
+fn the_source_map_names_every_module_and_only_those() {
+    // Each crate's top-level modules and the integration tests' modules,
+    // one row each in docs/architecture.md's source map: a module without
+    // its row, or a row of a module gone, fails here.
+    let map = source_map();
+    let roots = [
+        ("crates/rtlab-core/src/", "crates/rtlab-core/src/lib.rs"),
+        ("crates/rtlab-sys/src/", "crates/rtlab-sys/src/lib.rs"),
+        ("src/", "src/lib.rs"),
+        ("tests/it/", "tests/it/main.rs"),
+    ];
+    for (dir, root) in roots {
+        let declared = declared_modules(root);
+        assert!(!declared.is_empty(), "{root}: no module found");
+        let rows = map.get(dir).cloned().unwrap_or_default();
+        let missing: Vec<_> = declared.difference(&rows).collect();
+        let gone: Vec<_> = rows.difference(&declared).collect();
+        assert!(
+            missing.is_empty() && gone.is_empty(),
+            "docs/architecture.md's source map, `{dir}`: no row for {missing:?}; \
+             rows of no module of {root}: {gone:?}"
+        );
+    }
 }
 
 #[test]

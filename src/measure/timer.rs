@@ -1,10 +1,17 @@
-//! The hot loop of a timer thread.
+//! A timer thread: its set-up (cpuset, affinity, policy or SCHED_DEADLINE,
+//! each read back), its warm-up, and its measuring loop, generic over where
+//! the clock and the wake-ups come from (`WakeSource`: the kernel's, or
+//! simulated ones for tests).
 //!
-//! Read this before changing it: between the start barrier and the end of
-//! the loop, nothing may allocate, lock, log, format or make a syscall other
-//! than `clock_nanosleep` (absolute deadline) and the vDSO clock read. The
-//! recorder and the stack are touched before the barrier so that no page
-//! fault lands in the loop.
+//! Read this before changing the loop: between the start barrier and the
+//! end of the loop, nothing may allocate, lock, log or format, and the only
+//! syscalls are `clock_nanosleep` (absolute deadline) and the vDSO clock
+//! read, but for a wake-up late enough to matter: a `getcpu` for a spike
+//! kept or announced, and one write of its marker into the trace when the
+//! flight recorder is on. The recorder and the stack are touched before
+//! the barrier, and the code the loop runs is kept mapped (`hot_code`), so
+//! that no page fault lands in the loop. A change is measured in
+//! instructions per sample (`bench/lean.py`, docs/benchmarks.md).
 
 use super::live::{LiveCounters, LiveSnapshot};
 use super::{TimerOutcome, TimerSpec};
@@ -65,8 +72,6 @@ fn set_deadline(spec: &TimerSpec, dl: crate::sched::Deadline) -> Result<(), Stri
     }
 }
 
-/// `rtlab T<index> sample <n> deadline <ns> latency <ns>` into `buf`
-/// without allocating; its length.
 /// The live counters are published at least every this many samples (a
 /// power of two: the test is a mask). At 10 kHz, every 1.6 ms: far finer
 /// than any refresh, and the announcements the readers act on are
@@ -85,7 +90,8 @@ fn fill(snap: &mut LiveSnapshot, rec: &Recorder, cur: u64) {
     snap.missed_periods = rec.missed_periods;
 }
 
-/// The trace marker of a wake-up over the threshold, in `buf`; its length.
+/// The trace marker of a wake-up over the threshold, `rtlab T<index>
+/// sample <n> deadline <ns> latency <ns>`, in `buf`; its length.
 /// Digits by hand, not `write!`: `core::fmt`'s code lies far from the loop,
 /// out of what is kept mapped for it, and would cost the first spike after
 /// the start-up let-go a page fault. Cold: a spike's path, kept out of the

@@ -2,7 +2,7 @@
 //! exported for Prometheus (an HTTP `/metrics` endpoint, and/or a
 //! node_exporter textfile written whole every refresh) and its histogram
 //! kept on disk window by window. The run's main thread refreshes one
-//! [`metrics::Metrics`]; the endpoint's thread ([`endpoint`]) only encodes
+//! [`metrics::Metrics`] through the [`Publisher`]; the endpoint's thread ([`endpoint`]) only encodes
 //! it, once per refresh, whatever the number of scrapes.
 
 pub mod endpoint;
@@ -50,8 +50,10 @@ pub enum MonitorError {
     Output(#[from] outfile::OutputError),
 }
 
-/// The running exporters.
-pub struct Exporter {
+/// A monitoring run's figures going out, each refresh: to the `/metrics`
+/// endpoint, the node_exporter textfile and the windows file. (Not an
+/// exporter of finished runs: those are [`crate::report::export::Exporter`].)
+pub struct Publisher {
     shared: Shared,
     registry: Arc<Registry>,
     generation: Arc<AtomicU64>,
@@ -65,9 +67,9 @@ pub struct Exporter {
     pub warnings: Vec<String>,
 }
 
-impl Exporter {
+impl Publisher {
     /// Starts the endpoint and makes the output files.
-    pub fn start(spec: &MonitorSpec, first: Metrics) -> Result<Exporter, MonitorError> {
+    pub fn start(spec: &MonitorSpec, first: Metrics) -> Result<Publisher, MonitorError> {
         let shared: Shared = Arc::new(Mutex::new(first));
         let registry = Arc::new(metrics::registry(shared.clone()));
         let generation = Arc::new(AtomicU64::new(0));
@@ -95,7 +97,7 @@ impl Exporter {
             )?),
             None => None,
         };
-        Ok(Exporter {
+        Ok(Publisher {
             shared,
             registry,
             generation,

@@ -271,7 +271,7 @@ fn loopback_only() -> MonitorSpec {
 #[test]
 fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
     let spec = loopback_only();
-    let mut x = Exporter::start(&spec, sample()).unwrap();
+    let mut x = Publisher::start(&spec, sample()).unwrap();
     assert!(x.endpoint_news().is_empty());
     x.endpoint
         .as_ref()
@@ -295,7 +295,7 @@ fn an_endpoint_that_dies_is_said_once_and_kept_in_the_warnings() {
 fn the_endpoint_stops_at_once_with_a_client_that_never_reads() {
     use std::io::Write;
     let spec = loopback_only();
-    let x = Exporter::start(&spec, sample()).unwrap();
+    let x = Publisher::start(&spec, sample()).unwrap();
     let addr = x.listening().unwrap();
     let mut hog = std::net::TcpStream::connect(addr).unwrap();
     hog.set_nonblocking(true).unwrap();

@@ -1,8 +1,10 @@
-//! Load programs: started without a shell, each in its own process group and
-//! in the run's tracking cgroup, supervised (RESPAWN / IGNORE / ABORT with a
-//! back-off for crash loops), and stopped at the end with SIGTERM, then
-//! SIGKILL after the grace period. A [`guard::Guard`] process cleans up if
-//! rtlab itself dies.
+//! The programs of a run (`program[N]`): started without a shell, each in
+//! its own process group and in the run's tracking cgroup, supervised
+//! (RESPAWN / IGNORE / ABORT with a back-off for crash loops), and stopped
+//! at the end with SIGTERM, then SIGKILL after the grace period. A
+//! [`guard::Guard`] process cleans up if rtlab itself dies; what programs
+//! leave behind (the processes rtlab adopts as their subreaper) is swept
+//! up by `leftovers`.
 //!
 //! Back-off: a program that ran for less than [`HEALTHY_RUN`] before it
 //! exited is restarted after a delay that starts at [`FIRST_BACKOFF`] and

@@ -1,9 +1,12 @@
 //! One interface for the files made from finished runs, as hyperfine's
-//! `export` module has: each format is an [`Exporter`] in its own file
-//! (`plot.rs` for SVG and PNG, `html.rs` for the report, `gnuplot.rs` for
-//! the script, `compare.rs` for the table), chosen by the output's name,
-//! and written whole by the caller through `sys::outfile`. A new format is
-//! a type that implements it and a line in [`for_path`].
+//! `export` module has: each format is an [`Exporter`] here ([`SvgPlot`],
+//! [`PngPlot`], [`HtmlReport`], [`GnuplotScript`]) over the renderer in its
+//! own file (`plot.rs`, `html.rs`, `gnuplot.rs`), and the caller writes its
+//! bytes whole through `sys::outfile`. `rtlab plot -o` takes the picture
+//! format from the output's name ([`for_path`]); the report and the gnuplot
+//! script are chosen by their command and option. `compare.rs`'s tables are
+//! printed, not exported. A new format is a type that implements
+//! [`Exporter`], and a line in [`for_path`] or an option of the CLI.
 
 use super::{gnuplot, html, plot};
 use crate::dataset::Run;

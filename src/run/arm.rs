@@ -4,7 +4,7 @@
 
 use super::traces::{measured_tids, start_flight, start_stream};
 use super::watch::rows;
-use super::{Event, RunOptions};
+use super::{Nudge, RunOptions};
 use crate::measure::{self, TimerHandle};
 use crate::messages;
 use crate::plan::RunPlan;
@@ -187,7 +187,7 @@ pub(super) struct SignalThread {
 }
 
 impl SignalThread {
-    pub(super) fn start(tx: mpsc::Sender<Event>) -> std::io::Result<Self> {
+    pub(super) fn start(tx: mpsc::Sender<Nudge>) -> std::io::Result<Self> {
         let mut signals = signal_hook::iterator::Signals::new([
             crate::sys::consts::SIGINT,
             crate::sys::consts::SIGTERM,
@@ -201,9 +201,9 @@ impl SignalThread {
             .spawn(move || {
                 for sig in signals.forever() {
                     let event = match sig {
-                        crate::sys::consts::SIGCHLD => Event::Child,
-                        crate::sys::consts::SIGUSR1 => Event::Snapshot,
-                        _ => Event::Signal(sig),
+                        crate::sys::consts::SIGCHLD => Nudge::Child,
+                        crate::sys::consts::SIGUSR1 => Nudge::Snapshot,
+                        _ => Nudge::Signal(sig),
                     };
                     if tx.send(event).is_err() {
                         break;
@@ -302,13 +302,13 @@ impl Timers {
     fn start(
         plan: &RunPlan,
         opts: &RunOptions,
-        tx: mpsc::Sender<Event>,
+        tx: mpsc::Sender<Nudge>,
         marker: Option<Arc<std::fs::File>>,
         warnings: &mut Vec<String>,
     ) -> Result<Self, measure::StartError> {
         let specs = plan.timers.iter().map(|t| t.spec.clone()).collect();
         let notify = move || {
-            let _ = tx.send(Event::TimerDone);
+            let _ = tx.send(Nudge::TimerDone);
         };
         if let measure::Wake::Simulated(seed) = opts.wake {
             warnings.push(format!(
@@ -432,7 +432,7 @@ impl Armed {
         plan: &RunPlan,
         opts: &RunOptions,
         online: &[usize],
-        tx: mpsc::Sender<Event>,
+        tx: mpsc::Sender<Nudge>,
         warnings: &mut Vec<String>,
     ) -> anyhow::Result<Self> {
         let root = &opts.root;

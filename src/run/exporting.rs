@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A monitoring run's exporters, and what its metrics say of the machine.
 pub(super) struct Exporting {
-    exporter: crate::monitor::Exporter,
+    exporter: crate::monitor::Publisher,
     machine: crate::monitor::metrics::Machine,
     partitions: Vec<(String, usize)>,
     /// Per timer thread: the max of each refresh of the last minute.
@@ -36,7 +36,7 @@ impl Exporting {
             machine: machine.clone(),
             ..Metrics::default()
         };
-        let exporter = crate::monitor::Exporter::start(spec, first)?;
+        let exporter = crate::monitor::Publisher::start(spec, first)?;
         if let Some(addr) = exporter.listening() {
             messages::note(&format!("metrics at http://{addr}/metrics"));
         }

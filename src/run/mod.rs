@@ -61,7 +61,11 @@ pub struct RunOptions {
     pub cyclictest: Option<crate::report::cyclictest::View>,
 }
 
-enum Event {
+/// What wakes the watch loop before its next refresh (through the run's
+/// channel): a signal, SIGUSR1's snapshot request, a program's end, a timer
+/// thread's end. (Not a trace event: those are
+/// [`crate::trace::event::Event`].)
+enum Nudge {
     Signal(i32),
     /// SIGUSR1: print a snapshot of the live statistics and go on
     /// (cyclictest's behaviour).
@@ -92,7 +96,7 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     // anything is changed.
     let exporting = Exporting::start(opts, &before)?;
     let mut main = MainThread::arm(root, plan, &mut warnings)?;
-    let (tx, rx) = mpsc::channel::<Event>();
+    let (tx, rx) = mpsc::channel::<Nudge>();
     let signals = SignalThread::start(tx.clone())?;
     let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);

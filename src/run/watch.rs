@@ -3,7 +3,7 @@
 
 use super::arm::Armed;
 use super::exporting::Exporting;
-use super::{Event, RunOptions};
+use super::{Nudge, RunOptions};
 use crate::config::CpuLoadDisplay;
 use crate::measure::TimerHandle;
 use crate::plan::RunPlan;
@@ -298,7 +298,7 @@ impl Watch {
     pub(super) fn run(
         &mut self,
         armed: &mut Armed,
-        rx: &mpsc::Receiver<Event>,
+        rx: &mpsc::Receiver<Nudge>,
         root: &SysRoot,
     ) -> EndReason {
         if let Some(failed) = armed.failed.take() {
@@ -317,14 +317,14 @@ impl Watch {
                 wake_at = wake_at.min(d);
             }
             match rx.recv_timeout(wake_at.saturating_duration_since(Instant::now())) {
-                Ok(Event::Signal(sig)) => {
+                Ok(Nudge::Signal(sig)) => {
                     return EndReason::Interrupted {
                         signal: programs::signal_name(sig).to_string(),
                         number: sig,
                     };
                 }
-                Ok(Event::Snapshot) => self.snapshot(&armed.timers.handles),
-                Ok(Event::Child | Event::TimerDone) | Err(_) => {}
+                Ok(Nudge::Snapshot) => self.snapshot(&armed.timers.handles),
+                Ok(Nudge::Child | Nudge::TimerDone) | Err(_) => {}
             }
             armed.read_traces();
             if let Some(end) = armed.ending() {

@@ -1,13 +1,18 @@
 //! Latency statistics: the per-thread [`Recorder`] that the hot loop writes
 //! into (allocated and pre-touched before the loop starts), and the
-//! [`Summary`] computed from it after the thread ends.
+//! [`Summary`] computed from it after the thread ends. The recorder also
+//! keeps latency over time ([`series`]), the worst wake-ups ([`spikes`])
+//! and the first samples one by one; beside it are the CPU load from
+//! `/proc/stat` ([`cpu_load`]) and the metrics histogram's buckets
+//! ([`metric_buckets`]).
 //!
 //! Two histograms are kept for every sample:
 //! - the systress histogram: one bucket per whole µs (latency truncated, as
 //!   cyclictest does) from 0 to `histo_size`, and a count of samples beyond;
 //! - an HDR histogram in ns (3 significant digits: every value within 0.1%)
-//!   up to one hour, from which percentiles over **all** samples are exact to
-//!   that precision whatever `histo_size` is.
+//!   up to one hour, its buckets counted by the hot loop ([`loglin`]) and
+//!   made the histogram at the end, from which percentiles over **all**
+//!   samples are exact to that precision whatever `histo_size` is.
 //!
 //! Min, max, mean and standard deviation come from exact integer sums.
 

@@ -119,22 +119,22 @@ fn check_board(b: &Board, bin: &Path) -> String {
 #[test]
 fn the_boards_binaries_run_an_experiment_under_emulation() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "the_boards_binaries_run_an_experiment_under_emulation";
+    let test = test_name!();
     for b in &BOARDS {
         if !has_command(b.qemu) {
-            path_taken(TEST, &format!("{}: no {} here", b.target, b.qemu));
+            path_taken(test, &format!("{}: no {} here", b.target, b.qemu));
             continue;
         }
         if b.prefix.first().is_some_and(|l| !Path::new(l).exists()) {
             path_taken(
-                TEST,
+                test,
                 &format!("{}: no ARM glibc (libc6-armhf-cross)", b.target),
             );
             continue;
         }
         match binary(b) {
-            Ok(bin) => path_taken(TEST, &check_board(b, &bin)),
-            Err(why) => path_taken(TEST, &format!("{}: {why}", b.target)),
+            Ok(bin) => path_taken(test, &check_board(b, &bin)),
+            Err(why) => path_taken(test, &format!("{}: {why}", b.target)),
         }
     }
 }
@@ -167,10 +167,10 @@ fn nosys(dir: &Path) -> Option<PathBuf> {
 #[cfg(target_arch = "x86_64")]
 fn syscalls_a_filter_refuses_fall_back_or_are_named() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "syscalls_a_filter_refuses_fall_back_or_are_named";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let Some(nosys) = nosys(dir.path()) else {
-        path_taken(TEST, "no C compiler to build the seccomp launcher");
+        path_taken(test, "no C compiler to build the seccomp launcher");
         return;
     };
     let fifo = crate::fixtures::is_root();
@@ -225,7 +225,7 @@ fn syscalls_a_filter_refuses_fall_back_or_are_named() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     if !fifo {
-        path_taken(TEST, "not root: the newer syscalls refused, the run whole");
+        path_taken(test, "not root: the newer syscalls refused, the run whole");
         return;
     }
     // The scheduling syscall itself refused: refused before the run, the
@@ -240,7 +240,7 @@ fn syscalls_a_filter_refuses_fall_back_or_are_named() {
         "{err}"
     );
     path_taken(
-        TEST,
+        test,
         "newer syscalls refused: the run whole; sched_setscheduler refused: named before the run",
     );
 }

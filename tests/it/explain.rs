@@ -178,7 +178,7 @@ fn explained_wake_ups_are_the_timer_threads_own(r: &Value) {
 #[test]
 fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_higher_priority_hog_is_named_by_every_spike_it_caused";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     if !is_root() || !tracefs_in_kernel() {
         let (o, r) = run(dir.path(), &experiment(false));
@@ -194,7 +194,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
             );
         }
         path_taken(
-            TEST,
+            test,
             "no root or no tracefs: checked that the run says why there is no trace",
         );
         return;
@@ -207,7 +207,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
     let hog_pid = r["programs"][0]["first_pid"].as_i64().unwrap();
     let accused = accused(&r);
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} wake-ups >= 1 ms, {} explained, {} accuse a thread",
             trace["over_threshold"],
@@ -249,7 +249,7 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
         by_hog += 1;
     }
     path_taken(
-        TEST,
+        test,
         &format!(
             "the hog ran {:?} ns per accusing spike (bursts of {BURST_MS} ms)",
             hog_ns
@@ -315,9 +315,9 @@ fn a_higher_priority_hog_is_named_by_every_spike_it_caused() {
 #[test]
 fn a_run_without_the_hog_does_not_accuse_it() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_run_without_the_hog_does_not_accuse_it";
+    let test = test_name!();
     if !is_root() || !tracefs_in_kernel() {
-        path_taken(TEST, "no root or no tracefs: covered by the refusal check");
+        path_taken(test, "no root or no tracefs: covered by the refusal check");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -326,7 +326,7 @@ fn a_run_without_the_hog_does_not_accuse_it() {
     assert!(r["trace"]["unavailable"].is_null(), "{}", r["trace"]);
     let accused = accused(&r);
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} wake-ups >= 1 ms without a hog; threads accused: {accused:?}",
             r["trace"]["over_threshold"]
@@ -348,8 +348,8 @@ fn a_run_without_the_hog_does_not_accuse_it() {
 #[test]
 fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq";
-    if !can_flood(TEST) {
+    let test = test_name!();
+    if !can_flood(test) {
         return;
     }
     let cpu = measured_cpu();
@@ -378,7 +378,7 @@ fn a_loopback_flood_on_the_measured_cpu_shows_as_its_softirq() {
         })
         .collect();
     path_taken(
-        TEST,
+        test,
         &format!("{explained} wake-ups >= 30 us explained; network softirqs: {softirqs:?}"),
     );
     if explained == 0 {
@@ -418,13 +418,13 @@ fn instances_anywhere(scratch: &std::path::Path) -> Vec<String> {
 fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
     // Unmounts tracefs machine-wide for a moment: alone.
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "an_instance_is_removed_after_tracefs_was_unmounted_under_the_run";
+    let test = test_name!();
     if !is_root() || !tracefs_in_kernel() {
-        path_taken(TEST, "no root or no tracefs: nothing to leave behind");
+        path_taken(test, "no root or no tracefs: nothing to leave behind");
         return;
     }
     path_taken(
-        TEST,
+        test,
         "root: `umount -l` of tracefs while a trace.threshold run records",
     );
     let mounts_before = tracefs_mounts();
@@ -489,7 +489,7 @@ fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
 #[test]
 fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "without_a_trace_the_late_wake_ups_are_still_counted_and_named";
+    let test = test_name!();
     // A run that cannot trace: as a user without root (nobody), or as the
     // user running the tests when that is not root.
     let dir = tempfile::tempdir().unwrap();
@@ -497,7 +497,7 @@ fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
                timer_thread[0]\n{\n  timer.period 1 ms\n  stats.histo_size 100 ms\n}\n";
     std::fs::write(dir.path().join("t.cfg"), cfg).unwrap();
     let Some(mut cmd) = crate::fixtures::rtlab_unprivileged(dir.path()) else {
-        path_taken(TEST, "no user nobody to run without root");
+        path_taken(test, "no user nobody to run without root");
         return;
     };
     let o = cmd
@@ -544,7 +544,7 @@ fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
         );
     }
     path_taken(
-        TEST,
+        test,
         &format!("{over} wake-ups of 20 µs or more, counted without a trace"),
     );
 }
@@ -552,9 +552,9 @@ fn without_a_trace_the_late_wake_ups_are_still_counted_and_named() {
 #[test]
 fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting";
+    let test = test_name!();
     if !is_root() || !tracefs_in_kernel() {
-        path_taken(TEST, "no root or no tracefs: covered by the refusal check");
+        path_taken(test, "no root or no tracefs: covered by the refusal check");
         return;
     }
     // A FIFO 80 hog on the timer thread's CPU, the timer thread at FIFO 90:
@@ -621,7 +621,7 @@ fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
         "{culprits:?}"
     );
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} wake-ups explained; the late interrupt landed in the hog in {landed}, filed as the interrupt's lateness",
             explained.len()
@@ -632,8 +632,8 @@ fn a_hog_below_the_timer_thread_is_never_the_thread_that_kept_it_waiting() {
 #[test]
 fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained";
-    if !can_flood(TEST) {
+    let test = test_name!();
+    if !can_flood(test) {
         return;
     }
     // Two SCHED_OTHER floods on the measured CPU and a low threshold: far
@@ -669,7 +669,7 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
         .max()
         .unwrap_or(0);
     path_taken(
-        TEST,
+        test,
         &format!(
             "{over} wake-ups of 10 µs or more, {} explained; worst {max} ns, worst explained {explained_max} ns",
             explanations.len()

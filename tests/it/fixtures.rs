@@ -335,3 +335,26 @@ pub fn steal_ticks(cpu: usize) -> Option<u64> {
         .into_iter()
         .find_map(|(c, t)| (c == cpu).then_some(t))
 }
+
+/// Runs the experiment `cfg` in `dir` as `NAME.cfg` with `--json NAME.json`:
+/// the output and the JSON result (Null when none was written).
+pub fn run_json(dir: &std::path::Path, name: &str, cfg: &str) -> (Output, serde_json::Value) {
+    std::fs::write(dir.join(format!("{name}.cfg")), cfg).unwrap();
+    let json = format!("{name}.json");
+    let o = rtlab_in(dir, &["run", &format!("{name}.cfg"), "--json", &json]);
+    let r = std::fs::read(dir.join(&json))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o, r)
+}
+
+/// A FIFO 90 timer thread with a 1 ms period on the measured CPU, with the
+/// `extra` lines.
+pub fn fifo_timer(extra: &str) -> String {
+    format!(
+        "timer_thread[0] {{\n cpu_affinity {}\n sched.policy FIFO\n sched.priority 90\n \
+         timer.period 1 ms\n {extra}\n}}\n",
+        measured_cpu()
+    )
+}

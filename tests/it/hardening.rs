@@ -76,16 +76,16 @@ fn seed_result(dir: &Path) {
 #[test]
 fn every_output_survives_a_link_planted_in_a_sticky_world_writable_directory() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "every_output_survives_a_link_planted_in_a_sticky_world_writable_directory";
+    let test = test_name!();
     if !is_root() {
         path_taken(
-            TEST,
+            test,
             "not root: another user's link cannot be planted; skipped",
         );
         return;
     }
     path_taken(
-        TEST,
+        test,
         "root: links owned by uid 65534 planted at each output path",
     );
     for (name, args) in outputs() {
@@ -158,13 +158,13 @@ fn refused_through_theirs_results(work: &Path, victim: &Victim, why: &str) {
 #[test]
 fn a_link_in_a_directory_of_another_user_is_not_followed() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "a_link_in_a_directory_of_another_user_is_not_followed";
+    let test = test_name!();
     if !is_root() {
-        path_taken(TEST, "not root; skipped");
+        path_taken(test, "not root; skipped");
         return;
     }
     path_taken(
-        TEST,
+        test,
         "root: a directory of uid 65534 (mode 0755, where fs.protected_symlinks does not apply) links to the victim's directory",
     );
     let work = tempfile::tempdir().unwrap();
@@ -191,13 +191,13 @@ fn protected_hardlinks(value: &str) -> String {
 fn a_hard_link_to_roots_link_is_not_followed() {
     // Changes a sysctl for a moment: alone.
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_hard_link_to_roots_link_is_not_followed";
+    let test = test_name!();
     if !is_root() {
-        path_taken(TEST, "not root; skipped");
+        path_taken(test, "not root; skipped");
         return;
     }
     path_taken(
-        TEST,
+        test,
         "root: with fs.protected_hardlinks=0, uid 65534 hard-links a root-owned link to the victim's directory into its own directory",
     );
     let work = tempfile::tempdir().unwrap();
@@ -277,13 +277,13 @@ fn hostile_journal(dir: &Path, changes: &[String]) {
 #[test]
 fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "a_hostile_journal_is_refused_and_nothing_is_replayed";
+    let test = test_name!();
     if !is_root() {
-        path_taken(TEST, "not root: `rtlab restore` is refused first; skipped");
+        path_taken(test, "not root: `rtlab restore` is refused first; skipped");
         return;
     }
     path_taken(
-        TEST,
+        test,
         "root: journals replayed by `rtlab restore` and at the start of `rtlab run`",
     );
     let victim = Victim::new();
@@ -419,7 +419,7 @@ fn a_hostile_journal_is_refused_and_nothing_is_replayed() {
 #[test]
 fn hostile_labels_run_nothing_and_show_as_text() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "hostile_labels_run_nothing_and_show_as_text";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     // Relative: every command runs in `dir`.
     let marker = dir.path().join("pwned");
@@ -455,7 +455,7 @@ fn hostile_labels_run_nothing_and_show_as_text() {
         "control characters must be escaped"
     );
     if crate::fixtures::has_command("gnuplot") {
-        path_taken(TEST, "gnuplot installed: the script is run");
+        path_taken(test, "gnuplot installed: the script is run");
         let g = Command::new("gnuplot")
             .arg("-e")
             .arg("out='drawn.svg'")
@@ -466,7 +466,7 @@ fn hostile_labels_run_nothing_and_show_as_text() {
         assert!(g.status.success(), "{}", text(&g));
         assert!(dir.path().join("drawn.svg").exists());
     } else {
-        path_taken(TEST, "no gnuplot: the script is checked as text only");
+        path_taken(test, "no gnuplot: the script is checked as text only");
     }
     assert!(!marker.exists(), "a label ran a command");
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
@@ -545,7 +545,7 @@ fn bounded(dir: &Path, args: &[&str]) -> (Output, Duration) {
 #[test]
 fn pathological_files_are_answered_in_bounded_time_and_memory() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "pathological_files_are_answered_in_bounded_time_and_memory";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mb = 1 << 20;
@@ -661,7 +661,7 @@ fn pathological_files_are_answered_in_bounded_time_and_memory() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("larger than 64 MiB"));
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} files, each refused within {ADDRESS_SPACE_KIB} KiB of address space; slowest {} in {:.2?} (debug build)",
             files.len() + results.len() + 1,

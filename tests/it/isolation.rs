@@ -484,12 +484,12 @@ fn mistakes_are_refused_with_a_reason_and_change_nothing() {
 #[test]
 fn an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it() {
     let _one = crate::fixtures::machine_exclusive();
-    const TEST: &str = "an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it";
-    let Some(bench) = Bench::new(TEST) else {
+    let test = test_name!();
+    let Some(bench) = Bench::new(test) else {
         return;
     };
     if !read("/proc/filesystems").is_some_and(|f| f.contains("tracefs")) {
-        path_taken(TEST, "no tracefs: the audit is not possible here");
+        path_taken(test, "no tracefs: the audit is not possible here");
         return;
     }
     let rt = rt_cpu();
@@ -559,7 +559,7 @@ fn an_audit_of_the_rt_cpu_under_load_lists_what_still_reaches_it() {
         .map(|x| format!("{} {}", x["kind"], x["what"]))
         .collect();
     path_taken(
-        TEST,
+        test,
         &format!(
             "CPU {rt} in partition rt under load: promise {}; {} sources still reached it: {}",
             promise["kept"],
@@ -704,11 +704,11 @@ impl Drop for V2CpusetLoan {
 /// runs on that CPU; undo puts everything back.
 #[test]
 fn a_real_v2_cpuset_gets_the_kernels_isolated_partition() {
-    const TEST: &str = "a_real_v2_cpuset_gets_the_kernels_isolated_partition";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     if !crate::fixtures::is_root() || online_cpus().len() < 2 {
         path_taken(
-            TEST,
+            test,
             "not root, or one CPU: the other isolation tests cover it",
         );
         return;
@@ -716,7 +716,7 @@ fn a_real_v2_cpuset_gets_the_kernels_isolated_partition() {
     let loan = match V2CpusetLoan::take() {
         Ok(l) => l,
         Err(why) => {
-            path_taken(TEST, &format!("no v2 cpuset here ({why}): fake trees only"));
+            path_taken(test, &format!("no v2 cpuset here ({why}): fake trees only"));
             return;
         }
     };
@@ -753,7 +753,7 @@ fn a_real_v2_cpuset_gets_the_kernels_isolated_partition() {
     assert_eq!(u.status.code(), Some(0), "{}", text(&u));
     assert!(!Path::new(&format!("{v2}/rt")).exists(), "rt left behind");
     path_taken(
-        TEST,
+        test,
         &format!(
             "CPU {cpu}: partition `{mode}`, effective {effective}, root isolated {isolated:?}"
         ),

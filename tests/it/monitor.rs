@@ -127,7 +127,7 @@ fn bucket_of(ns: u64) -> (f64, f64) {
 #[test]
 fn a_real_prometheus_stores_rtlabs_exact_counts() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "a_real_prometheus_stores_rtlabs_exact_counts";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let prometheus = if has_command("prometheus") {
@@ -160,7 +160,7 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
         Some((child, prom_port))
     } else {
         path_taken(
-            TEST,
+            test,
             "no prometheus binary: the endpoint, textfile and windows are checked alone",
         );
         None
@@ -268,7 +268,7 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
     // scraped from before its end; the second, from its start).
     assert!(increase > SAMPLES as f64, "increase {increase}");
     path_taken(
-        TEST,
+        test,
         &format!(
             "Prometheus stored {SAMPLES} samples, p99 in ({lower}, {upper}] s as rtlab's {p99} ns; \
              one reset, increase over both runs {increase:.0}"
@@ -278,9 +278,9 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
 
 #[test]
 fn the_shipped_prometheus_files_pass_promtool() {
-    const TEST: &str = "the_shipped_prometheus_files_pass_promtool";
+    let test = test_name!();
     if !has_command("promtool") {
-        path_taken(TEST, "no promtool: not checked");
+        path_taken(test, "no promtool: not checked");
         return;
     }
     let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/prometheus");
@@ -293,7 +293,7 @@ fn the_shipped_prometheus_files_pass_promtool() {
         assert!(o.status.success(), "{file}: {}", text(&o));
     }
     path_taken(
-        TEST,
+        test,
         "alerting rules and scrape configuration checked by promtool",
     );
 }
@@ -316,7 +316,7 @@ fn a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded() {
     // period with a 5 s window and 200 ms refreshes. Memory is sampled once
     // the first windows are written; it must not grow after.
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("soak.cfg"),
@@ -358,7 +358,7 @@ fn a_monitor_at_a_high_rate_keeps_its_memory_and_files_bounded() {
     let prom = std::fs::metadata(dir.path().join("s.prom")).unwrap().len();
     let windows = std::fs::read_to_string(dir.path().join("w.jsonl")).unwrap();
     path_taken(
-        TEST,
+        test,
         &format!(
             "RSS {first} KiB at 10 s, {last} KiB at 60 s (max {max}); textfile {prom} B; \
              windows file {} B, {} lines",
@@ -506,14 +506,14 @@ fn series(text: &str, name: &str, label: &str) -> Option<f64> {
 /// and `promtool check metrics` reads the exposition.
 #[test]
 fn a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say() {
-    const TEST: &str = "a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    if !crate::fixtures::is_root() || !crate::trace_experiments::can_trace(TEST) {
+    if !crate::fixtures::is_root() || !crate::trace_experiments::can_trace(test) {
         return;
     }
     let Some(cyclic) = crate::task_latency::build(dir.path(), "cyclic") else {
-        path_taken(TEST, "no C compiler here: nothing to measure");
+        path_taken(test, "no C compiler here: nothing to measure");
         return;
     };
     let port = free_port();
@@ -653,7 +653,7 @@ fn a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say() {
         assert!(o.status.success(), "{}", text(&o));
     }
     path_taken(
-        TEST,
+        test,
         &format!(
             "task latency and {misses} deadline misses as the result says; steal within /proc/stat; promtool: {}",
             has_command("promtool")

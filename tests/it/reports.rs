@@ -76,7 +76,7 @@ fn compare_json(files: &[&str], dir: &Path) -> Value {
 
 #[test]
 fn cyclictest_outputs_agree_with_its_own_summary() {
-    const TEST: &str = "cyclictest_outputs_agree_with_its_own_summary";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     // A real cyclictest stdout recorded on a 2-CPU VM (`-h 30 -l 2000`, two
     // threads, T: lines and escape sequences included) is read on every
@@ -90,11 +90,11 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
         assert_eq!(col["metrics"]["samples"], 2000.0, "recorded T{i}");
         assert_eq!(col["metrics"]["max_ns"], (totals[&i][3] * 1000) as f64);
     }
-    if !have(TEST, "cyclictest", "rt-tests") || !root_or_refusal(TEST) {
+    if !have(test, "cyclictest", "rt-tests") || !root_or_refusal(test) {
         return;
     }
     path_taken(
-        TEST,
+        test,
         "cyclictest present: run it here and read its three outputs",
     );
     let _lock = crate::fixtures::machine_exclusive();
@@ -296,7 +296,7 @@ fn rendered_whole(dir: &Path, page: &str) {
 /// added.
 #[test]
 fn a_traced_run_on_a_vm_reads_well_in_chromium() {
-    const TEST: &str = "a_traced_run_on_a_vm_reads_well_in_chromium";
+    let test = test_name!();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let seed =
@@ -337,7 +337,7 @@ fn a_traced_run_on_a_vm_reads_well_in_chromium() {
     ] {
         assert!(html.contains(part), "{part} missing from the report");
     }
-    if !have(TEST, "chromium", "chromium") {
+    if !have(test, "chromium", "chromium") {
         return;
     }
     rendered_whole(dir, "vm.html");
@@ -362,8 +362,8 @@ fn a_traced_run_on_a_vm_reads_well_in_chromium() {
 /// fails a regression.
 #[test]
 fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
-    const TEST: &str = "idle_loaded_and_cyclictest_runs_give_png_report_and_table";
-    if !root_or_refusal(TEST) {
+    let test = test_name!();
+    if !root_or_refusal(test) {
         return;
     }
     let _lock = crate::fixtures::machine_exclusive();
@@ -378,8 +378,8 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
             measured_cpu()
         ),
     );
-    if have(TEST, "cyclictest", "rt-tests") {
-        path_taken(TEST, "the old run is a cyclictest run made here");
+    if have(test, "cyclictest", "rt-tests") {
+        path_taken(test, "the old run is a cyclictest run made here");
         let o = Command::new("cyclictest")
             .args([
                 "-q",
@@ -401,7 +401,7 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
     } else {
-        path_taken(TEST, "the old run is the recorded cyclictest stdout");
+        path_taken(test, "the old run is the recorded cyclictest stdout");
         std::fs::copy(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cyclictest-stdout.txt"),
             dir.join("old.hist"),
@@ -431,7 +431,7 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
     }
 
     // The gnuplot script draws the three runs.
-    if have(TEST, "gnuplot", "gnuplot-nox") {
+    if have(test, "gnuplot", "gnuplot-nox") {
         let o = Command::new("gnuplot")
             .args(["-e", "out='gp.svg'", "fig.gp"])
             .current_dir(dir)
@@ -455,7 +455,7 @@ fn idle_loaded_and_cyclictest_runs_give_png_report_and_table() {
         dir,
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    if have(TEST, "chromium", "chromium") {
+    if have(test, "chromium", "chromium") {
         let chromium = |extra: &[&str]| chromium(dir, "report.html", extra);
         rendered_whole(dir, "report.html");
         let o = chromium(&["--window-size=1300,2400", "--screenshot=shot.png"]);

@@ -161,9 +161,9 @@ fn fifo_timer_thread_runs_on_the_chosen_cpu() {
 /// the final table's steal lines are the same figures.
 #[test]
 fn steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some() {
-    const TEST: &str = "steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_shared();
-    if !root_or_refusal(TEST) {
+    if !root_or_refusal(test) {
         return;
     }
     let hz: f64 = Command::new("getconf")
@@ -232,7 +232,7 @@ fn steal_time_is_the_kernels_count_and_said_when_a_measured_cpu_lost_some() {
         .any(|w| w.as_str().unwrap_or("").contains("steal time"));
     assert_eq!(said, measured_lost, "{steal:?} {}", r["warnings"]);
     path_taken(
-        TEST,
+        test,
         &format!("steal {steal:?} ms at {hz} ticks/s; warned: {said}"),
     );
 }
@@ -584,7 +584,7 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
         return;
     }
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    const TEST: &str = "example_files_run_or_are_refused_as_their_readme_says";
+    let test = test_name!();
     let online = crate::fixtures::online_cpus();
     let dir = tempfile::tempdir().unwrap();
     // host.cfg and host2.cfg name CPUs 0-7: checked (not run for a minute)
@@ -596,13 +596,13 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
         );
         if (0..8).all(|c| online.contains(&c)) {
             path_taken(
-                TEST,
+                test,
                 &format!("{name}: CPUs 0-7 online, the file checks OK"),
             );
             assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
         } else {
             path_taken(
-                TEST,
+                test,
                 &format!("{name}: CPUs 0-7 not all online, refusal checked"),
             );
             assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
@@ -626,7 +626,7 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
         None
     };
     if let Some((why, says)) = refusal {
-        path_taken(TEST, &format!("two-cpu.cfg: {why}, refusal checked"));
+        path_taken(test, &format!("two-cpu.cfg: {why}, refusal checked"));
         let o = run_in(
             dir.path(),
             &["check", examples.join("two-cpu.cfg").to_str().unwrap()],
@@ -639,7 +639,7 @@ fn example_files_run_or_are_refused_as_their_readme_says() {
         );
         return;
     }
-    path_taken(TEST, "two-cpu.cfg: CPUs 0 and 1 online, run for real");
+    path_taken(test, "two-cpu.cfg: CPUs 0 and 1 online, run for real");
     let o = run_in(
         dir.path(),
         &[
@@ -1003,9 +1003,9 @@ impl Drop for NoCompactionOfLockedPages {
 /// so that the overrun path runs too.
 #[test]
 fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
-    const TEST: &str = "locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
-    if !root_or_refusal(TEST) {
+    if !root_or_refusal(test) {
         return;
     }
     let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
@@ -1013,7 +1013,7 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
         Ok(bin) => (bin, true),
         Err(why) => {
             path_taken(
-                TEST,
+                test,
                 &format!("{why}: the debug binary, faults not checked"),
             );
             (PathBuf::from(env!("CARGO_BIN_EXE_rtlab")), false)
@@ -1023,7 +1023,7 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     let (o, seen, settled, t) = locked_run(&exe);
     let stderr = String::from_utf8_lossy(&o.stderr);
     if stderr.contains("memory locked: Whole") {
-        path_taken(TEST, "MCL_ONFAULT refused: the binary is locked whole");
+        path_taken(test, "MCL_ONFAULT refused: the binary is locked whole");
     } else {
         assert!(
             settled,
@@ -1031,7 +1031,7 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
             text(&o)
         );
         path_taken(
-            TEST,
+            test,
             &format!("code resident, locked, whole (KiB): {seen:?}"),
         );
     }
@@ -1052,11 +1052,11 @@ fn locked_memory_is_what_the_run_uses_and_the_timer_takes_no_fault() {
     let faults =
         |u: &Value| u["minor_faults"].as_u64().unwrap() + u["major_faults"].as_u64().unwrap();
     if balancing || !release {
-        path_taken(TEST, &format!("faults not checked: {usage}"));
+        path_taken(test, &format!("faults not checked: {usage}"));
     } else if faults(usage) > 0 {
         let again = locked_run(&exe).3;
         path_taken(
-            TEST,
+            test,
             &format!(
                 "faults {usage}, then in a second run {}",
                 again["measuring"]

@@ -52,12 +52,12 @@ fn rtlab_as_user(test: &str, dir: &Path, args: &[&str]) -> Output {
 #[test]
 fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
     let _machine = crate::fixtures::machine_shared();
-    const TEST: &str = "the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly";
+    let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     // Writable by the unprivileged user the run may become.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::write(dir.path().join("sim.cfg"), EXPERIMENT).unwrap();
-    let o = rtlab_as_user(TEST, dir.path(), &["run", "sim.cfg", "--json", "r.json"]);
+    let o = rtlab_as_user(test, dir.path(), &["run", "sim.cfg", "--json", "r.json"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("SIMULATED wake-ups"));
     let r: Value =
@@ -148,7 +148,7 @@ fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
         vec!["plot", "r.json", "-o", "p.svg", "--gnuplot", "p.gp"],
         vec!["report", "r.json", "-o", "r.html"],
     ] {
-        let o = rtlab_as_user(TEST, dir.path(), &args);
+        let o = rtlab_as_user(test, dir.path(), &args);
         assert!(o.status.success(), "{args:?}: {}", text(&o));
     }
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
@@ -163,7 +163,7 @@ fn the_whole_pipeline_runs_as_any_user_with_figures_predicted_exactly() {
         "the report shows the warning"
     );
     let o = rtlab_as_user(
-        TEST,
+        test,
         dir.path(),
         &["compare", "--json", "--per-thread", "r.json"],
     );

@@ -210,10 +210,10 @@ fn agrees(mode: &str, r: &Value, own: &[(i64, i64)]) -> Vec<(i64, Value)> {
 
 #[test]
 fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() {
-    const TEST: &str = "an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, _)) = ready(test, dir.path()) else {
         return;
     };
     let cpu = *online_cpus().last().unwrap();
@@ -241,10 +241,10 @@ fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() 
 
 #[test]
 fn a_thread_woken_by_a_condition_variable_is_measured_and_its_waker_named() {
-    const TEST: &str = "a_thread_woken_by_a_condition_variable_is_measured_and_its_waker_named";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, _)) = ready(test, dir.path()) else {
         return;
     };
     let cpu = *online_cpus().last().unwrap();
@@ -308,10 +308,10 @@ fn a_thread_woken_by_a_condition_variable_is_measured_and_its_waker_named() {
 
 #[test]
 fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
-    const TEST: &str = "late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, hog)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, hog)) = ready(test, dir.path()) else {
         return;
     };
     let cpu = *online_cpus().last().unwrap();
@@ -384,9 +384,9 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
 
 #[test]
 fn both_trace_readers_give_the_same_events_on_this_kernels_buffer() {
-    const TEST: &str = "both_trace_readers_give_the_same_events_on_this_kernels_buffer";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
-    if !crate::trace_experiments::can_trace(TEST) {
+    if !crate::trace_experiments::can_trace(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -430,10 +430,10 @@ fn lacks(r: &Value, event: &str) -> bool {
 
 #[test]
 fn the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly() {
-    const TEST: &str = "the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, _)) = ready(test, dir.path()) else {
         return;
     };
     let cpu = *online_cpus().last().unwrap();
@@ -447,7 +447,7 @@ fn the_timer_slack_a_program_sets_is_reported_as_its_own_part_exactly() {
     );
     if lacks(&r, "hrtimer_start") || lacks(&r, "hrtimer_expire_entry") {
         path_taken(
-            TEST,
+            test,
             "this kernel lacks the hrtimer tracepoints: no timer to read",
         );
         return;
@@ -527,10 +527,10 @@ fn rtlab_and_helpers(pid: u32, program: &str) -> (Vec<u32>, Vec<(String, Vec<usi
 
 #[test]
 fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
-    const TEST: &str = "rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, _)) = ready(test, dir.path()) else {
         return;
     };
     let cpus = online_cpus();
@@ -564,7 +564,7 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
         let warnings = r["warnings"].to_string();
         assert!(warnings.contains("may run on measured CPU"), "{warnings}");
         path_taken(
-            TEST,
+            test,
             "one CPU: rtlab stays on the measured CPU, and the run says so",
         );
         return;
@@ -593,7 +593,7 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
     }
     assert!(explained > 0, "{}", brief(&r));
     path_taken(
-        TEST,
+        test,
         &format!(
             "CPU {measured} measured; rtlab's and its helpers' {} threads kept off it, {explained} wake-ups explained without rtlab",
             seen.len()
@@ -620,11 +620,10 @@ fn misses_of(r: &Value) -> Vec<(u64, u64)> {
 /// at its exact count passes with `>` and fails with `>=`.
 #[test]
 fn a_deadline_miss_gate_fails_the_run_that_misses_and_passes_the_one_that_holds() {
-    const TEST: &str =
-        "a_deadline_miss_gate_fails_the_run_that_misses_and_passes_the_one_that_holds";
+    let test = test_name!();
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let Some((cyclic, _)) = ready(TEST, dir.path()) else {
+    let Some((cyclic, _)) = ready(test, dir.path()) else {
         return;
     };
     let cpu = online_cpus().last().unwrap().to_string();
@@ -708,7 +707,7 @@ fn a_deadline_miss_gate_fails_the_run_that_misses_and_passes_the_one_that_holds(
         text(&o)
     );
     path_taken(
-        TEST,
+        test,
         &format!(
             "1 µs deadline: {total} misses, status 6; 900 ms deadline: {loose} misses, status {expected}"
         ),

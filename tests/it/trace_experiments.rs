@@ -174,8 +174,8 @@ fn irq_count_on(r: &Value, cpu: usize, irq: u32) -> u64 {
 #[test]
 fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away";
-    if !can_trace(TEST) {
+    let test = test_name!();
+    if !can_trace(test) {
         return;
     }
     let (audited, elsewhere) = (measured_cpu(), load_cpu());
@@ -211,7 +211,7 @@ fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
     // rtlab's text says it too.
     assert!(text(&o).contains("Isolation audit of CPU"), "{}", text(&o));
     if audited == elsewhere {
-        path_taken(TEST, "one CPU: the program cannot be moved away");
+        path_taken(test, "one CPU: the program cannot be moved away");
         return;
     }
     let (o, r) = run(dir.path(), "off", &cfg(elsewhere));
@@ -242,7 +242,7 @@ fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
         "{line}"
     );
     path_taken(
-        TEST,
+        test,
         &format!(
             "the hog found on CPU {audited}, then absent; compare: {}",
             line.trim()
@@ -253,11 +253,11 @@ fn the_audit_finds_a_pinned_program_and_not_once_it_is_moved_away() {
 #[test]
 fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another";
-    if !can_trace(TEST) {
+    let test = test_name!();
+    if !can_trace(test) {
         return;
     }
-    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(test) else {
         return;
     };
     let irq_cpu = fired_on[0];
@@ -327,7 +327,7 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
             assert_eq!(on_irq_cpu, irqs, "{}", r["audit"]);
         }
         path_taken(
-            TEST,
+            test,
             &format!(
                 "IRQ {irq} ({name}) on CPU {irq_cpu}, dd on CPU {cpu}: {} samples, p50 {} ns, \
                  p99 {} ns; {irqs} handler exits (kernel {inner}..{outer}); {} switch-ins inferred",
@@ -344,7 +344,7 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
         assert!(String::from_utf8_lossy(&c.stdout).contains("samples"));
     } else {
         path_taken(
-            TEST,
+            test,
             "the IRQ fires on every CPU: no other CPU to compare with",
         );
     }
@@ -353,16 +353,16 @@ fn a_disk_interrupt_is_measured_to_its_task_on_its_cpu_and_on_another() {
 #[test]
 fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said";
-    if !can_trace(TEST) {
+    let test = test_name!();
+    if !can_trace(test) {
         return;
     }
-    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(test) else {
         return;
     };
     let cpus = online_cpus();
     if cpus.len() < 2 {
-        path_taken(TEST, "one CPU: nowhere to move an IRQ");
+        path_taken(test, "one CPU: nowhere to move an IRQ");
         return;
     }
     // Audit a CPU; move the disk IRQ onto it, then away from it.
@@ -389,7 +389,7 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
         let seen = count_on(&onto);
         assert_eq!(seen > 0, fired_on.contains(&audited), "{}", onto["audit"]);
         path_taken(
-            TEST,
+            test,
             &format!(
                 "the kernel refused to move IRQ {irq} ({name}): rtlab said so; {seen} on CPU {audited}, where it fires: {}",
                 fired_on.contains(&audited)
@@ -406,7 +406,7 @@ fn an_irq_moved_onto_the_audited_cpu_is_found_there_or_the_refusal_is_said() {
     );
     assert_eq!(count_on(&away_r), 0, "moved away: {}", away_r["audit"]);
     path_taken(
-        TEST,
+        test,
         &format!(
             "IRQ {irq} moved onto CPU {audited}: {} handlers seen there; moved away: none",
             count_on(&onto)
@@ -491,16 +491,16 @@ impl Drop for BesideTrace {
 #[test]
 fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it";
-    if !can_trace(TEST) {
+    let test = test_name!();
+    if !can_trace(test) {
         return;
     }
-    let Some((dir, irq, name, fired_on)) = disk_irq_here(TEST) else {
+    let Some((dir, irq, name, fired_on)) = disk_irq_here(test) else {
         return;
     };
     let Some(cpu) = online_cpus().into_iter().find(|c| !fired_on.contains(c)) else {
         path_taken(
-            TEST,
+            test,
             "the disk's IRQ fires on every CPU: no other CPU for dd",
         );
         return;
@@ -515,7 +515,7 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
     let (o, r) = run(dir.path(), "beside", &cfg);
     let Some(trace) = beside.stop() else {
         path_taken(
-            TEST,
+            test,
             "the trace beside the run overflowed its buffer: nothing to compare",
         );
         return;
@@ -581,7 +581,7 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
     }
     assert!(unmatched.len() <= 2, "{unmatched:?}");
     path_taken(
-        TEST,
+        test,
         &format!(
             "IRQ {irq} on CPU {fired_on:?}, dd on CPU {cpu}: rtlab {samples} samples, p99 {ours_p99} ns, \
              max {} ns; truth {} samples, p99 {p99} µs, max {max} µs; {} woken running",
@@ -626,8 +626,8 @@ pub(crate) fn allowed_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
 #[test]
 fn the_audit_leaves_the_audited_cpu_to_others() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "the_audit_leaves_the_audited_cpu_to_others";
-    if !can_trace(TEST) {
+    let test = test_name!();
+    if !can_trace(test) {
         return;
     }
     let cpus = online_cpus();
@@ -664,7 +664,7 @@ fn the_audit_leaves_the_audited_cpu_to_others() {
         // Nowhere else to go: said, not hidden.
         let warnings = r["warnings"].to_string();
         assert!(warnings.contains("may run on audited CPU"), "{warnings}");
-        path_taken(TEST, "one CPU: the main thread stays, and the run says so");
+        path_taken(test, "one CPU: the main thread stays, and the run says so");
         return;
     }
     assert!(!seen.is_empty(), "no thread of rtlab seen");
@@ -681,7 +681,7 @@ fn the_audit_leaves_the_audited_cpu_to_others() {
         "rtlab's main thread is in the audit: {rows:?}"
     );
     path_taken(
-        TEST,
+        test,
         &format!(
             "CPU {audited} audited; rtlab's {} threads kept to {:?}",
             seen.len(),

@@ -298,7 +298,7 @@ fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
     let Some(b) = Bench::new("irq_move_reports_refusals_and_restore_puts_every_mask_back") else {
         return;
     };
-    const TEST: &str = "irq_move_reports_refusals_and_restore_puts_every_mask_back";
+    let test = test_name!();
     let before = settings();
     let target = load_cpu().to_string();
     let o = b.run(&["irq", "move", &target, "all", "--json"]);
@@ -336,7 +336,7 @@ fn irq_move_reports_refusals_and_restore_puts_every_mask_back() {
         assert_eq!(read(&format!("/proc/irq/{n}/smp_affinity_list")), target);
     }
     path_taken(
-        TEST,
+        test,
         &format!(
             "{} IRQs moved or already there, {} refused by the kernel",
             outcomes.len() - refused.len(),
@@ -367,9 +367,9 @@ fn cstates_limit_disables_deeper_states_and_restore_enables_them() {
     };
     let listed = b.json(&["cstates", "--json"]);
     let states = listed["states"].as_array().unwrap().clone();
-    const TEST: &str = "cstates_limit_disables_deeper_states_and_restore_enables_them";
+    let test = test_name!();
     if states.is_empty() {
-        path_taken(TEST, "no cpuidle states: checked the refusal (status 4)");
+        path_taken(test, "no cpuidle states: checked the refusal (status 4)");
         let o = b.run(&["cstates"]);
         assert_eq!(o.status.code(), Some(4), "{}", text(&o));
         let o = b.run(&["cstates", "set", "--max-latency", "0"]);
@@ -377,7 +377,7 @@ fn cstates_limit_disables_deeper_states_and_restore_enables_them() {
         return;
     }
     path_taken(
-        TEST,
+        test,
         &format!("{} cpuidle states: limited for real", states.len()),
     );
     let before = settings();
@@ -455,16 +455,16 @@ fn cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run() {
                 .any(|e| e.file_name().to_string_lossy().starts_with("policy"))
         })
         .unwrap_or(false);
-    const TEST: &str = "cpufreq_absent_is_said_with_status_4_and_the_ramp_loops_still_run";
+    let test = test_name!();
     if has_cpufreq {
         path_taken(
-            TEST,
+            test,
             "cpufreq present: the ramp is timed under the current governor",
         );
         let o = b.run(&["cpufreq", "--json"]);
         assert!(o.status.success(), "{}", text(&o));
     } else {
-        path_taken(TEST, "no cpufreq: refusals (status 4) checked, loops timed");
+        path_taken(test, "no cpufreq: refusals (status 4) checked, loops timed");
         for args in [&["cpufreq"][..], &["cpufreq", "set", "performance"][..]] {
             let o = b.run(args);
             assert_eq!(o.status.code(), Some(4), "{}", text(&o));
@@ -677,10 +677,10 @@ fn cpu_bandwidth_throttles_hogs_and_reports_it() {
     let Some(b) = Bench::new("cpu_bandwidth_throttles_hogs_and_reports_it") else {
         return;
     };
-    const TEST: &str = "cpu_bandwidth_throttles_hogs_and_reports_it";
+    let test = test_name!();
     std::fs::write(b.path("hogs.cfg"), on_this_machine(HOGS)).unwrap();
     if !has_cpu_bandwidth() {
-        path_taken(TEST, "no cpu controller: checked the refusal (status 2)");
+        path_taken(test, "no cpu controller: checked the refusal (status 2)");
         let o = b.run(&["check", "hogs.cfg"]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(
@@ -690,7 +690,7 @@ fn cpu_bandwidth_throttles_hogs_and_reports_it() {
         );
         return;
     }
-    path_taken(TEST, "cpu controller present: real throttling");
+    path_taken(test, "cpu controller present: real throttling");
     let o = b.run(&["run", "hogs.cfg", "--json", "r.json"]);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
@@ -730,7 +730,7 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
     let Some(b) = Bench::new("main_tuning_keys_hold_for_the_run_and_are_restored") else {
         return;
     };
-    const TEST: &str = "main_tuning_keys_hold_for_the_run_and_are_restored";
+    let test = test_name!();
     let before = settings();
     let has_cstates = b.json(&["cstates", "--json"])["states"]
         .as_array()
@@ -749,7 +749,7 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
         assert!(stderr.contains("pm_qos.cpu_dma_latency"), "{stderr}");
         assert_same(&before, &settings());
         path_taken(
-            TEST,
+            test,
             "no cpuidle states: cstates.max_latency refused, run without it",
         );
         tuned = tuned.replace("  cstates.max_latency 0 us\n", "");
@@ -767,13 +767,13 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
     assert!(!irqs.is_empty(), "no IRQ change reported: {changes:?}");
     match irqs.iter().find(|c| c["status"] == "set") {
         Some(irq) => {
-            path_taken(TEST, "the kernel accepted IRQ moves: checked one");
+            path_taken(test, "the kernel accepted IRQ moves: checked one");
             assert_eq!(irq["new"], load_cpu().to_string());
             assert!(irq["old"].is_string());
         }
         None => {
             path_taken(
-                TEST,
+                test,
                 "the kernel refused every IRQ move: checked the refusals",
             );
             for c in &irqs {

@@ -1,7 +1,9 @@
-//! Every kernel file rtlab reads or writes outside this layer, named once,
-//! relative to the system root. A test fails if a kernel path is written
-//! anywhere else in the crate (relative or absolute), so a new knob comes
-//! here first.
+//! Every kernel file the crates above this layer read or write, named
+//! once, relative to the system root (this crate's own readers name theirs
+//! where they read them). A test (`walls.rs`) fails if the code of another
+//! crate writes a kernel path (relative or absolute; test code, which
+//! builds fake trees, aside), or if an absolute one is written anywhere but
+//! `root.rs`: a new knob of the crates above comes here first.
 
 /// PM QoS request for CPU wake-up latency (held open during a run).
 pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
