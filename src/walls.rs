@@ -396,6 +396,7 @@ fn the_source_map_names_every_module_and_only_those() {
         ("crates/rtlab-core/src/", "crates/rtlab-core/src/lib.rs"),
         ("crates/rtlab-sys/src/", "crates/rtlab-sys/src/lib.rs"),
         ("src/", "src/lib.rs"),
+        ("src/trace/", "src/trace/mod.rs"),
         ("tests/it/", "tests/it/main.rs"),
     ];
     for (dir, root) in roots {

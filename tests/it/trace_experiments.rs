@@ -728,3 +728,92 @@ fn a_mistyped_irq_name_is_refused_before_the_run_naming_the_option() {
         &format!("refused in {:?}", started.elapsed()),
     );
 }
+
+/// `/proc/softirqs`: (vector, count per CPU).
+fn softirq_counts() -> Vec<(String, Vec<u64>)> {
+    let text = std::fs::read_to_string("/proc/softirqs").unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, counts) = l.split_once(':')?;
+            let counts = counts.split_whitespace().filter_map(|c| c.parse().ok());
+            Some((name.trim().to_string(), counts.collect()))
+        })
+        .collect()
+}
+
+/// The softirq figure (one consumer file): on the audited CPU, each
+/// vector's runs the trace saw are at most the kernel's own count over a
+/// longer span (the run's whole life), and some were seen where the
+/// kernel counted many; net time is within the whole, the longest within
+/// the net; the closing text names each row.
+#[test]
+fn softirq_time_agrees_with_the_kernels_counts() {
+    let _machine = crate::fixtures::machine_exclusive();
+    let test = test_name!();
+    if !can_trace(test) {
+        return;
+    }
+    let audited = *online_cpus().last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!("main\n{{\n  audit.cpus {audited}\n  lifetime.duration 2 s\n}}\n");
+    let before = softirq_counts();
+    let (o, r) = run(dir.path(), "softirqs", &cfg);
+    let after = softirq_counts();
+    assert!(o.status.success(), "{}", crate::fixtures::text(&o));
+    let figure = r["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["key"] == "softirqs"))
+        .unwrap_or_else(|| panic!("no softirqs figure: {r}"));
+    let rows = figure["value"]["rows"].as_array().unwrap();
+    let lost = figure["value"]["lost_events"].as_u64().unwrap();
+    let kernel = |vector: &str| -> u64 {
+        let count = |t: &[(String, Vec<u64>)]| {
+            t.iter()
+                .find(|(n, _)| n == vector)
+                .and_then(|(_, c)| c.get(audited).copied())
+                .unwrap_or(0)
+        };
+        count(&after).saturating_sub(count(&before))
+    };
+    let closing = &figure["closing"].as_str().unwrap();
+    for row in rows {
+        let vector = row["vector"].as_str().unwrap();
+        let (count, net, total, max) = (
+            row["count"].as_u64().unwrap(),
+            row["net_ns"].as_u64().unwrap(),
+            row["total_ns"].as_u64().unwrap(),
+            row["max_net_ns"].as_u64().unwrap(),
+        );
+        assert_eq!(row["cpu"], audited, "{row}");
+        assert!(
+            count <= kernel(vector) + lost,
+            "{vector}: {count} > kernel's {}",
+            kernel(vector)
+        );
+        assert!(max <= net && net <= total, "{row}");
+        assert!(
+            closing.contains(&format!("CPU {audited:<3} {vector:<8} {count:>8} runs")),
+            "{closing}"
+        );
+        assert!(crate::fixtures::text(&o).contains(closing.lines().nth(1).unwrap_or("")));
+    }
+    let busiest = before
+        .iter()
+        .map(|(n, _)| (kernel(n), n.clone()))
+        .max()
+        .unwrap_or_default();
+    if busiest.0 >= 50 {
+        assert!(
+            rows.iter().any(|r| r["vector"] == busiest.1.as_str()),
+            "the kernel counted {} {} softirqs on CPU {audited}, the trace none: {rows:?}",
+            busiest.0,
+            busiest.1
+        );
+    } else {
+        crate::fixtures::path_taken(
+            test,
+            "fewer than 50 softirqs of any vector on the audited CPU",
+        );
+    }
+}
