@@ -113,4 +113,14 @@ pub fn load_all(paths: &[std::path::PathBuf], labels: &[String]) -> Result<Vec<R
 }
 
 #[cfg(test)]
+mod comparing_tests;
+#[cfg(test)]
+mod cyclictest_tests;
+#[cfg(test)]
+mod refusal_tests;
+#[cfg(test)]
+mod rtlab_tests;
+#[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod windows_tests;
