@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod parse;
 pub mod verdict;
+mod wire;
 
 use serde::{Deserialize, Serialize};
 
