@@ -1,4 +1,10 @@
+use super::checks::probe_hint;
 use super::*;
+use crate::config::Pos;
+use crate::isolate::cpuset::{CpusetError, CpusetTarget};
+use crate::sys::Privileges;
+use crate::sys::os::{Policy, Sched};
+use crate::tune::bandwidth::BandwidthError;
 
 pub(crate) struct Fake {
     online: Vec<usize>,

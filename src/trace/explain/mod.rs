@@ -8,6 +8,7 @@ pub mod analyze;
 /// The text reader, where it was (moved to [`crate::trace::text`]).
 pub use crate::trace::text as parse;
 pub mod verdict;
+mod wire;
 
 use crate::trace::consumer::Tracepoint;
 use serde::{Deserialize, Serialize};

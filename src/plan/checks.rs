@@ -1,0 +1,152 @@
+//! The checks of the whole experiment against the machine: something to
+//! run, the privileges its policies need (tried for real), and the
+//! SCHED_DEADLINE reservations the kernel admits.
+
+use crate::config::{Diagnostic, Experiment, Pos, Spanned};
+use crate::sys::os::{self, Policy, Sched};
+
+use super::Planner;
+
+impl Planner<'_> {
+    /// A run must have something to run, and traces need root.
+    pub(super) fn check_something_runs(&mut self, exp: &Experiment) {
+        let traces = exp.main.audit_cpus.is_some()
+            || exp.main.irq_latency
+            || !exp.irq_tasks.is_empty()
+            || !exp.task_latency.is_empty();
+        if traces && !self.machine.privileges().root {
+            let pos = exp
+                .irq_tasks
+                .first()
+                .map(|m| m.pos)
+                .or(exp.task_latency.first().map(|m| m.pos))
+                .or(exp.main.audit_cpus.as_ref().map(|a| a.pos))
+                .unwrap_or_default();
+            self.diags.push(
+                Diagnostic::new(pos, "the isolation audit, IRQ latency, IRQ-to-task and task latency read kernel tracepoints: they need root")
+                    .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
+            );
+        }
+        if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
+            self.diags.push(
+                Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
+                    .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
+            );
+        }
+    }
+}
+
+/// Refuses real-time policies this process cannot get, with cause and fix.
+/// Every FIFO/RR request is checked by the rules, then by a real attempt.
+pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
+    let mut wanted: Vec<(&str, usize, &Spanned<Sched>)> = vec![("main", 0, &exp.main.sched)];
+    wanted.extend(
+        exp.timers
+            .iter()
+            .map(|t| ("timer_thread", t.index, &t.sched)),
+    );
+    wanted.extend(exp.programs.iter().map(|g| ("program", g.index, &g.sched)));
+    let privileges = p.machine.privileges();
+    for (kind, index, sched) in wanted {
+        let s = sched.value;
+        let who = if kind == "main" {
+            "main".to_string()
+        } else {
+            format!("{kind}[{index}]")
+        };
+        let needs_privilege =
+            s.policy.is_realtime() || (s.priority < 0 && s.policy != Policy::Idle);
+        if !needs_privilege {
+            continue;
+        }
+        if s.policy.is_realtime() && privileges.rt_runtime_us == Some(0) {
+            p.diags.push(
+                Diagnostic::new(sched.pos, format!("{who}: RT throttling gives real-time threads no CPU time (kernel.sched_rt_runtime_us = 0)"))
+                    .with_hint(Some("restore it: `sysctl kernel.sched_rt_runtime_us=950000` (or -1 to disable throttling)".into())),
+            );
+            continue;
+        }
+        if s.policy.is_realtime() && !privileges.allows_rt(s.priority) {
+            p.diags.push(
+                Diagnostic::new(
+                    sched.pos,
+                    format!(
+                        "{who}: {} priority {} needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= {} (this process: uid {}, no CAP_SYS_NICE, RLIMIT_RTPRIO {})",
+                        s.policy.name(), s.priority, s.priority, os::geteuid(), privileges.rtprio_limit
+                    ),
+                )
+                .with_hint(Some(
+                    "run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep rtlab`, or raise `rtprio` in /etc/security/limits.conf; rtlab never runs a thread at a lower policy than asked".into(),
+                )),
+            );
+            continue;
+        }
+        if let Err(e) = p.machine.probe_sched(s) {
+            p.diags.push(
+                Diagnostic::new(
+                    sched.pos,
+                    format!(
+                        "{who}: the kernel refuses {} priority {}: {e}",
+                        s.policy.name(),
+                        s.priority
+                    ),
+                )
+                .with_hint(Some(probe_hint(&e).into())),
+            );
+        }
+    }
+}
+
+/// Tries each timer thread's SCHED_DEADLINE reservation on a throw-away
+/// thread pinned as it will be: the kernel's admission control refuses a
+/// thread pinned to fewer CPUs than its root domain, said before the start
+/// with the ways out.
+pub(super) fn check_deadlines(p: &mut Planner, exp: &Experiment) {
+    for t in &exp.timers {
+        let Some(dl) = &t.deadline else {
+            continue;
+        };
+        let cpus = t
+            .cpu_affinity
+            .as_ref()
+            .map_or_else(|| p.machine.online_cpus(), |c| c.value.clone());
+        let Err(e) = p.machine.probe_deadline(&cpus, dl.value) else {
+            continue;
+        };
+        let hint = match e.raw_os_error() {
+            Some(crate::sys::consts::ENOSYS) => "the sched_setattr syscall is not available here (ENOSYS): a seccomp filter or an emulator refuses it".to_string(),
+            _ if !p.machine.privileges().root => "SCHED_DEADLINE needs root (or CAP_SYS_NICE)".to_string(),
+            _ => format!(
+                "the kernel's admission control: a SCHED_DEADLINE thread must be allowed on every CPU of its root domain, and this one is pinned to {}; put its CPU in an exclusive partition (`rtlab partition create`), or turn admission control off (`sysctl kernel.sched_rt_runtime_us=-1`, which also ends RT throttling), or leave out `cpu_affinity`; the reservation must also fit the CPUs' bandwidth",
+                crate::cpulist::format(&cpus)
+            ),
+        };
+        p.diags.push(
+            Diagnostic::new(
+                dl.pos,
+                format!(
+                    "timer_thread[{}]: the kernel refuses {}: {e}",
+                    t.index,
+                    dl.value.describe()
+                ),
+            )
+            .with_hint(Some(hint)),
+        );
+    }
+}
+
+/// Why the kernel refused a policy rtlab was allowed to ask for, by the
+/// error: ENOSYS is no such syscall here (a seccomp filter, an emulator),
+/// never a matter of RT time.
+pub(super) fn probe_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(crate::sys::consts::ENOSYS) => {
+            "the sched_setscheduler syscall is not available here (ENOSYS): a seccomp filter \
+             (a container's profile) or an emulator refuses it; allow it, or run on the host"
+        }
+        _ => {
+            "with CONFIG_RT_GROUP_SCHED, rtlab's cgroup needs RT time: write a non-zero \
+             cpu.rt_runtime_us to its cpu cgroup (and its parents)"
+        }
+    }
+}
