@@ -453,7 +453,7 @@ mod tests {
             // And the trace reader reads it back.
             let line =
                 format!("  rtlab-timer0-7   [001] ..... 1.000001: tracing_mark_write: {text}");
-            let m = crate::trace::explain::parse::marker(&line).unwrap();
+            let m = crate::trace::text::marker(&line).unwrap();
             assert_eq!(
                 (m.timer as u64, m.sample, m.deadline_ns, m.latency_ns),
                 (index as u64, sample, deadline, latency)

@@ -16,8 +16,9 @@ use crate::measure::TimerHandle;
 use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::trace::{self, Instance, Recording};
-use crate::trace::explain::{TraceReport, analyze, parse, verdict};
+use crate::trace::explain::{TraceReport, analyze, verdict};
 use crate::trace::source::Tails;
+use crate::trace::text;
 use crate::trace::text::Marker;
 use rtlab_core::config::TraceStacks;
 use std::fs::File;
@@ -389,7 +390,7 @@ impl FlightRecorder {
                     None => self
                         .instance
                         .read_cpu(cpu, MAX_BUFFER_TEXT)
-                        .map(parse::fold_stacks)
+                        .map(text::fold_stacks)
                         .map_err(|e| e.to_string()),
                 };
                 self.report.read_ns += crate::sys::os::thread_cpu_ns().saturating_sub(read);
@@ -397,7 +398,7 @@ impl FlightRecorder {
             };
             let buffer = text
                 .as_deref()
-                .map(|t| parse::Buffer::new(t, MAX_BUFFER_LINES));
+                .map(|t| text::Buffer::new(t, MAX_BUFFER_LINES));
             if let Some(b) = &buffer {
                 self.check_idle_switches(cpu, b);
                 if let Some((_, newest)) = b.span() {
@@ -457,7 +458,7 @@ impl FlightRecorder {
             let Ok(text) = text else {
                 continue;
             };
-            let buffer = parse::Buffer::new(&text, MAX_BUFFER_LINES);
+            let buffer = text::Buffer::new(&text, MAX_BUFFER_LINES);
             for e in &mut self.report.explanations[from..] {
                 // Past the deadline too: the first event after it may be
                 // all that tells who ran (a switch the kernel did not log).
@@ -467,7 +468,7 @@ impl FlightRecorder {
                     .saturating_add(50_000);
                 let lines = buffer.window_around(e.deadline_ns, LOOKBACK_NS, to, MAX_EVENTS);
                 let mut events: Vec<crate::trace::event::Event> =
-                    lines.iter().filter_map(|l| parse::line(l)).collect();
+                    lines.iter().filter_map(|l| text::line(l)).collect();
                 crate::trace::event::name_tasks(&mut events);
                 if let Some(task) = analyze::running_at(&events, e.deadline_ns) {
                     e.cpus_at_deadline.push(analyze::CpuTask { cpu, ..task });
@@ -482,7 +483,7 @@ impl FlightRecorder {
 
     /// Says once per CPU when its kernel logs switches into idle and none
     /// out of it: the task after idle is then inferred from its events.
-    fn check_idle_switches(&mut self, cpu: usize, buffer: &parse::Buffer) {
+    fn check_idle_switches(&mut self, cpu: usize, buffer: &text::Buffer) {
         if self.idle_checked.contains(&cpu) {
             return;
         }
@@ -506,12 +507,12 @@ impl FlightRecorder {
         }
     }
 
-    fn explain(&mut self, buffer: &parse::Buffer, cpu: usize, tid: i32, m: &Marker) {
+    fn explain(&mut self, buffer: &text::Buffer, cpu: usize, tid: i32, m: &Marker) {
         let (deadline, latency) = (m.deadline_ns, m.latency_ns);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
         let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
         let mut events: Vec<crate::trace::event::Event> =
-            lines.iter().filter_map(|l| parse::line(l)).collect();
+            lines.iter().filter_map(|l| text::line(l)).collect();
         crate::trace::event::name_tasks(&mut events);
         self.worst_read = self.worst_read.max(latency);
         if let Err(why) = analyze::coverage(&events, deadline) {
@@ -594,7 +595,7 @@ struct Latest {
 /// timer thread of `latest` marked there after sample `after`, up to
 /// `latest`; and `latest` itself though its marker be missing (a failed
 /// write). Only markers written by that thread count.
-fn to_explain(buffer: &parse::Buffer, latest: Marker, after: Option<u64>) -> Vec<Marker> {
+fn to_explain(buffer: &text::Buffer, latest: Marker, after: Option<u64>) -> Vec<Marker> {
     let mut marks: Vec<Marker> = buffer
         .markers()
         .filter(|m| m.timer == latest.timer && m.pid == latest.pid)
@@ -640,7 +641,7 @@ pub fn ftrace_text(lines: &[&str]) -> String {
          #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n",
     );
     for l in lines {
-        match parse::unfold_stack(l) {
+        match text::unfold_stack(l) {
             Some(stack) => out.push_str(&stack),
             None => out.push_str(l),
         }
@@ -735,7 +736,7 @@ mod tests {
             "  <idle>-0 [001] d..2. 1.000010: cpu_idle: state=1 cpu_id=1\n".to_string(),
         ]
         .concat();
-        let buffer = parse::Buffer::new(&text, 100);
+        let buffer = text::Buffer::new(&text, 100);
         let latest = |sample: u64| Marker {
             timer: 0,
             pid: 10,
@@ -797,8 +798,7 @@ mod tests {
     #[test]
     fn a_window_is_trace_event_json_with_named_tracks_and_the_latency_covered() {
         let text = include_str!("../../tests/traces/fifo-hog-preempts.txt");
-        let events: Vec<crate::trace::event::Event> =
-            text.lines().filter_map(parse::line).collect();
+        let events: Vec<crate::trace::event::Event> = text.lines().filter_map(text::line).collect();
         let (deadline, latency) = (11_692_596_928_077, 2_075_000);
         let doc: serde_json::Value =
             serde_json::from_str(&trace_events(&events, 16157, deadline, latency)).unwrap();
@@ -825,10 +825,10 @@ mod tests {
         let raw = ftrace_text(
             &text
                 .lines()
-                .filter(|l| parse::line(l).is_some())
+                .filter(|l| text::line(l).is_some())
                 .collect::<Vec<_>>(),
         );
         assert!(raw.starts_with("# tracer: nop\n"));
-        assert_eq!(raw.lines().filter_map(parse::line).count(), events.len());
+        assert_eq!(raw.lines().filter_map(text::line).count(), events.len());
     }
 }

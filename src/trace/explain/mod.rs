@@ -5,8 +5,6 @@
 //! recorder that fills the buffer is in `sys::trace` and the run.
 
 pub mod analyze;
-/// The text reader, where it was (moved to [`crate::trace::text`]).
-pub use crate::trace::text as parse;
 pub mod verdict;
 mod wire;
 
