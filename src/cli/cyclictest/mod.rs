@@ -47,7 +47,7 @@ pub fn main(argv: &[OsString]) -> i32 {
             return EXIT_REFUSED;
         }
     };
-    let mut exports = crate::run::ExportSet::new(a.rtlab_outdir.is_some());
+    let mut exports = ExportSet::new(a.rtlab_outdir.is_some());
     let plan = match plan(&a, &setup, &mut exports) {
         Ok(p) => p,
         Err(code) => return code,
