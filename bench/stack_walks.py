@@ -40,7 +40,7 @@ timer_thread[0] {{
     subprocess.run([rtlab, "run", cfg, "--json", "r.json"], cwd=d, check=True,
                    stdout=subprocess.DEVNULL)
     walks = []
-    for w in glob.glob(os.path.join(d, "rtlab-spike-*.trace.txt")):
+    for w in glob.glob(os.path.join(d, "rtlab-spikes", "rtlab-spike-*.trace.txt")):
         switch = None
         for line in open(w):
             m = re.search(r" (\d+\.\d+): (sched_switch|<stack trace>)", line)

@@ -8,7 +8,7 @@ existing viewer, not only that it is JSON.
 Needs: chromium, and a catapult checkout (github.com/catapult-project/catapult;
 only `tracing/` and `third_party/` are used).
 
-Usage: python3 bench/trace_viewer.py CATAPULT_DIR rtlab-spike-T0-123.json [--wait 25]
+Usage: python3 bench/trace_viewer.py CATAPULT_DIR rtlab-spikes/rtlab-spike-T0-123.json [--wait 25]
 Writes VIEWER.html and VIEWER.png beside the JSON.
 """
 import argparse, base64, json, os, socket, struct, subprocess, sys, time, urllib.request

@@ -271,8 +271,9 @@ pub struct RunResult {
     /// `trace.threshold` was set (absent otherwise and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::explain::TraceReport>,
-    /// The trace window of each explained wake-up (file name, trace-event
-    /// JSON), written beside the result files; not part of the document.
+    /// The trace window of each explained wake-up (its path in the output
+    /// directory, `rtlab-spikes/…`; its text), written in that directory;
+    /// not part of the document.
     #[serde(skip)]
     pub trace_windows: Vec<(String, String)>,
     /// The isolation audit, when `audit.cpus` was given.

@@ -422,24 +422,26 @@ fn run_command(args: &RunArgs, dbg_level: Option<u8>) -> i32 {
 }
 
 /// Runs a plan after the checks every run makes before it starts (the
-/// journal directory, the result directories); Err = exit status.
+/// journal directory, the run's outputs added to `exports`: result
+/// directories, JSON, trace windows); Err = exit status.
 fn execute_plan(
     plan: &plan::RunPlan,
     args: &RunArgs,
     monitor: Option<crate::monitor::MonitorSpec>,
     cyclictest: Option<crate::report::cyclictest::View>,
+    exports: &mut run::ExportSet,
 ) -> Result<crate::result::RunResult, i32> {
     let journal_dir = crate::sys::journal::default_dir();
     journal_dir_trusted(&journal_dir)?;
-    // Made now, not at the end, so that a run never measures for nothing.
-    for dir in plan.timers.iter().filter_map(|t| t.path.parent()) {
-        if dir.as_os_str().is_empty() {
-            continue;
-        }
-        if let Err(e) = crate::sys::outfile::create_dirs(dir) {
-            errln!("rtlab: result directory {}", e.with_hint());
-            return Err(EXIT_REFUSED);
-        }
+    let json_option = if cyclictest.is_some() {
+        "--rtlab-json"
+    } else {
+        "--json"
+    };
+    let json = args.json.as_deref().map(|j| (json_option, j));
+    if let Err(refusal) = exports.add_run(plan, json) {
+        errln!("rtlab: {refusal}");
+        return Err(EXIT_REFUSED);
     }
     messages::set_level(plan.main.dbg_level);
     let run_opts = RunOptions {
@@ -476,14 +478,15 @@ fn run_plan(
     args: &RunArgs,
     monitor: Option<crate::monitor::MonitorSpec>,
 ) -> i32 {
-    let result = match execute_plan(plan, args, monitor, None) {
+    let mut exports = run::ExportSet::new(true);
+    let result = match execute_plan(plan, args, monitor, None, &mut exports) {
         Ok(r) => r,
         Err(code) => return code,
     };
     for w in &result.warnings {
         messages::warn(w);
     }
-    if let Err(e) = run::write_outputs(&result, args.json.as_deref()) {
+    if let Err(e) = run::write_outputs(&result, &exports) {
         errln!("rtlab: {e:#}");
         return EXIT_FAILED;
     }

@@ -1,19 +1,18 @@
 //! The collect phase, and the outputs: the result assembled from what the
-//! stopped run left, then written (result files, JSON, closing lines).
+//! stopped run left, then written (the export set, then the closing texts).
 
 use super::Before;
 use super::arm::MainThread;
 use super::arm::{Joined, Stopped};
+use super::export::ExportSet;
 use super::watch::Watch;
 use crate::measure;
 use crate::plan::RunPlan;
-use crate::report;
 use crate::result::RunTuning;
 use crate::result::{EndReason, RunResult, SCHEMA, TimerResult};
 use crate::result::{Placement, RunIsolation};
 use crate::stats::{hdr_buckets, nonzero_buckets, summarize};
 use crate::sys::os;
-use crate::sys::outfile;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
@@ -223,62 +222,11 @@ fn timer_result(
     })
 }
 
-/// Writes the files of a result: the timer threads' result files (into
-/// directories made before the run) when `result_files`, the JSON document
-/// if asked, and the flight recorder's trace windows. A file that cannot
-/// be written does not stop the others: each failure is returned, in words.
-pub fn write_files(
-    result: &RunResult,
-    json: Option<&std::path::Path>,
-    result_files: bool,
-) -> Vec<String> {
-    let plan = &result.plan;
-    let mut failures = Vec::new();
-    let mut write = |path: &std::path::Path, bytes: &[u8]| {
-        if let Err(e) = outfile::write_whole(path, bytes) {
-            failures.push(format!("cannot write {}", e.with_hint()));
-        }
-    };
-    for t in result.timers.iter().filter(|_| result_files) {
-        let Some(tp) = plan.timers.iter().find(|tp| tp.spec.index == t.index) else {
-            continue;
-        };
-        write(
-            &tp.path,
-            report::files::render(t, plan.main.stats_format).as_bytes(),
-        );
-    }
-    if let Some(path) = json {
-        write(path, report::json::render(result).as_bytes());
-    }
-    for (name, json) in &result.trace_windows {
-        write(&plan.outdir.join(name), json.as_bytes());
-    }
-    failures
-}
-
-/// Writes every output of a result ([`write_files`]), then the closing
-/// lines on stdout; Err lists the files that could not be written.
-pub fn write_outputs(result: &RunResult, json: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let failures = write_files(result, json, true);
-    out!("{}", report::live::closing_lines(result));
-    // The flight recorder explains the timer threads' wake-ups: a run
-    // without any (task latency alone) has no verdict to print.
-    if let Some(trace) = result.trace.as_ref().filter(|_| !result.timers.is_empty()) {
-        out!("{}", report::explain::verdict(trace));
-    }
-    for m in &result.irq_tasks {
-        out!("{}", report::audit::irq_task(m));
-    }
-    for m in &result.task_latency {
-        out!("{}", report::task_latency::text(m));
-    }
-    if let Some(audit) = &result.audit {
-        out!("{}", report::audit::audit(audit));
-    }
-    for f in &result.figures {
-        out!("{}", f.closing);
-    }
+/// Writes every output of a result (one loop over `exports`), then the
+/// closing texts on stdout; Err lists the files that could not be written.
+pub fn write_outputs(result: &RunResult, exports: &ExportSet) -> anyhow::Result<()> {
+    let failures = exports.write(result);
+    super::closing::print_closings(result);
     if failures.is_empty() {
         Ok(())
     } else {

@@ -15,7 +15,10 @@
 //! 5. collect (`collect.rs`: [`collect`]): the result.
 //!
 //! Writing outputs is the caller's job ([`write_outputs`]), so that an
-//! interrupted run writes the same way as a completed one.
+//! interrupted run writes the same way as a completed one: the caller
+//! builds the run's [`ExportSet`] before it starts (`export.rs`: each
+//! output with its target, checked), and the set writes them all at the
+//! end; then each part's closing text is printed (`closing.rs`).
 
 use crate::isolate::state::IsolationState;
 use crate::measure;
@@ -29,14 +32,18 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 mod arm;
+mod closing;
 mod collect;
+mod export;
 mod exporting;
 mod traces;
 mod watch;
 
 use arm::{Armed, MainThread, SignalThread};
+pub use closing::{CLOSINGS, Closing, closing_texts};
 use collect::collect;
-pub use collect::{write_files, write_outputs};
+pub use collect::write_outputs;
+pub use export::{CyclictestHistogram, CyclictestJson, ExportSet, Refusal, RunExporter};
 use exporting::Exporting;
 use traces::promises;
 use watch::Watch;

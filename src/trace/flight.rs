@@ -533,7 +533,7 @@ impl FlightRecorder {
             &known,
         );
         e.cpu = cpu;
-        let stem = format!("rtlab-spike-T{}-{}", m.timer, m.sample);
+        let stem = format!("{WINDOWS_DIR}/rtlab-spike-T{}-{}", m.timer, m.sample);
         let json = format!("{stem}.json");
         let raw = format!("{stem}.trace.txt");
         self.windows
@@ -556,7 +556,7 @@ impl FlightRecorder {
     }
 
     /// Stops tracing (the instance is removed) and gives the report and the
-    /// windows to write beside the result.
+    /// windows to write in the output directory (named from it).
     pub fn finish(mut self, timers: &[TimerHandle]) -> (TraceReport, Vec<(String, String)>) {
         // The last announced wake-ups are read whatever the rate limit.
         self.take_announced(timers);
@@ -568,6 +568,11 @@ impl FlightRecorder {
         (self.report, self.windows)
     }
 }
+
+/// The directory, in the output directory, that the trace windows go in:
+/// each window's name (as the result and the verdict give it) starts
+/// with it.
+pub const WINDOWS_DIR: &str = "rtlab-spikes";
 
 /// One timer thread's late wake-ups, as the recorder follows them.
 #[derive(Debug, Clone, Copy, Default)]

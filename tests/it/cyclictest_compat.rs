@@ -846,6 +846,17 @@ fn breaktrace_lines_name_the_first_late_wake_up_and_the_run_goes_on() {
     if traced {
         assert!(stderr.contains("Why late"), "{stderr}");
     }
+    // The windows go in rtlab-spikes/ of the current directory (no
+    // --rtlab-outdir), none beside it.
+    for e in r["trace"]["explanations"].as_array().into_iter().flatten() {
+        let f = e["trace_file"].as_str().unwrap();
+        assert!(f.starts_with("rtlab-spikes/"), "{e}");
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with("rtlab-spike-"), "{name}");
+    }
 }
 
 /// Installed under the name `cyclictest`, rtlab is the front end.

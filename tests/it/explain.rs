@@ -713,3 +713,84 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
         .collect();
     assert!(named.windows(2).all(|w| w[0] >= w[1]), "{named:?}");
 }
+
+/// The flight recorder's windows go in `rtlab-spikes/` of the output
+/// directory, named so in the result and the closing text, and nowhere
+/// else: beside the result files there is only the result file (and the
+/// directory, made only when a window was written).
+#[test]
+fn trace_windows_land_in_their_directory_of_the_output_directory() {
+    let _machine = crate::fixtures::machine_exclusive();
+    const TEST: &str = "trace_windows_land_in_their_directory_of_the_output_directory";
+    if !is_root() || !tracefs_in_kernel() {
+        path_taken(TEST, "no root or no tracefs: covered by the refusal check");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "main\n{{\n  trace.threshold 5 us\n  trace.max_spikes 4\n}}\n\
+         timer_thread[0]\n{{\n  cpu_affinity {}\n  sched.policy FIFO\n  sched.priority 90\n  \
+         lifetime.duration 2 s\n}}\n",
+        measured_cpu()
+    );
+    std::fs::write(dir.path().join("t.cfg"), cfg).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["run", "t.cfg", "--json", "r.json", "--outdir", "out"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert!(r["trace"]["unavailable"].is_null(), "{}", r["trace"]);
+    let out = dir.path().join("out");
+    let windows = out.join("rtlab-spikes");
+    let explained = r["trace"]["explanations"].as_array().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for e in explained {
+        for key in ["trace_file", "trace_text"] {
+            let f = e[key].as_str().unwrap();
+            assert!(f.starts_with("rtlab-spikes/rtlab-spike-T0-"), "{e}");
+            assert!(out.join(f).is_file(), "{f}");
+        }
+    }
+    // The closing text names the worst one's window by that path.
+    if !explained.is_empty() {
+        assert!(
+            stdout.contains("  trace window: rtlab-spikes/rtlab-spike-T0-"),
+            "{stdout}"
+        );
+    }
+    let names = |d: &Path| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    if explained.is_empty() {
+        path_taken(
+            TEST,
+            "no wake-up of 5 µs or more explained: no directory made",
+        );
+        assert_eq!(names(&out), ["timer_thread00.txt"]);
+    } else {
+        path_taken(
+            TEST,
+            &format!("{} windows in out/rtlab-spikes/", explained.len()),
+        );
+        assert_eq!(names(&out), ["rtlab-spikes", "timer_thread00.txt"]);
+        assert_eq!(names(&windows).len(), 2 * explained.len());
+    }
+    // Nor beside the JSON result, in the current directory.
+    assert!(
+        names(dir.path())
+            .iter()
+            .all(|n| !n.starts_with("rtlab-spike")),
+        "{:?}",
+        names(dir.path())
+    );
+    assert!(leftover_instances().is_empty());
+}

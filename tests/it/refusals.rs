@@ -222,3 +222,42 @@ fn a_cut_result_file_is_called_cut_at_a_1_based_place() {
     }
     assert!(!dir.path().join("r.html").exists());
 }
+
+/// A run's outputs are an export set checked before the run starts: a
+/// trace-windows directory that is not one refuses the run (status 2) as
+/// a JSON target in a missing directory does, before anything is measured
+/// or written.
+#[test]
+fn an_output_that_cannot_be_written_refuses_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.cfg"),
+        "main\n{\n  trace.threshold 1 ms\n}\n\
+         timer_thread[0]\n{\n  sched.policy OTHER\n  sched.priority 0\n  \
+         lifetime.duration 1 s\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("rtlab-spikes"), "a file, not a directory").unwrap();
+    let stderr = refused(
+        dir.path(),
+        &["run", "t.cfg"],
+        "rtlab: trace windows ./rtlab-spikes: `rtlab-spikes` is not a directory",
+        "choose another path",
+    );
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+    let json = dir.path().join("no/such/r.json");
+    let stderr = refused(
+        dir.path(),
+        &["run", "t.cfg", "--json", json.to_str().unwrap()],
+        "rtlab: --json ",
+        "create it first",
+    );
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    // Nothing was measured or written.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["rtlab-spikes", "t.cfg"]);
+}

@@ -348,6 +348,14 @@ pub fn check(path: &Path, dirs_made_later: bool) -> Result<(), OutputError> {
     }
 }
 
+/// Checks, without making anything, that files can be written safely in
+/// directory `dir`: it is reached without a foreign link and, where it
+/// exists, is a directory. A missing directory is fine (made when its
+/// files are written, by [`create_dirs`]).
+pub fn check_dir(dir: &Path) -> Result<(), OutputError> {
+    open_dir(dir, false, true).map(|_| ())
+}
+
 /// Holds existing directory `dir`, reached safely (see [`check`]), as an
 /// `O_PATH` descriptor to work in with the `*at` calls.
 pub fn open_held_dir(dir: &Path) -> Result<OwnedFd, OutputError> {

@@ -15,6 +15,7 @@ use super::{EXIT_FAILED, EXIT_REFUSED, RunArgs};
 use crate::plan::PlanOptions;
 use crate::report::cyclictest as render;
 use crate::result::{EndReason, RunResult};
+use crate::run::{CyclictestHistogram, CyclictestJson, ExportSet, RunExporter};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -46,7 +47,8 @@ pub fn main(argv: &[OsString]) -> i32 {
             return EXIT_REFUSED;
         }
     };
-    let plan = match plan(&a, &setup) {
+    let mut exports = ExportSet::new(a.rtlab_outdir.is_some());
+    let plan = match plan(&a, &setup, &mut exports) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -59,9 +61,14 @@ pub fn main(argv: &[OsString]) -> i32 {
             render::verbose_header(&setup.view, configured, online)
         );
     }
-    let run_args = RunArgs::default();
-    match super::execute_plan(&plan, &run_args, None, Some(setup.view.clone())) {
-        Ok(result) => outputs(&setup.view, &a, &result),
+    // rtlab's JSON result is the run's own, as `rtlab run --json`.
+    let run_args = RunArgs {
+        json: a.rtlab_json.clone(),
+        ..RunArgs::default()
+    };
+    let view = Some(setup.view.clone());
+    match super::execute_plan(&plan, &run_args, None, view, &mut exports) {
+        Ok(result) => outputs(&setup.view, &result, &exports),
         Err(code) => code,
     }
 }
@@ -90,8 +97,13 @@ fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, i32> {
     Ok(Some(a))
 }
 
-/// The output files checked, the notes said, the experiment planned.
-fn plan(a: &args::CyclictestArgs, setup: &setup::Setup) -> Result<crate::plan::RunPlan, i32> {
+/// The output files checked (cyclictest's own added to `exports`), the
+/// notes said, the experiment planned.
+fn plan(
+    a: &args::CyclictestArgs,
+    setup: &setup::Setup,
+    exports: &mut ExportSet,
+) -> Result<crate::plan::RunPlan, i32> {
     let files = [
         ("--json", a.json.as_deref()),
         ("--histfile", a.histfile.as_deref()),
@@ -100,6 +112,29 @@ fn plan(a: &args::CyclictestArgs, setup: &setup::Setup) -> Result<crate::plan::R
     for (option, path) in files {
         if let Some(p) = path
             && let Err(e) = crate::sys::outfile::check(p, false)
+        {
+            errln!("rtlab cyclictest: {option} {}", e.with_hint());
+            return Err(EXIT_REFUSED);
+        }
+    }
+    // cyclictest's files, in the order written (rtlab's JSON result is the
+    // run's own, added with the run's outputs).
+    let view = &setup.view;
+    let ours: [(&str, Option<&Path>, Box<dyn RunExporter>); 2] = [
+        (
+            "--histfile",
+            view.histogram.as_ref().and_then(|h| h.file.as_deref()),
+            Box::new(CyclictestHistogram(view.clone())),
+        ),
+        (
+            "--json",
+            view.json.as_deref(),
+            Box::new(CyclictestJson(view.clone())),
+        ),
+    ];
+    for (option, path, exporter) in ours {
+        if let Some(p) = path
+            && let Err(e) = exports.add(exporter, p)
         {
             errln!("rtlab cyclictest: {option} {}", e.with_hint());
             return Err(EXIT_REFUSED);
@@ -129,7 +164,7 @@ fn plan(a: &args::CyclictestArgs, setup: &setup::Setup) -> Result<crate::plan::R
 }
 
 /// cyclictest's outputs, rtlab's extras, and the exit status.
-fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) -> i32 {
+fn outputs(view: &render::View, result: &RunResult, exports: &ExportSet) -> i32 {
     for w in &result.warnings {
         crate::messages::warn(w);
     }
@@ -144,32 +179,20 @@ fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) ->
     if let Some(trigger) = view.spike {
         stdout.push_str(&render::spikes(view, trigger, result));
     }
-    let mut failures = Vec::new();
-    if let Some(h) = &view.histogram {
-        let block = render::histogram(view, h, &result.timers);
-        match &h.file {
-            Some(path) => write(path, &block, &mut failures),
-            None => stdout.push_str(&block),
-        }
+    // The histogram goes to its file (an export), else here.
+    if let Some(h) = view.histogram.as_ref().filter(|h| h.file.is_none()) {
+        stdout.push_str(&render::histogram(view, h, &result.timers));
     }
     if let Some(b) = view.breaktrace {
         stdout.push_str(&render::breaks(b, result));
     }
     out!("{stdout}");
-    if let Some(path) = &view.json {
-        let root = crate::sys::SysRoot::real();
-        let node = |cpu: usize| crate::sys::cpu_node(&root, cpu).unwrap_or(0);
-        write(path, &render::json(view, result, &node), &mut failures);
-    }
-    // rtlab's JSON result, the flight recorder's windows of `-b` wake-ups
-    // (which its verdict names: in --rtlab-outdir, else the current
-    // directory), and the systress result files with --rtlab-outdir, as
-    // `rtlab run` writes them.
-    failures.extend(crate::run::write_files(
-        result,
-        a.rtlab_json.as_deref(),
-        a.rtlab_outdir.is_some(),
-    ));
+    // One loop writes the export set: cyclictest's files (--histfile,
+    // --json), then as `rtlab run` writes them the systress result files
+    // with --rtlab-outdir, rtlab's JSON result, and the flight recorder's
+    // windows of `-b` wake-ups (which its verdict names: in --rtlab-outdir,
+    // else the current directory).
+    let failures = exports.write(result);
     errln!("{}", render::percentiles(view, result).trim_end());
     if let Some(trace) = &result.trace {
         errln!("{}", crate::report::explain::verdict(trace).trim_end());
@@ -190,11 +213,5 @@ fn outputs(view: &render::View, a: &args::CyclictestArgs, result: &RunResult) ->
             result.end.exit_code()
         }
         other => other.exit_code(),
-    }
-}
-
-fn write(path: &Path, text: &str, failures: &mut Vec<String>) {
-    if let Err(e) = crate::sys::outfile::write_whole(path, text.as_bytes()) {
-        failures.push(format!("cannot write {}", e.with_hint()));
     }
 }

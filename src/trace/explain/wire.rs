@@ -103,10 +103,12 @@ pub struct Explanation {
     pub cause: String,
     /// Events read in the window.
     pub events: usize,
-    /// The window as trace-event JSON, beside the result (file name).
+    /// The window as trace-event JSON: its path in the output directory
+    /// (`rtlab-spikes/…`).
     pub trace_file: Option<String>,
     /// The window as the kernel's own text (ftrace/systrace format, which
-    /// Perfetto and trace-cmd users read), beside the result (file name).
+    /// Perfetto and trace-cmd users read): its path in the output
+    /// directory (`rtlab-spikes/…`).
     #[serde(default)]
     pub trace_text: Option<String>,
     /// Who owned the CPU from the deadline to the wake-up, in order (at
