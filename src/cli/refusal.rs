@@ -63,9 +63,10 @@ impl Refusal {
         }
     }
 
-    /// A refusal whose text is on stderr already: only its status is left.
+    /// A refusal with nothing (more) to print: only its status is left.
     /// For the one-off options (`cli/oneoff.rs`), which still print their
-    /// own refusals; see the `From` conversion below.
+    /// own refusals (see the `From` conversion below), and for a refusal
+    /// clap has already said (`partition run` without a command).
     pub fn printed(status: i32) -> Self {
         Refusal {
             status,
