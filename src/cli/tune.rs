@@ -458,8 +458,14 @@ pub fn threads_main(args: &ThreadsArgs) -> super::Outcome {
         .collect();
     if args.json {
         print_json(&shown);
-        return Ok(0);
+    } else {
+        print_threads(&shown);
     }
+    Ok(0)
+}
+
+/// The threads' table, and their count.
+fn print_threads(shown: &[&threads::ThreadInfo]) {
     outln!(
         "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} NAME",
         "TID",
@@ -471,7 +477,7 @@ pub fn threads_main(args: &ThreadsArgs) -> super::Outcome {
         "LAST",
         "KIND"
     );
-    for t in &shown {
+    for t in shown {
         outln!(
             "{:>7} {:>7} {:<4} {:>6} {:>4} {:<9} {:>4} {:<4} {}",
             t.tid,
@@ -494,7 +500,6 @@ pub fn threads_main(args: &ThreadsArgs) -> super::Outcome {
         shown.len(),
         if shown.len() == 1 { "" } else { "s" }
     );
-    Ok(0)
 }
 
 /// `rtlab cpufreq ...`.
@@ -527,30 +532,7 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> super::Outcome {
             if args.json {
                 print_json(&policies);
             } else {
-                outln!(
-                    "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  AVAILABLE",
-                    "POLICY",
-                    "CPUS",
-                    "DRIVER",
-                    "GOVERNOR",
-                    "CUR MHz",
-                    "MIN MHz",
-                    "MAX MHz"
-                );
-                let mhz = |k: Option<u64>| k.map_or("-".into(), |k| (k / 1000).to_string());
-                for p in &policies {
-                    outln!(
-                        "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  {}",
-                        p.policy,
-                        cpulist::format(&p.cpus),
-                        p.driver.as_deref().unwrap_or("-"),
-                        p.governor,
-                        mhz(p.cur_khz),
-                        mhz(p.min_khz),
-                        mhz(p.max_khz),
-                        p.available_governors.join(" ")
-                    );
-                }
+                print_policies(&policies);
             }
             if policies.is_empty() {
                 return Err(Refusal::new(format!(
@@ -561,6 +543,34 @@ pub fn cpufreq_main(args: &CpufreqArgs) -> super::Outcome {
             }
             Ok(0)
         }
+    }
+}
+
+/// The cpufreq policies' table.
+fn print_policies(policies: &[power::FreqPolicy]) {
+    outln!(
+        "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  AVAILABLE",
+        "POLICY",
+        "CPUS",
+        "DRIVER",
+        "GOVERNOR",
+        "CUR MHz",
+        "MIN MHz",
+        "MAX MHz"
+    );
+    let mhz = |k: Option<u64>| k.map_or("-".into(), |k| (k / 1000).to_string());
+    for p in policies {
+        outln!(
+            "{:<9} {:<7} {:<14} {:<12} {:>9} {:>9} {:>9}  {}",
+            p.policy,
+            cpulist::format(&p.cpus),
+            p.driver.as_deref().unwrap_or("-"),
+            p.governor,
+            mhz(p.cur_khz),
+            mhz(p.min_khz),
+            mhz(p.max_khz),
+            p.available_governors.join(" ")
+        );
     }
 }
 
@@ -762,36 +772,7 @@ pub fn cstates_main(args: &CstatesArgs) -> super::Outcome {
             states: &states,
         });
     } else {
-        outln!(
-            "cpuidle driver {}, governor {}",
-            driver.driver.as_deref().unwrap_or("-"),
-            driver.governor.as_deref().unwrap_or("-")
-        );
-        outln!(
-            "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} DESC",
-            "CPU",
-            "STATE",
-            "NAME",
-            "LATENCY us",
-            "RESIDENCY us",
-            "USAGE",
-            "TIME us",
-            "STATUS"
-        );
-        for s in &states {
-            outln!(
-                "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} {}",
-                s.cpu,
-                s.index,
-                s.name,
-                s.latency_us,
-                s.residency_us,
-                s.usage,
-                s.time_us,
-                if s.disabled { "DISABLED" } else { "enabled" },
-                s.desc
-            );
-        }
+        print_cstates(&driver, &states);
     }
     if states.is_empty() {
         return Err(Refusal::new(format!(
@@ -801,6 +782,40 @@ pub fn cstates_main(args: &CstatesArgs) -> super::Outcome {
         .status(EXIT_UNAVAILABLE));
     }
     Ok(0)
+}
+
+/// The cpuidle driver and the states' table.
+fn print_cstates(driver: &power::IdleDriver, states: &[power::IdleState]) {
+    outln!(
+        "cpuidle driver {}, governor {}",
+        driver.driver.as_deref().unwrap_or("-"),
+        driver.governor.as_deref().unwrap_or("-")
+    );
+    outln!(
+        "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} DESC",
+        "CPU",
+        "STATE",
+        "NAME",
+        "LATENCY us",
+        "RESIDENCY us",
+        "USAGE",
+        "TIME us",
+        "STATUS"
+    );
+    for s in states {
+        outln!(
+            "{:>4} {:>5} {:<14} {:>11} {:>13} {:>12} {:>14} {:<8} {}",
+            s.cpu,
+            s.index,
+            s.name,
+            s.latency_us,
+            s.residency_us,
+            s.usage,
+            s.time_us,
+            if s.disabled { "DISABLED" } else { "enabled" },
+            s.desc
+        );
+    }
 }
 
 /// `rtlab sysinfo`.
