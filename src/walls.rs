@@ -2,9 +2,10 @@
 //! reading of the sources: no import cycle, only the CLI, the run and the
 //! result know the plan, kernel paths only in the system layer, `unsafe`
 //! allowed only on the syscall module, the pure layer off the system layer,
-//! every print through the escaping macros, and every module named in the
-//! source map of docs/architecture.md. Needles are spelled in pieces where
-//! they would match this file itself.
+//! every print through the escaping macros, CLI refusals returned as
+//! `cli::Refusal` and printed by `cli::main` alone, and every module named
+//! in the source map of docs/architecture.md. Needles are spelled in pieces
+//! where they would match this file itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -595,4 +596,36 @@ fn the_stream_names_no_analysis() {
         .filter(|a| trace_refs(&code, true).contains(**a))
         .collect();
     assert!(named.is_empty(), "the stream names {named:?}");
+}
+
+#[test]
+fn cli_functions_return_refusals_not_bare_statuses() {
+    // A refusal travels as a `cli::Refusal` (status, message, hint) up to
+    // `cli::main`, which prints it; no CLI function prints its own and
+    // returns the status alone. `cli/oneoff.rs` is the one exception left:
+    // it is being rewritten apart (its refusals still print where they
+    // are met; `Refusal::printed` carries their status).
+    let bare = format!("{}32>", ", i");
+    let results = ["Result<", "Ok::<"];
+    let mut offenders = Vec::new();
+    for file in source_files() {
+        let rel = file.rel();
+        if !rel.starts_with("src/cli/") || rel == "src/cli/oneoff.rs" {
+            continue;
+        }
+        for line in code_of(&file.text).lines() {
+            if line.contains(&bare) && results.iter().any(|r| line.contains(r)) {
+                offenders.push(format!("{rel}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
+    // The one place that prints a refusal (besides the type itself).
+    let print = format!("{}.print()", "refusal");
+    let printers: Vec<String> = source_files()
+        .iter()
+        .filter(|f| f.text.contains(&print))
+        .map(Source::rel)
+        .collect();
+    assert_eq!(printers, ["src/cli/mod.rs"], "who prints a refusal");
 }

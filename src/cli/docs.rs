@@ -4,7 +4,7 @@
 //! the one command-line definition (`clap_mangen`, `clap_complete`) and
 //! from docs/config-format.md, so that they cannot drift from the binary.
 
-use super::{Cli, EXIT_FAILED, EXIT_REFUSED};
+use super::{Cli, Outcome, Refusal};
 use clap::{Args, CommandFactory};
 use std::path::{Path, PathBuf};
 
@@ -55,24 +55,17 @@ fn page(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
 }
 
 /// `rtlab man --dir DIR`.
-pub fn man_main(a: &ManArgs) -> i32 {
+pub fn man_main(a: &ManArgs) -> Outcome {
     let mut written = Vec::new();
     for (name, cmd) in commands() {
-        let bytes = match page(cmd) {
-            Ok(b) => b,
-            Err(e) => {
-                errln!("rtlab man: cannot render {name}: {e}");
-                return EXIT_FAILED;
-            }
-        };
+        let bytes = page(cmd)
+            .map_err(|e| Refusal::failed(format!("rtlab man: cannot render {name}: {e}")))?;
         written.push((a.dir.join("man1").join(format!("{name}.1")), bytes));
     }
     let conf = markdown_to_roff(CONFIG_FORMAT, "RTLAB.CONF", "5");
     written.push((a.dir.join("man5").join("rtlab.conf.5"), conf.into_bytes()));
     for (path, bytes) in &written {
-        if let Err(code) = write(path, bytes) {
-            return code;
-        }
+        write(path, bytes)?;
     }
     outln!(
         "rtlab man: {} pages in {} (man1/rtlab*.1, man5/rtlab.conf.5); `man rtlab` once {} is in MANPATH",
@@ -80,28 +73,25 @@ pub fn man_main(a: &ManArgs) -> i32 {
         a.dir.display(),
         a.dir.display()
     );
-    0
+    Ok(0)
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), i32> {
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Refusal> {
     let dir = path.parent().unwrap_or(Path::new("."));
     if let Err(e) = crate::sys::outfile::create_dirs(dir) {
-        errln!("rtlab man: {}", e.with_hint());
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::output("rtlab man: ", &e));
     }
-    crate::sys::outfile::write_whole(path, bytes).map_err(|e| {
-        errln!("rtlab man: cannot write {}", e.with_hint());
-        EXIT_FAILED
-    })
+    crate::sys::outfile::write_whole(path, bytes)
+        .map_err(|e| Refusal::output("rtlab man: cannot write ", &e).status(crate::exit::FAILED))
 }
 
 /// `rtlab completions SHELL`: the script on stdout.
-pub fn completions_main(a: &CompletionsArgs) -> i32 {
+pub fn completions_main(a: &CompletionsArgs) -> Outcome {
     let mut cmd = Cli::command();
     let mut bytes = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "rtlab", &mut bytes);
     out!("{}", String::from_utf8_lossy(&bytes));
-    0
+    Ok(0)
 }
 
 /// A roff text line: a leading `.` or `'` would be a request, and `\`

@@ -1,6 +1,6 @@
 //! Experiments written from command-line options.
 
-use super::EXIT_REFUSED;
+use super::Refusal;
 
 /// An experiment written from command-line options: its lines, each with
 /// the option that wrote it, so that a refusal names the option.
@@ -34,15 +34,16 @@ impl Generated {
 
 /// A value put on one line of the generated file: no line break, no `#`
 /// or quote that would change how the line reads.
-pub(crate) fn one_line(what: &str, value: &str) -> Result<String, i32> {
+pub(crate) fn one_line(what: &str, value: &str) -> Result<String, Refusal> {
     let bad = value.is_empty()
         || value
             .chars()
             .any(|c| c.is_control() || matches!(c, '#' | '\'' | '"' | '\\' | '{' | '}'));
     if bad {
-        errln!("rtlab: {what} {value:?} cannot be written in an experiment file");
-        errln!("  hint: write the experiment file yourself (`rtlab audit --print` shows one)");
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(format!(
+            "rtlab: {what} {value:?} cannot be written in an experiment file"
+        ))
+        .hint("write the experiment file yourself (`rtlab audit --print` shows one)"));
     }
     Ok(value.trim().to_string())
 }
@@ -55,7 +56,7 @@ pub(crate) fn task_keys(
     name: Option<&String>,
     name_option: &str,
     pid: Option<i32>,
-) -> Result<(), i32> {
+) -> Result<(), Refusal> {
     match (name, pid) {
         (Some(name), _) => {
             let v = one_line("the task name", name)?;
@@ -74,11 +75,12 @@ pub(crate) fn command_program(
     command: &[String],
     cpu: Option<&String>,
     ending: &str,
-) -> Result<(), i32> {
+) -> Result<(), Refusal> {
     let Some(cmdline) = crate::config::values::quote_cmdline(command) else {
-        errln!("rtlab: this command line cannot be written in an experiment file");
-        errln!("  hint: put it in a script, or write the experiment file yourself");
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(
+            "rtlab: this command line cannot be written in an experiment file",
+        )
+        .hint("put it in a script, or write the experiment file yourself"));
     };
     g.line("program[0]").line("{");
     g.from(
@@ -103,10 +105,11 @@ pub(crate) fn main_with_duration(
     duration: &str,
     cpu: Option<&String>,
     command: &[String],
-) -> Result<(), i32> {
+) -> Result<(), Refusal> {
     if command.is_empty() && cpu.is_some() {
-        errln!("rtlab: --cpu pins the command given after `--`, and there is none");
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(
+            "rtlab: --cpu pins the command given after `--`, and there is none",
+        ));
     }
     g.line("main").line("{");
     let d = one_line("the duration", duration)?;

@@ -2,6 +2,7 @@
 //! program that prints its throughput, for experiment files
 //! (`cmdline rtlab load ipc --groups 10`) and for the shell.
 
+use super::Refusal;
 use crate::workload::load::{self, Common, Kind};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -229,29 +230,27 @@ fn kind_of(k: &LoadKind) -> (Kind, usize) {
 }
 
 /// `rtlab load KIND`.
-pub fn load_main(a: &LoadArgs) -> i32 {
+pub fn load_main(a: &LoadArgs) -> super::Outcome {
     let (kind, workers) = kind_of(&a.kind);
     if let Some((option, why, hint)) = out_of_range(&a.kind) {
-        errln!("rtlab load {}: {option}: {why}", kind.name());
-        errln!("  hint: {hint}");
-        return super::EXIT_REFUSED;
+        return Err(
+            Refusal::new(format!("rtlab load {}: {option}: {why}", kind.name())).hint(hint),
+        );
     }
     let (option, most, what) = workers_option(&a.kind);
     if !(1..=most).contains(&workers) {
-        errln!(
+        return Err(Refusal::new(format!(
             "rtlab load {}: {option} {workers}: not a number this load can start",
             kind.name()
-        );
-        errln!("  hint: give {option} from 1 to {most} ({what})");
-        return super::EXIT_REFUSED;
+        ))
+        .hint(format!("give {option} from 1 to {most} ({what})")));
     }
     // A directory that cannot be reached safely (a link someone else can
     // change, a pseudo-filesystem) is refused before anything is made.
     if let Kind::Io { dir, .. } = &kind
         && let Err(e) = crate::sys::outfile::open_held_dir(dir)
     {
-        errln!("rtlab load io: --dir {}", e.with_hint());
-        return super::EXIT_REFUSED;
+        return Err(Refusal::output("rtlab load io: --dir ", &e));
     }
     crate::sys::os::set_thread_name(&format!("rtlab-load-{}", kind.name()));
     let common = Common {
@@ -259,7 +258,7 @@ pub fn load_main(a: &LoadArgs) -> i32 {
         duration: a.duration,
         workers,
     };
-    load::run(&kind, &common, &mut std::io::stdout())
+    Ok(load::run(&kind, &common, &mut std::io::stdout()))
 }
 
 #[cfg(test)]

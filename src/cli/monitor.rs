@@ -2,7 +2,8 @@
 //! for Prometheus. The experiment is a file, or one FIFO 99 timer thread
 //! per online CPU; everything else is `rtlab run`'s path.
 
-use super::{EXIT_REFUSED, RunArgs};
+use super::experiment::{check_json, load_plan, partitions, plan_from_text, run_plan};
+use super::{Outcome, Refusal, RunArgs};
 use crate::monitor::MonitorSpec;
 use crate::plan::{self, PlanOptions};
 use clap::Args;
@@ -56,16 +57,20 @@ fn duration(text: &str) -> Result<Duration, String> {
         })
 }
 
-fn spec(a: &MonitorArgs) -> Result<MonitorSpec, i32> {
+fn spec(a: &MonitorArgs) -> Result<MonitorSpec, Refusal> {
     let listen = if a.listen == "none" {
         None
     } else {
         match a.listen.parse::<SocketAddr>() {
             Ok(addr) => Some(addr),
             Err(_) => {
-                errln!("rtlab: --listen {:?} is not an address", a.listen);
-                errln!("  hint: IP:PORT, e.g. {DEFAULT_LISTEN}, [::1]:9977, or `none`");
-                return Err(EXIT_REFUSED);
+                return Err(Refusal::new(format!(
+                    "rtlab: --listen {:?} is not an address",
+                    a.listen
+                ))
+                .hint(format!(
+                    "IP:PORT, e.g. {DEFAULT_LISTEN}, [::1]:9977, or `none`"
+                )));
             }
         }
     };
@@ -78,8 +83,7 @@ fn spec(a: &MonitorArgs) -> Result<MonitorSpec, i32> {
     });
     for f in a.textfile.iter().chain(&windows_file) {
         if let Err(e) = crate::sys::outfile::check(f, a.outdir.is_some()) {
-            errln!("rtlab: {}", e.with_hint());
-            return Err(EXIT_REFUSED);
+            return Err(Refusal::output("rtlab: ", &e));
         }
     }
     Ok(MonitorSpec {
@@ -93,44 +97,33 @@ fn spec(a: &MonitorArgs) -> Result<MonitorSpec, i32> {
 }
 
 /// `rtlab monitor [FILE]`.
-pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> i32 {
-    let spec = match spec(a) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> Outcome {
+    let spec = spec(a)?;
     let args = RunArgs {
         file: a.file.clone(),
         json: a.json.clone(),
         outdir: a.outdir.clone(),
         ..RunArgs::default()
     };
-    if let Err(code) = super::check_json(&args) {
-        return code;
-    }
+    check_json(&args)?;
     let opts = PlanOptions {
         outdir: a.outdir.clone(),
         dbg_level,
         no_result_files: false,
     };
     let plan = match &a.file {
-        Some(_) => super::load_plan(a.file.as_deref(), &opts),
+        Some(_) => load_plan(a.file.as_deref(), &opts)?,
         None => {
             use plan::Machine;
             let root = crate::sys::SysRoot::real();
             let machine = plan::RealMachine { root: root.clone() };
-            let text =
-                plan::builtin_monitor_text(&machine.online_cpus(), &super::partitions(&root));
-            super::plan_from_text(&text, "<built-in monitor>", &opts, &[])
+            let text = plan::builtin_monitor_text(&machine.online_cpus(), &partitions(&root));
+            plan_from_text(&text, "<built-in monitor>", &opts, &[])?
         }
     };
-    match plan {
-        Ok(plan) => {
-            let spec = MonitorSpec {
-                refresh: Duration::from_nanos(plan.main.stats_period_ns),
-                ..spec
-            };
-            super::run_plan(&plan, &args, Some(spec))
-        }
-        Err(code) => code,
-    }
+    let spec = MonitorSpec {
+        refresh: Duration::from_nanos(plan.main.stats_period_ns),
+        ..spec
+    };
+    run_plan(&plan, &args, Some(spec))
 }

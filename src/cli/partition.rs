@@ -1,7 +1,8 @@
 //! `rtlab partition create|show|undo|run` and `rtlab restore`: renderers of
 //! the [`crate::isolate`] reports, and the exit statuses of docs/manual.md.
 
-use super::{EXIT_FAILED, EXIT_REFUSED, catch_signals, need_root, print_json};
+use super::common::{catch_signals, need_root, print_json};
+use super::{EXIT_FAILED, EXIT_REFUSED, Outcome, Refusal};
 use crate::isolate::{self, IsolateError, state::IsolationState};
 use crate::sys::journal::{self, RestoreReport};
 use crate::sys::{SysRoot, os};
@@ -44,22 +45,25 @@ pub enum PartitionCommand {
     },
 }
 
-fn print_error(e: &IsolateError) -> i32 {
-    errln!("rtlab: {e}");
-    if let Some(h) = e.hint() {
-        errln!("  hint: {h}");
-    }
+/// A partition error as a refusal: its message, what was rolled back (the
+/// errors that roll back have no hint), its hint, its exit status.
+fn refusal(e: &IsolateError) -> Refusal {
+    let mut message = format!("rtlab: {e}");
     if let IsolateError::Kernel { rollback, .. } | IsolateError::Interrupted { rollback, .. } = e {
-        errln!("rolled back:");
+        message.push_str("\nrolled back:");
         for l in rollback.lines() {
-            errln!("{l}");
+            message.push_str(&format!("\n{l}"));
         }
     }
-    e.exit_code()
+    let refusal = Refusal::new(message).status(e.exit_code());
+    match e.hint() {
+        Some(h) => refusal.hint(h),
+        None => refusal,
+    }
 }
 
 /// Runs `rtlab partition ...`; returns the exit status.
-pub fn main(cmd: &PartitionCommand) -> i32 {
+pub fn main(cmd: &PartitionCommand) -> Outcome {
     let root = SysRoot::real();
     match cmd {
         PartitionCommand::Show { json } => {
@@ -69,46 +73,34 @@ pub fn main(cmd: &PartitionCommand) -> i32 {
             } else {
                 out!("{}", state.render());
             }
-            0
+            Ok(0)
         }
         PartitionCommand::Create { cpus, json } => {
-            if let Err(code) = need_root("partition create") {
-                return code;
-            }
+            need_root("partition create")?;
             let online = crate::sys::online_cpus(&root).unwrap_or_default();
-            let rt = match isolate::parse_rt_cpus(cpus, &online) {
-                Ok(c) => c,
-                Err(e) => return print_error(&e),
-            };
+            let rt = isolate::parse_rt_cpus(cpus, &online).map_err(|e| refusal(&e))?;
             let caught = catch_signals();
             let stop = || match caught.load(Ordering::Relaxed) {
                 0 => None,
                 s => Some(s as i32),
             };
-            match isolate::create(&root, &journal::default_dir(), &rt, &stop) {
-                Ok(report) if *json => {
-                    print_json(&report);
-                    0
-                }
-                Ok(report) => {
-                    out!("{}", render_create(&report));
-                    0
-                }
-                Err(e) => print_error(&e),
+            let report = isolate::create(&root, &journal::default_dir(), &rt, &stop)
+                .map_err(|e| refusal(&e))?;
+            if *json {
+                print_json(&report);
+            } else {
+                out!("{}", render_create(&report));
             }
+            Ok(0)
         }
         PartitionCommand::Undo { json } => {
-            if let Err(code) = need_root("partition undo") {
-                return code;
-            }
-            match isolate::undo(&root, &journal::default_dir()) {
-                Ok(report) => print_restore(
-                    &report,
-                    *json,
-                    "no partition made by rtlab: nothing to undo",
-                ),
-                Err(e) => print_error(&e),
-            }
+            need_root("partition undo")?;
+            let report = isolate::undo(&root, &journal::default_dir()).map_err(|e| refusal(&e))?;
+            Ok(print_restore(
+                &report,
+                *json,
+                "no partition made by rtlab: nothing to undo",
+            ))
         }
         PartitionCommand::Run { partition, command } => run_in(&root, partition, command),
     }
@@ -181,34 +173,34 @@ fn print_restore(report: &RestoreReport, json: bool, nothing: &str) -> i32 {
 }
 
 /// `rtlab restore`: replays every journal left (partition and dead runs).
-pub fn restore_main(json: bool) -> i32 {
-    if let Err(code) = need_root("restore") {
-        return code;
-    }
+pub fn restore_main(json: bool) -> Outcome {
+    need_root("restore")?;
     let report = journal::restore_all(&SysRoot::real(), &journal::default_dir(), None);
-    print_restore(&report, json, "nothing to restore: no journal left")
+    Ok(print_restore(
+        &report,
+        json,
+        "nothing to restore: no journal left",
+    ))
 }
 
 /// `rtlab partition run NAME -- CMD...`: moves this process into the
 /// partition and becomes the command (exec), so nothing is left behind.
-fn run_in(root: &SysRoot, partition: &str, command: &[String]) -> i32 {
+fn run_in(root: &SysRoot, partition: &str, command: &[String]) -> Outcome {
     use std::os::unix::process::CommandExt;
-    let procs = match isolate::partition_procs(root, partition) {
-        Ok(p) => p,
-        Err(e) => return print_error(&e),
-    };
+    let procs = isolate::partition_procs(root, partition).map_err(|e| refusal(&e))?;
     if let Err(e) = root.write(&procs, &os::getpid().to_string()) {
-        errln!("rtlab: cannot enter partition {partition}: {e}");
-        return EXIT_FAILED;
+        return Err(Refusal::failed(format!(
+            "rtlab: cannot enter partition {partition}: {e}"
+        )));
     }
     let Some((program, args)) = command.split_first() else {
-        return EXIT_REFUSED;
+        return Err(Refusal::printed(EXIT_REFUSED));
     };
     let err = std::process::Command::new(program).args(args).exec();
-    errln!("rtlab: cannot run `{program}`: {err}");
-    if err.kind() == std::io::ErrorKind::NotFound {
+    let status = if err.kind() == std::io::ErrorKind::NotFound {
         crate::exit::COMMAND_NOT_FOUND
     } else {
         126
-    }
+    };
+    Err(Refusal::new(format!("rtlab: cannot run `{program}`: {err}")).status(status))
 }

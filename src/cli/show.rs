@@ -2,7 +2,7 @@
 //! JSON, cyclictest's histogram text or JSON, systress result files) read
 //! into [`crate::dataset`] once, then drawn, reported or compared.
 
-use super::{EXIT_FAILED, EXIT_REFUSED};
+use super::{Outcome, Refusal};
 use crate::dataset::{self, Run};
 use crate::report::compare::{self, Condition};
 use crate::report::export::{self, Exporter, GnuplotScript, HtmlReport};
@@ -112,68 +112,55 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((w, h))
 }
 
-/// Loads the inputs, or prints why not (exit status 2).
-fn load(inputs: &Inputs) -> Result<Vec<Run>, i32> {
+/// Loads the inputs, or why not (exit status 2).
+fn load(inputs: &Inputs) -> Result<Vec<Run>, Refusal> {
     if inputs.labels.len() > inputs.results.len() {
-        errln!(
-            "rtlab: {} --label for {} result files\n  hint: give one --label per file, in order",
+        return Err(Refusal::new(format!(
+            "rtlab: {} --label for {} result files",
             inputs.labels.len(),
             inputs.results.len()
-        );
-        return Err(EXIT_REFUSED);
+        ))
+        .hint("give one --label per file, in order"));
     }
-    dataset::load_all(&inputs.results, &inputs.labels).map_err(|e| {
-        errln!("{e}");
-        EXIT_REFUSED
-    })
+    dataset::load_all(&inputs.results, &inputs.labels)
+        .map_err(|e| Refusal::with_hint_line(e.to_string()))
 }
 
 /// Writes an output file whole, never through a link (see
 /// [`crate::sys::outfile`]).
-fn write(path: &Path, bytes: &[u8]) -> Result<(), i32> {
-    outfile::write_whole(path, bytes).map_err(|e| {
-        errln!("rtlab: cannot write {}", e.with_hint());
-        EXIT_FAILED
-    })
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Refusal> {
+    outfile::write_whole(path, bytes)
+        .map_err(|e| Refusal::output("rtlab: cannot write ", &e).status(crate::exit::FAILED))
 }
 
 /// Refuses, before any work, output files that cannot be written safely.
-fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), i32> {
+fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), Refusal> {
     for path in paths {
-        if let Err(e) = outfile::check(path, false) {
-            errln!("rtlab: {}", e.with_hint());
-            return Err(EXIT_REFUSED);
-        }
+        outfile::check(path, false).map_err(|e| Refusal::output("rtlab: ", &e))?;
     }
     Ok(())
 }
 
 /// Renders `runs` with `exporter` and writes the file whole.
-fn export(path: &Path, exporter: &dyn Exporter, runs: &[dataset::Run]) -> Result<(), i32> {
-    let bytes = exporter.render(runs).map_err(|e| {
-        errln!("rtlab: {}: {e}", path.display());
-        EXIT_FAILED
-    })?;
+fn export(path: &Path, exporter: &dyn Exporter, runs: &[dataset::Run]) -> Result<(), Refusal> {
+    let bytes = exporter
+        .render(runs)
+        .map_err(|e| Refusal::failed(format!("rtlab: {}: {e}", path.display())))?;
     write(path, &bytes)
 }
 
 /// `rtlab plot`.
-pub fn plot_main(args: &PlotArgs) -> i32 {
+pub fn plot_main(args: &PlotArgs) -> Outcome {
     let known = |o: &Path| export::for_path(o, PlotOptions::default()).is_some();
     if args.output.as_deref().is_some_and(|o| !known(o)) {
-        errln!(
-            "rtlab: cannot tell the picture's format from {:?}\n  hint: name it FILE.svg or FILE.png",
+        return Err(Refusal::new(format!(
+            "rtlab: cannot tell the picture's format from {:?}",
             args.output.as_deref().unwrap_or(Path::new(""))
-        );
-        return EXIT_REFUSED;
+        ))
+        .hint("name it FILE.svg or FILE.png"));
     }
-    if let Err(code) = check_outputs(args.output.iter().chain(&args.gnuplot).map(|p| p.as_path())) {
-        return code;
-    }
-    let runs = match load(&args.inputs) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+    check_outputs(args.output.iter().chain(&args.gnuplot).map(|p| p.as_path()))?;
+    let runs = load(&args.inputs)?;
     let panels = if args.panels.is_empty() {
         Panel::default_for(&runs)
     } else {
@@ -195,34 +182,25 @@ pub fn plot_main(args: &PlotArgs) -> i32 {
     if let Some(out) = &args.output
         && let Some(picture) = export::for_path(out, opts)
     {
-        if let Err(code) = export(out, picture.as_ref(), &runs) {
-            return code;
-        }
+        export(out, picture.as_ref(), &runs)?;
         outln!("rtlab: wrote {} ({} runs)", out.display(), runs.len());
     }
     if let Some(script) = &args.gnuplot {
         let gnuplot = GnuplotScript { title };
-        if let Err(code) = export(script, &gnuplot, &runs) {
-            return code;
-        }
+        export(script, &gnuplot, &runs)?;
         outln!(
             "rtlab: wrote {} (gnuplot -p {})",
             script.display(),
             script.display()
         );
     }
-    0
+    Ok(0)
 }
 
 /// `rtlab report`.
-pub fn report_main(args: &ReportArgs) -> i32 {
-    if let Err(code) = check_outputs([args.output.as_path()]) {
-        return code;
-    }
-    let runs = match load(&args.inputs) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+pub fn report_main(args: &ReportArgs) -> Outcome {
+    check_outputs([args.output.as_path()])?;
+    let runs = load(&args.inputs)?;
     let report = HtmlReport {
         title: args.title.clone(),
         per_thread: args.per_thread,
@@ -232,33 +210,25 @@ pub fn report_main(args: &ReportArgs) -> i32 {
             ..PlotOptions::default()
         },
     };
-    if let Err(code) = export(&args.output, &report, &runs) {
-        return code;
-    }
+    export(&args.output, &report, &runs)?;
     outln!(
         "rtlab: wrote {} ({}); open it in a browser",
         args.output.display(),
         crate::text::counted(runs.len() as u64, "run", "runs")
     );
-    0
+    Ok(0)
 }
 
 /// `rtlab explain RESULT.json`.
-pub fn explain_main(path: &Path) -> i32 {
-    let run = match dataset::load(path) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("{e}");
-            return EXIT_REFUSED;
-        }
-    };
+pub fn explain_main(path: &Path) -> Outcome {
+    let run = dataset::load(path).map_err(|e| Refusal::with_hint_line(e.to_string()))?;
     if run.format != dataset::Format::Rtlab {
-        errln!(
-            "rtlab: {} is a {}, not an rtlab result\n  hint: explain reads `rtlab run --json` files",
+        return Err(Refusal::new(format!(
+            "rtlab: {} is a {}, not an rtlab result",
             path.display(),
             run.format.name()
-        );
-        return EXIT_REFUSED;
+        ))
+        .hint("explain reads `rtlab run --json` files"));
     }
     for m in &run.details.irq_tasks {
         out!("{}", crate::report::audit::irq_task(m));
@@ -290,7 +260,7 @@ pub fn explain_main(path: &Path) -> i32 {
             worst_wake_ups(&run);
         }
     }
-    0
+    Ok(0)
 }
 
 /// The worst wake-ups each thread kept, with their time.
@@ -328,11 +298,8 @@ fn default_title(runs: &[dataset::Run]) -> String {
 }
 
 /// `rtlab compare`.
-pub fn compare_main(args: &CompareArgs) -> i32 {
-    let runs = match load(&args.inputs) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+pub fn compare_main(args: &CompareArgs) -> Outcome {
+    let runs = load(&args.inputs)?;
     let columns = compare::columns(&runs, args.per_thread);
     let verdicts = compare::gate(&columns, &args.fail_if);
     if args.json {
@@ -340,7 +307,7 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
         if let Some(audits) = compare::audits(&runs) {
             doc["audits"] = serde_json::json!(audits);
         }
-        super::print_json(&doc);
+        super::common::print_json(&doc);
     } else {
         if args.markdown {
             out!("{}", compare::markdown(&columns));
@@ -365,29 +332,30 @@ pub fn compare_main(args: &CompareArgs) -> i32 {
             "rtlab: only one run: a relative --fail-if condition has no baseline, so the gate fails"
         );
     }
-    if verdicts.iter().any(|v| v.failed) {
+    Ok(if verdicts.iter().any(|v| v.failed) {
         EXIT_REGRESSION
     } else {
         0
-    }
+    })
 }
 
 /// `rtlab run --fail-if`: a run has no first run to change from, so each
 /// condition must bound the value itself; others are refused before the
 /// run starts (status 2).
-pub(super) fn check_run_gate(conditions: &[Condition]) -> Result<(), i32> {
+pub(super) fn check_run_gate(conditions: &[Condition]) -> Result<(), Refusal> {
     let relative = conditions
         .iter()
         .find(|c| !matches!(c.bound, compare::Bound::Absolute(_)));
     if let Some(c) = relative {
-        errln!(
-            "rtlab: --fail-if {:?} is a change against a first run, and one run has none\n  \
-             hint: bound the value itself (e.g. 'deadline_misses>0', 'max>100us'), or gate \
-             with `rtlab compare baseline.json new.json --fail-if '{}'`",
-            c.text,
+        return Err(Refusal::new(format!(
+            "rtlab: --fail-if {:?} is a change against a first run, and one run has none",
             c.text
-        );
-        return Err(EXIT_REFUSED);
+        ))
+        .hint(format!(
+            "bound the value itself (e.g. 'deadline_misses>0', 'max>100us'), or gate \
+             with `rtlab compare baseline.json new.json --fail-if '{}'`",
+            c.text
+        )));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! `rtlab run` would.
 
 use super::generated::{Generated, command_program, main_with_duration, one_line, task_keys};
-use super::{EXIT_REFUSED, RunArgs};
+use super::{Outcome, Refusal, RunArgs};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -58,16 +58,13 @@ pub struct TaskLatencyArgs {
 }
 
 /// `rtlab task-latency --pid P | --name N | -- CMD`.
-pub fn main(args: &TaskLatencyArgs) -> i32 {
-    let g = match text(args) {
-        Ok(g) => g,
-        Err(code) => return code,
-    };
+pub fn main(args: &TaskLatencyArgs) -> Outcome {
+    let g = text(args)?;
     let text = g.text();
     if args.print {
         out!("# the experiment `rtlab task-latency` runs\n{text}");
     }
-    super::run_text(
+    super::experiment::run_text(
         &text,
         "rtlab task-latency",
         &RunArgs {
@@ -79,12 +76,13 @@ pub fn main(args: &TaskLatencyArgs) -> i32 {
     )
 }
 
-fn text(a: &TaskLatencyArgs) -> Result<Generated, i32> {
+fn text(a: &TaskLatencyArgs) -> Result<Generated, Refusal> {
     let chosen = usize::from(a.name.is_some()) + usize::from(a.pid.is_some());
     if chosen + usize::from(!a.command.is_empty()) != 1 {
-        errln!("rtlab: name the task once: --pid PID, --name NAME, or a command after `--`");
-        errln!("  hint: rtlab task-latency --period 1ms --cpu 1 -- ./my-control-loop");
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(
+            "rtlab: name the task once: --pid PID, --name NAME, or a command after `--`",
+        )
+        .hint("rtlab task-latency --period 1ms --cpu 1 -- ./my-control-loop"));
     }
     let mut g = Generated::default();
     main_with_duration(&mut g, &a.duration, a.cpu.as_ref(), &a.command)?;
@@ -155,10 +153,10 @@ mod tests {
         assert_eq!(exp.programs[0].argv.value, ["./loop", "a b"]);
         let mut a = args(&[]);
         a.cpu = None;
-        assert_eq!(text(&a).err(), Some(EXIT_REFUSED), "no task named");
+        assert_eq!(text(&a).err().map(|r| r.status), Some(2), "no task named");
         a.pid = Some(42);
         a.name = Some("x".into());
-        assert_eq!(text(&a).err(), Some(EXIT_REFUSED), "named twice");
+        assert_eq!(text(&a).err().map(|r| r.status), Some(2), "named twice");
         a.name = None;
         let exp = crate::config::parse(&text(&a).unwrap().text()).unwrap();
         assert_eq!(
@@ -167,8 +165,8 @@ mod tests {
         );
         a.period = Some("1ms }\nprogram[3] {".into());
         assert_eq!(
-            text(&a).err(),
-            Some(EXIT_REFUSED),
+            text(&a).err().map(|r| r.status),
+            Some(2),
             "a value that would change the file"
         );
     }

@@ -4,7 +4,7 @@
 //! result, whichever way the experiment was given.
 
 use super::generated::{Generated, command_program, main_with_duration, one_line, task_keys};
-use super::{EXIT_REFUSED, RunArgs};
+use super::{Outcome, Refusal, RunArgs};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -55,12 +55,12 @@ pub struct IrqTaskArgs {
     pub command: Vec<String>,
 }
 
-fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) -> i32 {
+fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) -> Outcome {
     let text = g.text();
     if print {
         out!("# the experiment `{name}` runs\n{text}");
     }
-    super::run_text(
+    super::experiment::run_text(
         &text,
         name,
         &RunArgs {
@@ -72,15 +72,12 @@ fn run_generated(g: &Generated, name: &str, json: Option<PathBuf>, print: bool) 
 }
 
 /// `rtlab audit CPUS --duration D`.
-pub fn audit_main(args: &AuditArgs) -> i32 {
-    let g = match audit_text(args) {
-        Ok(g) => g,
-        Err(code) => return code,
-    };
+pub fn audit_main(args: &AuditArgs) -> Outcome {
+    let g = audit_text(args)?;
     run_generated(&g, "rtlab audit", args.json.clone(), args.print)
 }
 
-fn audit_text(a: &AuditArgs) -> Result<Generated, i32> {
+fn audit_text(a: &AuditArgs) -> Result<Generated, Refusal> {
     let mut g = Generated::default();
     g.line("main").line("{");
     let cpus = one_line("the CPU list", &a.cpus)?;
@@ -96,22 +93,20 @@ fn audit_text(a: &AuditArgs) -> Result<Generated, i32> {
 }
 
 /// `rtlab irq-task IRQ --task NAME|--pid PID|-- CMD --duration D`.
-pub fn irq_task_main(args: &IrqTaskArgs) -> i32 {
-    let g = match irq_task_text(args) {
-        Ok(g) => g,
-        Err(code) => return code,
-    };
+pub fn irq_task_main(args: &IrqTaskArgs) -> Outcome {
+    let g = irq_task_text(args)?;
     run_generated(&g, "rtlab irq-task", args.json.clone(), args.print)
 }
 
-fn irq_task_text(a: &IrqTaskArgs) -> Result<Generated, i32> {
+fn irq_task_text(a: &IrqTaskArgs) -> Result<Generated, Refusal> {
     let chosen = usize::from(a.task.is_some()) + usize::from(a.pid.is_some());
     if chosen == 0 && a.command.is_empty() || chosen == 1 && !a.command.is_empty() {
-        errln!("rtlab: name the task once: --task NAME, --pid PID, or a command after `--`");
-        errln!(
-            "  hint: rtlab irq-task 36 --cpu 1 --duration 10s -- dd if=FILE of=/dev/null iflag=direct bs=4k"
-        );
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(
+            "rtlab: name the task once: --task NAME, --pid PID, or a command after `--`",
+        )
+        .hint(
+            "rtlab irq-task 36 --cpu 1 --duration 10s -- dd if=FILE of=/dev/null iflag=direct bs=4k",
+        ));
     }
     let mut g = Generated::default();
     main_with_duration(&mut g, &a.duration, a.cpu.as_ref(), &a.command)?;
@@ -166,10 +161,14 @@ mod tests {
         // A value that would change how the file reads is refused.
         let mut a = args(&["dd"]);
         a.irq = "36 }\nprogram[9] {".into();
-        assert_eq!(irq_task_text(&a), Err(EXIT_REFUSED));
+        assert_eq!(irq_task_text(&a).map_err(|r| r.status), Err(2));
         let mut a = args(&[]);
         a.cpu = None;
-        assert_eq!(irq_task_text(&a), Err(EXIT_REFUSED), "no task named");
+        assert_eq!(
+            irq_task_text(&a).map_err(|r| r.status),
+            Err(2),
+            "no task named"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! benchmark of the binary trace engine (`bench/trace_readers.py`) and its
 //! check on whatever kernel runs it. Hidden: a developer's tool.
 
+use super::{Outcome, Refusal};
 use crate::sys::journal::{self, Journal, Owner};
 use crate::sys::trace::{self, Instance, Recording};
 use crate::sys::{SysRoot, os};
@@ -58,10 +59,11 @@ struct CpuReading {
 }
 
 /// `rtlab trace-readers`: exit 0 when both readers agree on every CPU.
-pub fn main(args: &TraceReadersArgs) -> i32 {
+pub fn main(args: &TraceReadersArgs) -> Outcome {
     if os::geteuid() != 0 {
-        errln!("rtlab: trace-readers needs root (it makes a tracefs instance)");
-        return super::EXIT_REFUSED;
+        return Err(Refusal::new(
+            "rtlab: trace-readers needs root (it makes a tracefs instance)",
+        ));
     }
     let root = SysRoot::real();
     let cpus = crate::sys::online_cpus(&root).map(|c| c.len()).unwrap_or(1) as u64;
@@ -69,44 +71,31 @@ pub fn main(args: &TraceReadersArgs) -> i32 {
     if let Some(available) = crate::sys::memory::available_kib(&root)
         && asked > available / crate::plan::TRACE_MEMORY_SHARE
     {
-        errln!(
+        return Err(Refusal::new(format!(
             "rtlab: --buffer-kb {} × {cpus} CPUs is {} MiB, more than a quarter of the {} MiB available",
             args.buffer_kb,
             asked / 1024,
             available / 1024
-        );
-        errln!("  hint: give a smaller --buffer-kb");
-        return super::EXIT_REFUSED;
+        ))
+        .hint("give a smaller --buffer-kb"));
     }
     let dir = journal::default_dir();
     // What a run that died left (its trace instances among it) goes first.
     let _said = crate::run::recover_dead_runs(&root, &dir);
     let name = format!("run-{}.journal", os::getpid());
-    let mut journal = match Journal::open(&root, &dir, &name, Owner::Run) {
-        Ok(j) => j,
-        Err(e) => {
-            errln!("rtlab: {e}");
-            return super::EXIT_REFUSED;
-        }
-    };
+    let mut journal = Journal::open(&root, &dir, &name, Owner::Run)
+        .map_err(|e| Refusal::new(format!("rtlab: {e}")))?;
     let result = readings(&root, &mut journal, args);
     let undone = journal.replay_and_close();
     for l in undone.lines() {
         errln!("rtlab: {l}");
     }
-    match result {
-        Ok(r) => {
-            outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
-            i32::from(
-                r.iter()
-                    .any(|c| !c.differences.is_empty() || c.text_events != c.raw_events),
-            )
-        }
-        Err(e) => {
-            errln!("rtlab: {e}");
-            crate::exit::UNAVAILABLE
-        }
-    }
+    let r =
+        result.map_err(|e| Refusal::new(format!("rtlab: {e}")).status(crate::exit::UNAVAILABLE))?;
+    outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    Ok(i32::from(r.iter().any(|c| {
+        !c.differences.is_empty() || c.text_events != c.raw_events
+    })))
 }
 
 fn readings(

@@ -51,14 +51,14 @@ pub struct ExportSet {
 /// An output refused before the run: what it is, as the messages name it
 /// (`--json`, `result directory`), and why.
 #[derive(Debug)]
-pub struct Refusal {
+pub struct OutputRefused {
     /// The option or the output, as named in the message.
     pub what: &'static str,
     /// Why its target cannot be written.
     pub error: OutputError,
 }
 
-impl std::fmt::Display for Refusal {
+impl std::fmt::Display for OutputRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.what, self.error.with_hint())
     }
@@ -94,8 +94,8 @@ impl ExportSet {
         &mut self,
         plan: &RunPlan,
         json: Option<(&'static str, &Path)>,
-    ) -> Result<(), Refusal> {
-        let refused = |what| move |error| Refusal { what, error };
+    ) -> Result<(), OutputRefused> {
+        let refused = |what| move |error| OutputRefused { what, error };
         let result_files = self.result_files;
         for tp in plan.timers.iter().filter(|_| result_files) {
             let file = ResultFile {

@@ -43,7 +43,7 @@ use arm::{Armed, MainThread, SignalThread};
 pub use closing::{CLOSINGS, Closing, closing_texts};
 use collect::collect;
 pub use collect::write_outputs;
-pub use export::{CyclictestHistogram, CyclictestJson, ExportSet, Refusal, RunExporter};
+pub use export::{CyclictestHistogram, CyclictestJson, ExportSet, OutputRefused, RunExporter};
 use exporting::Exporting;
 use traces::promises;
 use watch::Watch;

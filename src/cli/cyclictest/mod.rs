@@ -11,7 +11,7 @@
 //! SIGTERM (as cyclictest), 2 when refused before the start (an option
 //! rtlab does not do, a bad value), 1 when it failed after the start.
 
-use super::{EXIT_FAILED, EXIT_REFUSED, RunArgs};
+use super::{EXIT_FAILED, Outcome, Refusal, RunArgs};
 use crate::plan::PlanOptions;
 use crate::report::cyclictest as render;
 use crate::result::{EndReason, RunResult};
@@ -29,29 +29,19 @@ pub fn command() -> clap::Command {
 }
 
 /// The cyclictest front end; `argv` without the program name.
-pub fn main(argv: &[OsString]) -> i32 {
-    let a = match parse(argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => return 0,
-        Err(code) => return code,
+pub fn main(argv: &[OsString]) -> Outcome {
+    let Some(a) = parse(argv)? else {
+        return Ok(0);
     };
     let cmdline = std::iter::once("cyclictest".to_string())
         .chain(argv.iter().map(|s| s.to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
         .join(" ");
     let allowed = crate::sys::os::get_affinity(0).unwrap_or_default();
-    let setup = match setup::setup(&a, &allowed, &cmdline) {
-        Ok(s) => s,
-        Err(msg) => {
-            errln!("rtlab cyclictest: {msg}");
-            return EXIT_REFUSED;
-        }
-    };
+    let setup = setup::setup(&a, &allowed, &cmdline)
+        .map_err(|msg| Refusal::with_hint_line(format!("rtlab cyclictest: {msg}")))?;
     let mut exports = ExportSet::new(a.rtlab_outdir.is_some());
-    let plan = match plan(&a, &setup, &mut exports) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    let plan = plan(&a, &setup, &mut exports)?;
     if a.verbose {
         let root = crate::sys::SysRoot::real();
         let online = crate::sys::online_cpus(&root).map_or(0, |c| c.len());
@@ -67,22 +57,19 @@ pub fn main(argv: &[OsString]) -> i32 {
         ..RunArgs::default()
     };
     let view = Some(setup.view.clone());
-    match super::execute_plan(&plan, &run_args, None, view, &mut exports) {
-        Ok(result) => outputs(&setup.view, &result, &exports),
-        Err(code) => code,
-    }
+    let result = super::experiment::execute_plan(&plan, &run_args, None, view, &mut exports)?;
+    Ok(outputs(&setup.view, &result, &exports))
 }
 
-/// The options, or None when `--help` was printed; Err = exit status.
-fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, i32> {
+/// The options, or None when `--help` was printed.
+fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, Refusal> {
     let a = args::parse(argv).map_err(|e| {
         let text = e.to_string();
-        errln!(
+        Refusal::new(format!(
             "rtlab cyclictest: {}",
             text.lines().next().unwrap_or_default()
-        );
-        errln!("  hint: `rtlab cyclictest --help` lists the options rtlab takes");
-        EXIT_REFUSED
+        ))
+        .hint("`rtlab cyclictest --help` lists the options rtlab takes")
     })?;
     if a.help {
         use clap::CommandFactory;
@@ -90,9 +77,12 @@ fn parse(argv: &[OsString]) -> Result<Option<args::CyclictestArgs>, i32> {
         return Ok(None);
     }
     if let Some((option, why)) = a.unsupported() {
-        errln!("rtlab cyclictest: {option} is not supported: {why}");
-        errln!("  hint: drop {option}; `rtlab cyclictest --help` lists the options rtlab takes");
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::new(format!(
+            "rtlab cyclictest: {option} is not supported: {why}"
+        ))
+        .hint(format!(
+            "drop {option}; `rtlab cyclictest --help` lists the options rtlab takes"
+        )));
     }
     Ok(Some(a))
 }
@@ -103,7 +93,7 @@ fn plan(
     a: &args::CyclictestArgs,
     setup: &setup::Setup,
     exports: &mut ExportSet,
-) -> Result<crate::plan::RunPlan, i32> {
+) -> Result<crate::plan::RunPlan, Refusal> {
     let files = [
         ("--json", a.json.as_deref()),
         ("--histfile", a.histfile.as_deref()),
@@ -113,8 +103,7 @@ fn plan(
         if let Some(p) = path
             && let Err(e) = crate::sys::outfile::check(p, false)
         {
-            errln!("rtlab cyclictest: {option} {}", e.with_hint());
-            return Err(EXIT_REFUSED);
+            return Err(Refusal::output(&format!("rtlab cyclictest: {option} "), &e));
         }
     }
     // cyclictest's files, in the order written (rtlab's JSON result is the
@@ -136,8 +125,7 @@ fn plan(
         if let Some(p) = path
             && let Err(e) = exports.add(exporter, p)
         {
-            errln!("rtlab cyclictest: {option} {}", e.with_hint());
-            return Err(EXIT_REFUSED);
+            return Err(Refusal::output(&format!("rtlab cyclictest: {option} "), &e));
         }
     }
     for note in &setup.notes {
@@ -151,8 +139,7 @@ fn plan(
     if let Some(dir) = &a.rtlab_outdir
         && let Err(e) = crate::sys::outfile::create_dirs(dir)
     {
-        errln!("rtlab cyclictest: --rtlab-outdir {}", e.with_hint());
-        return Err(EXIT_REFUSED);
+        return Err(Refusal::output("rtlab cyclictest: --rtlab-outdir ", &e));
     }
     let opts = PlanOptions {
         outdir: a.rtlab_outdir.clone(),
@@ -160,7 +147,7 @@ fn plan(
         no_result_files: a.rtlab_outdir.is_none(),
     };
     let origins = setup.experiment.origins();
-    super::plan_from_text(&text, "rtlab cyclictest", &opts, &origins)
+    super::experiment::plan_from_text(&text, "rtlab cyclictest", &opts, &origins)
 }
 
 /// cyclictest's outputs, rtlab's extras, and the exit status.
