@@ -144,3 +144,39 @@ fn a_key_given_its_documented_default_changes_nothing() {
     }
     assert!(checked >= 15, "only {checked} defaults were checked");
 }
+
+#[test]
+fn the_one_off_options_are_rows_of_main_and_timer_thread() {
+    let rows: Vec<(&KeySpec, CliOption)> = KEYS
+        .iter()
+        .filter_map(|k| k.option.map(|o| (k, o)))
+        .collect();
+    assert!(rows.len() >= 14, "{} one-off options", rows.len());
+    for (i, (k, o)) in rows.iter().enumerate() {
+        // `rtlab run` writes a main stanza and timer threads only.
+        assert!(matches!(k.stanza, Main | Timer), "{}", k.name);
+        assert!(
+            rows[i + 1..].iter().all(|(_, other)| other.long != o.long),
+            "--{} twice",
+            o.long
+        );
+        assert!(
+            rows[i + 1..]
+                .iter()
+                .all(|(other, oo)| other.stanza != k.stanza || oo.rank != o.rank),
+            "two lines ranked {} in {}",
+            o.rank,
+            k.stanza.display()
+        );
+        // A flag key makes a flag; any other takes a value.
+        assert_eq!(k.is_flag(), o.value_name.is_empty(), "--{}", o.long);
+        assert!(!(k.is_flag() && o.preset.is_some()), "--{}", o.long);
+        // The help names the key it writes.
+        assert!(o.help.contains(&format!("`{}`", k.name)), "--{}", o.long);
+        assert!(
+            !o.help.ends_with('.') && !o.help.contains('\n'),
+            "--{}",
+            o.long
+        );
+    }
+}
