@@ -208,6 +208,234 @@ fn no_duration(o: &OneOff, key: &KeySpec) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::options::OptionGroup;
+
+    /// Sets of one-off options whose experiment `rtlab run --print` wrote
+    /// before the options came from the key table
+    /// (tests/golden/run-print.txt keeps it).
+    const PRINTED: &[&[&str]] = &[
+        &[],
+        &[
+            "--cpus",
+            "1,3",
+            "--period",
+            "200us",
+            "--loops",
+            "500",
+            "--priority",
+            "95",
+            "--histo-size",
+            "400 us",
+        ],
+        &[
+            "--memlock",
+            "--trace-threshold",
+            "50us",
+            "--on-spike",
+            "save",
+            "--on-spike",
+            "signal 1 TERM",
+            "--on-spike-every",
+            "1s",
+            "--irq-latency",
+            "--trace-stacks",
+            "all",
+            "--warmup",
+            "2s",
+        ],
+        &["--duration", "none", "--policy", "RR"],
+        &["--duration", "5s", "--loops", "3"],
+        &["--loops", "7"],
+        &[
+            "--cpus",
+            "0",
+            "--duration",
+            "none",
+            "--loops",
+            "2",
+            "--memlock",
+            "--on-spike",
+            "stop",
+            "--warmup",
+            "1s",
+        ],
+        &["--cpus", "0-1", "--period", "2x"],
+        &["--on-spike-every", "1s"],
+        &["--memlock", "--irq-latency"],
+        &[
+            "--duration",
+            "1 min",
+            "--policy",
+            "OTHER",
+            "--priority",
+            "0",
+            "--histo-size",
+            "1ms",
+            "--trace-threshold",
+            "20us",
+            "--trace-stacks",
+            "switch",
+        ],
+        &[
+            "--cpus",
+            "0,2",
+            "--on-spike",
+            "run /bin/echo hi",
+            "--on-spike",
+            "save",
+            "--period",
+            " 300us ",
+        ],
+        &[
+            "--cpus",
+            "2-3",
+            "--warmup",
+            "1s",
+            "--priority",
+            "80",
+            "--policy",
+            "RR",
+            "--loops",
+            "10",
+            "--duration",
+            "3s",
+            "--histo-size",
+            "200us",
+            "--trace-threshold",
+            "30us",
+            "--on-spike-every",
+            "2s",
+            "--trace-stacks",
+            "off",
+        ],
+    ];
+
+    /// The experiment of each set on CPUs 0-3 (2 and 3 in a partition),
+    /// each line with the option that wrote it.
+    fn printed() -> String {
+        let parts = [("rt".to_string(), vec![2, 3])];
+        let mut out = String::new();
+        for set in PRINTED {
+            out.push_str(&format!("== rtlab run --print {set:?}\n"));
+            let g = experiment(&parse(set), &[0, 1, 2, 3], &parts).unwrap();
+            for (line, origin) in g.text().lines().zip(g.origins()) {
+                match origin {
+                    Some(o) => out.push_str(&format!("{line}\t<- {o:?}\n")),
+                    None => out.push_str(&format!("{line}\n")),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn print_writes_what_it_wrote_before_the_rows() {
+        let want = include_str!("../../tests/golden/run-print.txt");
+        let got = printed();
+        if std::env::var_os("RTLAB_BLESS").is_some() {
+            std::fs::write("tests/golden/run-print.txt", &got).unwrap();
+        }
+        assert_eq!(got, want);
+    }
+
+    /// `rtlab run` as the command line defines it.
+    fn run_command() -> Command {
+        use clap::CommandFactory;
+        let mut cli = super::super::Cli::command();
+        cli.build();
+        cli.find_subcommand("run").unwrap().clone()
+    }
+
+    #[test]
+    fn each_one_off_option_is_one_row_and_back() {
+        let run = run_command();
+        let own = [
+            "file",
+            "json",
+            "outdir",
+            "every_refresh",
+            "print",
+            "fail_if",
+        ];
+        let own = |a: &Arg| own.contains(&a.get_id().as_str()) || a.is_global_set();
+        let options: Vec<&Arg> = run
+            .get_arguments()
+            .filter(|a| !own(a) && a.get_id() != "help")
+            .collect();
+        assert_eq!(options.len(), rows().count());
+        for arg in options {
+            let long = arg.get_long().unwrap();
+            let mut of = rows().filter(|(_, o)| o.long == long);
+            let (key, o) = of.next().expect("a row declares each one-off option");
+            assert!(of.next().is_none(), "--{long} in two rows");
+            assert_eq!(arg.get_help().unwrap().to_string(), o.help);
+            assert_eq!(arg.get_help_heading(), Some(o.group.heading()));
+            let conflicts = run.get_arg_conflicts_with(arg);
+            assert_eq!(conflicts.len(), 1, "--{long}");
+            assert_eq!(conflicts[0].get_id(), "file");
+            let want = match (key.is_flag(), key.repeatable) {
+                (true, _) => ArgAction::SetTrue,
+                (false, true) => ArgAction::Append,
+                (false, false) => ArgAction::Set,
+            };
+            assert_eq!(format!("{:?}", arg.get_action()), format!("{want:?}"));
+            if !key.is_flag() {
+                let names = arg.get_value_names().unwrap();
+                assert_eq!(names.len(), 1);
+                assert_eq!(names[0].as_str(), o.value_name);
+            }
+        }
+        // And back: each option writes its key, on a line that names it.
+        for (key, o) in rows() {
+            let option = format!("--{}", o.long);
+            let (args, line) = if key.is_flag() {
+                (vec![option.as_str()], format!("  {}", key.name))
+            } else {
+                (vec![option.as_str(), "7"], format!("  {} 7", key.name))
+            };
+            let g = experiment(&parse(&args), &[0], &[]).unwrap();
+            let text = g.text();
+            let at = text.lines().position(|l| l == line);
+            let at = at.unwrap_or_else(|| panic!("{option}: {text}"));
+            let origin = format!("{} {}", option, args.get(1).unwrap_or(&""));
+            assert_eq!(g.origins()[at].as_deref(), Some(origin.as_str()));
+        }
+    }
+
+    #[test]
+    fn run_help_groups_its_options_as_rtla_does() {
+        let help = run_command().render_help().to_string();
+        let mut last = 0;
+        let mut headings = Vec::new();
+        for group in OptionGroup::ALL {
+            if let Some(at) = help.find(&format!("\n{}:\n", group.heading())) {
+                assert!(at > last, "{} out of order:\n{help}", group.heading());
+                last = at;
+                headings.push((at, group));
+            }
+        }
+        let shown: Vec<OptionGroup> = headings.iter().map(|(_, g)| *g).collect();
+        use OptionGroup::*;
+        assert_eq!(
+            shown,
+            [TimerThreads, IsolationAndTuning, Tracing, Actions, Output]
+        );
+        // Each option under its own heading.
+        let under = |option: &str| {
+            let at = help.find(&format!("      {option}")).unwrap();
+            headings.iter().rev().find(|(h, _)| *h < at).unwrap().1
+        };
+        for (_, o) in rows() {
+            assert_eq!(under(&format!("--{} ", o.long)), o.group, "--{}", o.long);
+        }
+        for (option, group) in [
+            ("--json", Output),
+            ("--print", Output),
+            ("--fail-if", Actions),
+        ] {
+            assert_eq!(under(option), group, "{option}");
+        }
+    }
 
     /// The one-off options of `args`, as `rtlab run` parses them.
     fn parse(args: &[&str]) -> OneOff {
