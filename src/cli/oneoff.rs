@@ -79,7 +79,9 @@ impl FromArgMatches for OneOff {
 
     /// Each option given: a flag set, or its values in order.
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        let bad = |e| clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, e);
+        // An argument missing or of another type: the command is not the
+        // one `augment_args` built.
+        let bad = |e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
         for (key, o) in rows() {
             let values = if key.is_flag() {
                 let set = m.try_get_one::<bool>(&id(o)).map_err(bad)?;
@@ -89,7 +91,8 @@ impl FromArgMatches for OneOff {
                 values.map(|v| v.cloned().collect())
             };
             if let Some(values) = values {
-                self.given.retain(|(k, ..)| !std::ptr::eq(*k, key));
+                self.given
+                    .retain(|(k, ..)| (k.stanza, k.name) != (key.stanza, key.name));
                 self.given.push((key, o, values));
             }
         }
