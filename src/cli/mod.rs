@@ -12,6 +12,7 @@
 //! held, 127 `partition run`'s command not found, 128+N stopped by signal N
 //! (130 SIGINT, 143 SIGTERM).
 
+use crate::config::options::OptionGroup;
 use crate::messages;
 use crate::sys::os;
 use clap::{Args, Parser, Subcommand};
@@ -161,27 +162,27 @@ pub enum Command {
 pub struct RunArgs {
     /// The experiment file (systress.conf format).
     pub file: Option<PathBuf>,
+    /// One-off keys, without a file.
+    #[command(flatten)]
+    pub oneoff: oneoff::OneOff,
     /// Write the JSON result document to this file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OptionGroup::Output.heading())]
     pub json: Option<PathBuf>,
     /// Directory for the timer threads' result files (created if needed).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = OptionGroup::Output.heading())]
     pub outdir: Option<PathBuf>,
     /// Print every refresh of the live table even when stdout is not a terminal.
-    #[arg(long)]
+    #[arg(long, help_heading = OptionGroup::Output.heading())]
     pub every_refresh: bool,
     /// Print the experiment (the file, the built-in one, or the one the
     /// one-off options write) and exit: a file to start from.
-    #[arg(long)]
+    #[arg(long, help_heading = OptionGroup::Output.heading())]
     pub print: bool,
     /// Exit with status 6 when this holds for the run's result: METRIC OP
     /// VALUE, the value itself ('deadline_misses>0', 'max>100us',
     /// 'overruns>0'), as `rtlab compare --fail-if` reads it. Repeatable.
-    #[arg(long = "fail-if", value_name = "COND")]
+    #[arg(long = "fail-if", value_name = "COND", help_heading = OptionGroup::Actions.heading())]
     pub fail_if: Vec<crate::report::compare::Condition>,
-    /// One-off keys, without a file.
-    #[command(flatten)]
-    pub oneoff: oneoff::OneOff,
 }
 
 /// A command that only reads and prints ends quietly when its output pipe

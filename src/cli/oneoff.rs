@@ -6,84 +6,113 @@
 
 use super::EXIT_REFUSED;
 use super::generated::{Generated, one_line};
-use clap::Args;
+use crate::config::keys::{CliOption, KEYS, KeySpec, StanzaKind};
+use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Args, Command, FromArgMatches};
 
-/// One-off keys of `rtlab run` (each is the key of a `timer_thread` or of
-/// `main`, with the same values).
-#[derive(Debug, Args, Default, Clone)]
+/// The rows of the key table that have a one-off option, in the table's
+/// order: each key of `main` or of `timer_thread` that `rtlab run` takes
+/// from its command line, with the same values.
+pub fn rows() -> impl Iterator<Item = (&'static KeySpec, &'static CliOption)> {
+    KEYS.iter()
+        .filter_map(|k| k.option.as_ref().map(|o| (k, o)))
+}
+
+/// The one-off options given to `rtlab run`: each row's values, in the
+/// order of the rows.
+#[derive(Debug, Default, Clone)]
 pub struct OneOff {
-    /// One timer thread per CPU of CPULIST (`cpu_affinity`; default: every
-    /// online CPU).
-    #[arg(long, value_name = "CPULIST", conflicts_with = "file")]
-    pub cpus: Option<String>,
-    /// The timers' period (`timer.period`, default 1 ms).
-    #[arg(long, value_name = "DURATION", conflicts_with = "file")]
-    pub period: Option<String>,
-    /// How long each thread measures (`lifetime.duration`, default 10 s;
-    /// `none`: until stopped).
-    #[arg(long, value_name = "DURATION|none", conflicts_with = "file")]
-    pub duration: Option<String>,
-    /// Or how many samples (`lifetime.loops`).
-    #[arg(long, value_name = "N", conflicts_with = "file")]
-    pub loops: Option<String>,
-    /// The threads' policy (`sched.policy`, default FIFO).
-    #[arg(long, value_name = "POLICY", conflicts_with = "file")]
-    pub policy: Option<String>,
-    /// Their priority (`sched.priority`, default 99).
-    #[arg(long, value_name = "N", conflicts_with = "file")]
-    pub priority: Option<String>,
-    /// The histogram's largest latency (`stats.histo_size`, default 100 us).
-    #[arg(long = "histo-size", value_name = "DURATION", conflicts_with = "file")]
-    pub histo_size: Option<String>,
-    /// Lock memory (`memlock`).
-    #[arg(long, conflicts_with = "file")]
-    pub memlock: bool,
-    /// Explain wake-ups at least this late (`trace.threshold`, root).
-    #[arg(
-        long = "trace-threshold",
-        value_name = "DURATION",
-        conflicts_with = "file"
-    )]
-    pub trace_threshold: Option<String>,
-    /// What to do at such a wake-up (`on_spike`: `save`, `stop`, `signal
-    /// PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated.
-    #[arg(long = "on-spike", value_name = "ACTION", conflicts_with = "file")]
-    pub on_spike: Vec<String>,
-    /// At most one round of actions this often (`on_spike.every`).
-    #[arg(
-        long = "on-spike-every",
-        value_name = "DURATION",
-        conflicts_with = "file"
-    )]
-    pub on_spike_every: Option<String>,
-    /// Each timer thread's interrupt latency too (`irq_latency`, root).
-    #[arg(long = "irq-latency", conflicts_with = "file")]
-    pub irq_latency: bool,
-    /// Kernel stacks in the explanations (`trace.stacks`: off, switch, all).
-    #[arg(long = "trace-stacks", value_name = "WHICH", conflicts_with = "file")]
-    pub trace_stacks: Option<String>,
-    /// Samples of the first DURATION not counted (`warmup`).
-    #[arg(long, value_name = "DURATION", conflicts_with = "file")]
-    pub warmup: Option<String>,
+    given: Vec<(&'static KeySpec, &'static CliOption, Vec<String>)>,
+}
+
+/// The argument of a row: its name as the option's (`histo_size`).
+fn id(o: &CliOption) -> String {
+    o.long.replace('-', "_")
+}
+
+/// The option a row declares: a flag for a flag key, else one value each
+/// time it is given (repeated for a repeatable key); none with a file.
+fn arg(key: &KeySpec, o: &CliOption) -> Arg {
+    let arg = Arg::new(id(o))
+        .long(o.long)
+        .help(o.help)
+        .help_heading(o.group.heading())
+        .conflicts_with("file");
+    if key.is_flag() {
+        return arg.action(ArgAction::SetTrue);
+    }
+    let action = if key.repeatable {
+        ArgAction::Append
+    } else {
+        ArgAction::Set
+    };
+    arg.value_name(o.value_name)
+        .value_parser(clap::value_parser!(String))
+        .action(action)
+}
+
+impl Args for OneOff {
+    /// The rows' options, listed by group, the timer threads' keys before
+    /// `main`'s, each in the table's order.
+    fn augment_args(cmd: Command) -> Command {
+        let mut rows: Vec<_> = rows().collect();
+        rows.sort_by_key(|(k, o)| (o.group, k.stanza == StanzaKind::Main));
+        let ids: Vec<String> = rows.iter().map(|(_, o)| id(o)).collect();
+        cmd.args(rows.into_iter().map(|(k, o)| arg(k, o)))
+            .group(ArgGroup::new("OneOff").multiple(true).args(ids))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        Some(clap::Id::from("OneOff"))
+    }
+}
+
+impl FromArgMatches for OneOff {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut o = OneOff::default();
+        o.update_from_arg_matches(m)?;
+        Ok(o)
+    }
+
+    /// Each option given: a flag set, or its values in order.
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        // An argument missing or of another type: the command is not the
+        // one `augment_args` built.
+        let bad = |e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
+        for (key, o) in rows() {
+            let values = if key.is_flag() {
+                let set = m.try_get_one::<bool>(&id(o)).map_err(bad)?;
+                set.copied().unwrap_or(false).then(Vec::new)
+            } else {
+                let values = m.try_get_many::<String>(&id(o)).map_err(bad)?;
+                values.map(|v| v.cloned().collect())
+            };
+            if let Some(values) = values {
+                self.given
+                    .retain(|(k, ..)| (k.stanza, k.name) != (key.stanza, key.name));
+                self.given.push((key, o, values));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl OneOff {
     /// Whether any one-off option was given.
     pub fn given(&self) -> bool {
-        self.cpus.is_some()
-            || self.period.is_some()
-            || self.duration.is_some()
-            || self.loops.is_some()
-            || self.policy.is_some()
-            || self.priority.is_some()
-            || self.histo_size.is_some()
-            || self.memlock
-            || self.trace_threshold.is_some()
-            || !self.on_spike.is_empty()
-            || self.on_spike_every.is_some()
-            || self.warmup.is_some()
-            || self.irq_latency
-            || self.trace_stacks.is_some()
+        !self.given.is_empty()
+    }
+
+    /// The option of key `name` of `kind` and its values (none for a
+    /// flag), if it was given.
+    fn of(&self, kind: StanzaKind, name: &str) -> Option<(&CliOption, &[String])> {
+        self.given
+            .iter()
+            .find(|(k, ..)| k.stanza == kind && k.name == name)
+            .map(|(_, o, values)| (*o, values.as_slice()))
     }
 }
 
@@ -95,106 +124,343 @@ pub fn experiment(
     online: &[usize],
     partitions: &[(String, Vec<usize>)],
 ) -> Result<Generated, i32> {
-    let cpus = match &o.cpus {
-        Some(list) => {
-            let list = one_line("the CPU list", list)?;
-            crate::cpulist::parse(&list).map_err(|e| {
-                errln!("rtlab run: --cpus {list}: {}", e.message);
-                errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
-                EXIT_REFUSED
-            })?
-        }
-        None => online.to_vec(),
-    };
+    let cpus = thread_cpus(o, online)?;
+    let cpus_option = crate::config::keys::find(StanzaKind::Timer, "cpu_affinity")
+        .and_then(|k| k.option)
+        .map_or("--cpus".to_string(), |o| format!("--{}", o.long));
     let mut g = Generated::default();
     g.line("# written by `rtlab run` from its options")
         .line("main")
         .line("{")
         .line("  stats.cpu_load all");
-    if o.memlock {
-        g.from("  memlock", "--memlock", "");
-    }
-    let main_keys = [
-        (&o.trace_threshold, "--trace-threshold", "trace.threshold"),
-        (&o.on_spike_every, "--on-spike-every", "on_spike.every"),
-        (&o.warmup, "--warmup", "warmup"),
-        (&o.trace_stacks, "--trace-stacks", "trace.stacks"),
-    ];
-    for (value, option, key) in main_keys {
-        if let Some(v) = value {
-            let v = one_line(option, v)?;
-            g.from(format!("  {key} {v}"), option, &v);
-        }
-    }
-    if o.irq_latency {
-        g.from("  irq_latency", "--irq-latency", "");
-    }
-    for action in &o.on_spike {
-        let v = one_line("--on-spike", action)?;
-        g.from(format!("  on_spike {v}"), "--on-spike", &v);
-    }
+    write_keys(&mut g, o, StanzaKind::Main)?;
     g.line("}");
-    let key =
-        |g: &mut Generated, value: &Option<String>, option: &str, key: &str, default: &str| {
-            match value {
-                Some(v) => {
-                    let v = one_line(option, v)?;
-                    g.from(format!("  {key} {v}"), option, &v);
-                }
-                None if !default.is_empty() => {
-                    g.line(format!("  {key} {default}"));
-                }
-                None => {}
-            }
-            Ok::<(), i32>(())
-        };
     for (i, cpu) in cpus.iter().enumerate() {
         g.line("").line(format!("timer_thread[{i}]")).line("{");
-        g.from(format!("  cpu_affinity {cpu}"), "--cpus", &cpu.to_string());
+        g.from(
+            format!("  cpu_affinity {cpu}"),
+            &cpus_option,
+            &cpu.to_string(),
+        );
         if let Some((name, _)) = partitions.iter().find(|(_, cpus)| cpus.contains(cpu)) {
             g.line(format!("  cpuset {name}"));
         }
-        key(&mut g, &o.policy, "--policy", "sched.policy", "FIFO")?;
-        key(&mut g, &o.priority, "--priority", "sched.priority", "99")?;
-        key(&mut g, &o.period, "--period", "timer.period", "1 ms")?;
-        match o.duration.as_deref() {
-            Some("none") => {}
-            _ if o.loops.is_some() && o.duration.is_none() => {}
-            _ => key(
-                &mut g,
-                &o.duration,
-                "--duration",
-                "lifetime.duration",
-                "10 s",
-            )?,
-        }
-        key(&mut g, &o.loops, "--loops", "lifetime.loops", "")?;
-        key(
-            &mut g,
-            &o.histo_size,
-            "--histo-size",
-            "stats.histo_size",
-            "",
-        )?;
+        write_keys(&mut g, o, StanzaKind::Timer)?;
         g.line("}");
     }
     Ok(g)
 }
 
+/// One timer thread per CPU of `--cpus` (a timer thread's `cpu_affinity`),
+/// else per online CPU.
+fn thread_cpus(o: &OneOff, online: &[usize]) -> Result<Vec<usize>, i32> {
+    let Some((option, [list, ..])) = o.of(StanzaKind::Timer, "cpu_affinity") else {
+        return Ok(online.to_vec());
+    };
+    let list = one_line("the CPU list", list)?;
+    crate::cpulist::parse(&list).map_err(|e| {
+        errln!("rtlab run: --{} {list}: {}", option.long, e.message);
+        errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
+        EXIT_REFUSED
+    })
+}
+
+/// The lines of the options of `kind`'s keys, in their rank: each value
+/// given (a flag's key alone), else the preset. A timer thread's
+/// `cpu_affinity` is its own CPU, written by [`experiment`].
+fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), i32> {
+    let mut rows: Vec<_> = rows().filter(|(k, _)| k.stanza == kind).collect();
+    rows.sort_by_key(|(_, opt)| opt.rank);
+    for (key, opt) in rows {
+        if kind == StanzaKind::Timer && key.name == "cpu_affinity" || no_duration(o, key) {
+            continue;
+        }
+        let option = format!("--{}", opt.long);
+        match o.of(kind, key.name) {
+            Some(_) if key.is_flag() => {
+                g.from(format!("  {}", key.name), &option, "");
+            }
+            Some((_, values)) => {
+                for v in values {
+                    let v = one_line(&option, v)?;
+                    g.from(format!("  {} {v}", key.name), &option, &v);
+                }
+            }
+            None => {
+                if let Some(preset) = opt.preset {
+                    g.line(format!("  {} {preset}", key.name));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No timer thread's `lifetime.duration` line for `--duration none` (until
+/// stopped), nor for `--loops` alone (the loops end the thread).
+fn no_duration(o: &OneOff, key: &KeySpec) -> bool {
+    if key.stanza != StanzaKind::Timer || key.name != "lifetime.duration" {
+        return false;
+    }
+    match o.of(StanzaKind::Timer, "lifetime.duration") {
+        Some((_, values)) => values.len() == 1 && values[0] == "none",
+        None => o.of(StanzaKind::Timer, "lifetime.loops").is_some(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::options::OptionGroup;
+
+    /// Sets of one-off options whose experiment `rtlab run --print` wrote
+    /// before the options came from the key table
+    /// (tests/golden/run-print.txt keeps it).
+    const PRINTED: &[&[&str]] = &[
+        &[],
+        &[
+            "--cpus",
+            "1,3",
+            "--period",
+            "200us",
+            "--loops",
+            "500",
+            "--priority",
+            "95",
+            "--histo-size",
+            "400 us",
+        ],
+        &[
+            "--memlock",
+            "--trace-threshold",
+            "50us",
+            "--on-spike",
+            "save",
+            "--on-spike",
+            "signal 1 TERM",
+            "--on-spike-every",
+            "1s",
+            "--irq-latency",
+            "--trace-stacks",
+            "all",
+            "--warmup",
+            "2s",
+        ],
+        &["--duration", "none", "--policy", "RR"],
+        &["--duration", "5s", "--loops", "3"],
+        &["--loops", "7"],
+        &[
+            "--cpus",
+            "0",
+            "--duration",
+            "none",
+            "--loops",
+            "2",
+            "--memlock",
+            "--on-spike",
+            "stop",
+            "--warmup",
+            "1s",
+        ],
+        &["--cpus", "0-1", "--period", "2x"],
+        &["--on-spike-every", "1s"],
+        &["--memlock", "--irq-latency"],
+        &[
+            "--duration",
+            "1 min",
+            "--policy",
+            "OTHER",
+            "--priority",
+            "0",
+            "--histo-size",
+            "1ms",
+            "--trace-threshold",
+            "20us",
+            "--trace-stacks",
+            "switch",
+        ],
+        &[
+            "--cpus",
+            "0,2",
+            "--on-spike",
+            "run /bin/echo hi",
+            "--on-spike",
+            "save",
+            "--period",
+            " 300us ",
+        ],
+        &[
+            "--cpus",
+            "2-3",
+            "--warmup",
+            "1s",
+            "--priority",
+            "80",
+            "--policy",
+            "RR",
+            "--loops",
+            "10",
+            "--duration",
+            "3s",
+            "--histo-size",
+            "200us",
+            "--trace-threshold",
+            "30us",
+            "--on-spike-every",
+            "2s",
+            "--trace-stacks",
+            "off",
+        ],
+    ];
+
+    /// The experiment of each set on CPUs 0-3 (2 and 3 in a partition),
+    /// each line with the option that wrote it.
+    fn printed() -> String {
+        let parts = [("rt".to_string(), vec![2, 3])];
+        let mut out = String::new();
+        for set in PRINTED {
+            out.push_str(&format!("== rtlab run --print {set:?}\n"));
+            let g = experiment(&parse(set), &[0, 1, 2, 3], &parts).unwrap();
+            for (line, origin) in g.text().lines().zip(g.origins()) {
+                match origin {
+                    Some(o) => out.push_str(&format!("{line}\t<- {o:?}\n")),
+                    None => out.push_str(&format!("{line}\n")),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn print_writes_what_it_wrote_before_the_rows() {
+        let want = include_str!("../../tests/golden/run-print.txt");
+        let got = printed();
+        if std::env::var_os("RTLAB_BLESS").is_some() {
+            std::fs::write("tests/golden/run-print.txt", &got).unwrap();
+        }
+        assert_eq!(got, want);
+    }
+
+    /// `rtlab run` as the command line defines it.
+    fn run_command() -> Command {
+        use clap::CommandFactory;
+        let mut cli = super::super::Cli::command();
+        cli.build();
+        cli.find_subcommand("run").unwrap().clone()
+    }
+
+    #[test]
+    fn each_one_off_option_is_one_row_and_back() {
+        let run = run_command();
+        let own = [
+            "file",
+            "json",
+            "outdir",
+            "every_refresh",
+            "print",
+            "fail_if",
+        ];
+        let own = |a: &Arg| own.contains(&a.get_id().as_str()) || a.is_global_set();
+        let options: Vec<&Arg> = run
+            .get_arguments()
+            .filter(|a| !own(a) && a.get_id() != "help")
+            .collect();
+        assert_eq!(options.len(), rows().count());
+        for arg in options {
+            let long = arg.get_long().unwrap();
+            let mut of = rows().filter(|(_, o)| o.long == long);
+            let (key, o) = of.next().expect("a row declares each one-off option");
+            assert!(of.next().is_none(), "--{long} in two rows");
+            assert_eq!(arg.get_help().unwrap().to_string(), o.help);
+            assert_eq!(arg.get_help_heading(), Some(o.group.heading()));
+            let conflicts = run.get_arg_conflicts_with(arg);
+            assert_eq!(conflicts.len(), 1, "--{long}");
+            assert_eq!(conflicts[0].get_id(), "file");
+            let want = match (key.is_flag(), key.repeatable) {
+                (true, _) => ArgAction::SetTrue,
+                (false, true) => ArgAction::Append,
+                (false, false) => ArgAction::Set,
+            };
+            assert_eq!(format!("{:?}", arg.get_action()), format!("{want:?}"));
+            if !key.is_flag() {
+                let names = arg.get_value_names().unwrap();
+                assert_eq!(names.len(), 1);
+                assert_eq!(names[0].as_str(), o.value_name);
+            }
+        }
+        // And back: each option writes its key, on a line that names it.
+        for (key, o) in rows() {
+            let option = format!("--{}", o.long);
+            let (args, line) = if key.is_flag() {
+                (vec![option.as_str()], format!("  {}", key.name))
+            } else {
+                (vec![option.as_str(), "7"], format!("  {} 7", key.name))
+            };
+            let g = experiment(&parse(&args), &[0], &[]).unwrap();
+            let text = g.text();
+            let at = text.lines().position(|l| l == line);
+            let at = at.unwrap_or_else(|| panic!("{option}: {text}"));
+            let origin = format!("{} {}", option, args.get(1).unwrap_or(&""));
+            assert_eq!(g.origins()[at].as_deref(), Some(origin.as_str()));
+        }
+    }
+
+    #[test]
+    fn run_help_groups_its_options_as_rtla_does() {
+        let help = run_command().render_help().to_string();
+        let mut last = 0;
+        let mut headings = Vec::new();
+        for group in OptionGroup::ALL {
+            if let Some(at) = help.find(&format!("\n{}:\n", group.heading())) {
+                assert!(at > last, "{} out of order:\n{help}", group.heading());
+                last = at;
+                headings.push((at, group));
+            }
+        }
+        let shown: Vec<OptionGroup> = headings.iter().map(|(_, g)| *g).collect();
+        use OptionGroup::*;
+        assert_eq!(
+            shown,
+            [TimerThreads, IsolationAndTuning, Tracing, Actions, Output]
+        );
+        // Each option under its own heading.
+        let under = |option: &str| {
+            let at = help.find(&format!("      {option}")).unwrap();
+            headings.iter().rev().find(|(h, _)| *h < at).unwrap().1
+        };
+        for (_, o) in rows() {
+            assert_eq!(under(&format!("--{} ", o.long)), o.group, "--{}", o.long);
+        }
+        for (option, group) in [
+            ("--json", Output),
+            ("--print", Output),
+            ("--fail-if", Actions),
+        ] {
+            assert_eq!(under(option), group, "{option}");
+        }
+    }
+
+    /// The one-off options of `args`, as `rtlab run` parses them.
+    fn parse(args: &[&str]) -> OneOff {
+        let cmd = OneOff::augment_args(Command::new("run").arg(Arg::new("file")));
+        let m = cmd.try_get_matches_from([&["run"], args].concat()).unwrap();
+        OneOff::from_arg_matches(&m).unwrap()
+    }
 
     #[test]
     fn one_off_options_write_the_files_keys() {
-        let o = OneOff {
-            cpus: Some("1,3".into()),
-            period: Some("200us".into()),
-            loops: Some("500".into()),
-            priority: Some("95".into()),
-            histo_size: Some("400 us".into()),
-            ..OneOff::default()
-        };
+        let o = parse(&[
+            "--cpus",
+            "1,3",
+            "--period",
+            "200us",
+            "--loops",
+            "500",
+            "--priority",
+            "95",
+            "--histo-size",
+            "400 us",
+        ]);
         let g = experiment(&o, &[0, 1, 2, 3], &[]).unwrap();
         let text = g.text();
         assert!(
@@ -225,34 +491,11 @@ mod tests {
         ] {
             assert!(text.contains(k), "{k}: {text}");
         }
-        assert!(
-            experiment(
-                &OneOff {
-                    cpus: Some("x".into()),
-                    ..OneOff::default()
-                },
-                &[0],
-                &[]
-            )
-            .is_err()
-        );
-        assert!(
-            experiment(
-                &OneOff {
-                    period: Some("1 ms\n}".into()),
-                    ..OneOff::default()
-                },
-                &[0],
-                &[]
-            )
-            .is_err()
-        );
+        assert!(experiment(&parse(&["--cpus", "x"]), &[0], &[]).is_err());
+        assert!(experiment(&parse(&["--period", "1 ms\n}"]), &[0], &[]).is_err());
         // A CPU of a partition runs in it, as in the built-in experiment.
         let parts = [("rt".to_string(), vec![1]), ("nrt".to_string(), vec![0])];
-        let o = OneOff {
-            cpus: Some("1".into()),
-            ..OneOff::default()
-        };
+        let o = parse(&["--cpus", "1"]);
         let text = experiment(&o, &[0, 1], &parts).unwrap().text();
         assert!(text.contains("  cpu_affinity 1\n  cpuset rt\n"), "{text}");
     }

@@ -56,6 +56,8 @@ pub struct KeySpec {
     pub extension: bool,
     /// May be given several times (each adds one entry).
     pub repeatable: bool,
+    /// The one-off option of `rtlab run` that writes it, if it has one.
+    pub option: Option<CliOption>,
     /// How the parser applies the key's value to its stanza.
     pub(super) apply: apply::Apply,
 }
@@ -95,6 +97,7 @@ pub fn markdown_table(kind: StanzaKind) -> String {
 }
 
 use super::apply;
+pub use super::options::{CliOption, OptionGroup};
 use StanzaKind::{IrqTask, Main, Program, TaskLatency, Timer};
 
 /// All keys, in the manual's order.
@@ -108,6 +111,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "verbosity of diagnostics on stderr; `-d N` overrides it",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::dbg_level,
     },
     KeySpec {
@@ -119,6 +123,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "CPUs of the main thread (and of rtlab's helper threads)",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::cpu_affinity,
     },
     KeySpec {
@@ -130,6 +135,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "main-thread policy",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::sched_policy,
     },
     KeySpec {
@@ -141,6 +147,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "main-thread priority or nice value",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::sched_priority,
     },
     KeySpec {
@@ -152,6 +159,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "refresh period of the live table and of the CPU-load series",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::stats_period,
     },
     KeySpec {
@@ -163,6 +171,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "format of each timer thread's result file",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::stats_format,
     },
     KeySpec {
@@ -174,6 +183,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "CPU block of the live table: per CPU and global, global only, or nothing (the JSON result always has the series)",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::stats_cpu_load,
     },
     KeySpec {
@@ -185,6 +195,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "`mlockall(MCL_CURRENT\\|MCL_FUTURE\\|MCL_ONFAULT)` before the threads start (without `MCL_ONFAULT` where the kernel refuses it): what the run touches is locked, not the whole binary; released at the end",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "memlock",
+            value_name: "",
+            help: "Lock memory (`memlock`)",
+            group: OptionGroup::IsolationAndTuning,
+            preset: None,
+            rank: 0,
+        }),
         apply: apply::memlock,
     },
     KeySpec {
@@ -196,6 +214,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "value held on `/dev/cpu_dma_latency` while the run lasts, as cyclictest does by default (this keeps CPUs out of deep C-states). `off` leaves PM QoS alone. The kernel drops the request when rtlab exits, however it exits. If the file cannot be opened the run goes on and the result says so (`pm_qos.held: false`).",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::dma_latency,
     },
     KeySpec {
@@ -207,6 +226,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "cpuset the main thread enters at the start (on cgroup v2 the whole rtlab process). Timer threads and programs without a `cpuset` of their own stay in it. See [Cpusets](#cpusets).",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpuset,
     },
     KeySpec {
@@ -218,6 +238,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "cpufreq governor of the policies covering `cpufreq.cpus`, for the run. Refused at check time on a machine without cpufreq, or when a policy does not offer it. See [System settings for a run](#system-settings-for-a-run).",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::governor,
     },
     KeySpec {
@@ -229,6 +250,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the CPUs whose policies get `cpufreq.governor` (a policy covering any of them is set whole)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::governor_cpus,
     },
     KeySpec {
@@ -240,6 +262,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "disables, on `cstates.cpus`, every cpuidle state whose exit latency is above it (`0 us` leaves only polling)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cstate_max_latency,
     },
     KeySpec {
@@ -251,6 +274,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the CPUs of `cstates.max_latency`",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cstate_cpus,
     },
     KeySpec {
@@ -262,6 +286,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "sets `smp_affinity_list` of the IRQs given (all when none, or `all`) to CPULIST; IRQs the kernel refuses are reported in the result and in a warning, the others still move",
         extension: true,
         repeatable: true,
+        option: None,
         apply: apply::irq_affinity,
     },
     KeySpec {
@@ -273,6 +298,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "gives every thread whose name matches the glob PATTERN (`ksoftirqd/*`, `irq/*-eth0*`) that policy and priority; a pattern that matches no thread at check time is refused",
         extension: true,
         repeatable: true,
+        option: None,
         apply: apply::thread_sched,
     },
     KeySpec {
@@ -284,6 +310,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "how many of each timer thread's worst wake-ups to keep, each with its time, CPU and latency (JSON result, result file, report); `0` keeps none. Keeping them costs the hot loop one comparison per sample",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::spikes_worst,
     },
     KeySpec {
@@ -295,6 +322,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "also keep every wake-up at least this late (up to `spikes.max` per thread; the others are counted), as cyclictest's `--spike`",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::spikes_threshold,
     },
     KeySpec {
@@ -306,6 +334,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "most wake-ups kept above `spikes.threshold` per thread",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::spikes_max,
     },
     KeySpec {
@@ -317,6 +346,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the flight recorder: rtlab traces the measured CPUs in its own tracefs instance (as root) and explains, while the run goes on, each wake-up at least this late: what ran on the CPU from the deadline to the wake-up. See [Why wake-ups were late](manual.md#why-wake-ups-were-late)",
         extension: true,
         repeatable: false,
+        option: Some(CliOption {
+            long: "trace-threshold",
+            value_name: "DURATION",
+            help: "Explain wake-ups at least this late (`trace.threshold`, root)",
+            group: OptionGroup::Tracing,
+            preset: None,
+            rank: 1,
+        }),
         apply: apply::trace_threshold,
     },
     KeySpec {
@@ -328,6 +365,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "most wake-ups the flight recorder explains in a run (at most 10 from one read of the trace buffer); the others are counted",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::trace_max_spikes,
     },
     KeySpec {
@@ -339,6 +377,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the run ends after this long from the timer threads' release and `warmup`, whatever its timer threads would do (one stopped before its own lifetime makes the run end `cut_short`, said with what it measured and asked): the end of a run of programs, audits and IRQ-to-task measurements alone (without it, such a run goes on until stopped)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::main_lifetime,
     },
     KeySpec {
@@ -350,6 +389,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the isolation audit: rtlab traces the run (as root) and counts every interruption of these CPUs by its source (timer ticks, each IRQ, softirq, IPI and its sender, work item, kernel thread and task), says which do not belong on an isolated CPU and checks what `isolcpus=`, `nohz_full=` and the cpuset partition promised. See [Isolation audit](manual.md#isolation-audit)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::audit_cpus,
     },
     KeySpec {
@@ -361,6 +401,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the kernel stacks the flight recorder keeps (a `stacktrace` trigger in its instance): `switch`, each task's stack as it lets the CPU go to a timer thread (where a non-preemptible section ended; idle's never); `all`, also the waker's at every wake-up of a timer thread (where its interrupt landed). Each stack is walked in the wake-up's path: it costs that wake-up 5 to 20 µs (measured, [benchmarks](benchmarks.md)), shown as a part of its own; named through `/proc/kallsyms`",
         extension: true,
         repeatable: false,
+        option: Some(CliOption {
+            long: "trace-stacks",
+            value_name: "WHICH",
+            help: "Kernel stacks in the explanations (`trace.stacks`: off, switch, all)",
+            group: OptionGroup::Tracing,
+            preset: None,
+            rank: 4,
+        }),
         apply: apply::trace_stacks,
     },
     KeySpec {
@@ -372,6 +420,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the flight recorder's ring buffer per traced CPU, in KiB (rtla's `--buffer-size`): a larger one keeps more of the moments before a late wake-up, a read costs more. The kernel takes the buffers whole: with the trace stream's, they may not exceed a quarter of `MemAvailable` (refused before the run)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::trace_buffer_kb,
     },
     KeySpec {
@@ -383,6 +432,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "one more tracepoint the flight recorder records and keeps in each saved window (rtla's `-e`); one this kernel lacks is named in the result",
         extension: true,
         repeatable: true,
+        option: None,
         apply: apply::trace_event,
     },
     KeySpec {
@@ -394,6 +444,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the flight recorder traces every online CPU (not only the timer threads'), and each explained wake-up also says what every CPU was running at its deadline, and for how long (rtla's `--dump-tasks`); costs a read of every CPU's buffer per read that explains",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::trace_dump_tasks,
     },
     KeySpec {
@@ -405,6 +456,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the timer threads' wake-ups in their first DURATION are not counted (rtla's `--warm-up`): caches, page faults and frequency settle first. Every lifetime counts after it, `main`'s `lifetime.duration` and each timer thread's, so that what is measured is what was asked: the run lasts that much longer (programs, audits and IRQ-to-task measurements run and count through it)",
         extension: true,
         repeatable: false,
+        option: Some(CliOption {
+            long: "warmup",
+            value_name: "DURATION",
+            help: "Samples of the first DURATION not counted (`warmup`)",
+            group: OptionGroup::TimerThreads,
+            preset: None,
+            rank: 3,
+        }),
         apply: apply::warmup,
     },
     KeySpec {
@@ -416,6 +475,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "each timer thread's interrupt latency too (rtla's IRQ column): from the trace (root), the timer it arms for each sleep and that timer's handling, less the deadline; kept as its own histogram (`timer_irq[]`, and thread `T<N>.irq` of reports, plots, compare and `--fail-if`), beside the thread's latency",
         extension: true,
         repeatable: false,
+        option: Some(CliOption {
+            long: "irq-latency",
+            value_name: "",
+            help: "Each timer thread's interrupt latency too (`irq_latency`, root)",
+            group: OptionGroup::TimerThreads,
+            preset: None,
+            rank: 5,
+        }),
         apply: apply::irq_latency,
     },
     KeySpec {
@@ -427,6 +494,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "what the main thread does at a wake-up at least `trace.threshold` late (else `spikes.threshold`): keep its trace window, end the run (cyclictest `-b`), signal a process, or run a program (split into words as `cmdline` is, no shell runs, with the caller's rights; the spike's figures in `RTLAB_SPIKE_*`). At most once per `on_spike.every`; never on a timer thread",
         extension: true,
         repeatable: true,
+        option: Some(CliOption {
+            long: "on-spike",
+            value_name: "ACTION",
+            help: "What to do at such a wake-up (`on_spike`: `save`, `stop`, `signal PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated",
+            group: OptionGroup::Actions,
+            preset: None,
+            rank: 6,
+        }),
         apply: apply::on_spike,
     },
     KeySpec {
@@ -438,6 +513,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the `on_spike` actions run at most once this often; the spikes in between are counted",
         extension: true,
         repeatable: false,
+        option: Some(CliOption {
+            long: "on-spike-every",
+            value_name: "DURATION",
+            help: "At most one round of actions this often (`on_spike.every`)",
+            group: OptionGroup::Actions,
+            preset: None,
+            rank: 2,
+        }),
         apply: apply::on_spike_every,
     },
     KeySpec {
@@ -449,6 +532,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the thread runs under SCHED_DEADLINE with this reservation instead of `sched.policy` (which it excludes), and measures the same way. Pinned to fewer CPUs than its root domain, the kernel's admission control refuses it: rtlab says so before the start (an exclusive partition, `kernel.sched_rt_runtime_us=-1`, or no `cpu_affinity` let it run)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::sched_deadline,
     },
     KeySpec {
@@ -460,6 +544,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "CPUs of the thread (usually one)",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "cpus",
+            value_name: "CPULIST",
+            help: "One timer thread per CPU of CPULIST (`cpu_affinity`; default: every online CPU)",
+            group: OptionGroup::TimerThreads,
+            preset: None,
+            rank: 0,
+        }),
         apply: apply::cpu_affinity,
     },
     KeySpec {
@@ -471,6 +563,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its policy (real-time runs say `FIFO`)",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "policy",
+            value_name: "POLICY",
+            help: "The threads' policy (`sched.policy`, default FIFO)",
+            group: OptionGroup::TimerThreads,
+            preset: Some("FIFO"),
+            rank: 1,
+        }),
         apply: apply::sched_policy,
     },
     KeySpec {
@@ -482,6 +582,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its priority (`99` for real-time runs)",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "priority",
+            value_name: "N",
+            help: "Their priority (`sched.priority`, default 99)",
+            group: OptionGroup::TimerThreads,
+            preset: Some("99"),
+            rank: 2,
+        }),
         apply: apply::sched_priority,
     },
     KeySpec {
@@ -493,6 +601,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the cyclic timer's period",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "period",
+            value_name: "DURATION",
+            help: "The timers' period (`timer.period`, default 1 ms)",
+            group: OptionGroup::TimerThreads,
+            preset: Some("1 ms"),
+            rank: 3,
+        }),
         apply: apply::timer_period,
     },
     KeySpec {
@@ -504,6 +620,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "measure for this long: the thread takes the samples whose deadline falls within it (10 s at 1 ms = 10000 samples, fewer if periods were skipped)",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "duration",
+            value_name: "DURATION|none",
+            help: "How long each thread measures (`lifetime.duration`, default 10 s; `none`: until stopped)",
+            group: OptionGroup::TimerThreads,
+            preset: Some("10 s"),
+            rank: 4,
+        }),
         apply: apply::lifetime_duration,
     },
     KeySpec {
@@ -515,6 +639,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "or take this many samples; with both keys, the first reached ends the thread",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "loops",
+            value_name: "N",
+            help: "Or how many samples (`lifetime.loops`)",
+            group: OptionGroup::TimerThreads,
+            preset: None,
+            rank: 5,
+        }),
         apply: apply::lifetime_loops,
     },
     KeySpec {
@@ -526,6 +658,14 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "largest latency kept in the 1-µs-bucket histogram of the result file; samples beyond it still count in L_min/L_max/L_avg and in the percentiles",
         extension: false,
         repeatable: false,
+        option: Some(CliOption {
+            long: "histo-size",
+            value_name: "DURATION",
+            help: "The histogram's largest latency (`stats.histo_size`, default 100 us)",
+            group: OptionGroup::TimerThreads,
+            preset: None,
+            rank: 6,
+        }),
         apply: apply::histo_size,
     },
     KeySpec {
@@ -537,6 +677,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "keep the latency of each of the first N samples, in order (the JSON result's `samples_ns`; `rtlab cyclictest -v` prints them): 4 bytes each, written before the thread's release, so keeping them costs the hot loop one store",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::stats_samples,
     },
     KeySpec {
@@ -548,6 +689,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its result file, relative to `--outdir` (default: the current directory)",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::stats_filename,
     },
     KeySpec {
@@ -559,6 +701,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "cpuset the thread enters before pinning itself (cgroup v1 only: v2 places whole processes). Without `cpu_affinity`, the thread takes the cpuset's CPUs.",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpuset,
     },
     KeySpec {
@@ -570,6 +713,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "what to run; the command must exist (on `PATH` or as a path) or the file is refused",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::cmdline,
     },
     KeySpec {
@@ -581,6 +725,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its CPUs, inherited by its children",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::cpu_affinity,
     },
     KeySpec {
@@ -592,6 +737,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its policy",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::sched_policy,
     },
     KeySpec {
@@ -603,6 +749,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its priority or nice value",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::sched_priority,
     },
     KeySpec {
@@ -614,6 +761,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its stdout; truncated at the first start, appended to by respawns; relative to the current directory",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::output_out,
     },
     KeySpec {
@@ -625,6 +773,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "its stderr, likewise",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::output_err,
     },
     KeySpec {
@@ -636,6 +785,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "what to do when it exits with status 0",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::on_ok,
     },
     KeySpec {
@@ -647,6 +797,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "what to do when it exits non-zero or dies of a signal",
         extension: false,
         repeatable: false,
+        option: None,
         apply: apply::on_ko,
     },
     KeySpec {
@@ -658,6 +809,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "at the end of the run, time between SIGTERM and SIGKILL",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::grace,
     },
     KeySpec {
@@ -669,6 +821,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "cpuset the process enters between fork and exec (its children inherit it). cgroup v1 only for now (on v2 a process is in one cgroup, and rtlab's tracking cgroup holds it).",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpuset,
     },
     KeySpec {
@@ -680,6 +833,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "CPU time the program's group may use per `cpu.period`, summed over CPUs (`150 ms` of `100 ms` is one and a half CPUs). See [CPU bandwidth](#cpu-bandwidth).",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpu_quota,
     },
     KeySpec {
@@ -691,6 +845,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the enforcement period",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpu_period,
     },
     KeySpec {
@@ -702,6 +857,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "programs naming the same group share one cgroup and one quota (give the quota once, or the same in each)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::cpu_group,
     },
     KeySpec {
@@ -713,6 +869,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the interrupt whose handler starts each measurement",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::irq_task_irq,
     },
     KeySpec {
@@ -724,6 +881,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task that waits for the interrupt's data: every thread of this name (one of `task.name`, `task.pid`, `task.program` is required)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::irq_task_name,
     },
     KeySpec {
@@ -735,6 +893,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task: every thread of this process",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::irq_task_pid,
     },
     KeySpec {
@@ -746,6 +905,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task: every thread of program N (each instance, when it is respawned)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::irq_task_program,
     },
     KeySpec {
@@ -757,6 +917,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task measured: every thread of this name (one of `task.name`, `task.pid`, `task.program` is required)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_name,
     },
     KeySpec {
@@ -768,6 +929,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task measured: every thread of this process",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_pid,
     },
     KeySpec {
@@ -779,6 +941,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task measured: every thread of program N",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_program,
     },
     KeySpec {
@@ -790,6 +953,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the task's cycle: jitter is the period seen minus this, and the deadline when `deadline` is not given",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_period,
     },
     KeySpec {
@@ -801,6 +965,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "a cycle that ends (the task sleeps again) later than this after its release (armed expiry, or wake-up) is a deadline miss",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_deadline,
     },
     KeySpec {
@@ -812,6 +977,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "the thread(s) of the task that run the cycle: `period` and `deadline` (jitter, deadline misses) apply to them alone; by default to each thread whose median period seen is within half a period of `period`",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_thread,
     },
     KeySpec {
@@ -823,6 +989,7 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "keep each thread's first N wake-ups one by one in the result (expiry, timer lateness, wake-to-run, latency, waker)",
         extension: true,
         repeatable: false,
+        option: None,
         apply: apply::task_latency_samples,
     },
 ];
@@ -865,152 +1032,4 @@ pub fn unknown_key_hint(kind: StanzaKind, name: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hints_name_the_closest_key() {
-        assert_eq!(
-            unknown_key_hint(Timer, "sched.prority"),
-            "did you mean `sched.priority`?"
-        );
-        assert_eq!(
-            unknown_key_hint(Timer, "cmdline"),
-            "`cmdline` is a key of program[N], not of timer_thread[N]"
-        );
-        assert!(unknown_key_hint(Main, "zzzzzzzzzzzzzzzzzzzzzz").starts_with("keys of main are"));
-    }
-
-    /// The manual's table of `kind`: from its heading to the first line
-    /// that is not a table row.
-    fn table_in(manual: &str, kind: StanzaKind) -> Option<std::ops::Range<usize>> {
-        let heading = format!("### {}", kind.display());
-        let at = manual.find(&heading)?;
-        let start = at + manual[at..].find("\n| key |")? + 1;
-        let mut end = start;
-        for line in manual[start..].split_inclusive('\n') {
-            if !line.starts_with('|') {
-                break;
-            }
-            end += line.len();
-        }
-        Some(start..end)
-    }
-
-    #[test]
-    fn the_manuals_key_tables_are_the_rows() {
-        // `RTLAB_BLESS=1 cargo test -p rtlab-core keys` rewrites the tables
-        // of docs/config-format.md from KEYS after a key changes.
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md");
-        let mut manual = std::fs::read_to_string(&path).expect("docs/config-format.md exists");
-        let bless = std::env::var_os("RTLAB_BLESS").is_some();
-        for kind in [Main, Timer, Program, IrqTask, TaskLatency] {
-            let range = table_in(&manual, kind).expect("the manual has a key table per stanza");
-            let want = markdown_table(kind);
-            if bless {
-                manual.replace_range(range, &want);
-            } else {
-                assert_eq!(
-                    manual[range].to_string(),
-                    want,
-                    "the {} table of docs/config-format.md differs from KEYS \
-                     (RTLAB_BLESS=1 cargo test -p rtlab-core keys rewrites it)",
-                    kind.display()
-                );
-            }
-        }
-        if bless {
-            std::fs::write(&path, manual).unwrap();
-        }
-    }
-
-    #[test]
-    fn every_key_is_applied_and_documented_once() {
-        let mut seen = std::collections::HashSet::new();
-        for k in KEYS {
-            assert!(seen.insert((k.stanza, k.name)), "{} twice", k.name);
-            assert!(!k.meaning.is_empty() && !k.default.is_empty(), "{}", k.name);
-        }
-    }
-
-    /// `text` with every `pos: Pos { .. }` left out.
-    fn without_positions(text: &str) -> String {
-        let mut out = String::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("pos: Pos {") {
-            out.push_str(&rest[..at]);
-            let end = rest[at..].find('}').map_or(rest.len(), |e| at + e + 1);
-            rest = &rest[end..];
-        }
-        out.push_str(rest);
-        out
-    }
-
-    #[test]
-    fn a_key_given_its_documented_default_changes_nothing() {
-        // Defaults the manual writes in words (no value reads as them), and
-        // defaults the plan gives a key left out (`None` until then).
-        const IN_WORDS: &[&str] = &[
-            "cpu_affinity",
-            "cpuset",
-            "cpufreq.governor",
-            "cpufreq.cpus",
-            "cstates.max_latency",
-            "cstates.cpus",
-            "irq.affinity",
-            "threads.sched",
-            "lifetime.duration",
-            "lifetime.loops",
-            "audit.cpus",
-            "trace.event",
-            "on_spike",
-            "sched.deadline",
-            "irq",
-            "task.name",
-            "task.pid",
-            "task.program",
-            "stats.filename",
-            "stats.samples",
-            "cmdline",
-            "cpu.quota",
-            "cpu.group",
-        ];
-        const FILLED_BY_THE_PLAN: &[&str] = &["output.out", "output.err", "cpu.period"];
-        let mut checked = 0;
-        for k in KEYS.iter().filter(|k| !k.is_flag()) {
-            let (open, tail) = match k.stanza {
-                Main => ("main {\n", ""),
-                Timer => ("timer_thread[0] {\n", ""),
-                Program => ("program[0] {\n", "cmdline true\n"),
-                IrqTask | TaskLatency => continue,
-            };
-            let value = k.default.trim_matches('`');
-            let without = format!("{open}{tail}}}\n");
-            let with = format!("{open}{tail}{} {value}\n}}\n", k.name);
-            if IN_WORDS.contains(&k.name) {
-                continue;
-            }
-            let base = format!("{:?}", crate::config::parse(&without).unwrap());
-            let exp = crate::config::parse(&with).unwrap_or_else(|d| {
-                panic!(
-                    "{}: the default `{value}` is not a value ({d:?}); list it as in words",
-                    k.name
-                )
-            });
-            if FILLED_BY_THE_PLAN.contains(&k.name) {
-                continue;
-            }
-            assert_eq!(
-                without_positions(&format!("{exp:?}")),
-                without_positions(&base),
-                "`{} {value}` in {} changes the experiment: the default of the manual \
-                 and of the parser differ",
-                k.name,
-                k.stanza.display()
-            );
-            checked += 1;
-        }
-        assert!(checked >= 15, "only {checked} defaults were checked");
-    }
-}
+mod tests;

@@ -8,6 +8,7 @@
 mod apply;
 pub use apply::MAX_KEPT_SAMPLES;
 pub mod keys;
+pub mod options;
 mod parse;
 pub mod values;
 
