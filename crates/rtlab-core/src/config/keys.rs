@@ -497,7 +497,7 @@ pub const KEYS: &[KeySpec] = &[
         option: Some(CliOption {
             long: "on-spike",
             value_name: "ACTION",
-            help: "What to do at such a wake-up (`on_spike`: `save`, `stop`, `signal PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated",
+            help: "What to do at a wake-up at least --trace-threshold late (`on_spike`: `save`, `stop`, `signal PID SIGNAL`, `run PROGRAM [ARG...]`); may be repeated",
             group: OptionGroup::Actions,
             preset: None,
             rank: 6,
