@@ -181,9 +181,7 @@ pub(super) fn run_main(args: &RunArgs, dbg_level: Option<u8>) -> Outcome {
         use plan::Machine;
         let root = SysRoot::real();
         let online = RealMachine { root: root.clone() }.online_cpus();
-        // The one-off options print their own refusals (see `Refusal::printed`).
-        let g = oneoff::experiment(&args.oneoff, &online, &partitions(&root))
-            .map_err(Refusal::printed)?;
+        let g = oneoff::experiment(&args.oneoff, &online, &partitions(&root))?;
         (g.text(), "rtlab run".to_string(), g.origins())
     } else {
         let (text, name) = experiment_text(args.file.as_deref())?;

@@ -4,7 +4,7 @@
 //! lines name the option that wrote them. `--print` shows it: a file to
 //! start from.
 
-use super::EXIT_REFUSED;
+use super::Refusal;
 use super::generated::{Generated, one_line};
 use crate::config::keys::{CliOption, KEYS, KeySpec, StanzaKind};
 use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Args, Command, FromArgMatches};
@@ -123,7 +123,7 @@ pub fn experiment(
     o: &OneOff,
     online: &[usize],
     partitions: &[(String, Vec<usize>)],
-) -> Result<Generated, i32> {
+) -> Result<Generated, Refusal> {
     let cpus = thread_cpus(o, online)?;
     let cpus_option = crate::config::keys::find(StanzaKind::Timer, "cpu_affinity")
         .and_then(|k| k.option)
@@ -153,22 +153,24 @@ pub fn experiment(
 
 /// One timer thread per CPU of `--cpus` (a timer thread's `cpu_affinity`),
 /// else per online CPU.
-fn thread_cpus(o: &OneOff, online: &[usize]) -> Result<Vec<usize>, i32> {
+fn thread_cpus(o: &OneOff, online: &[usize]) -> Result<Vec<usize>, Refusal> {
     let Some((option, [list, ..])) = o.of(StanzaKind::Timer, "cpu_affinity") else {
         return Ok(online.to_vec());
     };
     let list = one_line("the CPU list", list)?;
     crate::cpulist::parse(&list).map_err(|e| {
-        errln!("rtlab run: --{} {list}: {}", option.long, e.message);
-        errln!("  hint: CPU lists look like `3`, `0-2` or `0,2-3`");
-        EXIT_REFUSED
+        Refusal::new(format!(
+            "rtlab run: --{} {list}: {}",
+            option.long, e.message
+        ))
+        .hint("CPU lists look like `3`, `0-2` or `0,2-3`")
     })
 }
 
 /// The lines of the options of `kind`'s keys, in their rank: each value
 /// given (a flag's key alone), else the preset. A timer thread's
 /// `cpu_affinity` is its own CPU, written by [`experiment`].
-fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), i32> {
+fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), Refusal> {
     let mut rows: Vec<_> = rows().filter(|(k, _)| k.stanza == kind).collect();
     rows.sort_by_key(|(_, opt)| opt.rank);
     for (key, opt) in rows {

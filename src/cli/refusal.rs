@@ -63,10 +63,9 @@ impl Refusal {
         }
     }
 
-    /// A refusal with nothing (more) to print: only its status is left.
-    /// For the one-off options (`cli/oneoff.rs`), which still print their
-    /// own refusals (see the `From` conversion below), and for a refusal
-    /// clap has already said (`partition run` without a command).
+    /// A refusal with nothing (more) to print: only its status is left
+    /// (a refusal clap has already said: `partition run` without a
+    /// command).
     pub fn printed(status: i32) -> Self {
         Refusal {
             status,
@@ -106,17 +105,6 @@ impl Refusal {
     pub fn print(&self) -> i32 {
         crate::text::emit(std::io::stderr(), format_args!("{}", self.render()), false);
         self.status
-    }
-}
-
-/// A refusal turned into a bare exit status is printed then: for
-/// `cli/oneoff.rs`, whose functions still return `Result<_, i32>` (it is
-/// being rewritten elsewhere), and which calls the helpers of
-/// `cli/generated.rs` with `?`. Its callers wrap the status back with
-/// [`Refusal::printed`].
-impl From<Refusal> for i32 {
-    fn from(r: Refusal) -> i32 {
-        r.print()
     }
 }
 
