@@ -188,6 +188,13 @@ pub(super) fn run_main(args: &RunArgs, dbg_level: Option<u8>) -> Outcome {
         (text, name, Vec::new())
     };
     if args.print {
+        // The one-off options' file is printed once it parses: a value the
+        // run would refuse is refused here too, naming its option.
+        if args.oneoff.given()
+            && let Err(diags) = crate::config::parse(&text)
+        {
+            return Err(diagnostics_from(&name, &diags, &origins));
+        }
         out!("{text}");
         return Ok(0);
     }

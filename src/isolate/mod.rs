@@ -92,6 +92,11 @@ impl IsolateError {
             ),
             IsolateError::Exists(_) => Some("undo them first: `rtlab partition undo`".into()),
             IsolateError::Missing(_) => Some("make them: `rtlab partition create CPUS`".into()),
+            IsolateError::BadCpus(_) => Some(
+                "give online CPUs (`rtlab partition create 1`, or a mask `0x2`) and leave at \
+                 least one to the rest of the system"
+                    .into(),
+            ),
             IsolateError::Journal(JournalError::Busy(_)) => {
                 Some("another rtlab is changing the partitions; wait for it".into())
             }

@@ -8,6 +8,26 @@ fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1000.0)
 }
 
+/// The verdict of a run whose output directory is `outdir`: the trace
+/// windows named by their path from where rtlab was run (as the result
+/// files are), not from the output directory as the result keeps them.
+pub fn verdict_in(r: &TraceReport, outdir: &std::path::Path) -> String {
+    if outdir.as_os_str().is_empty() || outdir == std::path::Path::new(".") {
+        return verdict(r);
+    }
+    let mut r = r.clone();
+    let join = |f: &mut Option<String>| {
+        if let Some(name) = f.as_mut() {
+            *name = outdir.join(&*name).display().to_string();
+        }
+    };
+    for e in &mut r.explanations {
+        join(&mut e.trace_file);
+        join(&mut e.trace_text);
+    }
+    verdict(&r)
+}
+
 /// The verdict: how many wake-ups crossed the threshold, the culprits,
 /// and the worst explained wake-up.
 pub fn verdict(r: &TraceReport) -> String {

@@ -44,7 +44,7 @@ fn explain_verdict(result: &RunResult) -> Option<String> {
         .trace
         .as_ref()
         .filter(|_| !result.timers.is_empty())?;
-    Some(report::explain::verdict(trace))
+    Some(report::explain::verdict_in(trace, &result.plan.outdir))
 }
 
 /// Each IRQ-to-task measurement.

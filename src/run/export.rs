@@ -209,8 +209,19 @@ impl RunExporter for TraceWindows {
     fn what(&self) -> &'static str {
         "trace windows"
     }
+    /// Its name is rtlab's: what is in the way is moved, or the run goes
+    /// elsewhere.
     fn check(&self, target: &Path) -> Result<(), OutputError> {
-        outfile::check_dir(target)
+        outfile::check_dir(target).map_err(|mut e| {
+            if e.hint == "choose another path" {
+                e.hint = format!(
+                    "the trace windows go in `{}` of the output directory: move what is there, \
+                     or choose another output directory (--outdir)",
+                    crate::trace::flight::WINDOWS_DIR
+                );
+            }
+            e
+        })
     }
     fn render(&self, result: &RunResult, _target: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         result

@@ -3,8 +3,10 @@
 //! each IRQ, softirq, IPI with its sender, work item, kernel thread and
 //! task), with its total and largest time; what does not belong on a
 //! well-isolated CPU; and what `isolcpus=`, `nohz_full=` and the cpuset
-//! partition promised, checked against what came. Pure: the trace stream
-//! that feeds it is in [`crate::trace::stream`].
+//! partition promised, checked against what came. Fed by the trace stream
+//! ([`crate::trace::stream`]) as one of its consumers; its one question to
+//! the system is what `/proc` says of a task it sees for the first time
+//! (after each read, [`Consumer::settle`]).
 //!
 //! Times are net: an interrupt nested in another is taken out of the
 //! outer one, and interrupts are taken out of the task they interrupted.
@@ -594,6 +596,17 @@ pub fn per_cpu_kthread(comm: &str, cpu: usize) -> bool {
             name,
             "migration" | "ksoftirqd" | "cpuhp" | "kworker" | "rcuc" | "idle_inject" | "watchdog"
         )
+}
+
+/// `e` opens a frame of the CPU's time (an interrupt, a softirq, a timer
+/// callback): what runs in it is its own, not what it interrupted.
+pub fn opens_frame(e: &Event) -> bool {
+    entry(e).is_some()
+}
+
+/// An event named `name` closes the frame its entry opened.
+pub fn closes_frame(name: &str) -> bool {
+    is_exit(name)
 }
 
 /// The source an `*_entry` event opens, if it is one.

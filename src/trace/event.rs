@@ -138,27 +138,27 @@ pub struct Tracepoint {
 
 impl Tracepoint {
     /// A tracepoint the consumer cannot do without.
-    pub const fn required(name: &'static [&'static str]) -> Self {
+    pub const fn required(names: &'static [&'static str]) -> Self {
         Tracepoint {
-            names: name,
+            names,
             required: true,
             filtered: false,
         }
     }
 
     /// A tracepoint that adds detail.
-    pub const fn detail(name: &'static [&'static str]) -> Self {
+    pub const fn detail(names: &'static [&'static str]) -> Self {
         Tracepoint {
-            names: name,
+            names,
             required: false,
             filtered: false,
         }
     }
 
     /// A tracepoint enabled with the consumers' filter.
-    pub const fn filtered(name: &'static [&'static str]) -> Self {
+    pub const fn filtered(names: &'static [&'static str]) -> Self {
         Tracepoint {
-            names: name,
+            names,
             required: false,
             filtered: true,
         }

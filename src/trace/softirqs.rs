@@ -1,7 +1,8 @@
 //! Softirq time on the audited CPUs, per vector: how many ran, for how
-//! long in all, and net of the hardware interrupts that came inside them
-//! (as osnoise counts noise: a nested interruption is its own, not the
-//! softirq's), with the longest net run. `/proc/softirqs` counts them
+//! long in all, and net of what came inside them (hardware interrupts,
+//! IPIs, timer callbacks: as osnoise counts noise, a nested interruption is
+//! its own, not the softirq's; the same frames the audit takes out, so the
+//! net time is the audit's softirq row), with the longest net run. `/proc/softirqs` counts them
 //! only; this says what they cost. A consumer of the trace stream: this
 //! file and its line in [`super::STREAM_CONSUMERS`] are the whole figure.
 
@@ -19,14 +20,30 @@ pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
     }
 }
 
-/// The softirqs, and the hardware interrupts that can come inside one.
+/// The softirqs, and what can come inside one.
 const TRACEPOINTS: &[Tracepoint] = &[
     Tracepoint::required(&["irq/softirq_entry"]),
     Tracepoint::required(&["irq/softirq_exit"]),
     Tracepoint::detail(&["irq/irq_handler_entry"]),
     Tracepoint::detail(&["irq/irq_handler_exit"]),
+    Tracepoint::detail(&["timer/hrtimer_expire_entry"]),
+    Tracepoint::detail(&["timer/hrtimer_expire_exit"]),
+    Tracepoint::detail(&["ipi/ipi_entry"]),
+    Tracepoint::detail(&["ipi/ipi_exit"]),
     Tracepoint::detail(&["irq_vectors/local_timer_entry"]),
     Tracepoint::detail(&["irq_vectors/local_timer_exit"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_entry"]),
+    Tracepoint::detail(&["irq_vectors/reschedule_exit"]),
+    Tracepoint::detail(&["irq_vectors/call_function_entry"]),
+    Tracepoint::detail(&["irq_vectors/call_function_exit"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_entry"]),
+    Tracepoint::detail(&["irq_vectors/call_function_single_exit"]),
+    Tracepoint::detail(&["irq_vectors/irq_work_entry"]),
+    Tracepoint::detail(&["irq_vectors/irq_work_exit"]),
+    Tracepoint::detail(&["irq_vectors/x86_platform_ipi_entry"]),
+    Tracepoint::detail(&["irq_vectors/x86_platform_ipi_exit"]),
+    Tracepoint::detail(&["irq_vectors/thermal_apic_entry"]),
+    Tracepoint::detail(&["irq_vectors/thermal_apic_exit"]),
 ];
 
 /// One vector's softirqs on one CPU.
@@ -46,12 +63,12 @@ pub struct VectorTime {
     pub max_net_ns: u64,
 }
 
-/// Per CPU: the softirq running (vector, since, nested ns) and the
-/// hardware interrupt inside it (since).
+/// Per CPU: the softirq running (vector, since, nested ns), and how deep
+/// the frames inside it are, since the outermost opened.
 #[derive(Debug, Default)]
 struct CpuState {
     softirq: Option<(String, u64, u64)>,
-    irq_since: Option<u64>,
+    inside: Option<(u32, u64)>,
 }
 
 /// The consumer.
@@ -113,11 +130,12 @@ impl Consumer for Softirqs {
             return;
         }
         let state = self.state.entry(e.cpu).or_default();
-        match e.name.as_ref() {
+        let name = e.name.as_ref();
+        match name {
             "softirq_entry" => {
                 let vector = e.field("action").unwrap_or("?").to_string();
                 state.softirq = Some((vector, e.ts_ns, 0));
-                state.irq_since = None;
+                state.inside = None;
             }
             "softirq_exit" => {
                 // An exit whose entry the trace does not hold is not counted.
@@ -125,14 +143,22 @@ impl Consumer for Softirqs {
                     self.ended(e.cpu, vector, since, nested, e.ts_ns);
                 }
             }
-            "irq_handler_entry" | "local_timer_entry" if state.softirq.is_some() => {
-                state.irq_since = Some(e.ts_ns);
+            _ if state.softirq.is_some() && crate::trace::audit::opens_frame(e) => {
+                state.inside = match state.inside {
+                    Some((depth, since)) => Some((depth + 1, since)),
+                    None => Some((1, e.ts_ns)),
+                };
             }
-            "irq_handler_exit" | "local_timer_exit" => {
-                if let (Some(since), Some(s)) = (state.irq_since.take(), state.softirq.as_mut()) {
-                    s.2 = s.2.saturating_add(e.ts_ns.saturating_sub(since));
+            _ if crate::trace::audit::closes_frame(name) => match state.inside {
+                Some((1, since)) => {
+                    if let Some(s) = state.softirq.as_mut() {
+                        s.2 = s.2.saturating_add(e.ts_ns.saturating_sub(since));
+                    }
+                    state.inside = None;
                 }
-            }
+                Some((depth, since)) => state.inside = Some((depth - 1, since)),
+                None => {}
+            },
             _ => {}
         }
     }
@@ -182,15 +208,18 @@ mod tests {
     use super::*;
     use crate::trace::text;
 
-    /// A softirq with an interrupt inside is counted net of it; one on a
-    /// CPU not audited, or whose entry the trace lacks, is not counted.
+    /// A softirq with an interrupt inside (and a timer callback inside
+    /// that) is counted net of the interrupt; one on a CPU not audited, or
+    /// whose entry the trace lacks, is not counted.
     #[test]
     fn softirq_time_is_net_of_the_interrupts_inside() {
         let text = "\
 <idle>-0 [001] d.s.. 100.000010: softirq_exit: vec=1 [action=TIMER]
 <idle>-0 [001] d.s.. 100.000100: softirq_entry: vec=7 [action=SCHED]
-<idle>-0 [001] d.h.. 100.000110: irq_handler_entry: irq=36 name=virtio1-req.0
-<idle>-0 [001] d.h.. 100.000115: irq_handler_exit: irq=36 ret=handled
+<idle>-0 [001] d.h.. 100.000110: local_timer_entry: vector=236
+<idle>-0 [001] d.h.. 100.000111: hrtimer_expire_entry: hrtimer=000000001 now=100000111000 function=tick_nohz_handler
+<idle>-0 [001] d.h.. 100.000113: hrtimer_expire_exit: hrtimer=000000001
+<idle>-0 [001] d.h.. 100.000115: local_timer_exit: vector=236
 <idle>-0 [001] d.s.. 100.000130: softirq_exit: vec=7 [action=SCHED]
 <idle>-0 [001] d.s.. 100.000200: softirq_entry: vec=7 [action=SCHED]
 <idle>-0 [001] d.s.. 100.000210: softirq_exit: vec=7 [action=SCHED]
@@ -213,6 +242,18 @@ mod tests {
                 max_net_ns: 25_000,
             }]
         );
+        // The audit's softirq row, fed the same events, has the same net.
+        let mut audit = crate::trace::audit::Audit::new(&[1]);
+        for e in text.lines().filter_map(crate::trace::text::line) {
+            audit.feed(&e);
+        }
+        let report = audit.finish(&Default::default(), 0);
+        let row = report
+            .rows
+            .iter()
+            .find(|r| r.what == "softirq SCHED")
+            .unwrap();
+        assert_eq!((row.count, row.total_ns), (2, 35_000));
         let text = closing(&rows, 0);
         assert!(text.contains("CPU 1   SCHED           2 runs"), "{text}");
         assert!(text.contains("35.0 µs net"), "{text}");

@@ -242,7 +242,7 @@ fn an_output_that_cannot_be_written_refuses_the_run_before_it_starts() {
         dir.path(),
         &["run", "t.cfg"],
         "rtlab: trace windows ./rtlab-spikes: `rtlab-spikes` is not a directory",
-        "choose another path",
+        "move what is there, or choose another output directory (--outdir)",
     );
     assert_eq!(stderr.lines().count(), 2, "{stderr}");
     let json = dir.path().join("no/such/r.json");

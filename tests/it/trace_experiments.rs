@@ -746,7 +746,8 @@ fn softirq_counts() -> Vec<(String, Vec<u64>)> {
 /// vector's runs the trace saw are at most the kernel's own count over a
 /// longer span (the run's whole life), and some were seen where the
 /// kernel counted many; net time is within the whole, the longest within
-/// the net; the closing text names each row.
+/// the net, and the audit's own time for those softirqs; the closing text
+/// names each row.
 #[test]
 fn softirq_time_agrees_with_the_kernels_counts() {
     let _machine = crate::fixtures::machine_exclusive();
@@ -792,6 +793,14 @@ fn softirq_time_agrees_with_the_kernels_counts() {
             kernel(vector)
         );
         assert!(max <= net && net <= total, "{row}");
+        // The audit takes the same frames out of the same softirqs: where
+        // it counted as many, its time is the figure's net.
+        let audit_row = r["audit"]["rows"].as_array().unwrap().iter().find(|a| {
+            a["cpu"] == audited && a["what"].as_str() == Some(&format!("softirq {vector}"))
+        });
+        if let Some(a) = audit_row.filter(|a| a["count"] == count) {
+            assert_eq!(a["total_ns"].as_u64(), Some(net), "{a} against {row}");
+        }
         assert!(
             closing.contains(&format!("CPU {audited:<3} {vector:<8} {count:>8} runs")),
             "{closing}"

@@ -182,7 +182,8 @@ fn outputs(view: &render::View, result: &RunResult, exports: &ExportSet) -> i32 
     let failures = exports.write(result);
     errln!("{}", render::percentiles(view, result).trim_end());
     if let Some(trace) = &result.trace {
-        errln!("{}", crate::report::explain::verdict(trace).trim_end());
+        let verdict = crate::report::explain::verdict_in(trace, &result.plan.outdir);
+        errln!("{}", verdict.trim_end());
     }
     for f in &failures {
         errln!("rtlab cyclictest: {f}");
