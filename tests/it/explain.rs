@@ -721,9 +721,9 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
 #[test]
 fn trace_windows_land_in_their_directory_of_the_output_directory() {
     let _machine = crate::fixtures::machine_exclusive();
-    const TEST: &str = "trace_windows_land_in_their_directory_of_the_output_directory";
+    let test = test_name!();
     if !is_root() || !tracefs_in_kernel() {
-        path_taken(TEST, "no root or no tracefs: covered by the refusal check");
+        path_taken(test, "no root or no tracefs: covered by the refusal check");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -755,12 +755,14 @@ fn trace_windows_land_in_their_directory_of_the_output_directory() {
             assert!(out.join(f).is_file(), "{f}");
         }
     }
-    // The closing text names the worst one's window by that path.
+    // The closing text names the worst one's window from where rtlab ran,
+    // as it names the result files (`out/timer_thread00.txt`).
     if !explained.is_empty() {
         assert!(
-            stdout.contains("  trace window: rtlab-spikes/rtlab-spike-T0-"),
+            stdout.contains("  trace window: out/rtlab-spikes/rtlab-spike-T0-"),
             "{stdout}"
         );
+        assert!(stdout.contains("in 'out/timer_thread00.txt'"), "{stdout}");
     }
     let names = |d: &Path| -> Vec<String> {
         let mut n: Vec<String> = std::fs::read_dir(d)
@@ -772,13 +774,13 @@ fn trace_windows_land_in_their_directory_of_the_output_directory() {
     };
     if explained.is_empty() {
         path_taken(
-            TEST,
+            test,
             "no wake-up of 5 µs or more explained: no directory made",
         );
         assert_eq!(names(&out), ["timer_thread00.txt"]);
     } else {
         path_taken(
-            TEST,
+            test,
             &format!("{} windows in out/rtlab-spikes/", explained.len()),
         );
         assert_eq!(names(&out), ["rtlab-spikes", "timer_thread00.txt"]);
