@@ -357,8 +357,8 @@ fn spike_programs_run_as_programs_do_not_as_the_main_thread() {
     let cfg = spiking(
         &format!(
             " sched.policy FIFO\n sched.priority 10\n cpu_affinity {measured}\n \
-             on_spike run sh -c \"grep -E '^Cpus_allowed_list' /proc/self/status >> {o}; \
-             cut -d' ' -f41 /proc/self/stat >> {o}\"",
+             on_spike run sh -c \"echo c=$(grep -E '^Cpus_allowed_list' /proc/self/status | cut -f2) \
+             p=$(cut -d' ' -f41 /proc/self/stat) >> {o}\"",
             o = out.display()
         ),
         "lifetime.duration 1 s",
@@ -370,14 +370,15 @@ fn spike_programs_run_as_programs_do_not_as_the_main_thread() {
     let online = crate::fixtures::online_cpus();
     let others: Vec<usize> = online.iter().copied().filter(|&c| c != measured).collect();
     let want_cpus = if others.is_empty() { online } else { others };
-    let lines: Vec<&str> = seen.lines().collect();
-    assert!(lines.len() >= 2, "{seen}");
-    for pair in lines.chunks(2) {
-        let cpus = pair[0].split_whitespace().nth(1).unwrap();
-        let listed = rtlab::cpulist::parse(cpus).unwrap();
-        assert_eq!(listed, want_cpus, "{seen}");
+    // One line per program, written whole by one echo once both reads are
+    // done: a program the run's end stops midway leaves no half line.
+    assert!(!seen.is_empty(), "no spike program ran");
+    for line in seen.lines() {
+        let cpus = line.strip_prefix("c=").and_then(|l| l.split(' ').next());
+        let listed = cpus.and_then(|c| rtlab::cpulist::parse(c).ok());
+        assert_eq!(listed, Some(want_cpus.clone()), "{seen}");
         // Field 41 of stat: the policy (0: SCHED_OTHER).
-        assert_eq!(pair.get(1).copied(), Some("0"), "{seen}");
+        assert!(line.ends_with(" p=0"), "{seen}");
     }
     path_taken(
         test,
