@@ -7,21 +7,64 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// (partitions move every task; tuning moves IRQs, C-states and kernel
 /// threads' priorities; the report tests run cyclictest beside rtlab and
 /// compare CPU placements) hold it alone; the others (runs in their own
-/// directories and journals) share it.
+/// directories and journals) share it. Within this process a lock says so;
+/// across processes (two suites run at once, from two clones) a lock on
+/// [`MACHINE_LOCK`] does.
 static MACHINE: RwLock<()> = RwLock::new(());
 
+/// The file whose lock the suites of every clone share: in `/run`, which
+/// only root writes (no one can plant a link there); not taken by a suite
+/// run without root.
+pub const MACHINE_LOCK: &str = "/run/rtlab-it-machine.lock";
+
 /// Held by a test that changes machine-wide state.
-pub type Exclusive = RwLockWriteGuard<'static, ()>;
+pub struct Exclusive {
+    _here: RwLockWriteGuard<'static, ()>,
+    _across: Option<std::fs::File>,
+}
+
+/// Held by a test that leaves the machine as it is.
+pub struct Shared {
+    _here: RwLockReadGuard<'static, ()>,
+    _across: Option<std::fs::File>,
+}
+
+/// The lock file, opened (None without root, or where it cannot be: then
+/// this process's lock alone holds).
+fn lock_file() -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").ok()?.uid() == 0;
+    if !root {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(MACHINE_LOCK)
+        .ok()
+}
 
 /// The machine alone (a failed test's poison is ignored: each test checks
 /// the state it starts from).
 pub fn machine_exclusive() -> Exclusive {
-    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+    let here = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    let across = lock_file().filter(|f| f.lock().is_ok());
+    Exclusive {
+        _here: here,
+        _across: across,
+    }
 }
 
 /// The machine shared with the other tests that leave it as it is.
-pub fn machine_shared() -> RwLockReadGuard<'static, ()> {
-    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+pub fn machine_shared() -> Shared {
+    let here = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+    let across = lock_file().filter(|f| f.lock_shared().is_ok());
+    Shared {
+        _here: here,
+        _across: across,
+    }
 }
 
 use std::process::Output;
