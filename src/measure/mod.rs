@@ -4,6 +4,7 @@
 //! without stopping them, and gets their [`Recorder`]s back when they end.
 
 pub mod live;
+pub mod noise;
 mod timer;
 
 use crate::stats::Recorder;

@@ -24,33 +24,54 @@ use std::sync::{Arc, Barrier};
 /// Enters its cpuset, pins the calling thread and sets its policy, then
 /// reads them back.
 fn setup(spec: &TimerSpec, root: &SysRoot) -> Result<(), String> {
+    if let Some(dl) = spec.deadline {
+        enter_and_pin(&spec.cpus, spec.cpuset.as_ref(), root)?;
+        return set_deadline(spec, dl);
+    }
+    pin_and_schedule(&spec.cpus, spec.sched, spec.cpuset.as_ref(), root)
+}
+
+/// Blocks the signals but the wake-up, enters `cpuset` and pins the
+/// calling thread to `cpus`.
+fn enter_and_pin(
+    cpus: &[usize],
+    cpuset: Option<&crate::isolate::cpuset::CpusetTarget>,
+    root: &SysRoot,
+) -> Result<(), String> {
     os::block_signals_except_wake().map_err(|e| format!("cannot set the signal mask: {e}"))?;
-    if let Some(cs) = &spec.cpuset {
+    if let Some(cs) = cpuset {
         root.write(&cs.thread_file(), &os::gettid().to_string())
             .map_err(|e| format!("cannot enter cpuset {}: {e}", cs.display()))?;
     }
-    os::set_affinity(0, &spec.cpus)
-        .map_err(|e| format!("cannot pin to CPUs {:?}: {e}", spec.cpus))?;
-    if let Some(dl) = spec.deadline {
-        return set_deadline(spec, dl);
-    }
-    os::set_sched(0, spec.sched).map_err(|e| {
+    os::set_affinity(0, cpus).map_err(|e| format!("cannot pin to CPUs {cpus:?}: {e}"))
+}
+
+/// [`enter_and_pin`], then `sched` for the calling thread; both read back
+/// (a measuring thread of any kind).
+pub(super) fn pin_and_schedule(
+    cpus: &[usize],
+    sched: crate::sched::Sched,
+    cpuset: Option<&crate::isolate::cpuset::CpusetTarget>,
+    root: &SysRoot,
+) -> Result<(), String> {
+    enter_and_pin(cpus, cpuset, root)?;
+    os::set_sched(0, sched).map_err(|e| {
         format!(
             "cannot take {} priority {}: {e}",
-            spec.sched.policy.name(),
-            spec.sched.priority
+            sched.policy.name(),
+            sched.priority
         )
     })?;
     let pinned = os::get_affinity(0).map_err(|e| format!("cannot read back the affinity: {e}"))?;
-    if pinned != spec.cpus {
-        return Err(format!("asked for CPUs {:?} but got {pinned:?}", spec.cpus));
+    if pinned != cpus {
+        return Err(format!("asked for CPUs {cpus:?} but got {pinned:?}"));
     }
     let seen = os::get_sched(0).map_err(|e| format!("cannot read back the policy: {e}"))?;
-    if seen != spec.sched {
+    if seen != sched {
         return Err(format!(
             "asked for {} {} but got {} {}",
-            spec.sched.policy.name(),
-            spec.sched.priority,
+            sched.policy.name(),
+            sched.priority,
             seen.policy.name(),
             seen.priority
         ));

@@ -19,6 +19,7 @@
 pub mod cpu_load;
 pub mod loglin;
 pub mod metric_buckets;
+pub mod noise;
 pub mod series;
 pub mod spikes;
 

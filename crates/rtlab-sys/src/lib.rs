@@ -9,6 +9,7 @@
 pub mod cgroup;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod counter_choice;
 pub mod features;
 pub mod infile;
 pub mod info;

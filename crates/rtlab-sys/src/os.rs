@@ -152,6 +152,8 @@ pub fn prepare_clock() -> bool {
 ))]
 mod vdso_clock;
 
+pub mod counter;
+
 /// The calling thread's CPU time (ns, CLOCK_THREAD_CPUTIME_ID): what a
 /// piece of work cost the CPU, not the time it waited while preempted.
 pub fn thread_cpu_ns() -> u64 {
