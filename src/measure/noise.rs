@@ -214,7 +214,8 @@ fn run(spec: NoiseSpec, mut rec: NoiseRecorder, links: Links) -> NoiseOutcome {
         root,
     } = links;
     live.tid.store(os::gettid(), Ordering::Relaxed);
-    let setup = super::timer::pin_and_schedule(&[spec.cpu], spec.sched, spec.cpuset.as_ref(), &root);
+    let setup =
+        super::timer::pin_and_schedule(&[spec.cpu], spec.sched, spec.cpuset.as_ref(), &root);
     let cpuset_seen = root.read_opt(crate::sys::paths::THREAD_SELF_CPUSET);
     os::prefault_stack();
     let sched_seen = os::get_sched(0).ok();
@@ -307,7 +308,9 @@ fn poll<T: Ticks>(
         },
         end_ns: start.saturating_add(spec.period_ns),
         run_end_ns: start.saturating_add(spec.runtime_ns.min(spec.period_ns)),
-        stop_ns: spec.duration_ns.map_or(u64::MAX, |d| start.saturating_add(d)),
+        stop_ns: spec
+            .duration_ns
+            .map_or(u64::MAX, |d| start.saturating_add(d)),
         closed: NoisePeriod::default(),
     };
     let check = conv.ticks(CHECK_NS);
@@ -438,7 +441,8 @@ fn close(rec: &mut NoiseRecorder, at: &mut Periods, now: u64) {
 /// The live figures: the closed periods' and the open one's.
 fn publish(live: &NoiseLive, at: &Periods) {
     let (c, o) = (&at.closed, &at.open);
-    live.noise_ns.store(c.noise_ns + o.noise_ns, Ordering::Relaxed);
+    live.noise_ns
+        .store(c.noise_ns + o.noise_ns, Ordering::Relaxed);
     live.gaps.store(c.gaps + o.gaps, Ordering::Relaxed);
     live.max_gap_ns
         .store(c.max_gap_ns.max(o.max_gap_ns), Ordering::Relaxed);
@@ -448,12 +452,21 @@ fn publish(live: &NoiseLive, at: &Periods) {
 /// Where the code a polling thread runs lies (kept mapped as the timer
 /// threads' is).
 pub fn hot_code() -> [usize; 5] {
-    type Poll = fn(&NoiseSpec, &mut NoiseRecorder, &NoiseLive, &GapRing, &AtomicBool, Conv) -> Result<(), String>;
+    type Poll = fn(
+        &NoiseSpec,
+        &mut NoiseRecorder,
+        &NoiseLive,
+        &GapRing,
+        &AtomicBool,
+        Conv,
+    ) -> Result<(), String>;
     [
         poll::<counter::Tsc> as Poll as usize,
         poll::<counter::ArmVirtual> as Poll as usize,
         poll::<counter::Monotonic> as Poll as usize,
-        look_up as fn(&NoiseSpec, &mut NoiseRecorder, &NoiseLive, &mut Periods, &AtomicBool) -> LookUp as usize,
+        look_up
+            as fn(&NoiseSpec, &mut NoiseRecorder, &NoiseLive, &mut Periods, &AtomicBool) -> LookUp
+            as usize,
         NoiseRecorder::keep_worst as fn(&mut NoiseRecorder, Gap) as usize,
     ]
 }

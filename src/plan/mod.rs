@@ -20,7 +20,7 @@ mod tuning;
 pub use crate::tune::TuningSpec;
 pub use builtin::{builtin_experiment_text, builtin_monitor_text};
 pub use machine::{Machine, RealMachine, find_in_path};
-pub use model::{MainPlan, PlanOptions, RunPlan, TimerPlan};
+pub use model::{MainPlan, NoisePlan, PlanOptions, RunPlan, TimerPlan};
 
 use checks::{check_deadlines, check_privileges};
 use stanzas::irq_tasks;
@@ -74,6 +74,7 @@ pub fn build(
         cpu_groups,
         irq_tasks,
         task_latency,
+        noise: Vec::new(),
     })
 }
 /// Parses and plans a file's text; diagnostics are rendered for `name`.

@@ -115,6 +115,21 @@ pub struct RunPlan {
     /// Task-latency measurements (absent in older results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_latency: Vec<crate::trace::task_latency::TaskLatencySpec>,
+    /// Noise threads by index (absent in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<NoisePlan>,
+}
+
+/// A noise thread's part of the plan.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct NoisePlan {
+    /// The thread itself.
+    #[serde(flatten)]
+    pub spec: crate::measure::noise::NoiseSpec,
+    /// Its gaps are attributed from the trace stream (`attribute`).
+    pub attribute: bool,
+    /// Why the counter was chosen.
+    pub counter_why: String,
 }
 
 impl RunPlan {
@@ -125,6 +140,7 @@ impl RunPlan {
             || self.main.irq_latency
             || !self.irq_tasks.is_empty()
             || !self.task_latency.is_empty()
+            || self.noise.iter().any(|n| n.attribute)
     }
 
     /// When `main`'s `lifetime.duration` ends the run, from the timer

@@ -90,6 +90,12 @@ pub(super) fn start_stream(
         irq_tasks: plan.irq_tasks.clone(),
         task_latency: plan.task_latency.clone(),
         timer_irq: plan.main.irq_latency,
+        noise: plan
+            .noise
+            .iter()
+            .filter(|n| n.attribute)
+            .map(|n| n.spec.clone())
+            .collect(),
     };
     let started = match journal.0.as_mut() {
         Some(j) => TraceStream::start(root, j, &spec, online).map_err(|e| e.to_string()),

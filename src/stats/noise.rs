@@ -249,7 +249,10 @@ mod tests {
     fn the_ring_gives_what_was_pushed_in_order_and_counts_what_did_not_fit() {
         let ring = GapRing::new(3);
         for i in 0..5 {
-            ring.push(Gap { end_ns: i, ns: 10 + i });
+            ring.push(Gap {
+                end_ns: i,
+                ns: 10 + i,
+            });
         }
         let mut got = Vec::new();
         ring.take(&mut got);

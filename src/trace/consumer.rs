@@ -54,6 +54,8 @@ pub struct StreamSpec {
     pub task_latency: Vec<TaskLatencySpec>,
     /// The timer threads' IRQ side (`irq_latency`).
     pub timer_irq: bool,
+    /// The noise threads whose gaps are attributed.
+    pub noise: Vec<crate::measure::noise::NoiseSpec>,
 }
 
 /// What a stream found, once finished: each consumer fills its own part.
@@ -82,12 +84,25 @@ pub enum Filter {
     Terms(Vec<String>),
 }
 
+/// A noise thread as the stream's consumers learn it.
+#[derive(Debug, Clone)]
+pub struct NoiseLearned {
+    /// N of `noise_thread[N]`.
+    pub index: usize,
+    /// Its TID.
+    pub tid: i32,
+    /// Its gaps over the threshold, as it measures them.
+    pub ring: std::sync::Arc<crate::stats::noise::GapRing>,
+}
+
 /// What the run learned since the last look.
 pub struct Learned<'a> {
     /// The timer threads' TIDs (they belong on their CPUs).
     pub measured: &'a [i32],
     /// The timer threads: (index, TID, first deadline measured).
     pub timers: &'a [(usize, i32, u64)],
+    /// The noise threads, once started.
+    pub noise: &'a [NoiseLearned],
     /// The threads, as `/proc` lists them now, of a task chosen by PID or
     /// program (its process first); none for a task chosen by name.
     pub threads: &'a dyn Fn(&TaskSelector) -> Vec<i32>,

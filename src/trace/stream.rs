@@ -13,7 +13,7 @@ use crate::sys::SysRoot;
 use crate::sys::journal::Journal;
 use crate::sys::tasks::Pinned;
 use crate::sys::trace::{self, Instance, Recording};
-use crate::trace::consumer::{self, Consumer, Learned, StreamEnd, Tracepoint};
+use crate::trace::consumer::{self, Consumer, Learned, NoiseLearned, StreamEnd, Tracepoint};
 use crate::trace::consumer::{Promises, StreamCost};
 pub use crate::trace::consumer::{StreamResults, StreamSpec};
 use crate::trace::source::{Reader, Source};
@@ -54,9 +54,16 @@ pub struct TraceStream {
     /// The processes given by PID, pinned when the stream started (None:
     /// gone by then).
     pins: Vec<(i32, Option<Pinned>)>,
+    /// The noise threads, once started (their gaps for the attribution).
+    noise: Vec<NoiseLearned>,
 }
 
 impl TraceStream {
+    /// The noise threads started, told once (their TIDs and gap rings).
+    pub fn watch_noise(&mut self, noise: Vec<NoiseLearned>) {
+        self.noise = noise;
+    }
+
     /// Mounts tracefs if needed, makes the stream's instance on every
     /// online CPU (both through `journal`) and starts it with every
     /// tracepoint the consumers `spec` asks for declare. Err says why
@@ -111,6 +118,7 @@ impl TraceStream {
             required_missing: Vec::new(),
             cost: StreamCost::default(),
             pins,
+            noise: Vec::new(),
         };
         stream.required_missing = wanted
             .iter()
@@ -184,6 +192,7 @@ impl TraceStream {
         let run = Learned {
             measured,
             timers,
+            noise: &self.noise,
             threads: &threads,
             root,
         };

@@ -70,7 +70,9 @@ pub fn choose(root: &SysRoot) -> CounterFacts {
             why: "the arm64 virtual counter (CNTVCT_EL0) at CNTFRQ_EL0".into(),
         },
         Some(_) => monotonic("CLOCK_MONOTONIC: CNTFRQ_EL0 reads 0".into()),
-        None => monotonic("CLOCK_MONOTONIC: no CPU counter rtlab reads on this architecture".into()),
+        None => {
+            monotonic("CLOCK_MONOTONIC: no CPU counter rtlab reads on this architecture".into())
+        }
     }
 }
 
@@ -100,7 +102,10 @@ mod tests {
         let root = SysRoot::at(dir.path());
         let write = |files: &[(&str, &str)]| crate::fake::write_tree(dir.path(), files);
         write(&[
-            (CPUINFO, "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n"),
+            (
+                CPUINFO,
+                "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n",
+            ),
             (CLOCKSOURCE, "tsc\n"),
         ]);
         assert_eq!(tsc_refusal(&root), None);

@@ -7,9 +7,9 @@
 #![deny(unsafe_code)]
 
 pub mod cgroup;
+pub mod counter_choice;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-pub mod counter_choice;
 pub mod features;
 pub mod infile;
 pub mod info;
