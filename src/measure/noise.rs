@@ -47,8 +47,12 @@ pub struct NoiseSpec {
     pub period_ns: u64,
     /// How long it polls in each period (ns; the period: all of it).
     pub runtime_ns: u64,
-    /// Stop after this long (ns).
+    /// Stop after this long from the release (ns).
     pub duration_ns: Option<u64>,
+    /// Sleep this long after the release before polling (ns): threads of
+    /// several CPUs take turns (`rtlab hwlat`: one window each).
+    #[serde(default)]
+    pub offset_ns: u64,
     /// Gaps below this are counted exact to the ns (beyond: 0.1%).
     pub linear_ns: u64,
     /// The counter it reads.
@@ -300,6 +304,16 @@ fn poll<T: Ticks>(
     stop: &AtomicBool,
     conv: Conv,
 ) -> Result<(), String> {
+    let released = os::monotonic_ns();
+    let stop_ns = spec
+        .duration_ns
+        .map_or(u64::MAX, |d| released.saturating_add(d));
+    if spec.offset_ns > 0 {
+        let wake_at = released.saturating_add(spec.offset_ns).min(stop_ns);
+        if let Err(e) = sleep_until(wake_at, stop) {
+            return e;
+        }
+    }
     let start = os::monotonic_ns();
     let mut at = Periods {
         open: NoisePeriod {
@@ -381,19 +395,11 @@ fn look_up(
     if now >= at.run_end_ns && at.run_end_ns < at.end_ns {
         // The runtime is over: the rest of the period is the CPU's.
         close(rec, at, now);
-        let wake_at = at.end_ns.min(at.stop_ns);
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return LookUp::Stop(Ok(()));
-            }
-            match os::sleep_until_ns(wake_at) {
-                0 => break,
-                crate::sys::consts::EINTR => continue,
-                e => {
-                    let why = std::io::Error::from_raw_os_error(e);
-                    return LookUp::Stop(Err(format!("clock_nanosleep failed: {why}")));
-                }
-            }
+        if let Err(e) = sleep_until(at.end_ns.min(at.stop_ns), stop) {
+            return LookUp::Stop(e);
+        }
+        if os::monotonic_ns() >= at.stop_ns {
+            return LookUp::Stop(Ok(()));
         }
         next_period(spec, at, os::monotonic_ns());
         return LookUp::Slept;
@@ -403,6 +409,24 @@ fn look_up(
         next_period(spec, at, now);
     }
     LookUp::Go
+}
+
+/// Sleeps until `wake_at` (CLOCK_MONOTONIC ns). Err: the loop must stop
+/// (asked to: Ok inside; a sleep failed: its error).
+fn sleep_until(wake_at: u64, stop: &AtomicBool) -> Result<(), Result<(), String>> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Ok(()));
+        }
+        match os::sleep_until_ns(wake_at) {
+            0 => return Ok(()),
+            crate::sys::consts::EINTR => continue,
+            e => {
+                let why = std::io::Error::from_raw_os_error(e);
+                return Err(Err(format!("clock_nanosleep failed: {why}")));
+            }
+        }
+    }
 }
 
 /// Opens the period that starts at `now` (skipping whole periods missed).
