@@ -297,6 +297,58 @@ pub struct RunResult {
     /// under its key), absent in older results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<crate::trace::Figure>,
+    /// Noise threads by index (`noise_thread[N]`), absent in older
+    /// results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<NoiseResult>,
+}
+
+/// One noise thread's result.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct NoiseResult {
+    /// Index N.
+    pub index: usize,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The CPU it polled.
+    pub cpu: usize,
+    /// CPU it ran on at the start.
+    pub cpu_first: Option<usize>,
+    /// CPU at the end.
+    pub cpu_last: Option<usize>,
+    /// The scheduling it had.
+    pub sched: Sched,
+    /// The counter it read.
+    pub counter: crate::sys::os::counter::CounterKind,
+    /// Its frequency (Hz).
+    pub counter_hz: u64,
+    /// Why that counter.
+    pub counter_why: String,
+    /// A gap at least this long is noise (ns).
+    pub threshold_ns: u64,
+    /// The period figures are kept by (ns).
+    pub period_ns: u64,
+    /// Polled in each period (ns).
+    pub runtime_per_period_ns: u64,
+    /// Its figures over the run.
+    pub summary: crate::stats::noise::NoiseSummary,
+    /// Each period's figures, in order.
+    pub periods: Vec<crate::stats::noise::NoisePeriod>,
+    /// How many periods each entry of `periods` holds (a long run's are
+    /// merged two by two).
+    pub periods_merged: u64,
+    /// Gaps by ns, exact, below `stats.exact_below`: (ns, count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps_exact: Vec<(u64, u64)>,
+    /// The other gaps, in HDR buckets (0.1%).
+    pub gaps_hdr: Vec<HdrBucket>,
+    /// The worst gaps with their time, worst first.
+    pub worst: Vec<crate::stats::noise::Gap>,
+    /// Why the gaps were not attributed, when they were asked to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution_unavailable: Option<String>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
 }
 
 /// One CPU's steal time over a run.

@@ -25,6 +25,7 @@ mod experiment;
 mod generated;
 mod load;
 mod monitor;
+mod noise;
 mod oneoff;
 mod partition;
 mod refusal;
@@ -124,6 +125,11 @@ pub enum Command {
     /// latency, run time, period, deadline misses, and who held the CPU.
     #[command(name = "task-latency")]
     TaskLatency(task_latency::TaskLatencyArgs),
+    /// OS noise: one thread per CPU that never sleeps reads the CPU's
+    /// counter; every gap is time the OS or the hardware took (oslat's
+    /// method), with rtla osnoise's figures per period and, as root, the
+    /// cause of every gap (IRQ, softirq, NMI, thread, or unseen).
+    Noise(noise::NoiseArgs),
     /// One trace buffer read as the kernel's text and as its binary pages,
     /// timed and compared (the binary trace engine's benchmark and check).
     #[command(name = "trace-readers", hide = true)]
@@ -257,6 +263,7 @@ fn dispatch(cli: &Cli) -> Outcome {
         (Some(Command::IrqTask(args)), _) => trace::irq_task_main(args),
         (Some(Command::TaskLatency(args)), _) => task_latency::main(args),
         (Some(Command::TraceReaders(args)), _) => trace_readers::main(args),
+        (Some(Command::Noise(args)), _) => noise::main(args),
         (Some(Command::Check { file }), _) => experiment::check_main(file, cli.dbg_level),
         (None, Some(file)) => experiment::run_main(
             &RunArgs {

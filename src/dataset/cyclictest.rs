@@ -66,6 +66,7 @@ fn thread(index: usize, mut r: Reported, unit_ns: u64) -> Thread {
         overruns: None,
         beyond_histogram: Some(beyond),
         deadline_misses: None,
+        noise: None,
     };
     Thread::new(
         format!("T{index}"),

@@ -164,6 +164,7 @@ pub(super) fn merge_stats(threads: &[Thread]) -> Stats {
             .iter()
             .filter_map(|t| t.stats.deadline_misses)
             .reduce(u64::saturating_add),
+        noise: None,
     }
 }
 

@@ -32,11 +32,19 @@ pub enum Metric {
     Beyond,
     /// Cycles of a task-latency thread ended past their deadline.
     DeadlineMisses,
+    /// The noise threads' largest single gap.
+    NoiseMaxSingle,
+    /// The noise threads' noise, summed.
+    NoiseTotal,
+    /// The share of the CPU the noise threads had (%).
+    NoiseAvailable,
+    /// The noise threads' gaps at or over their threshold.
+    NoiseGaps,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 13] = [
+    pub const ALL: [Metric; 17] = [
         Metric::Samples,
         Metric::Min,
         Metric::Mean,
@@ -50,6 +58,10 @@ impl Metric {
         Metric::Overruns,
         Metric::Beyond,
         Metric::DeadlineMisses,
+        Metric::NoiseMaxSingle,
+        Metric::NoiseTotal,
+        Metric::NoiseAvailable,
+        Metric::NoiseGaps,
     ];
 
     /// Its name in tables, JSON and `--fail-if`.
@@ -68,6 +80,10 @@ impl Metric {
             Metric::Overruns => "overruns",
             Metric::Beyond => "beyond_histogram",
             Metric::DeadlineMisses => "deadline_misses",
+            Metric::NoiseMaxSingle => "noise.max_single",
+            Metric::NoiseTotal => "noise.total",
+            Metric::NoiseAvailable => "noise.available",
+            Metric::NoiseGaps => "noise.gaps",
         }
     }
 
@@ -85,7 +101,23 @@ impl Metric {
     pub fn is_latency(self) -> bool {
         !matches!(
             self,
-            Metric::Samples | Metric::Overruns | Metric::Beyond | Metric::DeadlineMisses
+            Metric::Samples
+                | Metric::Overruns
+                | Metric::Beyond
+                | Metric::DeadlineMisses
+                | Metric::NoiseAvailable
+                | Metric::NoiseGaps
+        )
+    }
+
+    /// Whether it is a figure of the noise threads.
+    pub fn is_noise(self) -> bool {
+        matches!(
+            self,
+            Metric::NoiseMaxSingle
+                | Metric::NoiseTotal
+                | Metric::NoiseAvailable
+                | Metric::NoiseGaps
         )
     }
 
@@ -113,6 +145,10 @@ impl Metric {
             Metric::Overruns => stats.overruns.map(|v| v as f64),
             Metric::Beyond => stats.beyond_histogram.map(|v| v as f64),
             Metric::DeadlineMisses => stats.deadline_misses.map(|v| v as f64),
+            Metric::NoiseMaxSingle => stats.noise.map(|n| n.max_single_ns as f64),
+            Metric::NoiseTotal => stats.noise.map(|n| n.noise_ns as f64),
+            Metric::NoiseAvailable => stats.noise.map(|n| n.available_percent()),
+            Metric::NoiseGaps => stats.noise.map(|n| n.gaps as f64),
         }
     }
 }

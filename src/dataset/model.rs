@@ -89,6 +89,33 @@ pub struct Stats {
     /// the cycle (the sum of them for a run); None where nothing counted
     /// them.
     pub deadline_misses: Option<u64>,
+    /// The noise threads' figures together (rtlab runs with noise threads
+    /// only; set on the run's `all`).
+    pub noise: Option<NoiseStats>,
+}
+
+/// The noise threads of a run, together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NoiseStats {
+    /// The largest single gap of any of them (ns).
+    pub max_single_ns: u64,
+    /// Their noise summed (ns).
+    pub noise_ns: u64,
+    /// Their runtime summed (ns).
+    pub runtime_ns: u64,
+    /// Their gaps at or over the threshold.
+    pub gaps: u64,
+}
+
+impl NoiseStats {
+    /// The share of the CPUs the pollers had (%): the least of any of them
+    /// would be finer; this is runtime less noise over runtime, together.
+    pub fn available_percent(&self) -> f64 {
+        if self.runtime_ns == 0 {
+            return 0.0;
+        }
+        100.0 * self.runtime_ns.saturating_sub(self.noise_ns) as f64 / self.runtime_ns as f64
+    }
 }
 
 /// One quantile of a [`Stats`].

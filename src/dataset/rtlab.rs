@@ -93,7 +93,9 @@ pub(super) fn of_result(result: &RunResult, path: &Path) -> Run {
     }
     let context = context(result);
     let details = details(result);
-    Run::new(path, Format::Rtlab, context, threads, details)
+    let mut run = Run::new(path, Format::Rtlab, context, threads, details);
+    run.all.noise = noise_stats(&result.noise);
+    run
 }
 
 /// An IRQ-to-task measurement as a thread of the run: its delays from the
@@ -166,6 +168,7 @@ fn summary_stats(
         overruns: Some(s.overruns),
         beyond_histogram: Some(s.beyond_histogram),
         deadline_misses: None,
+        noise: None,
     };
     let distribution = Distribution::new(
         hdr.iter()
@@ -394,4 +397,24 @@ fn details(r: &RunResult) -> Details {
         irq_tasks: r.irq_tasks.clone(),
         task_latency: r.task_latency.clone(),
     }
+}
+
+/// The noise threads' figures together; None without noise threads.
+fn noise_stats(noise: &[crate::result::NoiseResult]) -> Option<super::NoiseStats> {
+    if noise.is_empty() {
+        return None;
+    }
+    let sum = |f: fn(&crate::stats::noise::NoiseSummary) -> u64| {
+        noise.iter().map(|n| f(&n.summary)).sum::<u64>()
+    };
+    Some(super::NoiseStats {
+        max_single_ns: noise
+            .iter()
+            .map(|n| n.summary.max_single_ns)
+            .max()
+            .unwrap_or(0),
+        noise_ns: sum(|s| s.noise_ns),
+        runtime_ns: sum(|s| s.runtime_ns),
+        gaps: sum(|s| s.gaps),
+    })
 }

@@ -208,6 +208,7 @@ fn statistics(
         overruns: extra_field(extra, "Overruns")?,
         beyond_histogram: Some(beyond),
         deadline_misses: None,
+        noise: None,
     };
     Ok((stats, distribution))
 }

@@ -239,6 +239,7 @@ fn thread(a: Acc, bounds: &[u64]) -> Thread {
         overruns: None,
         beyond_histogram: Some(beyond),
         deadline_misses: None,
+        noise: None,
     };
     let histogram_us = bounds
         .iter()

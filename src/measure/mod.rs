@@ -260,6 +260,7 @@ pub fn start(
 /// [`crate::sys::memory::release_startup_pages`]).
 pub fn hot_code() -> Vec<usize> {
     let mut hot = timer::hot_code().to_vec();
+    hot.extend(noise::hot_code());
     hot.extend(os::hot_library_code());
     hot
 }

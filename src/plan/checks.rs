@@ -27,7 +27,7 @@ impl Planner<'_> {
                     .with_hint(Some("run with sudo (rtlab traces in its own tracefs instance and removes it at the end)".into())),
             );
         }
-        if exp.timers.is_empty() && exp.programs.is_empty() && !traces {
+        if exp.timers.is_empty() && exp.programs.is_empty() && exp.noise.is_empty() && !traces {
             self.diags.push(
                 Diagnostic::new(Pos { line: 1, col: 1 }, "the experiment has no timer_thread and no program: nothing to run")
                     .with_hint(Some("add a `timer_thread[0] { ... }` stanza, or run `rtlab run` without a file for the built-in experiment".into())),
@@ -46,6 +46,11 @@ pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
             .map(|t| ("timer_thread", t.index, &t.sched)),
     );
     wanted.extend(exp.programs.iter().map(|g| ("program", g.index, &g.sched)));
+    wanted.extend(
+        exp.noise
+            .iter()
+            .map(|n| ("noise_thread", n.index, &n.sched)),
+    );
     let privileges = p.machine.privileges();
     for (kind, index, sched) in wanted {
         let s = sched.value;

@@ -38,6 +38,14 @@ pub trait Machine {
     fn process_exists(&self, pid: i32) -> bool;
     /// The memory available now (`MemAvailable`, KiB), if known.
     fn mem_available_kib(&self) -> Option<u64>;
+    /// The counter a noise loop reads here (CLOCK_MONOTONIC unless told).
+    fn counter(&self) -> crate::sys::counter_choice::CounterFacts {
+        crate::sys::counter_choice::CounterFacts {
+            kind: crate::sys::os::counter::CounterKind::Monotonic,
+            hz: 1_000_000_000,
+            why: "CLOCK_MONOTONIC".into(),
+        }
+    }
 }
 
 /// The machine rtlab runs on.
@@ -47,6 +55,10 @@ pub struct RealMachine {
 }
 
 impl Machine for RealMachine {
+    fn counter(&self) -> crate::sys::counter_choice::CounterFacts {
+        crate::sys::counter_choice::choose(&self.root)
+    }
+
     fn online_cpus(&self) -> Vec<usize> {
         crate::sys::online_cpus(&self.root).unwrap_or_else(|_| {
             (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()

@@ -10,6 +10,7 @@ mod builtin;
 mod checks;
 mod machine;
 mod model;
+mod noise;
 mod placement;
 mod spikes;
 mod stanzas;
@@ -58,6 +59,7 @@ pub fn build(
     let programs = p.program_specs(exp, group_of, inherited.as_ref());
     let irq_tasks = irq_tasks(&mut p, exp);
     let task_latency = task_latency::specs(&mut p, exp);
+    let noise = noise::plans(&mut p, exp, inherited.as_ref());
     p.check_something_runs(exp);
     check_privileges(&mut p, exp);
     check_deadlines(&mut p, exp);
@@ -74,7 +76,7 @@ pub fn build(
         cpu_groups,
         irq_tasks,
         task_latency,
-        noise: Vec::new(),
+        noise,
     })
 }
 /// Parses and plans a file's text; diagnostics are rendered for `name`.

@@ -38,6 +38,14 @@ impl Planner<'_> {
         let audit_cpus = self.cpus(&exp.main.audit_cpus);
         let mut measured = task_latency::measured_cpus(exp, &self.online);
         measured.extend(audit_cpus.iter().flatten());
+        // A noise thread measures whatever else runs on its CPU: rtlab's
+        // own threads too.
+        measured.extend(
+            exp.noise
+                .iter()
+                .map(|n| n.cpu.value)
+                .filter(|c| self.online.contains(c)),
+        );
         // The flight recorder reads and analyses the trace on the main
         // thread: never on a timer thread's CPU.
         if exp.main.trace_threshold_ns.is_some() {

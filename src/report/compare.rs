@@ -467,20 +467,30 @@ pub fn rows(columns: &[Column]) -> Vec<(String, Vec<String>)> {
                 .collect(),
         ));
     }
-    // Runs that measured no latency (an audit alone) have no figures to
-    // set side by side: one row says so, not a column of `?`.
-    if columns.iter().all(|c| c.stats.samples == 0) {
+    // Runs that measured no latency (an audit, noise alone) have no
+    // latency figures to set side by side: one row says so, not a column
+    // of `?`. The noise rows are shown when a column has noise threads.
+    let latency = !columns.iter().all(|c| c.stats.samples == 0);
+    let noise = columns.iter().any(|c| c.stats.noise.is_some());
+    if !latency {
         rows.push((
             "latency".to_string(),
             columns.iter().map(|_| "not measured".to_string()).collect(),
         ));
-        return rows;
+        if !noise {
+            return rows;
+        }
     }
     // Deadline misses are counted by task latency alone: their row is
     // shown when a column has them.
     let misses = columns.iter().any(|c| c.stats.deadline_misses.is_some());
     for m in Metric::ALL {
-        if m == Metric::DeadlineMisses && !misses {
+        let shown = match m {
+            Metric::DeadlineMisses => misses,
+            _ if m.is_noise() => noise,
+            _ => latency,
+        };
+        if !shown {
             continue;
         }
         let name = if m.is_latency() {

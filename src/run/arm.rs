@@ -397,6 +397,8 @@ fn tune(
 /// the flight recorder's instance goes, then the programs, and last the
 /// journal undoes the tuning (and the tracefs mount).
 pub(super) struct Armed {
+    /// The noise threads (stopped first, with the timers).
+    pub(super) noise: super::noise::Pollers,
     pub(super) timers: Timers,
     /// The trace stream, when the run audits or measures IRQ-to-task
     /// latency.
@@ -467,16 +469,33 @@ impl Armed {
             .start_all()
             .err()
             .and_then(|e| failure(e.to_string()));
+        let tx_noise = tx.clone();
         let timers = match failed {
             Some(_) => Timers::none(),
-            None => Timers::start(plan, opts, tx, marker, warnings).unwrap_or_else(|e| {
+            None => Timers::start(plan, opts, tx.clone(), marker, warnings).unwrap_or_else(|e| {
                 failed = failure(e.to_string());
                 Timers::none()
             }),
         };
+        let noise = match failed {
+            Some(_) => super::noise::Pollers::none(),
+            None => super::noise::Pollers::start(plan, root, tx_noise, stream.is_some())
+                .unwrap_or_else(|e| {
+                    failed = failure(e.to_string());
+                    super::noise::Pollers::none()
+                }),
+        };
+        let mut stream = stream;
+        if let Some(s) = stream.as_mut() {
+            s.watch_noise(noise.learned());
+        }
         messages::debug(
             1,
-            &format!("{} timer threads released", timers.handles.len()),
+            &format!(
+                "{} timer threads and {} noise threads released",
+                timers.handles.len(),
+                noise.handles.len()
+            ),
         );
         let timers_start = Instant::now();
         Ok(Armed {
@@ -485,6 +504,7 @@ impl Armed {
             journal,
             tuning_changes,
             supervisor,
+            noise,
             timers,
             timers_start,
             flight,
@@ -558,12 +578,18 @@ impl Armed {
                 error: "a timer thread could not start".into(),
             });
         }
-        if !self.monitor
-            && !timers.is_empty()
-            && timers
-                .iter()
-                .all(|t| t.live.finished.load(Ordering::Acquire))
-        {
+        if self.noise.any_failed() {
+            return Some(EndReason::Failed {
+                error: "a noise thread could not start".into(),
+            });
+        }
+        // Every measuring thread (timer or noise) has reached its end.
+        let timers_done = timers
+            .iter()
+            .all(|t| t.live.finished.load(Ordering::Acquire));
+        let noise_done = self.noise.handles.is_empty() || self.noise.all_done();
+        let some = !timers.is_empty() || !self.noise.handles.is_empty();
+        if !self.monitor && some && timers_done && noise_done {
             return Some(EndReason::Completed);
         }
         None
@@ -603,6 +629,7 @@ impl Armed {
         // published their last sample (they publish every 16 samples, and
         // at the end).
         self.timers.halt();
+        self.noise.halt();
         let measured = measured_tids(&self.timers.handles);
         let StreamResults {
             audit,
@@ -645,6 +672,7 @@ impl Armed {
             .map(crate::spike_actions::SpikeWatch::finish);
         let final_rows = rows(&self.timers.handles);
         let joined = self.timers.join();
+        let noise = self.noise.join();
         let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
         self.supervisor.stop_all();
         // Read before the journal removes the bandwidth groups.
@@ -656,6 +684,8 @@ impl Armed {
             elapsed_ns,
             final_rows,
             joined,
+            noise,
+            noise_unavailable: self.stream_unavailable.clone(),
             cpu_bandwidth,
             programs: self.supervisor.results(),
             tuning_changes: std::mem::take(&mut self.tuning_changes),
@@ -677,6 +707,9 @@ pub(super) struct Stopped {
     pub(super) elapsed_ns: u64,
     pub(super) final_rows: Vec<LiveRow>,
     pub(super) joined: Vec<Joined>,
+    pub(super) noise: Vec<super::noise::JoinedNoise>,
+    /// Why the trace stream (the noise attribution) did not run.
+    pub(super) noise_unavailable: Option<String>,
     pub(super) cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
     pub(super) programs: Vec<programs::ProgramResult>,
     pub(super) tuning_changes: Vec<crate::tune::Outcome>,

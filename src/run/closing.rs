@@ -13,6 +13,7 @@ pub type Closing = fn(&RunResult) -> Option<String>;
 /// The closing texts, in the order printed.
 pub const CLOSINGS: &[Closing] = &[
     timer_threads,
+    noise_threads,
     explain_verdict,
     irq_tasks,
     task_latency,
@@ -35,6 +36,12 @@ pub fn print_closings(result: &RunResult) {
 /// Where each timer thread's statistics are, and the elapsed time.
 fn timer_threads(result: &RunResult) -> Option<String> {
     Some(report::live::closing_lines(result))
+}
+
+/// Each noise thread.
+fn noise_threads(result: &RunResult) -> Option<String> {
+    let n = &result.noise;
+    (!n.is_empty()).then(|| n.iter().map(report::noise::text).collect())
 }
 
 /// The flight recorder explains the timer threads' wake-ups: a run

@@ -39,6 +39,7 @@ pub(super) fn collect(
         &mut warnings,
         &mut placement,
     );
+    let noise = super::noise::results(plan, stopped.noise, stopped.noise_unavailable.as_deref());
     let steal_ms = watch.load.steal_ms();
     warnings.extend(steal_warning(&steal_ms, &timer_results));
     placement.extend(stopped.programs.iter().map(program_placement));
@@ -89,6 +90,7 @@ pub(super) fn collect(
         on_spike: stopped.on_spike,
         timer_irq: stopped.timer_irq,
         figures: stopped.figures,
+        noise,
     }
 }
 

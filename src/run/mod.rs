@@ -36,6 +36,7 @@ mod closing;
 mod collect;
 mod export;
 mod exporting;
+mod noise;
 mod traces;
 mod watch;
 

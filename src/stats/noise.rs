@@ -241,6 +241,127 @@ fn merge_pairs(periods: &mut Vec<NoisePeriod>) {
     periods.truncate(n);
 }
 
+/// A noise thread's figures over its whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseSummary {
+    /// Time polled (ns): the sum of the periods' runtimes.
+    pub runtime_ns: u64,
+    /// Noise: the sum of the gaps at or over the threshold (ns).
+    pub noise_ns: u64,
+    /// The share of the CPU the loop had (%), as rtla osnoise's "% CPU
+    /// Aval": runtime less noise over runtime.
+    pub available_percent: f64,
+    /// The largest single gap (ns).
+    pub max_single_ns: u64,
+    /// Gaps at or over the threshold.
+    pub gaps: u64,
+    /// Gaps measured (every one, counted in the histogram).
+    pub reads: u64,
+    /// The smallest gap (ns): the loop's resolution.
+    pub min_gap_ns: u64,
+    /// The mean gap (ns): runtime over gaps measured.
+    pub mean_gap_ns: f64,
+    /// Gap percentiles over every gap (ns; within 0.1% above the exact one
+    /// past the exact range).
+    pub percentiles: Vec<super::Percentile>,
+    /// Gaps past the histogram's range (an hour).
+    pub out_of_range: u64,
+}
+
+/// Every gap's histogram in two parts: exact ns counts below the exact
+/// range, as (ns, count); HDR buckets beyond.
+pub fn histogram(r: &NoiseRecorder) -> (Vec<(u64, u64)>, Vec<super::HdrBucket>) {
+    let exact = r
+        .linear
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(ns, c)| (ns as u64, *c))
+        .collect();
+    let hdr = r.hdr_counts.histogram().map_or_else(Vec::new, |h| {
+        h.iter_recorded()
+            .map(|v| {
+                let high = v.value_iterated_to();
+                super::HdrBucket {
+                    low_ns: h.lowest_equivalent(high),
+                    high_ns: high,
+                    count: v.count_at_value(),
+                }
+            })
+            .collect()
+    });
+    (exact, hdr)
+}
+
+/// The summary of a recorder.
+pub fn summarize(r: &NoiseRecorder) -> NoiseSummary {
+    let (exact, hdr) = histogram(r);
+    // Every gap, in order: the exact ones, then the HDR buckets (by their
+    // upper edge: never below the exact value).
+    let all: Vec<(u64, u64)> = exact
+        .iter()
+        .copied()
+        .chain(hdr.iter().map(|b| (b.high_ns, b.count)))
+        .collect();
+    let reads: u64 = all.iter().map(|(_, c)| c).sum();
+    let sum = |f: fn(&NoisePeriod) -> u64| r.periods.iter().map(f).sum::<u64>();
+    let runtime_ns = sum(|p| p.runtime_ns);
+    let noise_ns = sum(|p| p.noise_ns);
+    // Exact when a gap reached the threshold (the largest is one of them);
+    // otherwise the histogram's top (exact below 2048 ns).
+    let max_single_ns = r
+        .periods
+        .iter()
+        .map(|p| p.max_gap_ns)
+        .max()
+        .filter(|&m| m > 0)
+        .or_else(|| all.last().map(|(ns, _)| *ns))
+        .unwrap_or(0);
+    let percentiles = super::QUANTILES
+        .iter()
+        .map(|&(name, q)| super::Percentile {
+            name: name.to_string(),
+            quantile: q,
+            value_ns: rank_value(&all, reads, q).min(max_single_ns),
+        })
+        .collect();
+    let available_percent = NoisePeriod {
+        runtime_ns,
+        noise_ns,
+        ..NoisePeriod::default()
+    }
+    .available_percent();
+    NoiseSummary {
+        runtime_ns,
+        noise_ns,
+        available_percent,
+        max_single_ns,
+        gaps: sum(|p| p.gaps),
+        reads,
+        min_gap_ns: all.first().map_or(0, |(ns, _)| *ns),
+        mean_gap_ns: if reads == 0 {
+            0.0
+        } else {
+            runtime_ns as f64 / reads as f64
+        },
+        percentiles,
+        out_of_range: r.hdr_out_of_range,
+    }
+}
+
+/// The value of rank ceil(q·n) in `counts` (value, count), in order.
+fn rank_value(counts: &[(u64, u64)], n: u64, q: f64) -> u64 {
+    let rank = ((q * n as f64).ceil() as u64).clamp(1, n.max(1));
+    let mut seen = 0;
+    for (v, c) in counts {
+        seen += c;
+        if seen >= rank {
+            return *v;
+        }
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +394,31 @@ mod tests {
         assert_eq!((r.linear[0], r.linear[99]), (1, 1));
         let h = r.hdr_counts.histogram().unwrap();
         assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn the_summary_counts_every_gap_and_ranks_them_in_order() {
+        let mut r = NoiseRecorder::new(1000).unwrap();
+        for ns in [30, 30, 40, 6_000, 30] {
+            r.count(ns);
+        }
+        r.close_period(NoisePeriod {
+            start_ns: 0,
+            runtime_ns: 1_000_000,
+            noise_ns: 6_000,
+            gaps: 1,
+            max_gap_ns: 6_000,
+        });
+        let s = summarize(&r);
+        assert_eq!(
+            (s.reads, s.min_gap_ns, s.max_single_ns, s.gaps),
+            (5, 30, 6_000, 1)
+        );
+        assert!((s.available_percent - 99.4).abs() < 1e-9);
+        let p50 = &s.percentiles[0];
+        assert_eq!((p50.name.as_str(), p50.value_ns), ("p50", 30));
+        let max = s.percentiles.last().unwrap();
+        assert!(max.value_ns >= 6_000 && max.value_ns <= 6_006, "{max:?}");
     }
 
     #[test]

@@ -72,6 +72,7 @@ mod isolation;
 mod kernel_stacks;
 mod loads;
 mod monitor;
+mod noise;
 mod refusals;
 mod reports;
 mod rt_throttling;

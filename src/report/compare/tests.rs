@@ -35,6 +35,7 @@ fn column(label: &str, factor: f64, overruns: Option<u64>) -> Column {
             overruns,
             beyond_histogram: Some(0),
             deadline_misses: None,
+            noise: None,
         },
         resolution_ns: 1,
         truncated_from_ns: None,

@@ -33,7 +33,24 @@ pub(super) struct Draft {
     pub irq_task: IrqTaskDraft,
     /// The keys of `task_latency[N]` alone.
     pub task_latency: TaskLatencyDraft,
+    /// The keys of `noise_thread[N]` alone.
+    pub noise: NoiseDraft,
 }
+
+/// The keys of `noise_thread[N]` alone.
+pub(super) struct NoiseDraft {
+    pub threshold_ns: u64,
+    pub period_ns: u64,
+    pub runtime_ns: Option<Spanned<u64>>,
+    pub duration_ns: Option<u64>,
+    pub attribute: bool,
+    pub exact_below_ns: u64,
+}
+
+/// `noise.threshold` when not given: 5 µs (rtla osnoise's).
+pub const DEFAULT_NOISE_THRESHOLD_NS: u64 = 5_000;
+/// `noise.period` when not given: 1 s.
+pub const DEFAULT_NOISE_PERIOD_NS: u64 = 1_000_000_000;
 
 /// The keys of `task_latency[N]` alone.
 #[derive(Default)]
@@ -111,6 +128,14 @@ impl Draft {
             },
             irq_task: IrqTaskDraft::default(),
             task_latency: TaskLatencyDraft::default(),
+            noise: NoiseDraft {
+                threshold_ns: DEFAULT_NOISE_THRESHOLD_NS,
+                period_ns: DEFAULT_NOISE_PERIOD_NS,
+                runtime_ns: None,
+                duration_ns: None,
+                attribute: true,
+                exact_below_ns: 0,
+            },
         }
     }
 }
@@ -605,4 +630,73 @@ pub(super) fn cpu_group(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     d.program.bandwidth.group = b
         .get(prop, values::group_name(&prop.value))
         .map(|v| spanned(prop, v));
+}
+
+// Keys of `noise_thread[N]`.
+
+/// A duration from `min_ns` to `max_ns`, or a diagnostic naming the range.
+fn bounded_duration(
+    b: &mut Builder<'_>,
+    prop: &Prop,
+    min_ns: u64,
+    max_ns: u64,
+    range: &str,
+) -> Option<u64> {
+    let ns = b.duration(prop, 1)?;
+    if ns < min_ns || ns > max_ns {
+        b.value_error(
+            prop,
+            ValueError::new(format!("must be from {range}")).hint("e.g. `5 us`, `1 ms` or `1 s`"),
+        );
+        return None;
+    }
+    Some(ns)
+}
+
+pub(super) fn noise_threshold(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = bounded_duration(b, prop, 1, 1_000_000_000, "1 ns to 1 s") {
+        d.noise.threshold_ns = ns;
+    }
+}
+
+pub(super) fn noise_period(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = bounded_duration(b, prop, 1_000_000, 3_600_000_000_000, "1 ms to 1 h") {
+        d.noise.period_ns = ns;
+    }
+}
+
+pub(super) fn noise_runtime(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = bounded_duration(b, prop, 1_000_000, 3_600_000_000_000, "1 ms to 1 h") {
+        d.noise.runtime_ns = Some(spanned(prop, ns));
+    }
+}
+
+pub(super) fn noise_duration(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.noise.duration_ns = b.duration(prop, 1);
+}
+
+pub(super) fn noise_attribute(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    match prop.value.to_ascii_lowercase().as_str() {
+        "yes" | "on" => d.noise.attribute = true,
+        "no" | "off" => d.noise.attribute = false,
+        _ => b.value_error(
+            prop,
+            ValueError::new(format!("`{}` is not yes or no", prop.value))
+                .hint("write `yes` or `no`"),
+        ),
+    }
+}
+
+pub(super) fn noise_exact_below(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 0) {
+        if ns > 1_000_000 {
+            b.value_error(
+                prop,
+                ValueError::new("must be at most 1 ms")
+                    .hint("the exact counts take 8 bytes per ns of range"),
+            );
+        } else {
+            d.noise.exact_below_ns = ns;
+        }
+    }
 }

@@ -16,6 +16,8 @@ pub enum StanzaKind {
     IrqTask,
     /// `task_latency[N]`: the wake-up latency of any task.
     TaskLatency,
+    /// `noise_thread[N]`: a busy-polling thread measuring OS noise.
+    Noise,
 }
 
 impl StanzaKind {
@@ -27,6 +29,7 @@ impl StanzaKind {
             StanzaKind::Program => "program[N]",
             StanzaKind::IrqTask => "irq_task[N]",
             StanzaKind::TaskLatency => "task_latency[N]",
+            StanzaKind::Noise => "noise_thread[N]",
         }
     }
 }
@@ -98,7 +101,7 @@ pub fn markdown_table(kind: StanzaKind) -> String {
 
 use super::apply;
 pub use super::options::{CliOption, OptionGroup};
-use StanzaKind::{IrqTask, Main, Program, TaskLatency, Timer};
+use StanzaKind::{IrqTask, Main, Noise, Program, TaskLatency, Timer};
 
 /// All keys, in the manual's order.
 pub const KEYS: &[KeySpec] = &[
@@ -991,6 +994,126 @@ pub const KEYS: &[KeySpec] = &[
         repeatable: false,
         option: None,
         apply: apply::task_latency_samples,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "cpu_affinity",
+        syntax: "CPU",
+        value: "one CPU",
+        default: "none (required)",
+        meaning: "the CPU the thread polls (one `noise_thread[N]` per CPU)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::cpu_affinity,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "sched.policy",
+        syntax: "POLICY",
+        value: "`OTHER`, `FIFO`, `RR`",
+        default: "`OTHER`",
+        meaning: "the thread's policy (`OTHER` as oslat's default); a real-time one polls within `noise.runtime` of each period",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::sched_policy,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "sched.priority",
+        syntax: "N",
+        value: "0..99 (1..99 for FIFO/RR)",
+        default: "0",
+        meaning: "its priority",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::sched_priority,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "cpuset",
+        syntax: "NAME",
+        value: "a cpuset name (`rt`)",
+        default: "main's",
+        meaning: "the cpuset it enters before pinning itself",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::cpuset,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "noise.threshold",
+        syntax: "DURATION",
+        value: "DURATION, 1 ns..1 s",
+        default: "5 us",
+        meaning: "a gap between two clock reads at least this long is noise (rtla osnoise's threshold)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_threshold,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "noise.period",
+        syntax: "DURATION",
+        value: "DURATION, 1 ms..1 h",
+        default: "1 s",
+        meaning: "the figures are kept per period (runtime, noise, % CPU available, largest gap, gaps per class)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_period,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "noise.runtime",
+        syntax: "DURATION",
+        value: "DURATION, 1 ms..the period",
+        default: "the period (`OTHER`); 90% of it (`FIFO`, `RR`)",
+        meaning: "how long it polls in each period, then sleeps the rest (osnoise's runtime: a real-time poller leaves the CPU its share, so RT throttling never stalls it)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_runtime,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "lifetime.duration",
+        syntax: "DURATION",
+        value: "DURATION",
+        default: "until the run stops",
+        meaning: "poll for this long",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_duration,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "noise.attribute",
+        syntax: "yes|no",
+        value: "`yes`, `no`",
+        default: "`yes`",
+        meaning: "name the cause of every gap over the threshold from the kernel's tracepoints (root and tracefs; without them the figures are oslat's alone, and the result says so)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_attribute,
+    },
+    KeySpec {
+        stanza: Noise,
+        name: "stats.exact_below",
+        syntax: "DURATION",
+        value: "DURATION, 0..1 ms",
+        default: "`0 ns`",
+        meaning: "gaps shorter than this are counted exact to the ns (what `rtlab oslat` sets so that its buckets are oslat's); the others go into the HDR histogram (exact below 2048 ns, 0.1% above)",
+        extension: true,
+        repeatable: false,
+        option: None,
+        apply: apply::noise_exact_below,
     },
 ];
 

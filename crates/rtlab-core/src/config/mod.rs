@@ -26,6 +26,8 @@ pub const MAX_TIMERS: usize = 1024;
 pub const MAX_PROGRAMS: usize = 256;
 /// Most `irq_task[N]` stanzas.
 pub const MAX_IRQ_TASKS: usize = 64;
+/// Most `noise_thread[N]` stanzas.
+pub const MAX_NOISE: usize = 1024;
 /// Most `task_latency[N]` stanzas.
 pub const MAX_TASK_LATENCY: usize = 64;
 /// Most properties in one stanza (repeatable keys included).
@@ -492,6 +494,33 @@ pub struct TaskLatencyConfig {
     pub thread: Option<String>,
 }
 
+/// A `noise_thread[N]` stanza.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoiseConfig {
+    /// N.
+    pub index: usize,
+    /// Where the stanza starts.
+    pub pos: Pos,
+    /// Its one CPU.
+    pub cpu: Spanned<usize>,
+    /// Scheduling.
+    pub sched: Spanned<Sched>,
+    /// Cpuset to put the thread in.
+    pub cpuset: Option<Spanned<String>>,
+    /// A gap at least this long is noise (ns).
+    pub threshold_ns: u64,
+    /// Figures per period (ns).
+    pub period_ns: u64,
+    /// Polled in each period (ns; None: the policy's default).
+    pub runtime_ns: Option<Spanned<u64>>,
+    /// Poll for this long (ns).
+    pub duration_ns: Option<u64>,
+    /// Attribute gaps from the trace.
+    pub attribute: bool,
+    /// Gaps below this are counted exact to the ns.
+    pub exact_below_ns: u64,
+}
+
 /// A whole experiment, as written in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Experiment {
@@ -505,4 +534,6 @@ pub struct Experiment {
     pub irq_tasks: Vec<IrqTaskConfig>,
     /// Task-latency measurements, ordered by index.
     pub task_latency: Vec<TaskLatencyConfig>,
+    /// Noise threads, ordered by index.
+    pub noise: Vec<NoiseConfig>,
 }

@@ -81,6 +81,7 @@ fn stanza_name(name: &str) -> Result<(StanzaKind, usize), (String, String)> {
         "program" => StanzaKind::Program,
         "irq_task" => StanzaKind::IrqTask,
         "task_latency" => StanzaKind::TaskLatency,
+        "noise_thread" => StanzaKind::Noise,
         _ => return Err(unknown_stanza(name)),
     };
     let index = rest
@@ -103,7 +104,7 @@ fn unknown_stanza(name: &str) -> (String, String) {
     let hint = if name.contains(char::is_whitespace) && !name.contains('[') {
         "a property must be inside a stanza: `main { ... }`"
     } else {
-        "stanzas are `main`, `timer_thread[N]`, `program[N]`, `irq_task[N]` and `task_latency[N]`"
+        "stanzas are `main`, `timer_thread[N]`, `program[N]`, `irq_task[N]`, `task_latency[N]` and `noise_thread[N]`"
     };
     (format!("unknown stanza `{name}`"), hint.to_string())
 }
@@ -132,7 +133,7 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
     let mut exp = Experiment::default();
     let mut main_seen: Option<Pos> = None;
     let mut seen: std::collections::HashMap<(StanzaKind, usize), Pos> = Default::default();
-    let (mut timers, mut programs, mut irq_tasks, mut tasks) = (0, 0, 0, 0);
+    let (mut timers, mut programs, mut irq_tasks, mut tasks, mut noise) = (0, 0, 0, 0, 0);
     for st in stanzas {
         let (count, max) = match st.kind {
             StanzaKind::Main => (&mut 0, 1),
@@ -140,6 +141,7 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
             StanzaKind::Program => (&mut programs, MAX_PROGRAMS),
             StanzaKind::IrqTask => (&mut irq_tasks, MAX_IRQ_TASKS),
             StanzaKind::TaskLatency => (&mut tasks, MAX_TASK_LATENCY),
+            StanzaKind::Noise => (&mut noise, MAX_NOISE),
         };
         *count += 1;
         if *count == max + 1 {
@@ -201,8 +203,14 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
                     exp.task_latency.push(m);
                 }
             }
+            StanzaKind::Noise => {
+                if let Some(n) = b.noise(&st) {
+                    exp.noise.push(n);
+                }
+            }
         }
     }
+    exp.noise.sort_by_key(|n| n.index);
     exp.irq_tasks.sort_by_key(|m| m.index);
     exp.task_latency.sort_by_key(|m| m.index);
     exp.timers.sort_by_key(|t| t.index);
@@ -211,7 +219,8 @@ pub fn parse_all(text: &str) -> (Experiment, Vec<Diagnostic>) {
 }
 
 /// Most stanzas of a file: one `main`, the timers and the programs.
-const MAX_STANZAS: usize = 1 + MAX_TIMERS + MAX_PROGRAMS + MAX_IRQ_TASKS + MAX_TASK_LATENCY;
+const MAX_STANZAS: usize =
+    1 + MAX_TIMERS + MAX_PROGRAMS + MAX_IRQ_TASKS + MAX_TASK_LATENCY + MAX_NOISE;
 
 /// The problems found, in a bounded list: past [`MAX_DIAGNOSTICS`] they are
 /// counted, not kept (a megabyte of garbage would otherwise make a million).
@@ -302,7 +311,7 @@ fn split_stanzas(text: &str, diags: &mut Diags) -> Vec<Stanza> {
                 if stanzas.len() > MAX_STANZAS {
                     diags.push(
                         Diagnostic::new(pos, format!("more than {MAX_STANZAS} stanzas"))
-                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads, {MAX_PROGRAMS} programs, {MAX_IRQ_TASKS} IRQ-to-task and {MAX_TASK_LATENCY} task-latency measurements; the rest of the file is not read"))),
+                            .with_hint(Some(format!("rtlab takes one main, {MAX_TIMERS} timer threads, {MAX_PROGRAMS} programs, {MAX_IRQ_TASKS} IRQ-to-task and {MAX_TASK_LATENCY} task-latency measurements, {MAX_NOISE} noise threads; the rest of the file is not read"))),
                     );
                     stanzas.pop();
                     return stanzas;
@@ -822,6 +831,47 @@ impl Builder<'_> {
             deadline_ns: t.deadline_ns,
             samples: t.samples,
             thread: t.thread,
+        })
+    }
+
+    fn noise(&mut self, st: &Stanza) -> Option<NoiseConfig> {
+        let d = self.draft(st);
+        let who = format!("noise_thread[{}]", st.index);
+        let cpu = match d.affinity {
+            Some(a) if a.value.len() == 1 => Spanned {
+                value: a.value[0],
+                pos: a.pos,
+            },
+            Some(a) => {
+                self.diags.push(
+                    Diagnostic::new(a.pos, format!("{who} polls one CPU, not {}", a.value.len()))
+                        .with_hint(Some("write one `noise_thread[N]` per CPU".into())),
+                );
+                return None;
+            }
+            None => {
+                if !st.props.iter().any(|p| p.key == "cpu_affinity") {
+                    self.diags.push(
+                        Diagnostic::new(st.pos, format!("{who} has no `cpu_affinity`"))
+                            .with_hint(Some("add `cpu_affinity CPU`: the CPU it polls".into())),
+                    );
+                }
+                return None;
+            }
+        };
+        let n = d.noise;
+        Some(NoiseConfig {
+            index: st.index,
+            pos: st.pos,
+            cpu,
+            sched: self.sched(d.sched, st.pos),
+            cpuset: d.cpuset,
+            threshold_ns: n.threshold_ns,
+            period_ns: n.period_ns,
+            runtime_ns: n.runtime_ns,
+            duration_ns: n.duration_ns,
+            attribute: n.attribute,
+            exact_below_ns: n.exact_below_ns,
         })
     }
 

@@ -36,7 +36,7 @@ fn the_manuals_key_tables_are_the_rows() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config-format.md");
     let mut manual = std::fs::read_to_string(&path).expect("docs/config-format.md exists");
     let bless = std::env::var_os("RTLAB_BLESS").is_some();
-    for kind in [Main, Timer, Program, IrqTask, TaskLatency] {
+    for kind in [Main, Timer, Program, IrqTask, TaskLatency, Noise] {
         let range = table_in(&manual, kind).expect("the manual has a key table per stanza");
         let want = markdown_table(kind);
         if bless {
@@ -106,6 +106,7 @@ fn a_key_given_its_documented_default_changes_nothing() {
         "cmdline",
         "cpu.quota",
         "cpu.group",
+        "noise.runtime",
     ];
     const FILLED_BY_THE_PLAN: &[&str] = &["output.out", "output.err", "cpu.period"];
     let mut checked = 0;
@@ -114,6 +115,7 @@ fn a_key_given_its_documented_default_changes_nothing() {
             Main => ("main {\n", ""),
             Timer => ("timer_thread[0] {\n", ""),
             Program => ("program[0] {\n", "cmdline true\n"),
+            Noise => ("noise_thread[0] {\n", "cpu_affinity 0\n"),
             IrqTask | TaskLatency => continue,
         };
         let value = k.default.trim_matches('`');

@@ -1,0 +1,85 @@
+//! The closing text of each noise thread: its figures over the run as rtla
+//! osnoise totals them, the gap percentiles as oslat would, the worst gaps,
+//! and whether the gaps' causes were named (the trace's attribution says
+//! them in its own closing text).
+
+use crate::result::NoiseResult;
+use crate::sys::os::counter::CounterKind;
+
+/// A duration in the unit that reads best (ns below 10 µs).
+fn dur(ns: u64) -> String {
+    match ns {
+        0..10_000 => format!("{ns} ns"),
+        10_000..10_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        10_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// The counter as said: `TSC at 2596.8 MHz`.
+pub fn counter(n: &NoiseResult) -> String {
+    let name = match n.counter {
+        CounterKind::Tsc => "TSC",
+        CounterKind::ArmVirtual => "arm64 virtual counter",
+        CounterKind::Monotonic => "CLOCK_MONOTONIC",
+    };
+    format!("{name} at {:.1} MHz", n.counter_hz as f64 / 1e6)
+}
+
+/// One noise thread's closing text.
+pub fn text(n: &NoiseResult) -> String {
+    let s = &n.summary;
+    let mut out = format!(
+        "noise_thread[{}] CPU {} ({} {}, {}): runtime {}, noise {} ({:.3}% of the CPU available), {} gaps ≥ {}, largest {}\n",
+        n.index,
+        n.cpu,
+        n.sched.policy.name(),
+        n.sched.priority,
+        counter(n),
+        dur(s.runtime_ns),
+        dur(s.noise_ns),
+        s.available_percent,
+        s.gaps,
+        dur(n.threshold_ns),
+        dur(s.max_single_ns),
+    );
+    let pct: Vec<String> = s
+        .percentiles
+        .iter()
+        .map(|p| format!("{} {}", p.name, dur(p.value_ns)))
+        .collect();
+    out.push_str(&format!(
+        "  every gap ({} reads, smallest {}, mean {:.1} ns): {}\n",
+        s.reads,
+        dur(s.min_gap_ns),
+        s.mean_gap_ns,
+        pct.join(", ")
+    ));
+    if !n.worst.is_empty() {
+        let worst: Vec<String> = n.worst.iter().take(5).map(|g| dur(g.ns)).collect();
+        out.push_str(&format!("  worst gaps: {}\n", worst.join(", ")));
+    }
+    if let Some(why) = &n.attribution_unavailable {
+        out.push_str(&format!(
+            "  causes not named ({}): these are oslat's figures alone\n",
+            crate::text::one_line(why)
+        ));
+    }
+    if let Some(e) = &n.error {
+        out.push_str(&format!("  error: {}\n", crate::text::one_line(e)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(dur(25), "25 ns");
+        assert_eq!(dur(20_415), "20.4 µs");
+        assert_eq!(dur(329_875_198), "329.9 ms");
+        assert_eq!(dur(3_000_818_526), "3.00 s");
+    }
+}
