@@ -390,11 +390,13 @@ fn look_up(
     publish(live, at);
     if stop.load(Ordering::Relaxed) || now >= at.stop_ns {
         close(rec, at, now);
+        publish(live, at);
         return LookUp::Stop(Ok(()));
     }
     if now >= at.run_end_ns && at.run_end_ns < at.end_ns {
         // The runtime is over: the rest of the period is the CPU's.
         close(rec, at, now);
+        publish(live, at);
         if let Err(e) = sleep_until(at.end_ns.min(at.stop_ns), stop) {
             return LookUp::Stop(e);
         }

@@ -83,9 +83,50 @@ pub struct StealRow {
     pub run_ms: f64,
 }
 
+/// One noise thread in the live table: its figures so far.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NoiseRow {
+    /// N of `noise_thread[N]`.
+    pub index: usize,
+    /// Its CPU.
+    pub cpu: usize,
+    /// Time polled (ns).
+    pub runtime_ns: u64,
+    /// Noise (ns).
+    pub noise_ns: u64,
+    /// The largest gap (ns).
+    pub max_gap_ns: u64,
+    /// Gaps at or over the threshold.
+    pub gaps: u64,
+}
+
+/// The noise block: one row per noise thread, as rtla osnoise's top.
+fn noise_rows(out: &mut String, noise: &[NoiseRow]) {
+    out.push_str("Noise  CPU  Runtime(ms)     Noise(us)  %CPU_aval  Max_single(us)       Gaps\n");
+    for n in noise {
+        let aval = if n.runtime_ns == 0 {
+            0.0
+        } else {
+            100.0 * n.runtime_ns.saturating_sub(n.noise_ns) as f64 / n.runtime_ns as f64
+        };
+        out.push_str(&format!(
+            "{:>5}{:>5}{:>13.1}{:>14.1}{:>11.5}{:>16.1}{:>11}\n",
+            format!("N{}", n.index),
+            n.cpu,
+            n.runtime_ns as f64 / 1e6,
+            n.noise_ns as f64 / 1e3,
+            aval,
+            n.max_gap_ns as f64 / 1e3,
+            n.gaps,
+        ));
+    }
+}
+
 /// What the live table shows beside the timer threads.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Beside<'a> {
+    /// The noise threads.
+    pub noise: &'a [NoiseRow],
     /// The threads of task-latency measurements.
     pub tasks: &'a [TaskRow],
     /// The CPUs with steal time since the start.
@@ -113,8 +154,8 @@ fn task_rows(out: &mut String, tasks: &[TaskRow]) {
     }
 }
 
-/// The live table: one row per timer thread, then the threads of
-/// task-latency measurements, then the CPU block if asked, then the CPUs
+/// The live table: one row per timer thread, then the noise threads, then
+/// the threads of task-latency measurements, then the CPU block if asked, then the CPUs
 /// with steal time. A run without timer threads (an audit, IRQ-to-task)
 /// has no rows, and no header.
 pub fn table(
@@ -141,8 +182,14 @@ pub fn table(
             s.mean_ns() / 1000
         ));
     }
+    if !beside.noise.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        noise_rows(&mut out, beside.noise);
+    }
     if !beside.tasks.is_empty() {
-        if !rows.is_empty() {
+        if !out.is_empty() {
             out.push('\n');
         }
         task_rows(&mut out, beside.tasks);
@@ -241,6 +288,24 @@ mod tests {
     /// each with its deadline misses where the period applies to it (`-`
     /// elsewhere); CPUs with steal come last, only those with some.
     #[test]
+    fn noise_threads_show_their_figures_so_far() {
+        let noise = [NoiseRow {
+            index: 0,
+            cpu: 1,
+            runtime_ns: 2_007_800_000,
+            noise_ns: 831_229_800,
+            max_gap_ns: 16_051_900,
+            gaps: 722,
+        }];
+        let beside = Beside {
+            noise: &noise,
+            ..Beside::default()
+        };
+        let want = "Noise  CPU  Runtime(ms)     Noise(us)  %CPU_aval  Max_single(us)       Gaps\n   N0    1       2007.8      831229.8   58.59997         16051.9        722\n";
+        assert_eq!(table(&[], None, CpuLoadDisplay::None, beside), want);
+    }
+
+    #[test]
     fn task_threads_and_steal_are_shown_beside_the_timer_threads() {
         let tasks = [
             TaskRow {
@@ -272,6 +337,7 @@ mod tests {
             run_ms: 40.0,
         }];
         let beside = Beside {
+            noise: &[],
             tasks: &tasks,
             steal: &steal,
         };

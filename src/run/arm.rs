@@ -671,6 +671,7 @@ impl Armed {
             .take()
             .map(crate::spike_actions::SpikeWatch::finish);
         let final_rows = rows(&self.timers.handles);
+        let final_noise = self.noise.rows();
         let joined = self.timers.join();
         let noise = self.noise.join();
         let elapsed_ns = self.timers_start.elapsed().as_nanos() as u64;
@@ -683,6 +684,7 @@ impl Armed {
             start_wall: self.start_wall,
             elapsed_ns,
             final_rows,
+            final_noise,
             joined,
             noise,
             noise_unavailable: self.stream_unavailable.clone(),
@@ -706,6 +708,7 @@ pub(super) struct Stopped {
     pub(super) start_wall: SystemTime,
     pub(super) elapsed_ns: u64,
     pub(super) final_rows: Vec<LiveRow>,
+    pub(super) final_noise: Vec<crate::report::live::NoiseRow>,
     pub(super) joined: Vec<Joined>,
     pub(super) noise: Vec<super::noise::JoinedNoise>,
     /// Why the trace stream (the noise attribution) did not run.

@@ -117,7 +117,12 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
     watch.check_partitions(root, false);
-    watch.finish(&stopped.final_rows, &stopped.task_latency, root);
+    watch.finish(
+        &stopped.final_rows,
+        &stopped.final_noise,
+        &stopped.task_latency,
+        root,
+    );
     drop(signals);
     main.release();
     Ok(collect(plan, before, main, stopped, watch, end, warnings))

@@ -63,6 +63,21 @@ impl Pollers {
             .collect()
     }
 
+    /// Their rows in the live table now.
+    pub(super) fn rows(&self) -> Vec<crate::report::live::NoiseRow> {
+        self.handles
+            .iter()
+            .map(|h| crate::report::live::NoiseRow {
+                index: h.spec.index,
+                cpu: h.spec.cpu,
+                runtime_ns: h.live.runtime_ns.load(Ordering::Relaxed),
+                noise_ns: h.live.noise_ns.load(Ordering::Relaxed),
+                max_gap_ns: h.live.max_gap_ns.load(Ordering::Relaxed),
+                gaps: h.live.gaps.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
     /// Whether one could not set itself up.
     pub(super) fn any_failed(&self) -> bool {
         self.handles

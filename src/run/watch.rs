@@ -403,8 +403,10 @@ impl Watch {
             return ct.show(&rows(&armed.timers.handles), root, false);
         }
         let (tasks, steal) = (task_rows(armed), self.load.steal_rows());
+        let noise = armed.noise.rows();
         let beside = Beside {
             table: report::live::Beside {
+                noise: &noise,
                 tasks: &tasks,
                 steal: &steal,
             },
@@ -424,6 +426,7 @@ impl Watch {
     fn snapshot(&self, timers: &[TimerHandle]) {
         let steal = self.load.steal_rows();
         let beside = report::live::Beside {
+            noise: &[],
             tasks: &self.last_tasks,
             steal: &steal,
         };
@@ -446,6 +449,7 @@ impl Watch {
     pub(super) fn finish(
         &mut self,
         final_rows: &[LiveRow],
+        noise: &[report::live::NoiseRow],
         tasks: &[crate::trace::task_latency::TaskLatencyResult],
         root: &SysRoot,
     ) {
@@ -464,6 +468,7 @@ impl Watch {
         let steal: Vec<StealRow> = self.load.steal_rows();
         let beside = Beside {
             table: report::live::Beside {
+                noise,
                 tasks: &tasks,
                 steal: &steal,
             },
