@@ -609,6 +609,8 @@ impl Armed {
             irq_tasks,
             task_latency,
             timer_irq,
+            // The noise threads' attribution: the lead wires it in.
+            noise: _,
             figures,
         } = match self.stream.take() {
             Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
