@@ -430,16 +430,20 @@ impl NoiseAttr {
                 w.last_end = w.last_end.max(gap.end_ns);
             }
         }
+        // A thread's next gap begins after its last one ended, and at most
+        // the horizon before the newest event; one waiting needs its whole
+        // timeline.
         for (cpu, line) in lines.iter_mut() {
-            let needed = threads
+            let horizon = line.newest.saturating_sub(HORIZON_NS);
+            let keep = threads
                 .iter()
                 .filter(|w| w.watch.cpu == *cpu)
-                .map(|w| w.waiting.front().map_or(w.last_end, Gap::start_ns))
+                .map(|w| match w.waiting.front() {
+                    Some(g) => g.start_ns().saturating_sub(SKEW_NS),
+                    None => w.last_end.saturating_sub(SKEW_NS).max(horizon),
+                })
                 .min()
-                .unwrap_or(u64::MAX);
-            let keep = needed
-                .saturating_sub(SKEW_NS)
-                .max(line.newest.saturating_sub(HORIZON_NS));
+                .unwrap_or(horizon);
             line.prune(keep);
         }
     }
