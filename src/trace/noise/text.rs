@@ -50,13 +50,13 @@ pub fn closing(a: &NoiseAttribution) -> String {
     let parts: Vec<String> = classes
         .iter()
         .map(|&c| {
-            let named: Vec<String> = a
+            let mut rows: Vec<&Culprit> = a
                 .culprits
                 .iter()
                 .filter(|r| r.class == c && r.gaps > 0)
-                .take(NAMED)
-                .map(culprit)
                 .collect();
+            rows.sort_by_key(|r| std::cmp::Reverse(r.gaps));
+            let named: Vec<String> = rows.into_iter().take(NAMED).map(culprit).collect();
             let gaps = a.classes.get(c).gaps;
             match named.is_empty() {
                 true => format!("{} {gaps}", c.name()),
