@@ -344,6 +344,10 @@ pub struct NoiseResult {
     pub gaps_hdr: Vec<HdrBucket>,
     /// The worst gaps with their time, worst first.
     pub worst: Vec<crate::stats::noise::Gap>,
+    /// The cause of every gap over the threshold, from the trace (absent
+    /// without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::trace::noise::NoiseAttribution>,
     /// Why the gaps were not attributed, when they were asked to be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution_unavailable: Option<String>,

@@ -529,6 +529,7 @@ const TRACE_LAYERS: &[&[&str]] = &[
         "task_latency",
         "timer_irq",
         "softirqs",
+        "noise",
     ],
     &["stream", "flight"],
 ];

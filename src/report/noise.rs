@@ -59,6 +59,9 @@ pub fn text(n: &NoiseResult) -> String {
         let worst: Vec<String> = n.worst.iter().take(5).map(|g| dur(g.ns)).collect();
         out.push_str(&format!("  worst gaps: {}\n", worst.join(", ")));
     }
+    if let Some(a) = &n.attribution {
+        out.push_str(&crate::trace::noise::text::closing(a));
+    }
     if let Some(why) = &n.attribution_unavailable {
         out.push_str(&format!(
             "  causes not named ({}): these are oslat's figures alone\n",

@@ -636,6 +636,8 @@ impl Armed {
             irq_tasks,
             task_latency,
             timer_irq,
+            // The noise threads' attribution: the lead wires it in.
+            noise: attributions,
             figures,
         } = match self.stream.take() {
             Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
@@ -688,6 +690,7 @@ impl Armed {
             joined,
             noise,
             noise_unavailable: self.stream_unavailable.clone(),
+            attributions,
             cpu_bandwidth,
             programs: self.supervisor.results(),
             tuning_changes: std::mem::take(&mut self.tuning_changes),
@@ -713,6 +716,8 @@ pub(super) struct Stopped {
     pub(super) noise: Vec<super::noise::JoinedNoise>,
     /// Why the trace stream (the noise attribution) did not run.
     pub(super) noise_unavailable: Option<String>,
+    /// The noise threads' gaps attributed, by thread.
+    pub(super) attributions: Vec<crate::trace::noise::NoiseAttribution>,
     pub(super) cpu_bandwidth: Vec<crate::tune::bandwidth::GroupResult>,
     pub(super) programs: Vec<programs::ProgramResult>,
     pub(super) tuning_changes: Vec<crate::tune::Outcome>,

@@ -39,7 +39,12 @@ pub(super) fn collect(
         &mut warnings,
         &mut placement,
     );
-    let noise = super::noise::results(plan, stopped.noise, stopped.noise_unavailable.as_deref());
+    let noise = super::noise::results(
+        plan,
+        stopped.noise,
+        stopped.attributions,
+        stopped.noise_unavailable.as_deref(),
+    );
     let steal_ms = watch.load.steal_ms();
     warnings.extend(steal_warning(&steal_ms, &timer_results));
     placement.extend(stopped.programs.iter().map(program_placement));

@@ -127,11 +127,16 @@ impl Drop for Pollers {
 pub(super) fn results(
     plan: &RunPlan,
     joined: Vec<JoinedNoise>,
+    mut attributions: Vec<crate::trace::noise::NoiseAttribution>,
     unavailable: Option<&str>,
 ) -> Vec<NoiseResult> {
     joined
         .into_iter()
         .map(|(spec, live, outcome)| {
+            let attribution = attributions
+                .iter()
+                .position(|a| a.noise == spec.index)
+                .map(|i| attributions.swap_remove(i));
             let planned = plan.noise.iter().find(|n| n.spec.index == spec.index);
             let asked = planned.is_some_and(|n| n.attribute);
             let rec = outcome.recorder.as_ref();
@@ -158,7 +163,10 @@ pub(super) fn results(
                 gaps_exact,
                 gaps_hdr,
                 worst,
-                attribution_unavailable: unavailable.filter(|_| asked).map(str::to_string),
+                attribution_unavailable: unavailable
+                    .filter(|_| asked && attribution.is_none())
+                    .map(str::to_string),
+                attribution,
                 error: outcome.error,
             }
         })

@@ -311,13 +311,8 @@ impl Audit {
             }
         } else if name == "nmi_handler" {
             // Logged as the handler returns, with how long it ran.
-            let ns = e.num("delta_ns").or_else(|| {
-                let after = e.fields.split_once("delta_ns: ")?.1;
-                after.split(' ').next()?.parse().ok()
-            });
-            let handler = e.field("handler").or_else(|| e.fields.split("()").next());
-            let what = format!("NMI {}", handler.unwrap_or("?"));
-            let ns = ns.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+            let (handler, ns) = e.nmi_run().unwrap_or(("?", 0));
+            let what = format!("NMI {handler}");
             self.add(e.cpu, SourceKind::Nmi, what, None, ns);
         } else if let Some((kind, what)) = entry(e) {
             self.enter(e, kind, what);

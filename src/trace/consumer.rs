@@ -69,6 +69,8 @@ pub struct StreamResults {
     pub task_latency: Vec<TaskLatencyResult>,
     /// The timer threads' IRQ side.
     pub timer_irq: Vec<crate::trace::timer_irq::TimerIrqResult>,
+    /// What each noise thread's gaps were.
+    pub noise: Vec<crate::trace::noise::NoiseAttribution>,
     /// Figures of consumers with no part of their own in the result model.
     pub figures: Vec<crate::trace::Figure>,
 }

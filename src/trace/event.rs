@@ -119,6 +119,27 @@ impl Event {
     pub fn num(&self, key: &str) -> Option<i64> {
         self.field(key)?.parse().ok()
     }
+
+    /// An `nmi_handler`'s handler and how long it ran (ns): the event is
+    /// logged as the handler returns. The binary reader gives its fields
+    /// (`handler=perf_event_nmi_handler delta_ns=4200 handled=1`); the
+    /// kernel's text has none (`perf_event_nmi_handler() delta_ns: 4200
+    /// handled: 1`). None for another event, or a negative or missing
+    /// length.
+    pub fn nmi_run(&self) -> Option<(&str, u64)> {
+        if self.name != "nmi_handler" {
+            return None;
+        }
+        let delta = self.num("delta_ns").or_else(|| {
+            let after = self.fields.split_once("delta_ns: ")?.1;
+            after.split(' ').next()?.parse().ok()
+        })?;
+        let handler = self
+            .field("handler")
+            .or_else(|| self.fields.split_once("()").map(|(h, _)| h))
+            .unwrap_or("?");
+        Some((handler, u64::try_from(delta).ok()?))
+    }
 }
 
 /// A tracepoint a consumer reads, by `events/` directory.

@@ -5,8 +5,9 @@
 //! [`stream`], and the flight recorder's windows around late wake-ups,
 //! [`flight`]), and beneath them the analyses they feed: why a wake-up
 //! was late ([`explain`]), the isolation audit ([`audit`]), IRQ-to-task
-//! latency ([`irq_task`]), task latency ([`task_latency`]) and the timer
-//! threads' IRQ side ([`timer_irq`]).
+//! latency ([`irq_task`]), task latency ([`task_latency`]), the timer
+//! threads' IRQ side ([`timer_irq`]) and what the noise threads' gaps
+//! were ([`noise`]).
 
 pub mod audit;
 pub mod consumer;
@@ -15,6 +16,7 @@ pub mod explain;
 pub mod fields;
 pub mod flight;
 pub mod irq_task;
+pub mod noise;
 pub mod rawtrace;
 pub mod softirqs;
 pub mod source;
@@ -32,6 +34,7 @@ pub const STREAM_CONSUMERS: &[consumer::Register] = &[
     task_latency::register,
     timer_irq::register,
     softirqs::register,
+    noise::register,
 ];
 
 /// A figure of a consumer that has no part of its own in the result

@@ -28,6 +28,7 @@
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
+//! - `noise_attr`: the noise attribution on real events, a FIFO helper's runs.
 //! - `refusals`: bad input of every family refused before anything starts.
 //! - `reports`: `plot`, `report`, `compare` on real runs; cyclictest, Chromium.
 //! - `rt_throttling`: a timer thread held off by RT throttling, explained so.
@@ -73,6 +74,7 @@ mod kernel_stacks;
 mod loads;
 mod monitor;
 mod noise;
+mod noise_attr;
 mod refusals;
 mod reports;
 mod rt_throttling;

@@ -173,17 +173,9 @@ pub(super) fn stack_walks(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
 pub(super) fn nmis(events: &[Event], from: u64, to: u64) -> Vec<Carved> {
     events
         .iter()
-        .filter(|e| e.name == "nmi_handler")
         .filter_map(|e| {
-            let delta = e.num("delta_ns").or_else(|| {
-                let after = e.fields.split_once("delta_ns: ")?.1;
-                after.split(' ').next()?.parse().ok()
-            })?;
-            let handler = e
-                .field("handler")
-                .or_else(|| e.fields.split("()").next())
-                .unwrap_or("?");
-            let start = e.ts_ns.saturating_sub(u64::try_from(delta).ok()?);
+            let (handler, delta) = e.nmi_run()?;
+            let start = e.ts_ns.saturating_sub(delta);
             let (start, end) = (start.max(from), e.ts_ns.min(to));
             (end > start).then(|| (start, end, PartKind::Nmi, format!("NMI {handler}")))
         })
