@@ -15,5 +15,6 @@ pub mod gnuplot;
 pub mod html;
 pub mod json;
 pub mod live;
+pub mod oslat;
 pub mod plot;
 pub mod task_latency;
