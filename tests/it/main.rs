@@ -28,6 +28,7 @@
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
+//! - `oslat_compat`: `rtlab oslat` against the real oslat (shapes).
 //! - `refusals`: bad input of every family refused before anything starts.
 //! - `reports`: `plot`, `report`, `compare` on real runs; cyclictest, Chromium.
 //! - `rt_throttling`: a timer thread held off by RT throttling, explained so.
@@ -72,6 +73,7 @@ mod isolation;
 mod kernel_stacks;
 mod loads;
 mod monitor;
+mod oslat_compat;
 mod refusals;
 mod reports;
 mod rt_throttling;
