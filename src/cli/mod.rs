@@ -27,6 +27,7 @@ mod load;
 mod monitor;
 mod noise;
 mod oneoff;
+mod oslat;
 mod partition;
 mod refusal;
 mod show;
@@ -153,6 +154,19 @@ pub enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// oslat's command line and outputs, measured by rtlab's noise threads
+    /// (`rtlab oslat --cpu-list 1 --rtprio 1 --duration 10m`); also what
+    /// rtlab does when installed under the name `oslat`.
+    #[command(disable_help_flag = true)]
+    Oslat {
+        /// oslat's options (`rtlab oslat --help` lists them).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
     /// a man directory.
     Man(docs::ManArgs),
@@ -220,13 +234,12 @@ fn only_reads(command: &Option<Command>) -> bool {
 pub fn main() -> i32 {
     let mut argv = std::env::args_os();
     let called = argv.next().unwrap_or_default();
-    let outcome = if Path::new(&called)
-        .file_name()
-        .is_some_and(|n| n == "cyclictest")
-    {
-        cyclictest::main(&argv.collect::<Vec<_>>())
-    } else {
-        dispatch(&Cli::parse())
+    // Installed under another tool's name, rtlab is that tool's front end.
+    let name = Path::new(&called).file_name().map(|n| n.to_os_string());
+    let outcome = match name.as_ref().and_then(|n| n.to_str()) {
+        Some("cyclictest") => cyclictest::main(&argv.collect::<Vec<_>>()),
+        Some("oslat") => oslat::main(&argv.collect::<Vec<_>>()),
+        _ => dispatch(&Cli::parse()),
     };
     outcome.unwrap_or_else(|refusal| refusal.print())
 }
@@ -242,6 +255,7 @@ fn dispatch(cli: &Cli) -> Outcome {
     match (&cli.command, &cli.cfg) {
         (Some(Command::Guard), _) => Ok(crate::programs::guard::guard_main()),
         (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
+        (Some(Command::Oslat { args }), _) => oslat::main(args),
         (Some(Command::Man(args)), _) => docs::man_main(args),
         (Some(Command::Completions(args)), _) => docs::completions_main(args),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),

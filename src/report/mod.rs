@@ -16,5 +16,6 @@ pub mod html;
 pub mod json;
 pub mod live;
 pub mod noise;
+pub mod oslat;
 pub mod plot;
 pub mod task_latency;

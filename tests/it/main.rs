@@ -28,7 +28,9 @@
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
+//! - `noise`: noise threads against a FIFO helper that times its slices.
 //! - `noise_attr`: the noise attribution on real events, a FIFO helper's runs.
+//! - `oslat_compat`: `rtlab oslat` against the real oslat (shapes).
 //! - `refusals`: bad input of every family refused before anything starts.
 //! - `reports`: `plot`, `report`, `compare` on real runs; cyclictest, Chromium.
 //! - `rt_throttling`: a timer thread held off by RT throttling, explained so.
@@ -75,6 +77,7 @@ mod loads;
 mod monitor;
 mod noise;
 mod noise_attr;
+mod oslat_compat;
 mod refusals;
 mod reports;
 mod rt_throttling;
