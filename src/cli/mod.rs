@@ -23,6 +23,7 @@ mod cyclictest;
 mod docs;
 mod experiment;
 mod generated;
+pub mod hwlat;
 mod load;
 mod monitor;
 mod oneoff;
@@ -147,6 +148,19 @@ pub enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// hwlatdetect's command line and report, measured by rtlab's noise
+    /// threads (`rtlab hwlat --duration 10m --threshold 20us`); also what
+    /// rtlab does when installed under the name `hwlatdetect`.
+    #[command(disable_help_flag = true)]
+    Hwlat {
+        /// hwlatdetect's options (`rtlab hwlat --help` lists them).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
     /// a man directory.
     Man(docs::ManArgs),
@@ -214,11 +228,11 @@ fn only_reads(command: &Option<Command>) -> bool {
 pub fn main() -> i32 {
     let mut argv = std::env::args_os();
     let called = argv.next().unwrap_or_default();
-    let outcome = if Path::new(&called)
-        .file_name()
-        .is_some_and(|n| n == "cyclictest")
-    {
+    let name = Path::new(&called).file_name();
+    let outcome = if name.is_some_and(|n| n == "cyclictest") {
         cyclictest::main(&argv.collect::<Vec<_>>())
+    } else if name.is_some_and(|n| n == "hwlatdetect") {
+        hwlat::main(&argv.collect::<Vec<_>>())
     } else {
         dispatch(&Cli::parse())
     };
@@ -236,6 +250,7 @@ fn dispatch(cli: &Cli) -> Outcome {
     match (&cli.command, &cli.cfg) {
         (Some(Command::Guard), _) => Ok(crate::programs::guard::guard_main()),
         (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
+        (Some(Command::Hwlat { args }), _) => hwlat::main(args),
         (Some(Command::Man(args)), _) => docs::man_main(args),
         (Some(Command::Completions(args)), _) => docs::completions_main(args),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),
