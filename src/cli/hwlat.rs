@@ -138,8 +138,8 @@ pub struct HwlatArgs {
     pub debug: bool,
     /// `--quiet`.
     pub quiet: bool,
-    /// hwlatdetect's debugging prints of its options, in its order (shown
-    /// with `--debug`).
+    /// hwlatdetect's debugging prints of its options, in its order, after
+    /// `debugging prints turned on` (shown with `--debug`).
     pub debug_lines: Vec<String>,
 }
 
@@ -370,9 +370,6 @@ fn bad_value(option: &str, msg: String) -> Refusal {
 fn convert(raw: &Raw) -> Result<HwlatArgs, Refusal> {
     let mut debug_lines = Vec::new();
     let mut say = |line: String| debug_lines.push(line);
-    if raw.flags.contains("--debug") {
-        say("debugging prints turned on".into());
-    }
     let us = |option: &'static str| -> Result<Option<u64>, Refusal> {
         given(raw, option)
             .map(|v| microseconds(v).map_err(|m| bad_value(option, m)))

@@ -37,7 +37,8 @@ pub struct Header {
     pub debug: bool,
     /// `--quiet`.
     pub quiet: bool,
-    /// hwlatdetect's debugging prints of its options.
+    /// hwlatdetect's debugging prints of its options (after `debugging
+    /// prints turned on`, which the header prints itself).
     pub debug_lines: Vec<String>,
 }
 
@@ -198,7 +199,7 @@ pub fn header(h: &Header, detection: &Detection) -> String {
         // hwlatdetect prints this one before it reads --quiet.
         out.push_str("debugging prints turned on\n");
         if !h.quiet {
-            for line in h.debug_lines.iter().skip(1) {
+            for line in &h.debug_lines {
                 out.push_str(line);
                 out.push('\n');
             }

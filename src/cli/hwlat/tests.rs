@@ -135,7 +135,7 @@ fn the_cpu_list_report_debug_and_quiet() {
         a.debug_lines
             .contains(&"set tracing_cpumask to b".to_string())
     );
-    assert_eq!(a.debug_lines[0], "debugging prints turned on");
+    assert_eq!(a.debug_lines[0], "hardlimit set to 10us");
     assert!(refused(&["--cpu-list", "3-1"]).contains("--cpu-list"));
     assert!(refused(&["--cpu-list", "a"]).contains("--cpu-list"));
 }
@@ -154,7 +154,6 @@ fn hwlatdetects_debug_prints_come_in_its_order() {
     assert_eq!(
         a.debug_lines,
         [
-            "debugging prints turned on",
             "threshold set to 20us",
             "hardlimit set to 20us",
             "window parameter = 2000000",
@@ -352,4 +351,35 @@ proptest! {
         let _ = microseconds(&text);
         let _ = seconds(&text);
     }
+}
+
+#[test]
+fn smis_are_counted_only_when_both_readings_were_made() {
+    let read = |v: &[(usize, u64)]| SmiCounts::Read(v.to_vec());
+    let none = SmiCounts::Unavailable("no msr driver".into());
+    assert_eq!(
+        smis_during(&read(&[(0, 5), (1, 9)]), &read(&[(0, 7), (1, 9)])),
+        Smis::Counted(vec![(0, 2), (1, 0)])
+    );
+    for (b, a) in [(&none, &read(&[(0, 1)])), (&read(&[(0, 1)]), &none)] {
+        assert_eq!(smis_during(b, a), Smis::Unavailable("no msr driver".into()));
+    }
+}
+
+#[test]
+fn steal_is_shown_under_a_hypervisor_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = SysRoot::at(dir.path());
+    std::fs::create_dir_all(root.path("proc")).unwrap();
+    let steal = [(0, 1.5), (1, 0.0)];
+    std::fs::write(root.path("proc/cpuinfo"), "flags\t\t: fpu tsc\n").unwrap();
+    assert_eq!(steal_if_guest(&root, &steal), None);
+    std::fs::write(root.path("proc/cpuinfo"), "flags\t\t: fpu tsc hypervisor\n").unwrap();
+    assert_eq!(steal_if_guest(&root, &steal), Some(steal.to_vec()));
+}
+
+#[test]
+fn the_realtime_offset_puts_stamps_after_2020() {
+    let at = realtime_offset_ns() + i128::from(crate::sys::os::monotonic_ns());
+    assert!(at > 1_577_836_800 * 1_000_000_000);
 }

@@ -171,10 +171,7 @@ fn the_header_is_hwlatdetects() {
 fn debug_prints_come_first_and_quiet_silences_all_but_the_first() {
     let mut h = header(5);
     h.debug = true;
-    h.debug_lines = vec![
-        "debugging prints turned on".into(),
-        "hardlimit set to 10us".into(),
-    ];
+    h.debug_lines = vec!["hardlimit set to 10us".into()];
     let text = super::header(&h, &Detection::Traced);
     assert!(
         text.starts_with("debugging prints turned on\nhardlimit set to 10us\nhwlatdetect:  test")
