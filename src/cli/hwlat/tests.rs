@@ -383,3 +383,38 @@ fn the_realtime_offset_puts_stamps_after_2020() {
     let at = realtime_offset_ns() + i128::from(crate::sys::os::monotonic_ns());
     assert!(at > 1_577_836_800 * 1_000_000_000);
 }
+
+#[test]
+fn the_debug_prints_and_header_are_the_real_hwlatdetects() {
+    // tests/golden/hwlatdetect-debug-smi.txt: the real hwlatdetect 2.4 run
+    // with these options on a fake debugfs (see report::hwlat's tests).
+    let a = run(&[
+        "--duration",
+        "1",
+        "--debug",
+        "--threshold",
+        "11",
+        "--hardlimit",
+        "15",
+        "--cpu-list",
+        "0-1",
+        "--window",
+        "2s",
+    ]);
+    let ours: String = crate::report::hwlat::header(&a.header(), &Detection::Traced)
+        .lines()
+        .map(|l| match l.split_once("detector: ") {
+            Some((lead, _)) => format!("{lead}detector: tracer\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let golden = include_str!("../../../tests/golden/hwlatdetect-debug-smi.txt");
+    let theirs: String = golden
+        .lines()
+        .filter(|l| *l != "not mounting debugfs")
+        .take_while(|l| *l != "Starting test")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(ours, theirs + "Starting test\n");
+    assert_eq!(a.hardlimit_us, 15);
+}

@@ -394,3 +394,78 @@ fn the_format_check_rejects_what_hwlatdetect_would_not_print() {
     assert!(follows("ts: 1.5, inner:x, outer:0\n", &END_FORMATS).is_err());
     assert!(follows("Samples recorded: 1\ntest finished\n", &END_FORMATS).is_err());
 }
+
+/// The real hwlatdetect 2.4's stdout for the samples of [`two_cpus`]
+/// (CPU 0's 15 µs and 12 µs windows), recorded by running
+/// /usr/sbin/hwlatdetect with its debugfs pointed at a fake tree and its
+/// `trace_pipe` read replaced by the tracer's two sample lines
+/// (`#1 inner/outer(us):   15/0     ts:1700000001.500000000 count:1`...),
+/// and for the SMI cases its `rdmsr` by counts of [10, 5] then [13, 5].
+/// The tracer's internal debugging prints (debugfs, c-states, the
+/// detector module) are not rtlab's and are left out here.
+const TRACER_DEBUG: [&str; 9] = [
+    "not mounting debugfs",
+    "c-states disabled",
+    "enabling detector module (threshold: 11)",
+    "start: threshold reset by start, fixing",
+    "detector module enabled (threshold: 11)",
+    "disabling detector module",
+    "c-states enabled",
+    "detector module disabled",
+    "not umounting debugfs",
+];
+
+fn as_hwlatdetect(golden: &str) -> String {
+    golden
+        .lines()
+        .filter(|l| !TRACER_DEBUG.contains(l))
+        .map(|l| l.replace("detector: tracer", "detector: DETECTOR") + "\n")
+        .collect()
+}
+
+fn ours(input: &HwlatInput) -> String {
+    let text = super::header(&input.header, &input.detection) + &finish(input).stdout;
+    text.lines()
+        .map(|l| match l.split_once("detector: ") {
+            Some((lead, _)) => format!("{lead}detector: DETECTOR\n"),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_report_is_the_real_hwlatdetects_line_for_line() {
+    let mut input = two_cpus(Detection::Traced);
+    input.header.duration_s = 1;
+    let golden = include_str!("../../../tests/golden/hwlatdetect-default.txt");
+    assert_eq!(ours(&input), as_hwlatdetect(golden));
+    assert_eq!(finish(&input).status, 1, "hwlatdetect exited 1");
+
+    input.header.quiet = true;
+    input.header.report = Some("r.txt".into());
+    input.smis = Smis::Counted(vec![(0, 3), (1, 0)]);
+    let golden = include_str!("../../../tests/golden/hwlatdetect-quiet-smi.txt");
+    assert_eq!(ours(&input), as_hwlatdetect(golden));
+
+    // --debug --threshold 11 --hardlimit 15 --cpu-list 0-1 --window 2s
+    let mut input = two_cpus(Detection::Traced);
+    input.smis = Smis::Counted(vec![(0, 3), (1, 0)]);
+    let h = &mut input.header;
+    (h.duration_s, h.threshold_us, h.window_us) = (1, 11, 2_000_000);
+    h.cpu_list = Some("0-1".into());
+    h.debug = true;
+    h.debug_lines = [
+        "threshold set to 11us",
+        "hardlimit set to 15us",
+        "window parameter = 2000000",
+        "window for sampling set to 2000000us",
+        "test duration is 1s",
+        "set tracing_cpumask to 3",
+    ]
+    .map(String::from)
+    .to_vec();
+    input.hardlimit_us = 15;
+    let golden = include_str!("../../../tests/golden/hwlatdetect-debug-smi.txt");
+    assert_eq!(ours(&input), as_hwlatdetect(golden));
+    assert_eq!(finish(&input).status, 0, "hwlatdetect exited 0");
+}
