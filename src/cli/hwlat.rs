@@ -197,6 +197,70 @@ options:
   --watch               refused: rtlab lists the samples when the run ends
 ";
 
+/// The front end's command-line definition, for its man page (the
+/// options are parsed by [`parse`], as argparse parses them).
+pub fn command() -> clap::Command {
+    let help = [
+        (
+            "duration",
+            "DURATION",
+            "Total time to test: seconds, or with s, m, h, d, w (default 120)",
+        ),
+        (
+            "threshold",
+            "THRESHOLD",
+            "A window's largest gap over this (us, or with us, ms, s) is a sample (default 10)",
+        ),
+        (
+            "hardlimit",
+            "HARDLIMIT",
+            "A sample over this fails the test, exit status 1 (default: the threshold)",
+        ),
+        (
+            "window",
+            "WINDOW",
+            "Each CPU's turn, from one sampling start to the next (default 1000000us)",
+        ),
+        (
+            "width",
+            "WIDTH",
+            "The part of the window polled (default 500000us)",
+        ),
+        ("report", "REPORT", "Write the sample lines to this file"),
+        (
+            "cpu-list",
+            "CPULIST",
+            "The CPUs measured, in turn (default: every online CPU)",
+        ),
+    ];
+    let flags = [
+        (
+            "debug",
+            "Print hwlatdetect's debugging prints of the options",
+        ),
+        (
+            "quiet",
+            "Print only the SMI lines, the report line and the samples",
+        ),
+        ("watch", "Refused: the samples are listed when the run ends"),
+    ];
+    let mut cmd = clap::Command::new("rtlab hwlat")
+        .about("hwlatdetect's command line and report, measured by rtlab's noise threads")
+        .disable_version_flag(true);
+    for (long, value, text) in help {
+        cmd = cmd.arg(clap::Arg::new(long).long(long).value_name(value).help(text));
+    }
+    for (long, text) in flags {
+        cmd = cmd.arg(
+            clap::Arg::new(long)
+                .long(long)
+                .action(clap::ArgAction::SetTrue)
+                .help(text),
+        );
+    }
+    cmd
+}
+
 /// The options: their names and whether they take a value.
 const OPTIONS: [(&str, bool); 11] = [
     ("--help", false),
