@@ -539,7 +539,7 @@ fn check_sizes(duration_s: u64, window_us: u64, width_us: u64) -> Result<(), Ref
     if window_us > u64::MAX / 1000 / 4096 || duration_s > u64::MAX / 1_000_000_000 {
         return Err(
             Refusal::new("rtlab hwlat: the window or the duration is too long")
-                .hint("a window of at most an hour, a duration of at most a century"),
+                .hint("a window under 52 days, a duration under 584 years"),
         );
     }
     Ok(())
