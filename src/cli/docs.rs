@@ -28,16 +28,16 @@ pub struct CompletionsArgs {
 const CONFIG_FORMAT: &str = include_str!("../../docs/config-format.md");
 
 /// Every command rtlab documents: rtlab itself, its visible subcommands,
-/// and cyclictest's front end with its own options.
+/// and cyclictest's and hwlatdetect's front ends with their own options.
 fn commands() -> Vec<(String, clap::Command)> {
     let top = Cli::command().name("rtlab");
     let mut out = vec![("rtlab".to_string(), top.clone())];
     for sub in top.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("rtlab-{}", sub.get_name());
-        let cmd = if sub.get_name() == "cyclictest" {
-            super::cyclictest::command()
-        } else {
-            sub.clone()
+        let cmd = match sub.get_name() {
+            "cyclictest" => super::cyclictest::command(),
+            "hwlat" => super::hwlat::command(),
+            _ => sub.clone(),
         };
         out.push((name.clone(), cmd.name(name)));
     }
@@ -177,6 +177,15 @@ mod tests {
         let roff = String::from_utf8(page(ct.1).unwrap()).unwrap();
         assert!(
             roff.contains("histofall") && roff.contains("mlockall"),
+            "{roff}"
+        );
+        let hw = commands()
+            .into_iter()
+            .find(|c| c.0 == "rtlab-hwlat")
+            .unwrap();
+        let roff = String::from_utf8(page(hw.1).unwrap()).unwrap();
+        assert!(
+            roff.contains("hardlimit") && roff.contains("cpu\\-list"),
             "{roff}"
         );
     }

@@ -23,6 +23,7 @@ mod cyclictest;
 mod docs;
 mod experiment;
 mod generated;
+pub mod hwlat;
 mod load;
 mod monitor;
 mod noise;
@@ -167,6 +168,19 @@ pub enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// hwlatdetect's command line and report, measured by rtlab's noise
+    /// threads (`rtlab hwlat --duration 10m --threshold 20us`); also what
+    /// rtlab does when installed under the name `hwlatdetect`.
+    #[command(disable_help_flag = true)]
+    Hwlat {
+        /// hwlatdetect's options (`rtlab hwlat --help` lists them).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
     /// a man directory.
     Man(docs::ManArgs),
@@ -239,6 +253,7 @@ pub fn main() -> i32 {
     let outcome = match name.as_ref().and_then(|n| n.to_str()) {
         Some("cyclictest") => cyclictest::main(&argv.collect::<Vec<_>>()),
         Some("oslat") => oslat::main(&argv.collect::<Vec<_>>()),
+        Some("hwlatdetect") => hwlat::main(&argv.collect::<Vec<_>>()),
         _ => dispatch(&Cli::parse()),
     };
     outcome.unwrap_or_else(|refusal| refusal.print())
@@ -256,6 +271,7 @@ fn dispatch(cli: &Cli) -> Outcome {
         (Some(Command::Guard), _) => Ok(crate::programs::guard::guard_main()),
         (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
         (Some(Command::Oslat { args }), _) => oslat::main(args),
+        (Some(Command::Hwlat { args }), _) => hwlat::main(args),
         (Some(Command::Man(args)), _) => docs::man_main(args),
         (Some(Command::Completions(args)), _) => docs::completions_main(args),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),

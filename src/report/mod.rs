@@ -13,6 +13,7 @@ pub mod export;
 pub mod files;
 pub mod gnuplot;
 pub mod html;
+pub mod hwlat;
 pub mod json;
 pub mod live;
 pub mod noise;

@@ -25,6 +25,7 @@ pub mod power;
 pub mod proc_stat;
 pub mod root;
 pub mod scratch;
+pub mod smi;
 pub mod tasks;
 pub mod threads;
 pub mod trace;
