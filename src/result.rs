@@ -344,6 +344,12 @@ pub struct NoiseResult {
     pub gaps_hdr: Vec<HdrBucket>,
     /// The worst gaps with their time, worst first.
     pub worst: Vec<crate::stats::noise::Gap>,
+    /// The smallest gap of its warm-up (`noise.warmup`), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_min_gap_ns: Option<u64>,
+    /// The gap that ended the run (`noise.stop_above`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<crate::stats::noise::Gap>,
     /// The cause of every gap over the threshold, from the trace (absent
     /// without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -690,6 +690,9 @@ pub fn hwlat_plan(
                 period_ns,
                 runtime_ns: args.width_us.saturating_mul(1000).min(window_ns),
                 duration_ns: Some(duration_ns - offset_ns),
+                warmup_ns: 0,
+                stop_above_ns: None,
+                memmove_bytes: 0,
                 offset_ns,
                 linear_ns: LINEAR_NS,
                 counter: CounterChoice {

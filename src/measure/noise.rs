@@ -47,8 +47,23 @@ pub struct NoiseSpec {
     pub period_ns: u64,
     /// How long it polls in each period (ns; the period: all of it).
     pub runtime_ns: u64,
-    /// Stop after this long from the release (ns).
+    /// Poll for this long (ns), from its first period (after
+    /// `offset_ns` and `warmup_ns`).
     pub duration_ns: Option<u64>,
+    /// Poll this long first without counting (ns): caches, frequency and
+    /// page faults settle (oslat's pre-heat); the smallest gap seen then is
+    /// kept (oslat's `-B` bias).
+    #[serde(default)]
+    pub warmup_ns: u64,
+    /// A gap at least this long stops every noise thread of the run (ns;
+    /// oslat's `-T`).
+    #[serde(default)]
+    pub stop_above_ns: Option<u64>,
+    /// Bytes moved (`memmove`) between two reads of the counter: the loop
+    /// does work as a packet-processing poller would (oslat's `-w
+    /// memmove -m`); 0: none.
+    #[serde(default)]
+    pub memmove_bytes: u64,
     /// Sleep this long after the release before polling (ns): threads of
     /// several CPUs take turns (`rtlab hwlat`: one window each).
     #[serde(default)]
@@ -94,6 +109,10 @@ pub struct NoiseOutcome {
     pub cpuset_seen: Option<String>,
     /// Why it failed to start or stopped early.
     pub error: Option<String>,
+    /// The smallest gap of its warm-up (ns), when it had one.
+    pub warmup_min_gap_ns: Option<u64>,
+    /// The gap that stopped the run (`stop_above_ns`), if one did.
+    pub stopped_at: Option<Gap>,
 }
 
 /// A running noise thread.
@@ -125,6 +144,8 @@ impl NoiseHandle {
                 sched_seen: None,
                 cpuset_seen: None,
                 error: Some("noise thread panicked".into()),
+                warmup_min_gap_ns: None,
+                stopped_at: None,
             },
         };
         (self.spec, self.live, outcome)
@@ -228,17 +249,28 @@ fn run(spec: NoiseSpec, mut rec: NoiseRecorder, links: Links) -> NoiseOutcome {
     if error.is_some() {
         live.failed.store(true, Ordering::Relaxed);
     }
+    // The workload's buffers, written whole before the release.
+    let mut work = Memmove::new(spec.memmove_bytes as usize);
     barrier.wait();
+    let mut found = Found::default();
     if error.is_none() {
         let conv = Conv::new(spec.counter.hz);
-        let end = match spec.counter.kind {
-            CounterKind::Tsc => poll::<counter::Tsc>(&spec, &mut rec, &live, &ring, &stop, conv),
-            CounterKind::ArmVirtual => {
-                poll::<counter::ArmVirtual>(&spec, &mut rec, &live, &ring, &stop, conv)
-            }
-            CounterKind::Monotonic => {
-                poll::<counter::Monotonic>(&spec, &mut rec, &live, &ring, &stop, conv)
-            }
+        let mut l = Loop {
+            spec: &spec,
+            rec: &mut rec,
+            live: &live,
+            ring: &ring,
+            stop: &stop,
+            conv,
+            found: &mut found,
+        };
+        let end = match (spec.counter.kind, work.as_mut()) {
+            (CounterKind::Tsc, None) => l.run::<counter::Tsc, _>(&mut NoWork),
+            (CounterKind::Tsc, Some(w)) => l.run::<counter::Tsc, _>(w),
+            (CounterKind::ArmVirtual, None) => l.run::<counter::ArmVirtual, _>(&mut NoWork),
+            (CounterKind::ArmVirtual, Some(w)) => l.run::<counter::ArmVirtual, _>(w),
+            (CounterKind::Monotonic, None) => l.run::<counter::Monotonic, _>(&mut NoWork),
+            (CounterKind::Monotonic, Some(w)) => l.run::<counter::Monotonic, _>(w),
         };
         error = end.err();
     }
@@ -250,6 +282,108 @@ fn run(spec: NoiseSpec, mut rec: NoiseRecorder, links: Links) -> NoiseOutcome {
         sched_seen,
         cpuset_seen,
         error,
+        warmup_min_gap_ns: found.warmup_min_gap_ns,
+        stopped_at: found.stopped_at,
+    }
+}
+
+/// What a loop found besides its recorder.
+#[derive(Debug, Default)]
+struct Found {
+    warmup_min_gap_ns: Option<u64>,
+    stopped_at: Option<Gap>,
+}
+
+/// Work between two reads of the counter.
+trait Work {
+    fn turn(&mut self);
+}
+
+/// No work: the tightest loop.
+struct NoWork;
+
+impl Work for NoWork {
+    #[inline(always)]
+    fn turn(&mut self) {}
+}
+
+/// oslat's memmove workload: a buffer copied to another each turn.
+struct Memmove {
+    from: Vec<u8>,
+    to: Vec<u8>,
+}
+
+impl Memmove {
+    /// Buffers of `bytes` each, written whole; None for 0.
+    fn new(bytes: usize) -> Option<Memmove> {
+        (bytes > 0).then(|| Memmove {
+            from: vec![1u8; bytes],
+            to: vec![0u8; bytes],
+        })
+    }
+}
+
+impl Work for Memmove {
+    #[inline(always)]
+    fn turn(&mut self) {
+        self.to.copy_from_slice(&self.from);
+        std::hint::black_box(&mut self.to);
+    }
+}
+
+/// One loop's borrowed state.
+struct Loop<'a> {
+    spec: &'a NoiseSpec,
+    rec: &'a mut NoiseRecorder,
+    live: &'a NoiseLive,
+    ring: &'a GapRing,
+    stop: &'a AtomicBool,
+    conv: Conv,
+    found: &'a mut Found,
+}
+
+impl Loop<'_> {
+    /// Its offset, its warm-up, then its measuring loop.
+    fn run<T: Ticks, W: Work>(&mut self, work: &mut W) -> Result<(), String> {
+        if self.spec.offset_ns > 0 {
+            let wake_at = os::monotonic_ns().saturating_add(self.spec.offset_ns);
+            if let Err(e) = sleep_until(wake_at, self.stop) {
+                return e;
+            }
+        }
+        if self.spec.warmup_ns > 0 {
+            let until = os::monotonic_ns().saturating_add(self.spec.warmup_ns);
+            warm_up::<T, W>(self.rec, work, until, self.stop, self.conv);
+            self.found.warmup_min_gap_ns = self.rec.smallest();
+            self.rec.reset();
+        }
+        poll::<T, W>(self, work)
+    }
+}
+
+/// Polls until `until` (CLOCK_MONOTONIC ns), counting every gap in the
+/// histogram alone (it is reset after).
+fn warm_up<T: Ticks, W: Work>(
+    rec: &mut NoiseRecorder,
+    work: &mut W,
+    until: u64,
+    stop: &AtomicBool,
+    conv: Conv,
+) {
+    let check = conv.ticks(CHECK_NS);
+    let mut prev = T::now();
+    let mut next_check = prev.wrapping_add(check);
+    loop {
+        work.turn();
+        let now = T::now();
+        rec.count(conv.ns(now.wrapping_sub(prev)));
+        prev = now;
+        if now >= next_check {
+            if stop.load(Ordering::Relaxed) || os::monotonic_ns() >= until {
+                return;
+            }
+            next_check = T::now().wrapping_add(check);
+        }
     }
 }
 
@@ -295,25 +429,10 @@ struct Periods {
     closed: NoisePeriod,
 }
 
-/// The loop, on counter `T`, until stopped or its duration is over.
-fn poll<T: Ticks>(
-    spec: &NoiseSpec,
-    rec: &mut NoiseRecorder,
-    live: &NoiseLive,
-    ring: &GapRing,
-    stop: &AtomicBool,
-    conv: Conv,
-) -> Result<(), String> {
-    let released = os::monotonic_ns();
-    let stop_ns = spec
-        .duration_ns
-        .map_or(u64::MAX, |d| released.saturating_add(d));
-    if spec.offset_ns > 0 {
-        let wake_at = released.saturating_add(spec.offset_ns).min(stop_ns);
-        if let Err(e) = sleep_until(wake_at, stop) {
-            return e;
-        }
-    }
+/// The loop, on counter `T` with work `W`, until stopped or its duration
+/// is over.
+fn poll<T: Ticks, W: Work>(l: &mut Loop, work: &mut W) -> Result<(), String> {
+    let spec = l.spec;
     let start = os::monotonic_ns();
     let mut at = Periods {
         open: NoisePeriod {
@@ -327,21 +446,28 @@ fn poll<T: Ticks>(
             .map_or(u64::MAX, |d| start.saturating_add(d)),
         closed: NoisePeriod::default(),
     };
-    let check = conv.ticks(CHECK_NS);
+    let check = l.conv.ticks(CHECK_NS);
     let threshold = spec.threshold_ns;
+    let (rec, conv) = (&mut *l.rec, l.conv);
     let mut prev = T::now();
     let mut next_check = prev.wrapping_add(check);
     // ---- hot loop: no allocation, lock or syscall ----
     loop {
+        work.turn();
         let now = T::now();
         let ns = conv.ns(now.wrapping_sub(prev));
         prev = now;
         rec.count(ns);
         if ns >= threshold {
-            over_threshold(rec, &mut at.open, ring, ns);
+            let gap = over_threshold(rec, &mut at.open, l.ring, ns);
+            if spec.stop_above_ns.is_some_and(|s| ns >= s) {
+                // oslat's `-T`: this gap ends the run.
+                l.found.stopped_at = Some(gap);
+                l.stop.store(true, Ordering::Relaxed);
+            }
         }
         if now >= next_check {
-            match look_up(spec, rec, live, &mut at, stop) {
+            match look_up(spec, rec, l.live, &mut at, l.stop) {
                 LookUp::Go => {}
                 LookUp::Slept => prev = T::now(),
                 LookUp::Stop(result) => return result,
@@ -355,7 +481,7 @@ fn poll<T: Ticks>(
 /// worst, handed to the attribution with its time.
 #[cold]
 #[inline(never)]
-fn over_threshold(rec: &mut NoiseRecorder, open: &mut NoisePeriod, ring: &GapRing, ns: u64) {
+fn over_threshold(rec: &mut NoiseRecorder, open: &mut NoisePeriod, ring: &GapRing, ns: u64) -> Gap {
     let end_ns = os::monotonic_ns();
     let gap = Gap { end_ns, ns };
     open.noise_ns += ns;
@@ -363,6 +489,7 @@ fn over_threshold(rec: &mut NoiseRecorder, open: &mut NoisePeriod, ring: &GapRin
     open.max_gap_ns = open.max_gap_ns.max(ns);
     rec.keep_worst(gap);
     ring.push(gap);
+    gap
 }
 
 /// What the loop does after looking up.
@@ -477,22 +604,19 @@ fn publish(live: &NoiseLive, at: &Periods) {
 
 /// Where the code a polling thread runs lies (kept mapped as the timer
 /// threads' is).
-pub fn hot_code() -> [usize; 5] {
-    type Poll = fn(
-        &NoiseSpec,
-        &mut NoiseRecorder,
-        &NoiseLive,
-        &GapRing,
-        &AtomicBool,
-        Conv,
-    ) -> Result<(), String>;
+pub fn hot_code() -> [usize; 9] {
+    type Poll<W> = fn(&mut Loop, &mut W) -> Result<(), String>;
+    type Look = fn(&NoiseSpec, &mut NoiseRecorder, &NoiseLive, &mut Periods, &AtomicBool) -> LookUp;
+    type Over = fn(&mut NoiseRecorder, &mut NoisePeriod, &GapRing, u64) -> Gap;
     [
-        poll::<counter::Tsc> as Poll as usize,
-        poll::<counter::ArmVirtual> as Poll as usize,
-        poll::<counter::Monotonic> as Poll as usize,
-        look_up
-            as fn(&NoiseSpec, &mut NoiseRecorder, &NoiseLive, &mut Periods, &AtomicBool) -> LookUp
-            as usize,
+        poll::<counter::Tsc, NoWork> as Poll<NoWork> as usize,
+        poll::<counter::Tsc, Memmove> as Poll<Memmove> as usize,
+        poll::<counter::ArmVirtual, NoWork> as Poll<NoWork> as usize,
+        poll::<counter::ArmVirtual, Memmove> as Poll<Memmove> as usize,
+        poll::<counter::Monotonic, NoWork> as Poll<NoWork> as usize,
+        poll::<counter::Monotonic, Memmove> as Poll<Memmove> as usize,
+        look_up as Look as usize,
+        over_threshold as Over as usize,
         NoiseRecorder::keep_worst as fn(&mut NoiseRecorder, Gap) as usize,
     ]
 }

@@ -55,7 +55,10 @@ pub(super) fn plans(
                 period_ns: n.period_ns,
                 runtime_ns,
                 duration_ns: n.duration_ns,
-                offset_ns: 0,
+                offset_ns: n.offset_ns,
+                warmup_ns: n.warmup_ns,
+                stop_above_ns: n.stop_above_ns,
+                memmove_bytes: n.memmove_bytes,
                 linear_ns: n.exact_below_ns,
                 counter: CounterChoice {
                     kind: counter.kind,

@@ -163,6 +163,8 @@ pub(super) fn results(
                 gaps_exact,
                 gaps_hdr,
                 worst,
+                warmup_min_gap_ns: outcome.warmup_min_gap_ns,
+                stopped_at: outcome.stopped_at,
                 attribution_unavailable: unavailable
                     .filter(|_| asked && attribution.is_none())
                     .map(str::to_string),

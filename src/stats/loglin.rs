@@ -61,6 +61,11 @@ impl LogCounts {
         })
     }
 
+    /// Forgets every count (the buckets stay allocated).
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+    }
+
     /// Counts `value`; false when it is past the last bucket.
     #[inline(always)]
     pub fn record(&mut self, value: u64) -> bool {

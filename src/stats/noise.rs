@@ -184,6 +184,26 @@ impl NoiseRecorder {
         }
     }
 
+    /// The smallest gap counted so far (ns).
+    pub fn smallest(&self) -> Option<u64> {
+        if let Some(ns) = self.linear.iter().position(|&c| c > 0) {
+            return Some(ns as u64);
+        }
+        let h = self.hdr_counts.histogram()?;
+        (!h.is_empty()).then(|| h.min())
+    }
+
+    /// Forgets everything counted (after a warm-up).
+    pub fn reset(&mut self) {
+        self.linear.fill(0);
+        self.hdr_counts.clear();
+        self.hdr_out_of_range = 0;
+        self.periods.clear();
+        self.periods_merged = 1;
+        self.last_holds = 0;
+        self.worst.clear();
+    }
+
     /// Keeps `gap` among the worst if it is.
     #[cold]
     pub fn keep_worst(&mut self, gap: Gap) {

@@ -87,6 +87,9 @@ fn spec(cpu: usize, root: &SysRoot) -> NoiseSpec {
         runtime_ns: 1_000_000_000,
         duration_ns: None,
         offset_ns: 0,
+        warmup_ns: 0,
+        stop_above_ns: None,
+        memmove_bytes: 0,
         linear_ns: 10_000,
         counter: CounterChoice {
             kind: c.kind,

@@ -45,6 +45,10 @@ pub(super) struct NoiseDraft {
     pub duration_ns: Option<u64>,
     pub attribute: bool,
     pub exact_below_ns: u64,
+    pub offset_ns: u64,
+    pub warmup_ns: u64,
+    pub stop_above_ns: Option<u64>,
+    pub memmove_bytes: u64,
 }
 
 /// `noise.threshold` when not given: 5 µs (rtla osnoise's).
@@ -135,6 +139,10 @@ impl Draft {
                 duration_ns: None,
                 attribute: true,
                 exact_below_ns: 0,
+                offset_ns: 0,
+                warmup_ns: 0,
+                stop_above_ns: None,
+                memmove_bytes: 0,
             },
         }
     }
@@ -698,5 +706,39 @@ pub(super) fn noise_exact_below(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft)
         } else {
             d.noise.exact_below_ns = ns;
         }
+    }
+}
+
+pub(super) fn noise_offset(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 0) {
+        d.noise.offset_ns = ns;
+    }
+}
+
+pub(super) fn noise_warmup(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(ns) = b.duration(prop, 0) {
+        if ns > 3_600_000_000_000 {
+            b.value_error(
+                prop,
+                ValueError::new("must be at most 1 h").hint("e.g. `1 s`"),
+            );
+        } else {
+            d.noise.warmup_ns = ns;
+        }
+    }
+}
+
+pub(super) fn noise_stop_above(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    d.noise.stop_above_ns = bounded_duration(b, prop, 1, 3_600_000_000_000, "1 ns to 1 h");
+}
+
+pub(super) fn noise_memmove(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    match values::size_bytes(&prop.value) {
+        Ok(n) if n <= 1 << 30 => d.noise.memmove_bytes = n,
+        Ok(_) => b.value_error(
+            prop,
+            ValueError::new("must be at most 1 GiB").hint("e.g. `16K` (oslat's default) or `1M`"),
+        ),
+        Err(e) => b.value_error(prop, e),
     }
 }

@@ -519,6 +519,14 @@ pub struct NoiseConfig {
     pub attribute: bool,
     /// Gaps below this are counted exact to the ns.
     pub exact_below_ns: u64,
+    /// Sleep after the release (ns).
+    pub offset_ns: u64,
+    /// Poll first without counting (ns).
+    pub warmup_ns: u64,
+    /// A gap this long ends the run (ns).
+    pub stop_above_ns: Option<u64>,
+    /// Bytes copied between two reads.
+    pub memmove_bytes: u64,
 }
 
 /// A whole experiment, as written in the file.

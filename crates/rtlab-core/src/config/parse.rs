@@ -872,6 +872,10 @@ impl Builder<'_> {
             duration_ns: n.duration_ns,
             attribute: n.attribute,
             exact_below_ns: n.exact_below_ns,
+            offset_ns: n.offset_ns,
+            warmup_ns: n.warmup_ns,
+            stop_above_ns: n.stop_above_ns,
+            memmove_bytes: n.memmove_bytes,
         })
     }
 

@@ -107,6 +107,27 @@ pub fn format_duration(ns: u64) -> String {
     format!("{ns}ns")
 }
 
+/// Parses a size in bytes: digits, then an optional `K`, `M` or `G`
+/// (powers of 1024, as rt-tests reads them), `B`/`iB` allowed after.
+pub fn size_bytes(text: &str) -> Result<u64, ValueError> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let bad = || {
+        ValueError::new(format!("`{text}` is not a size"))
+            .hint("write bytes, or a number with K, M or G (powers of 1024): `16K`, `1M`")
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(bad)
+}
+
 /// Parses a scheduling policy name, case-insensitively.
 pub fn policy(text: &str) -> Result<Policy, ValueError> {
     match text.to_ascii_uppercase().as_str() {
@@ -378,6 +399,17 @@ mod tests {
         assert!(duration_ns("ms").is_err());
         assert!(duration_ns("1.2.3 s").is_err());
         assert!(duration_ns("99999999999999999999999 h").is_err());
+    }
+
+    #[test]
+    fn sizes_read_as_rt_tests_reads_them() {
+        assert_eq!(size_bytes("16K").unwrap(), 16384);
+        assert_eq!(size_bytes("1m").unwrap(), 1 << 20);
+        assert_eq!(size_bytes("4096").unwrap(), 4096);
+        assert_eq!(size_bytes("2 GiB").unwrap(), 2 << 30);
+        for bad in ["", "K", "1T", "-1", "99999999999999999999G", "1.5M"] {
+            assert!(size_bytes(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

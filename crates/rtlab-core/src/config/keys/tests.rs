@@ -107,6 +107,7 @@ fn a_key_given_its_documented_default_changes_nothing() {
         "cpu.quota",
         "cpu.group",
         "noise.runtime",
+        "noise.stop_above",
     ];
     const FILLED_BY_THE_PLAN: &[&str] = &["output.out", "output.err", "cpu.period"];
     let mut checked = 0;
