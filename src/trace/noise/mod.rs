@@ -44,16 +44,21 @@ pub enum NoiseClass {
     Softirq,
     /// Another thread that ran on the CPU.
     Thread,
+    /// A lower-priority thread that ran while a real-time task of the CPU
+    /// (the noise thread) was runnable: RT throttling or the fair server
+    /// (`dl_server`) held it off. Said, not counted as the OS's noise.
+    Throttled,
 }
 
 impl NoiseClass {
     /// Every class, in the order shown.
-    pub const ALL: [NoiseClass; 5] = [
+    pub const ALL: [NoiseClass; 6] = [
         NoiseClass::Hw,
         NoiseClass::Nmi,
         NoiseClass::Irq,
         NoiseClass::Softirq,
         NoiseClass::Thread,
+        NoiseClass::Throttled,
     ];
 
     /// Its name (`irq`).
@@ -64,6 +69,7 @@ impl NoiseClass {
             NoiseClass::Irq => "irq",
             NoiseClass::Softirq => "softirq",
             NoiseClass::Thread => "thread",
+            NoiseClass::Throttled => "throttled",
         }
     }
 }
@@ -91,6 +97,9 @@ pub struct ClassTotals {
     pub softirq: ClassTotal,
     /// Threads.
     pub thread: ClassTotal,
+    /// Threads that ran while the real-time noise thread was held off.
+    #[serde(default)]
+    pub throttled: ClassTotal,
 }
 
 impl ClassTotals {
@@ -102,6 +111,7 @@ impl ClassTotals {
             NoiseClass::Irq => &self.irq,
             NoiseClass::Softirq => &self.softirq,
             NoiseClass::Thread => &self.thread,
+            NoiseClass::Throttled => &self.throttled,
         }
     }
 
@@ -112,6 +122,7 @@ impl ClassTotals {
             NoiseClass::Irq => &mut self.irq,
             NoiseClass::Softirq => &mut self.softirq,
             NoiseClass::Thread => &mut self.thread,
+            NoiseClass::Throttled => &mut self.throttled,
         }
     }
 }
@@ -129,6 +140,9 @@ pub struct ClassCounts {
     pub softirq: u64,
     /// `thread` gaps.
     pub thread: u64,
+    /// `throttled` gaps.
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 impl ClassCounts {
@@ -139,6 +153,7 @@ impl ClassCounts {
             NoiseClass::Irq => self.irq += 1,
             NoiseClass::Softirq => self.softirq += 1,
             NoiseClass::Thread => self.thread += 1,
+            NoiseClass::Throttled => self.throttled += 1,
         }
     }
 
@@ -148,6 +163,7 @@ impl ClassCounts {
         self.irq += o.irq;
         self.softirq += o.softirq;
         self.thread += o.thread;
+        self.throttled += o.throttled;
     }
 }
 

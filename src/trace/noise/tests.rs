@@ -164,6 +164,35 @@ hog-200 [001] d..2. 1.000040000: sched_switch: prev_comm=hog prev_pid=200 prev_p
     assert_eq!(w.class, NoiseClass::Irq);
 }
 
+/// A real-time noise thread left runnable for a normal thread (RT
+/// throttling, the fair server) is `throttled`, not thread noise; one
+/// preempted by a higher priority is thread noise.
+#[test]
+fn a_real_time_poller_held_off_for_a_lower_priority_is_throttled() {
+    let (mut a, ring) = attr();
+    feed(
+        &mut a,
+        "\
+rtlab-noise0-100 [001] d..2. 1.000010000: sched_switch: prev_comm=rtlab-noise0 prev_pid=100 prev_prio=59 prev_state=R+ ==> next_comm=kworker/1:2 next_pid=33 next_prio=120
+kworker/1:2-33 [001] d..2. 1.000012000: sched_switch: prev_comm=kworker/1:2 prev_pid=33 prev_prio=120 prev_state=I ==> next_comm=hog next_pid=200 next_prio=120
+hog-200 [001] d..2. 1.000040000: sched_switch: prev_comm=hog prev_pid=200 prev_prio=120 prev_state=R ==> next_comm=rtlab-noise0 next_pid=100 next_prio=59
+rtlab-noise0-100 [001] d..2. 1.000050000: sched_switch: prev_comm=rtlab-noise0 prev_pid=100 prev_prio=59 prev_state=R+ ==> next_comm=rt-hog next_pid=300 next_prio=9
+rt-hog-300 [001] d..2. 1.000080000: sched_switch: prev_comm=rt-hog prev_pid=300 prev_prio=9 prev_state=S ==> next_comm=rtlab-noise0 next_pid=100 next_prio=59
+rtlab-noise0-100 [001] d.h1. 1.000200000: local_timer_entry: vector=236
+",
+    );
+    ring.push(gap(10_000, 40_000));
+    ring.push(gap(50_000, 80_000));
+    a.drain(false);
+    let r = result(&a);
+    // The kworker first, then the hog it switched to: both while the
+    // poller was held off.
+    assert_eq!(r.classes.throttled.gaps, 1);
+    assert_eq!(r.classes.throttled.net_ns, 30_000);
+    assert_eq!(r.classes.thread.gaps, 1);
+    assert!(crate::trace::noise::text::closing(&r).contains("RT throttling or the fair server"));
+}
+
 /// A gap whose end is newer than the CPU's newest event waits for the
 /// next read, and is then attributed with the events inside it.
 #[test]

@@ -69,6 +69,12 @@ pub fn closing(a: &NoiseAttribution) -> String {
         parts.join(", "),
         duration(a.unseen_ns)
     ));
+    if a.classes.throttled.gaps > 0 {
+        out.push_str(&format!(
+            "  throttled: {} of lower-priority threads ran while the real-time poller was runnable: RT throttling or the fair server held it off (not the OS's noise: move normal threads off the poller's CPU, e.g. a partition)\n",
+            duration(a.classes.throttled.net_ns)
+        ));
+    }
     let mut caveats = Vec::new();
     if a.gaps_dropped > 0 {
         caveats.push(format!(

@@ -95,6 +95,9 @@ pub struct CpuLine {
     pub newest: u64,
     /// The timeline before this was let go.
     pub kept_from: u64,
+    /// A real-time task left runnable for a lower priority (RT throttling,
+    /// the fair server): (PID, kernel priority), until it runs again.
+    held: Option<(i64, i64)>,
 }
 
 /// The frame `e` opens: its class, name and stem (`local_timer` of
@@ -121,6 +124,25 @@ fn frame_of(e: &Event) -> Option<(NoiseClass, String, &str)> {
 }
 
 impl CpuLine {
+    /// Whether the task switch `e` brings in runs while a real-time task
+    /// of the CPU is held off for lower priorities: only RT throttling or
+    /// the fair server (`dl_server`) leave one runnable so. Kernel
+    /// priorities: below 100 real-time, lower is higher.
+    fn held_off_by(&mut self, e: &Event) -> bool {
+        let (Some(prev), Some(next)) = (e.num("prev_prio"), e.num("next_prio")) else {
+            return false;
+        };
+        let (prev_pid, next_pid) = (e.num("prev_pid"), e.num("next_pid"));
+        let runnable = e.field("prev_state").is_some_and(|s| s.starts_with('R'));
+        if runnable && prev < 100 && next > prev {
+            self.held = prev_pid.map(|p| (p, prev));
+        }
+        if self.held.is_some_and(|h| Some(h.0) == next_pid) {
+            self.held = None;
+        }
+        self.held.is_some_and(|h| next > h.1)
+    }
+
     /// Whoever owns the CPU now: the innermost frame, else the task.
     fn owner(&self) -> Option<u32> {
         self.stack.last().map(|f| f.0).or(self.task.map(|t| t.1))
@@ -145,14 +167,27 @@ impl CpuLine {
         self.since = self.since.max(at);
     }
 
-    /// `pid` runs from `at`.
-    fn runs(&mut self, at: u64, pid: i32, comm: &str, causes: &mut Causes, names: &Names) {
+    /// `pid` runs from `at` (`held`: while a real-time task of the CPU
+    /// was runnable, at a lower priority).
+    fn runs(
+        &mut self,
+        at: u64,
+        pid: i32,
+        comm: &str,
+        held: bool,
+        causes: &mut Causes,
+        names: &Names,
+    ) {
         let comm = match names.get(pid) {
             Some(known) if comm == UNKNOWN_TASK || comm.is_empty() => known.to_string(),
             _ => comm.to_string(),
         };
         let cause = causes.id(Cause {
-            class: NoiseClass::Thread,
+            class: if held {
+                NoiseClass::Throttled
+            } else {
+                NoiseClass::Thread
+            },
             name: if pid == 0 { "<idle>".into() } else { comm },
             pid: Some(pid),
         });
@@ -169,13 +204,14 @@ impl CpuLine {
         // (the first events of the trace; events the kernel lost).
         let switch = name == "sched_switch";
         if self.task.map(|t| t.0) != Some(e.pid) && !(switch && self.task.is_none()) {
-            self.runs(at, e.pid, &e.comm, causes, names);
+            self.runs(at, e.pid, &e.comm, false, causes, names);
         }
         if switch {
             let pid = e.num("next_pid").and_then(|p| i32::try_from(p).ok());
             if let Some(pid) = pid {
                 let comm = e.field("next_comm").unwrap_or(UNKNOWN_TASK);
-                self.runs(at, pid, comm, causes, names);
+                let held = self.held_off_by(e);
+                self.runs(at, pid, comm, held, causes, names);
             }
         } else if let Some((handler, ns)) = e.nmi_run() {
             let cause = causes.id(Cause {
