@@ -9,8 +9,8 @@ use crate::sys::os::counter::CounterKind;
 /// A duration in the unit that reads best (ns below 10 µs).
 fn dur(ns: u64) -> String {
     match ns {
-        0..10_000 => format!("{ns} ns"),
-        10_000..10_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        0..1_000 => format!("{ns} ns"),
+        1_000..10_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
         10_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
         _ => format!("{:.2} s", ns as f64 / 1e9),
     }
@@ -26,8 +26,9 @@ pub fn counter(n: &NoiseResult) -> String {
     format!("{name} at {:.1} MHz", n.counter_hz as f64 / 1e6)
 }
 
-/// One noise thread's closing text.
-pub fn text(n: &NoiseResult) -> String {
+/// One noise thread's closing text; `steal_ms`: its CPU's steal over the
+/// run (`/proc/stat`), on a VM.
+pub fn text(n: &NoiseResult, steal_ms: Option<f64>) -> String {
     let s = &n.summary;
     let mut out = format!(
         "noise_thread[{}] CPU {} ({} {}, {}): runtime {}, noise {} ({:.3}% of the CPU available), {} gaps ≥ {}, largest {}\n",
@@ -61,6 +62,13 @@ pub fn text(n: &NoiseResult) -> String {
     }
     if let Some(a) = &n.attribution {
         out.push_str(&crate::trace::noise::text::closing(a));
+        if let Some(ms) = steal_ms.filter(|ms| *ms > 0.0) {
+            out.push_str(&format!(
+                "  beside the unseen {}: the hypervisor's steal on CPU {} over the whole run, {ms:.1} ms (time the host ran something else; /proc/stat counts it by ticks)\n",
+                dur(a.unseen_ns),
+                n.cpu
+            ));
+        }
     }
     if let Some(why) = &n.attribution_unavailable {
         out.push_str(&format!(
@@ -81,6 +89,7 @@ mod tests {
     #[test]
     fn durations_read_in_their_unit() {
         assert_eq!(dur(25), "25 ns");
+        assert_eq!(dur(5_000), "5.0 µs");
         assert_eq!(dur(20_415), "20.4 µs");
         assert_eq!(dur(329_875_198), "329.9 ms");
         assert_eq!(dur(3_000_818_526), "3.00 s");

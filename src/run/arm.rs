@@ -417,6 +417,9 @@ pub(super) struct Armed {
     trace_unavailable: Option<crate::trace::explain::TraceReport>,
     /// Why the run that wanted a trace stream has none.
     stream_unavailable: Option<String>,
+    /// The run audits CPUs (a stream that could not start is then an
+    /// audit not done).
+    audits: bool,
     /// When `lifetime.duration` ends the run.
     pub(super) deadline: Option<Instant>,
     /// `main`'s `lifetime.duration` (ns), the warm-up not included.
@@ -516,6 +519,7 @@ impl Armed {
             trace_unavailable,
             stream,
             stream_unavailable,
+            audits: plan.main.audit_cpus.is_some(),
             // From the timer threads' release, the warm-up first: they
             // measure the whole lifetime.
             deadline: plan
@@ -644,7 +648,7 @@ impl Armed {
             None => StreamResults::default(),
         };
         let audit = audit.or_else(|| {
-            let why = self.stream_unavailable.clone()?;
+            let why = self.stream_unavailable.clone().filter(|_| self.audits)?;
             Some(AuditReport {
                 unavailable: Some(why),
                 ..AuditReport::default()

@@ -41,7 +41,18 @@ fn timer_threads(result: &RunResult) -> Option<String> {
 /// Each noise thread.
 fn noise_threads(result: &RunResult) -> Option<String> {
     let n = &result.noise;
-    (!n.is_empty()).then(|| n.iter().map(report::noise::text).collect())
+    let steal = |cpu: usize| {
+        result
+            .steal_ms
+            .iter()
+            .find(|(c, _)| *c == cpu)
+            .map(|(_, ms)| *ms)
+    };
+    (!n.is_empty()).then(|| {
+        n.iter()
+            .map(|t| report::noise::text(t, steal(t.cpu)))
+            .collect()
+    })
 }
 
 /// The flight recorder explains the timer threads' wake-ups: a run

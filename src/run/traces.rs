@@ -114,7 +114,9 @@ pub(super) fn start_stream(
             (Some(s), None)
         }
         Err(why) => {
-            warnings.push(format!("no audit or IRQ-to-task latency: {why}"));
+            warnings.push(format!(
+                "no trace stream (audit, IRQ-to-task and task latency, noise attribution): {why}"
+            ));
             (None, Some(why))
         }
     }
