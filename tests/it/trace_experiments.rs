@@ -560,9 +560,16 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
         "max: rtlab {} ns, truth {max} µs",
         s["max_ns"]
     );
+    // The two sets differ by up to `slack` wake-ups: the truth's p99 is
+    // taken over the ranks those may shift it to (a long tail under load
+    // puts µs between neighbouring ranks).
+    let rank = (0.99 * want.len() as f64).ceil() as usize - 1;
+    let around = |d: i64| want[(rank as i64 + d).clamp(0, want.len() as i64 - 1) as usize];
+    let (low, high) = (around(-(slack as i64)), around(slack as i64));
     assert!(
-        within(ours_p99, p99),
-        "p99: rtlab {ours_p99} ns, truth {p99} µs"
+        within(ours_p99, p99)
+            || (ours_p99 + 2000 >= low * 1000 && ours_p99 <= high * 1000 + high + 2000),
+        "p99: rtlab {ours_p99} ns, truth {p99} µs ({low} to {high} µs within {slack} ranks)"
     );
     // The worst kept are found in the trace at their exits (each instance
     // reads the clock for itself: a µs apart at times). rtlab orders the
