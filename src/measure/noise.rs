@@ -387,7 +387,7 @@ fn look_up(
     stop: &AtomicBool,
 ) -> LookUp {
     let now = os::monotonic_ns();
-    publish(live, at);
+    publish(live, at, now);
     if stop.load(Ordering::Relaxed) || now >= at.stop_ns {
         close(rec, at, now);
         return LookUp::Stop(Ok(()));
@@ -462,15 +462,19 @@ fn close(rec: &mut NoiseRecorder, at: &mut Periods, now: u64) {
     };
 }
 
-/// The live figures: the closed periods' and the open one's.
-fn publish(live: &NoiseLive, at: &Periods) {
+/// The live figures: the closed periods' and the open one's so far (its
+/// runtime up to `now`, so that noise and runtime are read over the same
+/// time).
+fn publish(live: &NoiseLive, at: &Periods, now: u64) {
     let (c, o) = (&at.closed, &at.open);
     live.noise_ns
         .store(c.noise_ns + o.noise_ns, Ordering::Relaxed);
     live.gaps.store(c.gaps + o.gaps, Ordering::Relaxed);
     live.max_gap_ns
         .store(c.max_gap_ns.max(o.max_gap_ns), Ordering::Relaxed);
-    live.runtime_ns.store(c.runtime_ns, Ordering::Relaxed);
+    let open_runtime = now.saturating_sub(o.start_ns);
+    live.runtime_ns
+        .store(c.runtime_ns.saturating_add(open_runtime), Ordering::Relaxed);
 }
 
 /// Where the code a polling thread runs lies (kept mapped as the timer
