@@ -778,7 +778,7 @@ pub fn panel_svg(
     Ok(out)
 }
 
-mod noise;
+pub(crate) mod noise;
 
 #[cfg(test)]
 mod tests;

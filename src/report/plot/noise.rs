@@ -58,12 +58,13 @@ fn bin(ns: u64) -> i64 {
 }
 
 /// The lower edge of bin `b` (ns).
-fn edge(b: i64) -> f64 {
+pub(crate) fn edge(b: i64) -> f64 {
     10f64.powf(b as f64 / PER_DECADE)
 }
 
-/// A thread's gaps per bin of the axis: (bin, count), in order.
-fn binned(t: &NoiseThread) -> Vec<(i64, f64)> {
+/// A thread's gaps per bin of the axis: (bin, count), in order (bins of
+/// [`edge`]: 10 per decade).
+pub(crate) fn binned(t: &NoiseThread) -> Vec<(i64, f64)> {
     let mut out: Vec<(i64, f64)> = Vec::new();
     for &(low, _, count) in &t.gaps {
         let b = bin(low);
