@@ -206,3 +206,22 @@ fn a_result_without_noise_threads_has_none_and_hostile_sums_do_not_wrap() {
     assert_eq!(run.all.noise.unwrap().noise_ns, u64::MAX);
     assert_eq!(run.noise[0].period_ns, u64::MAX);
 }
+
+#[test]
+fn a_real_noise_result_is_read_by_the_types_that_wrote_it() {
+    // A real run of a timer thread and a noise thread on one CPU: every
+    // field of its noise part written again as it was read, and the run's
+    // noise threads are its figures.
+    let seed = include_str!("../../tests/seeds/rtlab-result-noise.json");
+    let as_written: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    assert_eq!(serde_json::to_value(&model).unwrap(), as_written);
+    let run = parse_bytes(seed.as_bytes(), std::path::Path::new("noise.json")).unwrap();
+    assert_eq!(run.noise.len(), 1);
+    let (n, r) = (&run.noise[0], &model.noise[0]);
+    assert_eq!(n.summary, r.summary);
+    assert_eq!(n.periods, r.periods);
+    let counted: u64 = n.gaps.iter().map(|g| g.2).sum();
+    assert_eq!(counted, r.summary.reads);
+    assert!(n.gaps.windows(2).all(|w| w[0].0 <= w[1].0));
+}
