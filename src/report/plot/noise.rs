@@ -166,6 +166,33 @@ fn middle(c: &NoiseCurve, start_ns: u64) -> f64 {
     (start_ns.saturating_sub(c.origin_ns) as f64 + c.thread.period_ns as f64 / 2.0) / 1e9
 }
 
+/// ns as µs.
+fn micros(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// The periods panel's axes: the floor and top of its µs (a zero sits on
+/// the floor of the log axis), and the time its last period's middle is at
+/// (s).
+fn period_axes(with: &[&NoiseCurve]) -> (f64, f64, f64) {
+    let values = || {
+        with.iter()
+            .flat_map(|c| c.thread.periods.iter())
+            .flat_map(|p| [micros(p.noise_ns), micros(p.max_gap_ns)])
+    };
+    let y_top = values().fold(1.0, f64::max);
+    let y_floor = values()
+        .filter(|v| *v > 0.0)
+        .fold(y_top, f64::min)
+        .max(0.001)
+        / 2.0;
+    let span = with
+        .iter()
+        .flat_map(|c| c.thread.periods.iter().map(|p| middle(c, p.start_ns)))
+        .fold(0.0, f64::max);
+    (y_floor, y_top, span)
+}
+
 /// The periods panel: each thread's noise per period (µs, log scale) and
 /// the period's largest gap, over its run.
 pub(super) fn periods<DB: DrawingBackend>(
@@ -184,22 +211,7 @@ pub(super) fn periods<DB: DrawingBackend>(
             "no noise threads' periods in these inputs (rtlab runs with noise_thread[N])",
         );
     }
-    let us = |ns: u64| ns as f64 / 1e3;
-    let values = || {
-        with.iter()
-            .flat_map(|c| c.thread.periods.iter())
-            .flat_map(|p| [us(p.noise_ns), us(p.max_gap_ns)])
-    };
-    let y_top = values().fold(1.0, f64::max);
-    let y_floor = values()
-        .filter(|v| *v > 0.0)
-        .fold(y_top, f64::min)
-        .max(0.001)
-        / 2.0;
-    let span = with
-        .iter()
-        .flat_map(|c| c.thread.periods.iter().map(|p| middle(c, p.start_ns)))
-        .fold(0.0, f64::max);
+    let (y_floor, y_top, span) = period_axes(&with);
     let (unit, per) = time_unit(span);
     let mut chart = ChartBuilder::on(area)
         .caption(PERIODS_TITLE, (FAMILY, 18))
@@ -222,7 +234,7 @@ pub(super) fn periods<DB: DrawingBackend>(
     for c in with {
         let colour = c.colour;
         let at = |p: &crate::stats::noise::NoisePeriod, v: u64| {
-            (middle(c, p.start_ns) / per, us(v).max(y_floor))
+            (middle(c, p.start_ns) / per, micros(v).max(y_floor))
         };
         chart
             .draw_series(LineSeries::new(
