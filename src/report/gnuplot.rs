@@ -122,9 +122,14 @@ fn noise_plot(out: &mut String, title: &str, blocks: &[(String, String)]) {
 /// threads' gaps where they have some (below, or alone without a latency).
 pub fn script(runs: &[Run], title: &str) -> String {
     let mut out = String::new();
+    let what = if runs.iter().any(|r| !r.noise.is_empty()) {
+        "latency histograms and noise threads' gaps"
+    } else {
+        "latency histograms"
+    };
     let _ = writeln!(
         out,
-        "# rtlab plot --gnuplot: latency histograms (and noise threads' gaps) of {} run(s), log count axis.\n\
+        "# rtlab plot --gnuplot: {what} of {} run(s), log count axis.\n\
          # Show it:          gnuplot -p THIS_FILE\n\
          # Write a picture:  gnuplot -e \"out='latency.png'\" THIS_FILE   (or .svg)\n#",
         runs.len()
