@@ -361,6 +361,19 @@ pub struct NoiseResult {
     pub error: Option<String>,
 }
 
+impl NoiseResult {
+    /// The counter it read, in words: `TSC at 2596.8 MHz`.
+    pub fn counter_said(&self) -> String {
+        use crate::sys::os::counter::CounterKind;
+        let name = match self.counter {
+            CounterKind::Tsc => "TSC",
+            CounterKind::ArmVirtual => "arm64 virtual counter",
+            CounterKind::Monotonic => "CLOCK_MONOTONIC",
+        };
+        format!("{name} at {:.1} MHz", self.counter_hz as f64 / 1e6)
+    }
+}
+
 /// One CPU's steal time over a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Steal {

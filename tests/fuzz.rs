@@ -401,8 +401,9 @@ const CYCLICTEST_JSON: &str = r#"{"file_version": 1, "cmdline:": "cyclictest -h 
  "cycles": 16, "min": 3, "max": 7, "avg": 3.9, "cpu": 1},
  "1": {"histogram": {"2": 4}, "cycles": 5, "min": 2, "max": 150, "avg": -nan, "cpu": 0}}}"#;
 
-/// Real files: an rtlab run and a cyclictest run of this machine
-/// (`tests/seeds`), cyclictest's stdout, systress txt and csv.
+/// Real files: rtlab runs (one with a noise thread) and a cyclictest run
+/// of this machine (`tests/seeds`), cyclictest's stdout, systress txt and
+/// csv.
 fn reader_seeds() -> Vec<(&'static str, String)> {
     let file = |dir: &str, name: &str| {
         std::fs::read_to_string(
@@ -419,6 +420,7 @@ fn reader_seeds() -> Vec<(&'static str, String)> {
             "rtlab-trace.json",
             file("seeds", "rtlab-result-trace-experiments.json"),
         ),
+        ("rtlab-noise.json", file("seeds", "rtlab-result-noise.json")),
         ("rtlab-windows.jsonl", file("seeds", "rtlab-windows.jsonl")),
         ("cyclictest.json", file("seeds", "cyclictest.json")),
         ("cyclictest-nan.json", CYCLICTEST_JSON.to_string()),
@@ -456,6 +458,15 @@ fn result_file_readers() {
                         let columns = rtlab::report::compare::columns(&runs, true);
                         let _ = rtlab::report::compare::text(&columns);
                         let _ = rtlab::report::gnuplot::script(&runs, "t");
+                        if !runs[0].noise.is_empty() {
+                            // The noise panels draw whatever was read.
+                            let opts = rtlab::report::plot::PlotOptions {
+                                panels: rtlab::report::plot::Panel::NOISE.to_vec(),
+                                size: (400, 300),
+                                ..Default::default()
+                            };
+                            let _ = rtlab::report::plot::svg(&runs, &opts);
+                        }
                         Ok(())
                     }
                     Err(e) => {

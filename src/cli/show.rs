@@ -37,7 +37,9 @@ pub struct PlotArgs {
     /// Also (or only) write a gnuplot script that draws the histograms.
     #[arg(long, value_name = "FILE")]
     gnuplot: Option<PathBuf>,
-    /// Panels to draw, top to bottom (default: all three).
+    /// Panels to draw, top to bottom (default: the three latency panels,
+    /// then the two noise panels when a run has noise threads; the noise
+    /// panels alone when no run has a latency). Repeatable.
     #[arg(long = "panel", value_enum, value_name = "PANEL")]
     panels: Vec<Panel>,
     #[command(flatten)]
@@ -46,7 +48,8 @@ pub struct PlotArgs {
     /// wake-up latency", "IRQ-to-task latency", or both).
     #[arg(long)]
     title: Option<String>,
-    /// Size in pixels, WIDTHxHEIGHT (default 1200x1500, 1200x700 for one panel).
+    /// Size in pixels, WIDTHxHEIGHT (default 1200x700 for one panel, 400
+    /// pixels higher for each further one: 1200x1500 for three).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(u32, u32)>,
 }
@@ -166,11 +169,9 @@ pub fn plot_main(args: &PlotArgs) -> Outcome {
     } else {
         args.panels.clone()
     };
-    let default_size = if panels.len() == 1 {
-        (1200, 700)
-    } else {
-        (1200, 1500)
-    };
+    // 700 px for one panel, 400 more for each further one (1500 for three).
+    let further = panels.len().saturating_sub(1).min(20) as u32;
+    let default_size = (1200, 700 + 400 * further);
     let title = args.title.clone().unwrap_or_else(|| default_title(&runs));
     let opts = PlotOptions {
         size: args.size.unwrap_or(default_size),
@@ -287,6 +288,14 @@ fn default_title(runs: &[dataset::Run]) -> String {
             .flat_map(|r| &r.threads)
             .any(|t| t.measures == m)
     };
+    let noise = runs.iter().any(|r| !r.noise.is_empty());
+    let latency = runs.iter().any(|r| !r.threads.is_empty());
+    if noise && !latency {
+        return "OS noise (noise threads)".into();
+    }
+    if noise && has(Measures::WakeUp) && !has(Measures::IrqToTask) {
+        return "Timer wake-up latency and OS noise".into();
+    }
     match (has(Measures::WakeUp), has(Measures::IrqToTask)) {
         (false, true) => "IRQ-to-task latency (handler exit to task switch-in)".into(),
         (true, true) => "Timer wake-up and IRQ-to-task latency".into(),

@@ -18,7 +18,8 @@ pub(crate) use distribution::Distribution;
 use distribution::{per_us, sum_counts};
 pub use metric::Metric;
 pub use model::{
-    Context, Details, Format, Measures, NoiseStats, Quantile, Run, Stats, Thread, WindowHistograms,
+    Context, Details, Format, Measures, NoiseStats, NoiseThread, Quantile, Run, Stats, Thread,
+    WindowHistograms,
 };
 pub(crate) use reading::{Kept, ParseError, preemption_from_version};
 pub use reading::{LoadError, MAX_FILE_BYTES, MAX_KEPT_JSON, MAX_THREADS};

@@ -238,6 +238,39 @@ pub struct Run {
     /// bucket bounds, and a run compared with it is put in the same
     /// buckets.
     pub buckets_ns: Option<Vec<u64>>,
+    /// Its noise threads (rtlab runs with `noise_thread[N]`), as their
+    /// result states them.
+    pub noise: Vec<NoiseThread>,
+}
+
+/// One noise thread of a run, as its result states it: read, never
+/// recomputed (the plots and the report draw and table these figures).
+#[derive(Debug, Clone, Serialize)]
+pub struct NoiseThread {
+    /// `N0`, `N1`, … (its index).
+    pub name: String,
+    /// The CPU it polled.
+    pub cpu: usize,
+    /// The counter it read, in words (`TSC at 2596.8 MHz`).
+    pub counter: String,
+    /// A gap at least this long is noise (ns).
+    pub threshold_ns: u64,
+    /// Its figures over the run.
+    pub summary: crate::stats::noise::NoiseSummary,
+    /// Every gap, by length: (shortest ns, longest ns, count) per bucket,
+    /// the exact ones (one ns each) then the HDR buckets.
+    pub gaps: Vec<(u64, u64, u64)>,
+    /// Its periods in order (each `period_ns` long).
+    pub periods: Vec<crate::stats::noise::NoisePeriod>,
+    /// How long each entry of `periods` is (ns): the period, times how
+    /// many a long run's merging put together.
+    pub period_ns: u64,
+    /// Its worst gaps, worst first.
+    pub worst: Vec<crate::stats::noise::Gap>,
+    /// Why the gaps' causes were not named, when they were asked for.
+    pub attribution_unavailable: Option<String>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
 }
 
 impl Thread {
@@ -327,6 +360,7 @@ impl Run {
             },
             truncated_from_ns: None,
             buckets_ns: None,
+            noise: Vec::new(),
             format,
             context,
             threads,

@@ -64,6 +64,21 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Run, ParseError> {
             "no rtlab run has this many; the file was altered",
         ));
     }
+    let periods: usize = result.noise.iter().map(|n| n.periods.len()).sum();
+    if result.noise.len() > crate::config::MAX_NOISE
+        || periods > crate::config::MAX_NOISE * 2 * crate::stats::noise::MAX_PERIODS
+        || result
+            .noise
+            .iter()
+            .any(|n| n.periods.len() > 2 * crate::stats::noise::MAX_PERIODS)
+    {
+        return Err(ParseError::new(
+            1,
+            1,
+            "more noise threads or periods than rtlab keeps".to_string(),
+            "no rtlab run has this many; the file was altered",
+        ));
+    }
     if result.timer_irq.len() > result.timers.len() {
         return Err(ParseError::new(
             1,
@@ -95,7 +110,33 @@ pub(super) fn of_result(result: &RunResult, path: &Path) -> Run {
     let details = details(result);
     let mut run = Run::new(path, Format::Rtlab, context, threads, details);
     run.all.noise = noise_stats(&result.noise);
+    run.noise = result.noise.iter().map(noise_thread).collect();
     run
+}
+
+/// A noise thread as the run's: its figures as stated, its gaps' two
+/// histograms (exact, HDR) as one, by length.
+fn noise_thread(n: &crate::result::NoiseResult) -> super::NoiseThread {
+    let mut gaps: Vec<(u64, u64, u64)> = n
+        .gaps_exact
+        .iter()
+        .map(|&(ns, count)| (ns, ns, count))
+        .chain(n.gaps_hdr.iter().map(|b| (b.low_ns, b.high_ns, b.count)))
+        .collect();
+    gaps.sort_by_key(|g| (g.0, g.1));
+    super::NoiseThread {
+        name: format!("N{}", n.index),
+        cpu: n.cpu,
+        counter: n.counter_said(),
+        threshold_ns: n.threshold_ns,
+        summary: n.summary.clone(),
+        gaps,
+        periods: n.periods.clone(),
+        period_ns: n.period_ns.saturating_mul(n.periods_merged.max(1)),
+        worst: n.worst.clone(),
+        attribution_unavailable: n.attribution_unavailable.clone(),
+        error: n.error.clone(),
+    }
 }
 
 /// An IRQ-to-task measurement as a thread of the run: its delays from the
@@ -404,8 +445,11 @@ fn noise_stats(noise: &[crate::result::NoiseResult]) -> Option<super::NoiseStats
     if noise.is_empty() {
         return None;
     }
+    // Saturating: a result file is untrusted, and its sums must not wrap.
     let sum = |f: fn(&crate::stats::noise::NoiseSummary) -> u64| {
-        noise.iter().map(|n| f(&n.summary)).sum::<u64>()
+        noise
+            .iter()
+            .fold(0u64, |acc, n| acc.saturating_add(f(&n.summary)))
     };
     Some(super::NoiseStats {
         max_single_ns: noise

@@ -158,3 +158,70 @@ fn timers_on_a_partitions_cpus_say_so_in_the_context() {
     let run = load(&write(&dir, "plain.json", seed)).unwrap();
     assert_eq!(run.context.isolation.as_deref(), Some("none"));
 }
+
+#[test]
+fn noise_threads_read_back_as_their_result_states_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = timer(0, &latencies(2_000, 3));
+    let noise = [noise_result(0, 1), noise_result(1, 3)];
+    let run = load(&write(&dir, "n.json", &rtlab_noise_doc(&[t], &noise))).unwrap();
+    assert_eq!(run.noise.len(), 2);
+    let n = &run.noise[1];
+    assert_eq!((n.name.as_str(), n.cpu), ("N1", 3));
+    assert_eq!(n.counter, "TSC at 2596.1 MHz");
+    assert_eq!(n.threshold_ns, 5000);
+    assert_eq!(n.summary, noise[1].summary);
+    assert_eq!(n.periods, noise[1].periods);
+    // Two periods in each entry: each entry is 2 s long.
+    assert_eq!(n.period_ns, 2_000_000_000);
+    assert_eq!(n.worst, noise[1].worst);
+    // The exact gaps and the HDR buckets, as one histogram by length.
+    assert_eq!(
+        n.gaps,
+        vec![
+            (20, 20, 1_000_000),
+            (30, 30, 40),
+            (8_992, 9_000, 29),
+            (119_936, 120_000, 1)
+        ]
+    );
+    // The timer thread is still the run's latency.
+    assert_eq!(run.threads.len(), 1);
+    assert_eq!(run.all.noise.unwrap().gaps, 60);
+}
+
+#[test]
+fn a_result_without_noise_threads_has_none_and_hostile_sums_do_not_wrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = timer(0, &latencies(2_000, 3));
+    let run = load(&write(&dir, "t.json", &rtlab_doc(&[t]))).unwrap();
+    assert!(run.noise.is_empty() && run.all.noise.is_none());
+    let mut big = [noise_result(0, 1), noise_result(1, 2)];
+    for n in &mut big {
+        n.summary.noise_ns = u64::MAX;
+        n.summary.runtime_ns = u64::MAX;
+        n.periods_merged = u64::MAX;
+    }
+    let run = load(&write(&dir, "big.json", &rtlab_noise_doc(&[], &big))).unwrap();
+    assert_eq!(run.all.noise.unwrap().noise_ns, u64::MAX);
+    assert_eq!(run.noise[0].period_ns, u64::MAX);
+}
+
+#[test]
+fn a_real_noise_result_is_read_by_the_types_that_wrote_it() {
+    // A real run of a timer thread and a noise thread on one CPU: every
+    // field of its noise part written again as it was read, and the run's
+    // noise threads are its figures.
+    let seed = include_str!("../../tests/seeds/rtlab-result-noise.json");
+    let as_written: serde_json::Value = serde_json::from_str(seed).unwrap();
+    let model: crate::result::RunResult = serde_json::from_str(seed).unwrap();
+    assert_eq!(serde_json::to_value(&model).unwrap(), as_written);
+    let run = parse_bytes(seed.as_bytes(), std::path::Path::new("noise.json")).unwrap();
+    assert_eq!(run.noise.len(), 1);
+    let (n, r) = (&run.noise[0], &model.noise[0]);
+    assert_eq!(n.summary, r.summary);
+    assert_eq!(n.periods, r.periods);
+    let counted: u64 = n.gaps.iter().map(|g| g.2).sum();
+    assert_eq!(counted, r.summary.reads);
+    assert!(n.gaps.windows(2).all(|w| w[0].0 <= w[1].0));
+}

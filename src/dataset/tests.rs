@@ -65,6 +65,52 @@ pub(crate) fn rtlab_doc(timers: &[TimerResult]) -> String {
     serde_json::to_string(&r).expect("a result serializes")
 }
 
+/// A noise thread's result as a run writes it: three periods of 1 s, two
+/// exact gaps, two HDR buckets, two worst gaps.
+pub(crate) fn noise_result(index: usize, cpu: usize) -> crate::result::NoiseResult {
+    serde_json::from_value(serde_json::json!({
+        "index": index, "tid": 900 + index, "cpu": cpu, "cpu_first": cpu, "cpu_last": cpu,
+        "sched": {"policy": "FIFO", "priority": 10},
+        "counter": "tsc", "counter_hz": 2_596_100_000u64, "counter_why": "the TSC",
+        "threshold_ns": 5000, "period_ns": 1_000_000_000u64,
+        "runtime_per_period_ns": 900_000_000u64,
+        "summary": {
+            "runtime_ns": 2_700_000_000u64, "noise_ns": 270_000, "available_percent": 99.99,
+            "max_single_ns": 120_000, "gaps": 30, "reads": 1_000_070, "min_gap_ns": 20,
+            "mean_gap_ns": 25.5, "percentiles": [{"name": "p50", "quantile": 0.5, "value_ns": 20}],
+            "out_of_range": 0
+        },
+        "periods": [
+            {"start_ns": 5_000_000_000u64, "runtime_ns": 900_000_000u64, "noise_ns": 100_000,
+             "gaps": 10, "max_gap_ns": 120_000},
+            {"start_ns": 6_000_000_000u64, "runtime_ns": 900_000_000u64, "noise_ns": 0,
+             "gaps": 0, "max_gap_ns": 40},
+            {"start_ns": 7_000_000_000u64, "runtime_ns": 900_000_000u64, "noise_ns": 170_000,
+             "gaps": 20, "max_gap_ns": 9_000}
+        ],
+        "periods_merged": 2,
+        "gaps_exact": [[30, 40], [20, 1_000_000]],
+        "gaps_hdr": [
+            {"low_ns": 119_936, "high_ns": 120_000, "count": 1},
+            {"low_ns": 8_992, "high_ns": 9_000, "count": 29}
+        ],
+        "worst": [{"end_ns": 5_500_000_000u64, "ns": 120_000},
+                  {"end_ns": 7_200_000_000u64, "ns": 9_000}],
+        "error": null
+    }))
+    .expect("a noise result")
+}
+
+/// An rtlab result with these timer and noise threads.
+pub(crate) fn rtlab_noise_doc(
+    timers: &[TimerResult],
+    noise: &[crate::result::NoiseResult],
+) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(&rtlab_doc(timers)).unwrap();
+    doc["noise"] = serde_json::to_value(noise).unwrap();
+    doc.to_string()
+}
+
 /// Deterministic latencies (ns): a body around 20 µs and a tail to 3 ms.
 pub(crate) fn latencies(n: usize, seed: u64) -> Vec<u64> {
     let mut x = seed;

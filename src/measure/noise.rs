@@ -23,6 +23,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The counter a noise thread reads, as chosen for the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CounterChoice {
@@ -53,16 +57,16 @@ pub struct NoiseSpec {
     /// Poll this long first without counting (ns): caches, frequency and
     /// page faults settle (oslat's pre-heat); the smallest gap seen then is
     /// kept (oslat's `-B` bias).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ns: u64,
     /// A gap at least this long stops every noise thread of the run (ns;
     /// oslat's `-T`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_above_ns: Option<u64>,
     /// Bytes moved (`memmove`) between two reads of the counter: the loop
     /// does work as a packet-processing poller would (oslat's `-w
     /// memmove -m`); 0: none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub memmove_bytes: u64,
     /// Sleep this long after the release before polling (ns): threads of
     /// several CPUs take turns (`rtlab hwlat`: one window each).
@@ -514,16 +518,16 @@ fn look_up(
     stop: &AtomicBool,
 ) -> LookUp {
     let now = os::monotonic_ns();
-    publish(live, at);
+    publish(live, at, now);
     if stop.load(Ordering::Relaxed) || now >= at.stop_ns {
         close(rec, at, now);
-        publish(live, at);
+        publish(live, at, now);
         return LookUp::Stop(Ok(()));
     }
     if now >= at.run_end_ns && at.run_end_ns < at.end_ns {
         // The runtime is over: the rest of the period is the CPU's.
         close(rec, at, now);
-        publish(live, at);
+        publish(live, at, now);
         if let Err(e) = sleep_until(at.end_ns.min(at.stop_ns), stop) {
             return LookUp::Stop(e);
         }
@@ -591,15 +595,19 @@ fn close(rec: &mut NoiseRecorder, at: &mut Periods, now: u64) {
     };
 }
 
-/// The live figures: the closed periods' and the open one's.
-fn publish(live: &NoiseLive, at: &Periods) {
+/// The live figures: the closed periods' and the open one's so far (its
+/// runtime up to `now`, so that noise and runtime are read over the same
+/// time).
+fn publish(live: &NoiseLive, at: &Periods, now: u64) {
     let (c, o) = (&at.closed, &at.open);
     live.noise_ns
         .store(c.noise_ns + o.noise_ns, Ordering::Relaxed);
     live.gaps.store(c.gaps + o.gaps, Ordering::Relaxed);
     live.max_gap_ns
         .store(c.max_gap_ns.max(o.max_gap_ns), Ordering::Relaxed);
-    live.runtime_ns.store(c.runtime_ns, Ordering::Relaxed);
+    let open_runtime = now.saturating_sub(o.start_ns);
+    live.runtime_ns
+        .store(c.runtime_ns.saturating_add(open_runtime), Ordering::Relaxed);
 }
 
 /// Where the code a polling thread runs lies (kept mapped as the timer

@@ -86,6 +86,23 @@ pub struct TaskMetrics {
     pub deadline_misses: Option<u64>,
 }
 
+/// One noise thread's figures so far (`noise_thread[N]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NoiseMetrics {
+    /// N of `noise_thread[N]`.
+    pub index: usize,
+    /// The CPU it polls.
+    pub cpu: usize,
+    /// Noise so far: the sum of its gaps at or over the threshold (ns).
+    pub noise_ns: u64,
+    /// Its gaps at or over the threshold so far.
+    pub gaps: u64,
+    /// Its largest gap so far (ns).
+    pub max_gap_ns: u64,
+    /// Time it polled so far (ns).
+    pub runtime_ns: u64,
+}
+
 /// One load program's figures.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramMetrics {
@@ -122,6 +139,8 @@ pub struct Metrics {
     pub tasks: Vec<TaskMetrics>,
     /// Each CPU's steal time since boot (s), as `/proc/stat` counts it.
     pub cpu_steal_s: Vec<(usize, f64)>,
+    /// Each noise thread.
+    pub noise: Vec<NoiseMetrics>,
 }
 
 /// The shared state a scrape reads.
@@ -224,6 +243,7 @@ impl Collector for MetricsCollector {
         s.encode_build(&mut encoder)?;
         s.encode_timers(&mut encoder)?;
         s.encode_tasks(&mut encoder)?;
+        s.encode_noise(&mut encoder)?;
         s.encode_causes_and_programs(&mut encoder)?;
         s.encode_machine(&mut encoder)
     }
@@ -376,6 +396,59 @@ impl Metrics {
             MetricType::Counter,
             &misses,
             counter,
+        )
+    }
+
+    /// Each noise thread's noise, gaps, largest gap and runtime so far.
+    fn encode_noise(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let rows = |f: fn(&NoiseMetrics) -> u64| -> Vec<(Labels, u64)> {
+            self.noise
+                .iter()
+                .map(|n| {
+                    let mut l = self.base();
+                    l.push(("thread".into(), format!("N{}", n.index)));
+                    l.push(("cpu".into(), n.cpu.to_string()));
+                    (l, f(n))
+                })
+                .collect()
+        };
+        let seconds = |f: fn(&NoiseMetrics) -> u64| -> Vec<(Labels, f64)> {
+            rows(f).into_iter().map(|(l, ns)| (l, secs(ns))).collect()
+        };
+        let seconds_counter = |m: &mut prometheus_client::encoding::MetricEncoder, v: &f64| {
+            m.encode_counter::<prometheus_client::encoding::NoLabelSet, f64, u64>(v, None)
+        };
+        family(
+            encoder,
+            "rtlab_noise_seconds",
+            "noise of each noise thread: the sum of its gaps at or over the threshold (noise.threshold), as rtla osnoise counts it",
+            MetricType::Counter,
+            &seconds(|n| n.noise_ns),
+            seconds_counter,
+        )?;
+        family(
+            encoder,
+            "rtlab_noise_runtime_seconds",
+            "time each noise thread polled its CPU (1 - noise/runtime: the share of the CPU available)",
+            MetricType::Counter,
+            &seconds(|n| n.runtime_ns),
+            seconds_counter,
+        )?;
+        family(
+            encoder,
+            "rtlab_noise_gaps",
+            "gaps of each noise thread at or over the threshold (noise.threshold)",
+            MetricType::Counter,
+            &rows(|n| n.gaps),
+            counter,
+        )?;
+        family(
+            encoder,
+            "rtlab_noise_max_gap_seconds",
+            "largest gap between two clock reads of each noise thread since the start",
+            MetricType::Gauge,
+            &seconds(|n| n.max_gap_ns),
+            gauge,
         )
     }
 

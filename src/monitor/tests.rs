@@ -1,4 +1,6 @@
-use super::metrics::{IrqMetrics, Machine, Metrics, ProgramMetrics, TaskMetrics, TimerMetrics};
+use super::metrics::{
+    IrqMetrics, Machine, Metrics, NoiseMetrics, ProgramMetrics, TaskMetrics, TimerMetrics,
+};
 use super::*;
 use crate::measure::live::METRIC_BUCKETS;
 
@@ -80,7 +82,40 @@ fn sample() -> Metrics {
             },
         ],
         cpu_steal_s: vec![(0, 0.0), (1, 10.78)],
+        noise: vec![NoiseMetrics {
+            index: 2,
+            cpu: 3,
+            noise_ns: 1_250_000,
+            gaps: 41,
+            max_gap_ns: 75_000,
+            runtime_ns: 9_000_000_000,
+        }],
     }
+}
+
+#[test]
+fn the_exposition_holds_each_noise_threads_figures() {
+    let shared: metrics::Shared = Arc::new(Mutex::new(sample()));
+    let text = metrics::encode(&metrics::registry(shared));
+    let has = |line: &str| assert!(text.contains(line), "no {line:?} in\n{text}");
+    let labels = r#"host="board-7",kernel="6.18.44",preemption="PREEMPT_RT",thread="N2",cpu="3""#;
+    has("# TYPE rtlab_noise_seconds counter");
+    has(&format!("rtlab_noise_seconds_total{{{labels}}} 0.00125"));
+    has("# TYPE rtlab_noise_runtime_seconds counter");
+    has(&format!(
+        "rtlab_noise_runtime_seconds_total{{{labels}}} 9.0"
+    ));
+    has("# TYPE rtlab_noise_gaps counter");
+    has(&format!("rtlab_noise_gaps_total{{{labels}}} 41"));
+    has("# TYPE rtlab_noise_max_gap_seconds gauge");
+    has(&format!("rtlab_noise_max_gap_seconds{{{labels}}} 0.000075"));
+    // Without noise threads, no noise family at all.
+    let none = Metrics {
+        noise: Vec::new(),
+        ..sample()
+    };
+    let text = metrics::encode(&metrics::registry(Arc::new(Mutex::new(none))));
+    assert!(!text.contains("rtlab_noise"), "{text}");
 }
 
 #[test]

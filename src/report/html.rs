@@ -648,14 +648,8 @@ fn audit_table(out: &mut String, a: &crate::trace::audit::AuditReport) {
     }
 }
 
-fn run_section(out: &mut String, i: usize, run: &Run) {
-    let _ = writeln!(
-        out,
-        "<section id=\"run-{i}\">\n<h2>{}</h2>\n<p class=\"muted\">{} — {}</p>",
-        escape(&run.label),
-        escape(&run.path),
-        escape(&plot::caption_line(run))
-    );
+/// The latency of each thread of a run.
+fn latency_table(out: &mut String, run: &Run) {
     out.push_str("<h3>Latency per thread (µs)</h3>\n");
     let mut head = vec!["thread".to_string(), "CPU".to_string()];
     head.extend(Metric::ALL.iter().map(|m| m.name().to_string()));
@@ -673,6 +667,21 @@ fn run_section(out: &mut String, i: usize, run: &Run) {
         })
         .collect();
     table(out, "threads", &head, &rows);
+}
+
+fn run_section(out: &mut String, i: usize, run: &Run) {
+    let _ = writeln!(
+        out,
+        "<section id=\"run-{i}\">\n<h2>{}</h2>\n<p class=\"muted\">{} — {}</p>",
+        escape(&run.label),
+        escape(&run.path),
+        escape(&plot::caption_line(run))
+    );
+    let noise_only = run.threads.is_empty() && !run.noise.is_empty();
+    if !noise_only {
+        latency_table(out, run);
+    }
+    noise::section(out, i, run);
     irq_tasks(out, &run.details.irq_tasks);
     if let Some(audit) = &run.details.audit {
         audit_table(out, audit);
@@ -769,11 +778,24 @@ pub fn render(
     out.push_str("</section>\n");
 
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
-    for panel in Panel::default_for(runs) {
-        let svg = plot::panel_svg(runs, panel, (1200, 560), plot_opts)?;
+    // The noise panels are in each run's noise section; here too, all runs
+    // together, when several runs have noise threads.
+    let latency = Panel::default_for(runs);
+    let latency: Vec<Panel> = latency.into_iter().filter(|p| !p.is_noise()).collect();
+    for panel in &latency {
+        let svg = plot::panel_svg(runs, *panel, (1200, 560), plot_opts)?;
         // The SVG document's XML declaration has no place inside HTML.
         let body = svg.find("<svg").map_or(svg.as_str(), |at| &svg[at..]);
         let _ = writeln!(out, "<figure>\n{body}\n</figure>");
+    }
+    let with_noise = runs.iter().filter(|r| !r.noise.is_empty()).count();
+    if with_noise > 1 {
+        out.push_str("<h3>OS noise, every run</h3>\n");
+        noise::plots(&mut out, runs);
+    } else if latency.is_empty() {
+        out.push_str(
+            "<p class=\"muted\">No latency to draw: the noise threads' plots are in their run's section.</p>\n",
+        );
     }
     out.push_str("</section>\n");
 
@@ -789,6 +811,7 @@ pub fn render(
 }
 
 mod details;
+mod noise;
 
 #[cfg(test)]
 mod tests;

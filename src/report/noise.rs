@@ -4,10 +4,9 @@
 //! them in its own closing text).
 
 use crate::result::NoiseResult;
-use crate::sys::os::counter::CounterKind;
 
 /// A duration in the unit that reads best (ns below 10 µs).
-fn dur(ns: u64) -> String {
+pub fn dur(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns} ns"),
         1_000..10_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
@@ -18,12 +17,7 @@ fn dur(ns: u64) -> String {
 
 /// The counter as said: `TSC at 2596.8 MHz`.
 pub fn counter(n: &NoiseResult) -> String {
-    let name = match n.counter {
-        CounterKind::Tsc => "TSC",
-        CounterKind::ArmVirtual => "arm64 virtual counter",
-        CounterKind::Monotonic => "CLOCK_MONOTONIC",
-    };
-    format!("{name} at {:.1} MHz", n.counter_hz as f64 / 1e6)
+    n.counter_said()
 }
 
 /// One noise thread's closing text; `steal_ms`: its CPU's steal over the

@@ -3,7 +3,8 @@
 //! log count axis, the percentile curve (latency against 1 − quantile on a
 //! log axis, which shows the tail), and latency over time. One colour and
 //! one legend entry per run and thread; the caption names each run's
-//! machine, kernel and preemption model.
+//! machine, kernel and preemption model. The noise threads' panels (their
+//! gaps by length, their noise period by period) are in `plot/noise.rs`.
 
 use crate::dataset::{Run, Thread};
 use plotters::chart::MeshStyle;
@@ -47,24 +48,48 @@ pub enum Panel {
     /// A monitoring run's histograms window by window, stacked along time,
     /// with the max per window (OSADL's long-term plot).
     Windows,
+    /// Noise threads: every gap between two clock reads, by length (log
+    /// scales both ways).
+    NoiseGaps,
+    /// Noise threads: the noise of each period and its largest gap, over
+    /// the run.
+    NoisePeriods,
 }
 
 impl Panel {
-    /// Every panel of runs, in drawing order.
+    /// Every latency panel of runs, in drawing order.
     pub const ALL: [Panel; 3] = [Panel::Histogram, Panel::Percentiles, Panel::Timeline];
 
+    /// The noise threads' panels, in drawing order.
+    pub const NOISE: [Panel; 2] = [Panel::NoiseGaps, Panel::NoisePeriods];
+
     /// The panels for `runs` by default: a windows file's histograms along
-    /// time first, where one is given.
+    /// time first, where one is given; the noise panels after the latency
+    /// ones where a run has noise threads, alone when no run has a latency
+    /// to draw.
     pub fn default_for(runs: &[Run]) -> Vec<Panel> {
         let windows = runs
             .iter()
             .flat_map(|r| &r.threads)
             .any(|t| t.windows.is_some());
-        if windows {
+        let noise = runs.iter().any(|r| !r.noise.is_empty());
+        let latency = runs.iter().any(|r| !r.threads.is_empty());
+        let mut panels = if noise && !latency {
+            Vec::new()
+        } else if windows {
             vec![Panel::Windows, Panel::Histogram, Panel::Percentiles]
         } else {
             Panel::ALL.to_vec()
+        };
+        if noise {
+            panels.extend(Panel::NOISE);
         }
+        panels
+    }
+
+    /// Whether it draws noise threads (not latencies).
+    pub fn is_noise(self) -> bool {
+        Panel::NOISE.contains(&self)
     }
 
     fn title(self) -> &'static str {
@@ -75,6 +100,8 @@ impl Panel {
             Panel::Windows => {
                 "Histograms along time: each window's share of samples per bucket (darker: more), max per window (line)"
             }
+            Panel::NoiseGaps => noise::GAPS_TITLE,
+            Panel::NoisePeriods => noise::PERIODS_TITLE,
         }
     }
 
@@ -166,7 +193,16 @@ pub fn caption_line(run: &Run) -> String {
     parts.extend(c.preemption.clone());
     parts.extend(c.started.clone());
     parts.extend(c.duration_s.map(|d| format!("{d:.0} s")));
-    parts.push(format!("{} samples", run.all.samples));
+    if !run.threads.is_empty() || run.noise.is_empty() {
+        parts.push(format!("{} samples", run.all.samples));
+    }
+    if !run.noise.is_empty() {
+        parts.push(crate::text::counted(
+            run.noise.len() as u64,
+            "noise thread",
+            "noise threads",
+        ));
+    }
     parts.extend(c.load.as_ref().map(|l| format!("load: {l}")));
     // Shown in pictures, scripts and pages: on one line, nothing active.
     crate::text::one_line(&format!("{}: {}", run.label, parts.join(", "))).into_owned()
@@ -207,7 +243,7 @@ fn draw<DB: DrawingBackend>(
             rest = b;
             a
         };
-        draw_panel(&area, *panel, &curves, opts)?;
+        draw_panel(&area, *panel, runs, &curves, opts)?;
     }
     root.present().map_err(err)
 }
@@ -215,6 +251,7 @@ fn draw<DB: DrawingBackend>(
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: Panel,
+    runs: &[Run],
     curves: &[Curve],
     opts: &PlotOptions,
 ) -> Result<(), String> {
@@ -224,6 +261,8 @@ fn draw_panel<DB: DrawingBackend>(
         Panel::Percentiles => percentiles(&area, curves, opts),
         Panel::Timeline => timeline(&area, curves, opts),
         Panel::Windows => windows(&area, curves),
+        Panel::NoiseGaps => noise::gaps(&area, runs),
+        Panel::NoisePeriods => noise::periods(&area, runs),
     }
 }
 
@@ -733,11 +772,13 @@ pub fn panel_svg(
         let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         register_font();
         root.fill(&WHITE).map_err(err)?;
-        draw_panel(&root, panel, &curves(runs), opts)?;
+        draw_panel(&root, panel, runs, &curves(runs), opts)?;
         root.present().map_err(err)?;
     }
     Ok(out)
 }
+
+pub(crate) mod noise;
 
 #[cfg(test)]
 mod tests;

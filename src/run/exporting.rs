@@ -6,7 +6,7 @@ use super::watch::LoadSampler;
 use super::{Before, RunOptions};
 use crate::measure::TimerHandle;
 use crate::messages;
-use crate::monitor::metrics::{Metrics, ProgramMetrics, TaskMetrics, TimerMetrics};
+use crate::monitor::metrics::{Metrics, NoiseMetrics, ProgramMetrics, TaskMetrics, TimerMetrics};
 use crate::programs::ProgramResult;
 use crate::sys::info::SystemSnapshot;
 use crate::trace::flight::FlightRecorder;
@@ -58,6 +58,7 @@ impl Exporting {
     /// endpoint closes. Gives the exporters' warnings.
     pub(super) fn finish(mut self, armed: &Armed, load: &LoadSampler) -> Vec<String> {
         armed.timers.halt();
+        armed.noise.halt();
         self.refresh(armed, load);
         self.exporter.finish()
     }
@@ -125,6 +126,7 @@ impl Exporting {
             tuning_changes,
             tasks: task_metrics(armed),
             cpu_steal_s: sampler.steal_since_boot(),
+            noise: armed.noise.handles.iter().map(noise_metrics).collect(),
         });
         self.exporter.endpoint_news()
     }
@@ -159,6 +161,21 @@ fn timer_metrics(
         window_max_ns,
         recent_max_ns: recent.iter().map(|r| r.1).max(),
         spikes: s.over,
+    }
+}
+
+/// One noise thread's figures now (its live counters, published by the
+/// thread once a millisecond).
+fn noise_metrics(n: &crate::measure::noise::NoiseHandle) -> NoiseMetrics {
+    use std::sync::atomic::Ordering::Relaxed;
+    let l = &n.live;
+    NoiseMetrics {
+        index: n.spec.index,
+        cpu: n.spec.cpu,
+        noise_ns: l.noise_ns.load(Relaxed),
+        gaps: l.gaps.load(Relaxed),
+        max_gap_ns: l.max_gap_ns.load(Relaxed),
+        runtime_ns: l.runtime_ns.load(Relaxed),
     }
 }
 

@@ -660,3 +660,134 @@ fn a_monitor_exports_task_latency_and_steal_as_the_result_and_proc_stat_say() {
         ),
     );
 }
+
+/// A Prometheus server scraping 127.0.0.1:`port` every second, ready; None
+/// without the binary.
+fn start_prometheus(dir: &Path, port: u16) -> Option<(Child, u16)> {
+    if !has_command("prometheus") {
+        return None;
+    }
+    let prom_port = free_port();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: rtlab\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("prometheus")
+        .args([
+            "--config.file=prometheus.yml",
+            "--storage.tsdb.path=data",
+            &format!("--web.listen-address=127.0.0.1:{prom_port}"),
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || http_get(prom_port, "/-/ready")
+            .is_some()),
+        "Prometheus did not start"
+    );
+    Some((child, prom_port))
+}
+
+/// A monitoring run of a noise thread: once it has polled its
+/// `lifetime.duration` (its runtime reaches it only at its last look-up,
+/// when the figures are published for the last time), the scraped noise,
+/// gaps, largest gap and runtime are its result's own figures, Prometheus
+/// stores them, and promtool reads the textfile.
+#[test]
+fn a_monitor_exports_each_noise_thread_as_its_result_says() {
+    let test = test_name!();
+    let _machine = crate::fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let prometheus = start_prometheus(dir.path(), port);
+    let cpu = crate::fixtures::measured_cpu();
+    let cfg = format!(
+        "main\n{{\n  stats.period 200 ms\n}}\n\
+         noise_thread[0]\n{{\n  cpu_affinity {cpu}\n  noise.period 100 ms\n  \
+         lifetime.duration 1 s\n}}\n"
+    );
+    std::fs::write(dir.path().join("noise.cfg"), cfg).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args([
+            "monitor",
+            "noise.cfg",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--windows", "none", "--textfile", "rtlab.prom"])
+        .args(["--json", "noise.json"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let label = "thread=\"N0\"";
+    let runtime = |t: &str| series(t, "rtlab_noise_runtime_seconds_total", label);
+    let mut last = String::new();
+    let done = wait_until(Duration::from_secs(60), || {
+        last = http_get(port, "/metrics").unwrap_or_default();
+        runtime(&last).is_some_and(|s| s >= 1.0)
+    });
+    let gaps = series(&last, "rtlab_noise_gaps_total", label);
+    let stored = prometheus.as_ref().map(|(_, prom)| {
+        wait_until(Duration::from_secs(60), || {
+            query(*prom, "rtlab_noise_gaps_total") == gaps
+                && query(*prom, "rtlab_noise_runtime_seconds_total") == runtime(&last)
+        })
+    });
+    let r = stop(child, dir.path(), "noise.json");
+    if let Some((mut p, _)) = prometheus {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    assert!(done, "{last}");
+    assert_ne!(stored, Some(false), "Prometheus did not store {gaps:?}");
+    let n = &r["noise"][0];
+    let s = &n["summary"];
+    let ns = |name: &str| series(&last, name, label).map(|v| (v * 1e9).round() as u64);
+    assert_eq!(
+        ns("rtlab_noise_seconds_total"),
+        s["noise_ns"].as_u64(),
+        "{last}"
+    );
+    assert_eq!(
+        ns("rtlab_noise_runtime_seconds_total"),
+        s["runtime_ns"].as_u64()
+    );
+    assert_eq!(gaps, s["gaps"].as_f64());
+    let max_gap = n["periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["max_gap_ns"].as_u64())
+        .max();
+    assert_eq!(ns("rtlab_noise_max_gap_seconds"), max_gap);
+    assert!(last.contains(&format!("{label},cpu=\"{cpu}\"")), "{last}");
+    let textfile = std::fs::read_to_string(dir.path().join("rtlab.prom")).unwrap();
+    assert!(textfile.contains("rtlab_noise_gaps_total{"), "{textfile}");
+    if has_command("promtool") {
+        let o = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(dir.path().join("rtlab.prom")).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    path_taken(
+        test,
+        &format!(
+            "noise {:?} ns, {gaps:?} gaps as the result says; Prometheus: {}; promtool: {}",
+            s["noise_ns"].as_u64(),
+            stored.is_some(),
+            has_command("promtool")
+        ),
+    );
+}

@@ -276,16 +276,23 @@ fn chromium(dir: &Path, page: &str, extra: &[&str]) -> Output {
 /// size on screen (the summary, the threads, the worst wake-ups, a table
 /// per group of the system and the configuration, the culprits...).
 fn rendered_whole(dir: &Path, page: &str) {
+    rendered_with(dir, page, 3);
+}
+
+/// Chromium laid out every table of `page` and its `plots` plots.
+fn rendered_with(dir: &Path, page: &str, plots: usize) {
     let html = std::fs::read_to_string(dir.join(page)).unwrap();
     let tables = html.matches("<table").count();
     let o = chromium(dir, page, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&o.stdout);
     assert!(
-        dom.contains(&format!("data-rendered=\"tables={tables} plots=3\"")),
-        "the page did not render its {tables} tables and 3 plots: {}",
+        dom.contains(&format!("data-rendered=\"tables={tables} plots={plots}\"")),
+        "the page did not render its {tables} tables and {plots} plots: {}",
         text(&o)
     );
-    assert!(dom.contains(&format!("This page rendered {tables} tables and 3 plots.")));
+    assert!(dom.contains(&format!(
+        "This page rendered {tables} tables and {plots} plots."
+    )));
 }
 
 /// A traced run on a VM, as `rtlab report` draws it in Chromium: every
@@ -610,4 +617,96 @@ fn bad_inputs_are_refused_before_anything_is_written() {
             .unwrap()
             .contains("h: max 1.0 µs")
     );
+}
+
+/// A run of a timer thread and a noise thread, and a run of `rtlab noise`
+/// alone, drawn: the picture has the noise panels below the latency ones
+/// (only them for the noise run), gnuplot draws the script's gap
+/// histograms, and the report has each run's noise section with its
+/// plots, all on screen in Chromium.
+#[test]
+fn runs_with_noise_threads_are_drawn_and_reported() {
+    let test = test_name!();
+    if !root_or_refusal(test) {
+        return;
+    }
+    let _lock = crate::fixtures::machine_exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let cpu = measured_cpu();
+    run(
+        dir,
+        "mixed",
+        &format!("noise_thread[0]\n{{\n  cpu_affinity {cpu}\n  lifetime.duration 1 s\n}}\n"),
+    );
+    let o = rtlab(
+        &[
+            "noise",
+            &cpu.to_string(),
+            "--duration",
+            "1s",
+            "--json",
+            "noise.json",
+        ],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let noise_titles = [
+        "Noise threads: every gap between two clock reads",
+        "Noise threads: noise per period",
+    ];
+    let o = rtlab(&["plot", "mixed.json", "noise.json", "-o", "both.svg"], dir);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let svg = std::fs::read_to_string(dir.join("both.svg")).unwrap();
+    for title in noise_titles
+        .iter()
+        .chain(&["Latency histogram", "Percentile curve"])
+    {
+        assert!(svg.contains(title), "{title} missing");
+    }
+    for legend in [
+        format!("mixed N0 (CPU {cpu})"),
+        format!("noise N0 (CPU {cpu})"),
+    ] {
+        assert!(svg.contains(&legend), "{legend} missing");
+    }
+    let o = rtlab(
+        &["plot", "noise.json", "-o", "noise.png", "--gnuplot", "n.gp"],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Two panels: 700 pixels and 400 for the second.
+    let img = image::open(dir.join("noise.png")).unwrap().to_rgb8();
+    assert_eq!(img.dimensions(), (1200, 1100));
+    assert!(pixels(&img, COLOURS[0]) > 50, "no noise curve");
+    if have(test, "gnuplot", "gnuplot-nox") {
+        let o = Command::new("gnuplot")
+            .args(["-e", "out='gp.svg'", "n.gp"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let gp = std::fs::read_to_string(dir.join("gp.svg")).unwrap();
+        assert!(gp.contains(&format!("noise N0 (CPU {cpu})")), "{gp}");
+    }
+    let o = rtlab(
+        &["report", "mixed.json", "noise.json", "-o", "report.html"],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for section in [
+        "id=\"run-0-noise\"",
+        "id=\"run-1-noise\"",
+        "OS noise, every run",
+    ] {
+        assert!(html.contains(section), "{section} missing");
+    }
+    // Three latency plots, the noise plots of both runs together, and two
+    // per run.
+    let plots = html.matches("<figure>").count();
+    assert_eq!(plots, 3 + 2 + 2 * 2);
+    if have(test, "chromium", "chromium") {
+        rendered_with(dir, "report.html", plots);
+    }
 }

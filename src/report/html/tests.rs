@@ -217,3 +217,71 @@ fn the_worst_wake_ups_have_their_cause_and_steal_sits_beside_the_culprits() {
     let steal = rows.iter().find(|(name, _)| name == "steal").unwrap();
     assert_eq!(steal.1, [format!("24 ms (CPU {cpu})")]);
 }
+
+/// A run of noise threads alone, read from its result.
+fn noise_run(dir: &tempfile::TempDir) -> Run {
+    use crate::dataset::tests::{noise_result, rtlab_noise_doc, write};
+    let noise = [noise_result(0, 1), noise_result(1, 2)];
+    crate::dataset::load(&write(dir, "noise.json", &rtlab_noise_doc(&[], &noise))).unwrap()
+}
+
+#[test]
+fn a_run_of_noise_threads_has_its_noise_section_and_no_empty_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = [noise_run(&dir)];
+    let page = render(&runs, "noise", false, &plot::PlotOptions::default()).unwrap();
+    for text in [
+        "id=\"run-0-noise\">OS noise (noise threads)</h3>",
+        "<td>N0</td><td>1</td><td>TSC at 2596.1 MHz</td><td>2.70 s</td><td>270.0 µs</td>\
+         <td>99.9900%</td><td>120.0 µs</td><td>5.0 µs</td><td>30</td><td>1000070</td>",
+        "<th>p50 gap</th>",
+        "<td>N1</td><td>2</td><td>120.0 µs</td><td>5.500000</td><td>0.500000</td>",
+        "No latency to draw",
+    ] {
+        assert!(page.contains(text), "{text:?} missing");
+    }
+    // The two noise plots, once (in the run's section), and no latency
+    // table or latency plot.
+    assert_eq!(page.matches("<figure>").count(), 2);
+    assert!(page.contains("every gap between two clock reads"));
+    assert!(!page.contains("Latency per thread"));
+    assert!(!page.contains("Latency histogram"));
+}
+
+#[test]
+fn noise_plots_of_several_runs_are_drawn_together_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut second = noise_run(&dir);
+    second.label = "again".into();
+    let runs = [noise_run(&dir), second];
+    let page = render(&runs, "noise", false, &plot::PlotOptions::default()).unwrap();
+    // Two together, two per run.
+    assert_eq!(page.matches("<figure>").count(), 6);
+    assert!(page.contains("OS noise, every run"));
+}
+
+#[test]
+fn hostile_noise_texts_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = noise_run(&dir);
+    run.label = "<img src=x onerror=alert(1)>".into();
+    let n = &mut run.noise[0];
+    n.name = "<script>n</script>".into();
+    n.counter = "<b>TSC</b>".into();
+    n.error = Some("<script>e</script>".into());
+    n.attribution_unavailable = Some("\"><iframe>".into());
+    n.summary.percentiles[0].name = "<p99>".into();
+    let page = render(&[run], "t", false, &plot::PlotOptions::default()).unwrap();
+    for raw in [
+        "<img src=x",
+        "<script>n",
+        "<b>TSC",
+        "<script>e",
+        "<iframe>",
+        "<p99>",
+    ] {
+        assert!(!page.contains(raw), "{raw:?} unescaped");
+    }
+    assert!(page.contains("&lt;script&gt;e&lt;/script&gt;"));
+    assert!(page.contains("&lt;b&gt;TSC&lt;/b&gt;"));
+}
