@@ -267,6 +267,8 @@ pub struct NoiseThread {
     pub period_ns: u64,
     /// Its worst gaps, worst first.
     pub worst: Vec<crate::stats::noise::Gap>,
+    /// The gaps' causes, from the trace (as the result has them).
+    pub attribution: Option<crate::trace::noise::NoiseAttribution>,
     /// Why the gaps' causes were not named, when they were asked for.
     pub attribution_unavailable: Option<String>,
     /// What went wrong, if anything.

@@ -134,6 +134,7 @@ fn noise_thread(n: &crate::result::NoiseResult) -> super::NoiseThread {
         periods: n.periods.clone(),
         period_ns: n.period_ns.saturating_mul(n.periods_merged.max(1)),
         worst: n.worst.clone(),
+        attribution: n.attribution.clone(),
         attribution_unavailable: n.attribution_unavailable.clone(),
         error: n.error.clone(),
     }

@@ -30,8 +30,7 @@ pub(super) fn section(out: &mut String, i: usize, run: &Run) {
     if !notes.is_empty() {
         list(out, &notes, "");
     }
-    // The causes of the gaps (the trace's attribution), when the result
-    // has them, go here.
+    causes(out, &run.noise);
     plots(out, std::slice::from_ref(run));
 }
 
@@ -137,6 +136,70 @@ fn worst(out: &mut String, noise: &[NoiseThread]) {
         })
         .collect();
     table(out, "noise-worst", &head, &rows);
+}
+
+/// Culprit rows shown per thread.
+const CULPRITS_SHOWN: usize = 15;
+
+/// The causes of each thread's gaps (the trace's attribution): per class,
+/// then the main culprits; what makes them lower bounds.
+fn causes(out: &mut String, noise: &[NoiseThread]) {
+    use crate::trace::noise::NoiseClass;
+    let with: Vec<(&NoiseThread, &crate::trace::noise::NoiseAttribution)> = noise
+        .iter()
+        .filter_map(|n| Some((n, n.attribution.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p>Who took the time, from the kernel's tracepoints: each gap over the threshold          laid on its CPU's interruptions, net of those nested in them. A gap's class is its          main cause's; <code>hw</code>: no event covers any of it; unseen: time in the gaps          no event covers; <code>throttled</code>: lower-priority threads ran while the          real-time poller was runnable (RT throttling or the fair server).</p>"
+    );
+    let mut head = vec!["thread".to_string(), "gaps".into(), "unseen".into()];
+    head.extend(NoiseClass::ALL.iter().map(|c| c.name().to_string()));
+    let rows: Vec<Vec<String>> = with
+        .iter()
+        .map(|(n, a)| {
+            let mut row = vec![n.name.clone(), a.gaps.to_string(), dur(a.unseen_ns)];
+            row.extend(NoiseClass::ALL.iter().map(|&c| {
+                let t = a.classes.get(c);
+                format!("{} ({})", t.gaps, dur(t.net_ns))
+            }));
+            row
+        })
+        .collect();
+    table(out, "noise-classes", &head, &rows);
+    let head = [
+        "thread",
+        "class",
+        "culprit",
+        "PID",
+        "main cause of",
+        "net time",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = with
+        .iter()
+        .flat_map(|(n, a)| {
+            a.culprits.iter().take(CULPRITS_SHOWN).map(move |c| {
+                let pid = match (c.pids, c.pid) {
+                    (p, _) if p > 1 => format!("{p} PIDs"),
+                    (_, Some(p)) => p.to_string(),
+                    _ => "-".into(),
+                };
+                vec![
+                    n.name.clone(),
+                    c.class.name().to_string(),
+                    c.name.clone(),
+                    pid,
+                    c.gaps.to_string(),
+                    dur(c.net_ns),
+                ]
+            })
+        })
+        .collect();
+    table(out, "noise-culprits", &head, &rows);
 }
 
 /// What the reader should know of a thread: an error, causes not named.

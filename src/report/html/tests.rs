@@ -248,6 +248,43 @@ fn a_run_of_noise_threads_has_its_noise_section_and_no_empty_latency() {
     assert!(!page.contains("Latency histogram"));
 }
 
+/// The causes of a thread's gaps are shown per class and per culprit, a
+/// hostile task name escaped.
+#[test]
+fn the_gaps_causes_are_shown_and_a_hostile_name_escaped() {
+    use crate::trace::noise::{ClassTotal, Culprit, NoiseAttribution, NoiseClass};
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = noise_run(&dir);
+    let mut a: NoiseAttribution = serde_json::from_value(serde_json::json!({
+        "noise": 0, "cpu": 1, "tid": 7, "threshold_ns": 5000, "gaps": 3, "noise_ns": 60000,
+        "classes": {"hw": {"gaps": 1, "net_ns": 6000}, "nmi": {"gaps": 0, "net_ns": 0},
+                    "irq": {"gaps": 0, "net_ns": 0}, "softirq": {"gaps": 0, "net_ns": 0},
+                    "thread": {"gaps": 2, "net_ns": 50000}},
+        "unseen_ns": 4000, "culprits": [], "culprits_folded": 0, "culprits_left_out": 0,
+        "culprits_left_out_ns": 0, "worst": [], "period_ns": 1000000000,
+        "period_origin_ns": null, "periods": [], "gaps_late": 0, "gaps_waiting": 0,
+        "gaps_dropped": 0, "lost_events": 0
+    }))
+    .unwrap();
+    a.culprits.push(Culprit {
+        class: NoiseClass::Thread,
+        name: "<script>x</script>".into(),
+        pid: Some(42),
+        pids: 1,
+        gaps: 2,
+        net_ns: 50_000,
+    });
+    assert_eq!(a.classes.throttled, ClassTotal::default());
+    run.noise[0].attribution = Some(a);
+    let page = render(&[run], "noise", false, &plot::PlotOptions::default()).unwrap();
+    assert!(
+        page.contains("<td>N0</td><td>3</td><td>4.0 µs</td><td>1 (6.0 µs)</td>"),
+        "classes"
+    );
+    assert!(page.contains("<td>thread</td><td>&lt;script&gt;x&lt;/script&gt;</td><td>42</td><td>2</td><td>50.0 µs</td>"));
+    assert!(!page.contains("<script>x"));
+}
+
 #[test]
 fn noise_plots_of_several_runs_are_drawn_together_too() {
     let dir = tempfile::tempdir().unwrap();
