@@ -492,12 +492,15 @@ impl Armed {
         if let Some(s) = stream.as_mut() {
             s.watch_noise(noise.learned());
         }
+        let noise_released = match noise.handles.len() {
+            0 => String::new(),
+            n => format!(", {n} noise threads"),
+        };
         messages::debug(
             1,
             &format!(
-                "{} timer threads and {} noise threads released",
-                timers.handles.len(),
-                noise.handles.len()
+                "{} timer threads released{noise_released}",
+                timers.handles.len()
             ),
         );
         let timers_start = Instant::now();
