@@ -247,6 +247,7 @@ pub(super) fn execute_plan(
             ),
         monitor,
         cyclictest,
+        silent: args.silent,
     };
     run::execute(plan, &run_opts).map_err(|e| {
         let refusal = Refusal::failed(format!("rtlab: {e:#}"));

@@ -217,6 +217,9 @@ pub struct RunArgs {
     /// 'overruns>0'), as `rtlab compare --fail-if` reads it. Repeatable.
     #[arg(long = "fail-if", value_name = "COND", help_heading = OptionGroup::Actions.heading())]
     pub fail_if: Vec<crate::report::compare::Condition>,
+    /// No live table (a drop-in whose stdout is another tool's).
+    #[arg(skip)]
+    pub silent: bool,
 }
 
 /// A command that only reads and prints ends quietly when its output pipe

@@ -67,6 +67,9 @@ pub struct RunOptions {
     pub monitor: Option<crate::monitor::MonitorSpec>,
     /// `rtlab cyclictest`: cyclictest's live lines instead of the table.
     pub cyclictest: Option<crate::report::cyclictest::View>,
+    /// No live table: another tool's outputs own stdout (`rtlab oslat`,
+    /// `rtlab hwlat`).
+    pub silent: bool,
 }
 
 /// What wakes the watch loop before its next refresh (through the run's

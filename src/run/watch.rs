@@ -42,6 +42,8 @@ fn task_rows(armed: &Armed) -> Vec<TaskRow> {
 struct LiveView {
     tty: bool,
     every_refresh: bool,
+    /// No table at all: another tool's outputs own stdout (`rtlab oslat`).
+    silent: bool,
     lines_shown: usize,
     display: CpuLoadDisplay,
     /// cyclictest's live lines instead of the table.
@@ -105,7 +107,7 @@ impl CyclictestLive {
 
 impl LiveView {
     fn show(&mut self, rows: &[LiveRow], load: Option<&CpuLoad>, last: bool, beside: Beside) {
-        if !(self.tty || self.every_refresh || last) {
+        if self.silent || !(self.tty || self.every_refresh || last) {
             return;
         }
         let mut text = report::live::table(rows, load, self.display, beside.table);
@@ -274,6 +276,7 @@ impl Watch {
             view: LiveView {
                 tty: std::io::stdout().is_terminal(),
                 every_refresh: opts.every_refresh,
+                silent: opts.silent,
                 lines_shown: 0,
                 display: plan.main.cpu_load,
                 cyclictest: opts.cyclictest.clone().map(|view| CyclictestLive {

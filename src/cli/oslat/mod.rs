@@ -6,9 +6,7 @@
 //!
 //! Exit statuses: 0 when the run completed (or `-h`, `-v`), 2 when refused
 //! before the start (an option rtlab does not do, a bad value), 1 when it
-//! failed after the start. Until the noise threads are wired into the
-//! run, a command line that reads well ends with status 4 and
-//! [`NOT_WIRED`].
+//! failed after the start or `-T` stopped it (oslat's `err_quit`).
 
 use super::{Outcome, Refusal};
 use crate::report::oslat as render;
@@ -16,11 +14,9 @@ use crate::sched::{Policy, Sched};
 use std::ffi::OsString;
 
 mod args;
+mod outputs;
 
 pub use args::{BadArgs, OslatRun, Parsed};
-
-/// The message of a command line read but not run yet.
-pub const NOT_WIRED: &str = "rtlab oslat: not yet wired to a run";
 
 /// The oslat front end; `argv` without the program name.
 pub fn main(argv: &[OsString]) -> Outcome {
@@ -51,10 +47,69 @@ pub fn main(argv: &[OsString]) -> Outcome {
         out!("{}", render::cpu0_warning());
     }
     let view = run.view(parts.cpus.len());
-    crate::messages::debug(1, &format!("rtlab oslat: {parts:?}\n{view:?}"));
-    Err(Refusal::new(NOT_WIRED)
-        .hint("the noise threads (issue 37) are not in the run yet; use the real oslat meanwhile")
-        .status(crate::exit::UNAVAILABLE))
+    let text = experiment(&parts);
+    crate::messages::debug(1, &format!("# the experiment `rtlab oslat` runs\n{text}"));
+    out!("{}", render::globals(&view));
+    let opts = crate::plan::PlanOptions {
+        outdir: None,
+        dbg_level: None,
+        no_result_files: true,
+    };
+    let plan = super::experiment::plan_from_text(&text, "rtlab oslat", &opts, &[])?;
+    let started = std::time::SystemTime::now();
+    let mut exports = crate::run::ExportSet::new(false);
+    let args = super::RunArgs {
+        silent: true,
+        ..super::RunArgs::default()
+    };
+    let result = super::experiment::execute_plan(&plan, &args, None, None, &mut exports)?;
+    let cmdline = std::iter::once("oslat".to_string())
+        .chain(words.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    outputs::write(&run, &view, &result, started, &cmdline)
+}
+
+/// The experiment of oslat's options: a `main` on `-C`'s CPU, and per CPU
+/// a noise thread that pre-heats for 1 s (polled, not counted), or, when
+/// `-s` leaves it out of the pre-heat, sleeps that second, then measures
+/// for `-D`.
+pub fn experiment(p: &NoiseParts) -> String {
+    let mut t = format!("main\n{{\n  cpu_affinity {}\n}}\n", p.main_cpu);
+    for (i, cpu) in p.cpus.iter().enumerate() {
+        t.push_str(&format!("noise_thread[{i}]\n{{\n  cpu_affinity {cpu}\n"));
+        if p.sched.policy == Policy::Fifo {
+            // A real-time poller polls 90% of each second (rtlab's
+            // default runtime), so that RT throttling never stalls the CPU
+            // (oslat polls on and is stalled by it).
+            t.push_str(&format!(
+                "  sched.policy FIFO\n  sched.priority {}\n",
+                p.sched.priority
+            ));
+        }
+        let start = if p.preheat_cpus.contains(cpu) {
+            "noise.warmup"
+        } else {
+            "noise.offset"
+        };
+        t.push_str(&format!("  {start} {} ns\n", p.preheat_ns));
+        t.push_str(&format!(
+            "  lifetime.duration {} ns\n",
+            p.duration_ns.max(1)
+        ));
+        t.push_str(&format!(
+            "  stats.exact_below {} ns\n",
+            p.linear_ns.min(1_000_000)
+        ));
+        if let Some(ns) = p.stop_at_gap_ns {
+            t.push_str(&format!("  noise.stop_above {} ns\n", ns.max(1)));
+        }
+        if let Some(bytes) = p.memmove_bytes {
+            t.push_str(&format!("  noise.memmove {bytes}\n"));
+        }
+        t.push_str("  noise.attribute no\n}\n");
+    }
+    t
 }
 
 fn refusal(b: BadArgs) -> Refusal {
