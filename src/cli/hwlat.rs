@@ -38,6 +38,8 @@ use crate::sys::smi::SmiCounts;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+mod run;
+
 #[cfg(test)]
 mod tests;
 
@@ -61,18 +63,7 @@ pub fn main(argv: &[OsString]) -> Outcome {
     let detection = detection(&root);
     let counter = crate::sys::counter_choice::choose(&root);
     let plans = hwlat_plan(&a, &online, &counter, detection == Detection::Traced)?;
-    measure(&a, &plans, &detection)
-}
-
-/// The run of the noise threads and the report (the lead wires the run:
-/// print [`crate::report::hwlat::header`], take the SMI counts, run
-/// `plans`, fill [`crate::report::hwlat::HwlatInput`] from the result,
-/// write the report file, print [`crate::report::hwlat::finish`]).
-fn measure(_a: &HwlatArgs, _plans: &[NoisePlan], _detection: &Detection) -> Outcome {
-    Err(
-        Refusal::new("rtlab hwlat: the noise threads' run is not wired yet")
-            .status(crate::exit::UNAVAILABLE),
-    )
+    run::measure(&a, &plans, &detection)
 }
 
 /// Whether the trace can tell OS noise from hardware here: it takes root

@@ -25,6 +25,7 @@
 //! - `hardening_features`: the third audit's attacks on the later features.
 //! - `irq_side`: the IRQ side of each timer wake-up (`irq_latency`).
 //! - `isolation`: CPU partitions on the real cpuset, undone and restored.
+//! - `hwlat`: `rtlab hwlat` on a real run, a FIFO helper's slices OS noise.
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
@@ -70,6 +71,7 @@ mod fixtures;
 mod habits;
 mod hardening;
 mod hardening_features;
+mod hwlat;
 mod irq_side;
 mod isolation;
 mod kernel_stacks;

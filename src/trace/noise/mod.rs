@@ -213,6 +213,19 @@ pub struct WorstGap {
     pub unseen_ns: u64,
 }
 
+/// One gap with its class, as listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedGap {
+    /// Its start (CLOCK_MONOTONIC ns).
+    pub start_ns: u64,
+    /// Its length (ns).
+    pub ns: u64,
+    /// Its class.
+    pub class: NoiseClass,
+    /// The time no event covers (ns).
+    pub unseen_ns: u64,
+}
+
 /// The gaps of one period, by class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeriodClasses {
@@ -264,6 +277,12 @@ pub struct NoiseAttribution {
     /// Gaps that began before the timeline kept: causes before it were
     /// let go, their time counted unseen.
     pub gaps_late: u64,
+    /// The first 10000 gaps, in the order attributed, each with its class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listed: Vec<ListedGap>,
+    /// Gaps past those listed.
+    #[serde(default)]
+    pub listed_left_out: u64,
     /// Gaps waiting for newer events (live figures only; 0 at the end).
     pub gaps_waiting: u64,
     /// Gaps the thread could not hand over (its ring was full).

@@ -3,8 +3,8 @@
 
 use super::timeline::{Cause, Causes};
 use super::{
-    CauseTime, ClassCounts, ClassTotals, Culprit, NoiseAttribution, NoiseClass, PeriodClasses,
-    WorstGap,
+    CauseTime, ClassCounts, ClassTotals, Culprit, ListedGap, NoiseAttribution, NoiseClass,
+    PeriodClasses, WorstGap,
 };
 use crate::stats::noise::Gap;
 use std::collections::{BTreeMap, HashMap};
@@ -16,6 +16,8 @@ pub const WORST: usize = 20;
 /// Most periods kept one by one: past it, neighbours are merged two by
 /// two (the entries twice as long).
 pub const MAX_PERIODS: usize = 4096;
+/// Most gaps listed one by one with their class (the rest counted).
+pub const MAX_LISTED: usize = 10_000;
 /// Most causes listed for one worst gap.
 const MAX_GAP_CAUSES: usize = 8;
 
@@ -68,6 +70,10 @@ pub struct Tally {
     /// Gaps that began before the timeline kept (their early causes were
     /// let go: counted unseen).
     pub late: u64,
+    /// The first [`MAX_LISTED`] gaps, each with its class.
+    listed: Vec<ListedGap>,
+    /// Gaps past them.
+    listed_left_out: u64,
 }
 
 impl Tally {
@@ -91,6 +97,16 @@ impl Tally {
             row.1 = row.1.saturating_add(ns);
         }
         self.count_period(&a, period_ns);
+        if self.listed.len() < MAX_LISTED {
+            self.listed.push(ListedGap {
+                start_ns: a.gap.start_ns(),
+                ns: a.gap.ns,
+                class: a.class,
+                unseen_ns: a.unseen_ns,
+            });
+        } else {
+            self.listed_left_out += 1;
+        }
         self.keep_worst(a);
     }
 
@@ -164,6 +180,8 @@ impl Tally {
             period_origin_ns: self.origin,
             periods,
             gaps_late: self.late,
+            listed: self.listed.clone(),
+            listed_left_out: self.listed_left_out,
             gaps_waiting: 0,
             gaps_dropped: 0,
             lost_events: 0,
