@@ -30,6 +30,7 @@
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
 //! - `noise`: noise threads against a FIFO helper that times its slices.
+//! - `noise_inject`: a timerfd's interrupts on the measured CPU are irq noise.
 //! - `noise_attr`: the noise attribution on real events, a FIFO helper's runs.
 //! - `oslat_compat`: `rtlab oslat` against the real oslat (shapes).
 //! - `refusals`: bad input of every family refused before anything starts.
@@ -79,6 +80,7 @@ mod loads;
 mod monitor;
 mod noise;
 mod noise_attr;
+mod noise_inject;
 mod oslat_compat;
 mod refusals;
 mod reports;

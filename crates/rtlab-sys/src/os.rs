@@ -153,6 +153,7 @@ pub fn prepare_clock() -> bool {
 mod vdso_clock;
 
 pub mod counter;
+pub mod timerfd;
 
 /// The calling thread's CPU time (ns, CLOCK_THREAD_CPUTIME_ID): what a
 /// piece of work cost the CPU, not the time it waited while preempted.

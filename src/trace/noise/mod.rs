@@ -224,6 +224,9 @@ pub struct ListedGap {
     pub class: NoiseClass,
     /// The time no event covers (ns).
     pub unseen_ns: u64,
+    /// Its main cause's PID, when a thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
 }
 
 /// The gaps of one period, by class.

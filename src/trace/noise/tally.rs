@@ -98,11 +98,13 @@ impl Tally {
         }
         self.count_period(&a, period_ns);
         if self.listed.len() < MAX_LISTED {
+            let main = a.parts.first().and_then(|p| causes.get(p.0));
             self.listed.push(ListedGap {
                 start_ns: a.gap.start_ns(),
                 ns: a.gap.ns,
                 class: a.class,
                 unseen_ns: a.unseen_ns,
+                pid: main.and_then(|c| c.pid),
             });
         } else {
             self.listed_left_out += 1;
