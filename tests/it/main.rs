@@ -30,7 +30,7 @@
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
 //! - `noise`: noise threads against a FIFO helper that times its slices.
-//! - `noise_inject`: a timerfd's interrupts on the measured CPU are irq noise.
+//! - `noise_inject`: a timerfd's interrupts are irq noise, RPS'd packets NET_RX.
 //! - `noise_attr`: the noise attribution on real events, a FIFO helper's runs.
 //! - `oslat_compat`: `rtlab oslat` against the real oslat (shapes).
 //! - `refusals`: bad input of every family refused before anything starts.

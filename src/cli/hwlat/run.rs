@@ -162,6 +162,7 @@ mod tests {
             ns,
             class,
             unseen_ns,
+            cause: None,
             pid: None,
         }
     }

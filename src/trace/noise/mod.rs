@@ -214,7 +214,7 @@ pub struct WorstGap {
 }
 
 /// One gap with its class, as listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedGap {
     /// Its start (CLOCK_MONOTONIC ns).
     pub start_ns: u64,
@@ -224,6 +224,9 @@ pub struct ListedGap {
     pub class: NoiseClass,
     /// The time no event covers (ns).
     pub unseen_ns: u64,
+    /// Its main cause (as [`Culprit::name`]); none for `hw`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
     /// Its main cause's PID, when a thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
@@ -280,7 +283,8 @@ pub struct NoiseAttribution {
     /// Gaps that began before the timeline kept: causes before it were
     /// let go, their time counted unseen.
     pub gaps_late: u64,
-    /// The first 10000 gaps, in the order attributed, each with its class.
+    /// The first 10000 gaps, in the order attributed, each with its class
+    /// and main cause.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listed: Vec<ListedGap>,
     /// Gaps past those listed.

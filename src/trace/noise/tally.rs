@@ -104,6 +104,7 @@ impl Tally {
                 ns: a.gap.ns,
                 class: a.class,
                 unseen_ns: a.unseen_ns,
+                cause: main.map(|c| c.name.clone()),
                 pid: main.and_then(|c| c.pid),
             });
         } else {
