@@ -314,8 +314,13 @@ pub(super) fn check_main(file: &Path, dbg_level: Option<u8>) -> Outcome {
     };
     let plan = load_plan(Some(file), &opts)?;
     journal_dir_trusted(&crate::sys::journal::default_dir())?;
+    let noise = match plan.noise.len() {
+        0 => String::new(),
+        1 => ", 1 noise thread".to_string(),
+        n => format!(", {n} noise threads"),
+    };
     outln!(
-        "{}: OK ({} timer thread{}, {} program{})",
+        "{}: OK ({} timer thread{}, {} program{}{noise})",
         file.display(),
         plan.timers.len(),
         if plan.timers.len() == 1 { "" } else { "s" },

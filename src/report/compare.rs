@@ -347,6 +347,8 @@ pub fn show(metric: Metric, value: Option<f64>) -> String {
     match value {
         None => "?".to_string(),
         Some(v) if metric.is_latency() => format!("{:.1}", v / 1000.0),
+        // A share read at 99.9% and finer.
+        Some(v) if metric == Metric::NoiseAvailable => format!("{v:.3}"),
         Some(v) => format!("{v:.0}"),
     }
 }
@@ -364,6 +366,8 @@ fn show_unit(metric: Metric, value: Option<f64>) -> String {
 fn show_delta(metric: Metric, d: f64) -> String {
     if metric.is_latency() {
         format!("{:+.1} µs", d / 1000.0)
+    } else if metric == Metric::NoiseAvailable {
+        format!("{d:+.3}")
     } else {
         format!("{d:+.0}")
     }

@@ -58,7 +58,7 @@ pub fn write(
     }
     rtlab_findings(&noise);
     if let Some((cpu, gap)) = stopped {
-        let limit = run.trace_threshold_ns.unwrap_or(0) / 1000;
+        let limit = run.trace_threshold_us.unwrap_or(0);
         errln!(
             "rtlab oslat: Trace threshold ({limit} us) triggered on cpu {cpu} with {} us!\nStopping the test.",
             gap.ns / 1000

@@ -55,7 +55,9 @@ pub fn closing(a: &NoiseAttribution) -> String {
                 .iter()
                 .filter(|r| r.class == c && r.gaps > 0)
                 .collect();
-            rows.sort_by_key(|r| std::cmp::Reverse(r.gaps));
+            // By time, as the result lists them: the culprit of the worst
+            // gaps first, not the most frequent.
+            rows.sort_by_key(|r| std::cmp::Reverse(r.net_ns));
             let named: Vec<String> = rows.into_iter().take(NAMED).map(culprit).collect();
             let gaps = a.classes.get(c).gaps;
             match named.is_empty() {
