@@ -20,6 +20,7 @@ pub use rtlab_sys as sys;
 
 pub mod cli;
 pub mod dataset;
+pub mod fix;
 pub mod isolate;
 pub mod measure;
 pub mod messages;

@@ -479,7 +479,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["plan"],
     &["result"],
-    &["dataset"],
+    &["dataset", "fix"],
     &["report"],
     &["run"],
     &["cli"],

@@ -62,7 +62,7 @@ pub(super) fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan:
 }
 
 /// The text and name of an experiment file, or of the built-in experiment.
-fn experiment_text(file: Option<&Path>) -> Result<(String, String), Refusal> {
+pub(super) fn experiment_text(file: Option<&Path>) -> Result<(String, String), Refusal> {
     let Some(path) = file else {
         use plan::Machine;
         let root = SysRoot::real();

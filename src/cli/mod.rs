@@ -22,6 +22,7 @@ mod common;
 mod cyclictest;
 mod docs;
 mod experiment;
+mod fix;
 mod generated;
 pub mod hwlat;
 mod load;
@@ -132,6 +133,11 @@ pub enum Command {
     /// method), with rtla osnoise's figures per period and, as root, the
     /// cause of every gap (IRQ, softirq, NMI, thread, or unseen).
     Noise(noise::NoiseArgs),
+    /// Close the loop: run the experiment with the flight recorder, propose
+    /// one remedy per cause of its late wake-ups, apply each through the
+    /// journal and keep it only when interleaved rounds prove it helped;
+    /// `rtlab restore` undoes what was kept.
+    Fix(fix::FixArgs),
     /// One trace buffer read as the kernel's text and as its binary pages,
     /// timed and compared (the binary trace engine's benchmark and check).
     #[command(name = "trace-readers", hide = true)]
@@ -297,6 +303,7 @@ fn dispatch(cli: &Cli) -> Outcome {
         (Some(Command::TaskLatency(args)), _) => task_latency::main(args),
         (Some(Command::TraceReaders(args)), _) => trace_readers::main(args),
         (Some(Command::Noise(args)), _) => noise::main(args),
+        (Some(Command::Fix(args)), _) => fix::main(args),
         (Some(Command::Check { file }), _) => experiment::check_main(file, cli.dbg_level),
         (None, Some(file)) => experiment::run_main(
             &RunArgs {

@@ -32,7 +32,7 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, sans-serif; margin: 2em auto; max-width: 1250px; color: #222; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { border-bottom: 2px solid #1f77b4; padding-bottom: 0.2em; margin-top: 2em; }
@@ -75,7 +75,7 @@ window.addEventListener('load', function () {
 });
 ";
 
-fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
+pub(crate) fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
     let _ = write!(out, "<table class=\"{class}\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", escape(h));
@@ -91,7 +91,7 @@ fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
     out.push_str("</tbody></table>\n");
 }
 
-fn list(out: &mut String, items: &[String], empty: &str) {
+pub(crate) fn list(out: &mut String, items: &[String], empty: &str) {
     if items.is_empty() {
         let _ = writeln!(out, "<p class=\"muted\">{}</p>", escape(empty));
         return;

@@ -11,6 +11,7 @@ pub mod cyclictest;
 pub mod explain;
 pub mod export;
 pub mod files;
+pub mod fix;
 pub mod gnuplot;
 pub mod html;
 pub mod hwlat;

@@ -16,6 +16,7 @@ pub mod info;
 pub mod irq;
 pub mod journal;
 pub mod memory;
+pub mod net;
 // The syscall layer: the only module where `unsafe` is allowed.
 #[allow(unsafe_code)]
 pub mod os;

@@ -31,6 +31,8 @@ pub const WORKQUEUE_CPUMASK: &str = "sys/devices/virtual/workqueue/cpumask";
 pub const WORKQUEUE_DIR: &str = "sys/devices/virtual/workqueue";
 /// Writeback workers spread by NUMA node (older kernels).
 pub const WRITEBACK_NUMA: &str = "sys/bus/workqueue/devices/writeback/numa";
+/// Writeback's workqueue cpumask (its workers' CPUs).
+pub const WRITEBACK_CPUMASK: &str = "sys/devices/virtual/workqueue/writeback/cpumask";
 /// The workqueue devices (as the journal's rule names them).
 pub const WORKQUEUE_DEVICES: &str = "sys/bus/workqueue/devices";
 /// Machine-check banks (`machinecheckN/check_interval`).
@@ -46,8 +48,19 @@ pub const TIMER_MIGRATION: &str = "proc/sys/kernel/timer_migration";
 /// vmstat folding interval.
 pub const STAT_INTERVAL: &str = "proc/sys/vm/stat_interval";
 
+/// Real-time throttling: the real-time tasks' share of each period (µs,
+/// `-1` lifts it).
+pub const SCHED_RT_RUNTIME: &str = "proc/sys/kernel/sched_rt_runtime_us";
+/// The network interfaces (`NAME/queues/rx-N/rps_cpus`, `tx-N/xps_cpus`).
+pub const NET_CLASS_DIR: &str = "sys/class/net";
+
 /// The sysctls rtlab changes.
-pub const SYSCTLS: [&str; 3] = [WATCHDOG_CPUMASK, TIMER_MIGRATION, STAT_INTERVAL];
+pub const SYSCTLS: [&str; 4] = [
+    WATCHDOG_CPUMASK,
+    TIMER_MIGRATION,
+    STAT_INTERVAL,
+    SCHED_RT_RUNTIME,
+];
 
 /// IRQ `n`'s directory (its handlers' names are subdirectories).
 pub fn irq_dir(n: u32) -> String {

@@ -7,6 +7,9 @@ use serde::Serialize;
 
 /// `PF_KTHREAD` in the `flags` field of `stat`: a kernel thread.
 const PF_KTHREAD: u64 = 0x0020_0000;
+/// `PF_NO_SETAFFINITY`: the kernel forbids changing its CPUs (per-CPU
+/// kernel threads: migration, ksoftirqd, bound kworkers, cpuhp...).
+const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
 /// One thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -31,6 +34,9 @@ pub struct ThreadInfo {
     pub last_cpu: usize,
     /// Start time in clock ticks since boot (tells a reused TID apart).
     pub start: u64,
+    /// The kernel forbids changing its CPUs (`PF_NO_SETAFFINITY`).
+    #[serde(skip)]
+    pub affinity_fixed: bool,
 }
 
 impl ThreadInfo {
@@ -89,6 +95,7 @@ pub fn parse_stat(stat: &str, cpus_allowed: String) -> Option<ThreadInfo> {
         pid: tid,
         name,
         kernel: flags & PF_KTHREAD != 0,
+        affinity_fixed: flags & PF_NO_SETAFFINITY != 0,
         nice: field(19)?.parse().ok()?,
         start: field(22)?.parse().ok()?,
         last_cpu: field(39)?.parse().ok()?,

@@ -135,6 +135,21 @@ pub enum Change {
         /// Policy and priority set.
         new: super::os::Sched,
     },
+    /// A thread's allowed CPUs were changed (`rtlab fix` moving a culprit
+    /// off the measured CPUs): undo sets `old` back if the same thread
+    /// (TID and start time) still exists.
+    Affinity {
+        /// Thread id.
+        tid: i32,
+        /// Its start time (ticks since boot).
+        start: u64,
+        /// Its name, for the report.
+        name: String,
+        /// Its CPU list before.
+        old: String,
+        /// The CPU list set.
+        new: String,
+    },
     /// A tracefs instance rtlab made for a run's flight recorder: undo
     /// removes it (and its buffers and event settings with it).
     TraceInstance {
@@ -387,6 +402,30 @@ impl Journal {
         .map_err(SetError::Journal)?;
         self.root.write(rel, new).map_err(SetError::Kernel)?;
         Ok(Some(old))
+    }
+
+    /// Hands over the changes still in force, `kept` (each with the value
+    /// found before this journal's first change of it), to a new journal
+    /// `name` of `owner` in the same directory, without undoing them
+    /// (`rtlab fix` keeps what helped until `rtlab restore`), and deletes
+    /// this one, whose other changes were all undone already. A crash in
+    /// between leaves both: replaying both puts the same old values back,
+    /// which is idempotent.
+    pub fn hand_over(self, name: &str, owner: Owner, kept: &[Change]) -> Result<PathBuf, JournalError> {
+        let dir = self
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let mut next = Journal::open(&self.root, &dir, name, owner)?;
+        for c in kept {
+            next.record(c)?;
+        }
+        fs::remove_file(&self.path).map_err(io_err(&self.path))?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(next.path.clone())
     }
 
     /// Replays this journal now (undoing its changes) and deletes it.
@@ -697,6 +736,13 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
             old,
             ..
         } => undo_sched(root, *tid, *start, name, *old),
+        Change::Affinity {
+            tid,
+            start,
+            name,
+            old,
+            ..
+        } => undo_affinity(root, *tid, *start, name, old),
         Change::TrackingCgroup { path } => {
             let what = format!("{path}: run's process cgroup");
             if !root.exists(path) {
@@ -719,6 +765,47 @@ pub fn undo(root: &SysRoot, change: &Change) -> Undo {
                 },
             }
         }
+    }
+}
+
+fn undo_affinity(root: &SysRoot, tid: i32, start: u64, name: &str, old: &str) -> Undo {
+    let what = format!("thread {tid} ({name}) CPUs");
+    let ended = || Undo {
+        what: what.clone(),
+        ok: true,
+        detail: "ended (nothing to restore)".into(),
+    };
+    // Only the same thread: a reused TID has another start time.
+    if tasks::start_time(root, tid) != Some(start) {
+        return ended();
+    }
+    let now = tasks::status_field(root, tid, "Cpus_allowed_list").unwrap_or_default();
+    if now == old {
+        return Undo {
+            what,
+            ok: true,
+            detail: UNCHANGED.into(),
+        };
+    }
+    let Ok(cpus) = rtlab_core::cpulist::parse(old) else {
+        return Undo {
+            what,
+            ok: false,
+            detail: format!("`{}` is not a CPU list", old.escape_debug()),
+        };
+    };
+    match root.set_task_affinity(tid, &cpus) {
+        Ok(()) => Undo {
+            what,
+            ok: true,
+            detail: format!("{now} -> {old}"),
+        },
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => ended(),
+        Err(e) => Undo {
+            what,
+            ok: false,
+            detail: format!("cannot set CPUs {old} back: {e}"),
+        },
     }
 }
 

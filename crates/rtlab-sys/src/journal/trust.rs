@@ -106,6 +106,11 @@ fn is_rtlab_knob(path: &str) -> bool {
         [wq, "cpumask"] if name(wq) => return true,
         _ => {}
     }
+    match under(paths::NET_CLASS_DIR).as_slice() {
+        [dev, "queues", q, "rps_cpus"] if name(dev) && numbered(q, "rx-") => return true,
+        [dev, "queues", q, "xps_cpus"] if name(dev) && numbered(q, "tx-") => return true,
+        _ => {}
+    }
     match under(paths::MACHINECHECK_DIR).as_slice() {
         [mc, "check_interval"] if numbered(mc, "machinecheck") => return true,
         _ => {}
@@ -156,7 +161,7 @@ pub fn check_change(change: &Change, mounts: &[String]) -> Result<(), String> {
                 Err(format!("`{path}` is not a kernel knob rtlab changes"))
             }
         }
-        Change::Sched { tid, .. } => {
+        Change::Sched { tid, .. } | Change::Affinity { tid, .. } => {
             if *tid > 0 {
                 Ok(())
             } else {

@@ -1,0 +1,363 @@
+//! `rtlab fix EXPERIMENT`: runs the experiment with the flight recorder,
+//! proposes one remedy per cause of its late wake-ups, applies each through
+//! the journal and keeps it only when interleaved rounds prove it helped,
+//! then measures the final state against the baseline. The proof itself is
+//! `fix::drive`; this file plans the runs and holds the journal.
+
+use super::refusal::{Outcome, Refusal, need_root};
+use crate::fix::{self, Figure, RemedyClass, drive};
+use crate::plan::RunPlan;
+use crate::run::{self, RunOptions};
+use crate::sys::SysRoot;
+use crate::sys::journal::{self, Journal, Owner};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `rtlab fix`.
+#[derive(Debug, Args)]
+pub struct FixArgs {
+    /// The experiment: its timer threads, loads and settings, run as they
+    /// are in every round (with `trace.threshold`, or --threshold).
+    pub file: PathBuf,
+    /// Explain and count the wake-ups at least this late (default: the
+    /// file's `trace.threshold`).
+    #[arg(long, value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// Runs of each state per remedy (without, with, without, with...).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=20))]
+    pub rounds: u16,
+    /// A figure a remedy must improve: over (the count at or above the
+    /// threshold), p99, p99.9, max. Repeatable; default over and p99.9.
+    #[arg(long = "figure", value_enum)]
+    pub figures: Vec<Figure>,
+    /// Try only these classes of remedy (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<RemedyClass>,
+    /// Never try these classes of remedy (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub skip: Vec<RemedyClass>,
+    /// Diagnose and show the plan of remedies; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also lift RT throttling when it held a timer thread off (see the
+    /// cost in the plan).
+    #[arg(long)]
+    pub lift_rt_throttling: bool,
+    /// Write the outcome as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the outcome as an HTML report here.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Diagnoses at most: the first, then one more after each pass that
+    /// kept a remedy (for the causes the larger ones hid).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=10))]
+    pub diagnoses: u16,
+    /// Write an experiment file that reproduces the kept state here.
+    #[arg(long, value_name = "FILE")]
+    pub kept: Option<PathBuf>,
+}
+
+/// `rtlab fix EXPERIMENT`.
+pub fn main(args: &FixArgs) -> Outcome {
+    need_root("rtlab fix")?;
+    for out in [&args.json, &args.html, &args.kept].into_iter().flatten() {
+        crate::sys::outfile::check(out, false)
+            .map_err(|e| Refusal::output("rtlab: fix: ", &e))?;
+    }
+    let (text, name) = super::experiment::experiment_text(Some(&args.file))?;
+    let text = with_threshold(&text, &name, args.threshold.as_deref())?;
+    let opts = crate::plan::PlanOptions {
+        outdir: None,
+        dbg_level: None,
+        no_result_files: true,
+    };
+    let mut diagnosis = super::experiment::plan_from_text(&text, &name, &opts, &[])?;
+    let threshold_ns = diagnosis
+        .main
+        .trace
+        .as_ref()
+        .map(|t| t.threshold_ns)
+        .ok_or_else(|| {
+            Refusal::new(format!("rtlab: fix: {name} has no `trace.threshold`"))
+                .hint("add `trace.threshold 50 us` to its main stanza, or give --threshold 50us")
+        })?;
+    for t in &mut diagnosis.timers {
+        t.spec.spikes.threshold_ns = Some(threshold_ns);
+    }
+    let caught = super::common::catch_signals();
+    let mut bench = RunBench::new(&diagnosis, threshold_ns, args.lift_rt_throttling, caught)?;
+    let mut out = match prove(args, &mut bench, &diagnosis, &text, threshold_ns) {
+        Ok(out) => out,
+        Err(refusal) => {
+            // Nothing was applied: the journal holds no change.
+            if let Some(j) = bench.journal.take() {
+                j.replay_and_close();
+            }
+            return Err(refusal);
+        }
+    };
+    bench.finish(&mut out)?;
+    write_outputs(args, &out)?;
+    Ok(if out.stopped.is_some() { crate::exit::FAILED } else { 0 })
+}
+
+/// The experiment's text with `trace.threshold` from --threshold.
+fn with_threshold(text: &str, name: &str, threshold: Option<&str>) -> Result<String, Refusal> {
+    let Some(t) = threshold else {
+        return Ok(text.to_string());
+    };
+    let exp = crate::config::parse(text).map_err(|_| {
+        Refusal::new(format!("rtlab: fix: {name} does not parse")).hint(format!("`rtlab check {name}` says why"))
+    })?;
+    if exp.main.trace_threshold_ns.is_some() {
+        return Err(Refusal::new(format!("rtlab: fix: {name} sets `trace.threshold` already"))
+            .hint("leave out --threshold, or the key"));
+    }
+    Ok(fix::with_main_keys(text, &[format!("trace.threshold {t}")]))
+}
+
+/// The proof, and the experiment file of what it kept.
+fn prove(
+    args: &FixArgs,
+    bench: &mut RunBench,
+    diagnosis: &RunPlan,
+    text: &str,
+    threshold_ns: u64,
+) -> Result<fix::FixResult, Refusal> {
+    outln!(
+        "rtlab fix: {} (wake-ups at or above {} explained and counted)",
+        diagnosis.source,
+        fix::causes::micros(threshold_ns)
+    );
+    let figures = if args.figures.is_empty() {
+        vec![Figure::Over, Figure::P999]
+    } else {
+        args.figures.clone()
+    };
+    let mut out = fix::FixResult::new(
+        diagnosis.source.clone(),
+        threshold_ns,
+        figures.clone(),
+        args.rounds as usize,
+    );
+    out.dry_run = args.dry_run;
+    let skip = |p: &fix::Proposal| -> Option<String> {
+        if args.dry_run {
+            Some("--dry-run: nothing applied".into())
+        } else if !args.only.is_empty() && !args.only.contains(&p.class) {
+            Some(format!("left out: not in --only ({})", p.class.name()))
+        } else if args.skip.contains(&p.class) {
+            Some(format!("left out by --skip {}", p.class.name()))
+        } else {
+            None
+        }
+    };
+    let settings = drive::Settings {
+        rounds: args.rounds as usize,
+        figures,
+        diagnoses: args.diagnoses as usize,
+        skip: &skip,
+    };
+    drive::prove(bench, &settings, &mut out);
+    if out.diagnoses.is_empty() {
+        return Err(Refusal::failed(format!(
+            "rtlab: fix: the diagnosis run: {}",
+            out.stopped.clone().unwrap_or_default()
+        )));
+    }
+    if let Some(facts) = &bench.facts {
+        out.kept_experiment = crate::report::fix::kept_experiment(text, &out, facts);
+    }
+    Ok(out)
+}
+
+fn write_outputs(args: &FixArgs, out: &fix::FixResult) -> Result<(), Refusal> {
+    outln!("{}", crate::report::fix::outcome_text(out).trim_end());
+    let write = |path: &Path, bytes: &[u8]| {
+        crate::sys::outfile::write_whole(path, bytes)
+            .map_err(|e| Refusal::output("rtlab: fix: cannot write ", &e).status(crate::exit::FAILED))
+    };
+    if let Some(p) = &args.json {
+        let json = serde_json::to_string_pretty(out).unwrap_or_default();
+        write(p, format!("{json}\n").as_bytes())?;
+    }
+    if let Some(p) = &args.html {
+        write(p, crate::report::fix::html(out).as_bytes())?;
+    }
+    if let (Some(p), Some(text)) = (&args.kept, &out.kept_experiment) {
+        write(p, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The measuring runs and the journal of the remedies.
+struct RunBench {
+    root: SysRoot,
+    diagnosis: RunPlan,
+    rounds: RunPlan,
+    lift_rt_throttling: bool,
+    /// The facts of the last diagnosis.
+    facts: Option<fix::Facts>,
+    opts: RunOptions,
+    journal: Option<Journal>,
+    caught: Arc<AtomicUsize>,
+    measured: Vec<usize>,
+    threshold_ns: u64,
+    count: usize,
+}
+
+impl RunBench {
+    fn new(
+        diagnosis: &RunPlan,
+        threshold_ns: u64,
+        lift_rt_throttling: bool,
+        caught: Arc<AtomicUsize>,
+    ) -> Result<RunBench, Refusal> {
+        let root = SysRoot::real();
+        let dir = journal::default_dir();
+        let journal = Journal::open(&root, &dir, &format!("fix-{}.journal", std::process::id()), Owner::Run)
+            .map_err(|e| Refusal::new(format!("rtlab: fix: {e}")))?;
+        Ok(RunBench {
+            diagnosis: diagnosis.clone(),
+            rounds: round_plan(diagnosis, threshold_ns),
+            lift_rt_throttling,
+            facts: None,
+            opts: RunOptions {
+                json: None,
+                every_refresh: false,
+                root: root.clone(),
+                journal_dir: dir,
+                wake: crate::measure::Wake::Kernel,
+                monitor: None,
+                cyclictest: None,
+                silent: true,
+            },
+            root,
+            journal: Some(journal),
+            caught,
+            measured: Vec::new(),
+            threshold_ns,
+            count: 0,
+        })
+    }
+
+    /// One run of `plan`; a signal or a failed run is a stop.
+    fn run(&mut self, plan: &RunPlan) -> Result<crate::result::RunResult, String> {
+        self.stop_if_caught()?;
+        let result = run::execute(plan, &self.opts).map_err(|e| format!("{e:#}"))?;
+        match &result.end {
+            crate::result::EndReason::Completed => Ok(result),
+            crate::result::EndReason::Interrupted { signal, .. } => Err(format!("stopped by {signal}")),
+            end => Err(format!("a run did not complete: {end:?}")),
+        }
+    }
+
+    fn stop_if_caught(&self) -> Result<(), String> {
+        match self.caught.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            sig => Err(format!("stopped by signal {sig}")),
+        }
+    }
+
+    /// Hands the kept changes over to a journal `rtlab restore` replays
+    /// (or replays them all when nothing was kept).
+    fn finish(&mut self, out: &mut fix::FixResult) -> Result<(), Refusal> {
+        let Some(j) = self.journal.take() else {
+            return Ok(());
+        };
+        let kept = out.decisions.iter().any(|d| !d.made.is_empty());
+        if !kept {
+            let report = j.replay_and_close();
+            for f in report.failures() {
+                errln!("rtlab: fix: could not undo {}: {}", f.what, f.detail);
+            }
+            return Ok(());
+        }
+        let changes: Vec<journal::Change> = out
+            .decisions
+            .iter()
+            .flat_map(|d| d.made.iter().map(fix::apply::UndoStep::change))
+            .collect();
+        let path = j
+            .hand_over(&format!("fix-kept-{}.journal", std::process::id()), Owner::Tune, &changes)
+            .map_err(|e| Refusal::failed(format!("rtlab: fix: the kept changes' journal: {e}")))?;
+        out.journal = Some(path.display().to_string());
+        Ok(())
+    }
+}
+
+impl drive::Bench for RunBench {
+    fn diagnose(&mut self) -> Result<(fix::Diagnosed, Vec<fix::Proposal>), String> {
+        let plan = self.diagnosis.clone();
+        outln!("diagnosis run (flight recorder on):");
+        let run = self.run(&plan)?;
+        let trace = run.trace.clone().unwrap_or_default();
+        if let Some(why) = &trace.unavailable {
+            return Err(format!("no trace, so no cause: {why}"));
+        }
+        let causes = fix::causes::causes(&trace.explanations);
+        let facts = fix::facts::read(&self.root, &run, &causes);
+        let options = fix::remedies::Options {
+            lift_rt_throttling: self.lift_rt_throttling,
+        };
+        let proposals = fix::remedies::propose(&causes, &facts, &options);
+        let d = fix::Diagnosed {
+            figures: fix::Figures::of(&run),
+            explained: trace.explanations.len() as u64,
+            explained_ns: trace.explanations.iter().map(|e| e.latency_ns).sum(),
+            causes,
+        };
+        outln!("{}", crate::report::fix::plan_text(&d, self.threshold_ns, &proposals).trim_end());
+        self.measured = facts.measured.clone();
+        self.facts = Some(facts);
+        Ok((d, proposals))
+    }
+
+    fn measure(&mut self) -> Result<fix::Figures, String> {
+        let plan = self.rounds.clone();
+        self.count += 1;
+        let result = self.run(&plan)?;
+        let f = fix::Figures::of(&result);
+        outln!(
+            "  run {:>2}: over {:>6}, p99.9 {:>9}, max {:>9}",
+            self.count,
+            f.over,
+            fix::causes::micros(f.p999_ns),
+            fix::causes::micros(f.max_ns)
+        );
+        Ok(f)
+    }
+
+    fn apply(&mut self, p: &fix::Proposal) -> Result<Vec<fix::apply::UndoStep>, String> {
+        let j = self.journal.as_mut().ok_or("no journal")?;
+        let steps = fix::apply::apply(&self.root, j, p)?;
+        if let Err(why) = fix::apply::check(&self.root, p, &self.measured) {
+            let left = fix::apply::undo(&self.root, j, &steps);
+            return Err(if left.is_empty() { why } else { format!("{why}; undo failed: {}", left.join("; ")) });
+        }
+        Ok(steps)
+    }
+
+    fn undo(&mut self, steps: &[fix::apply::UndoStep]) -> Vec<String> {
+        match self.journal.as_mut() {
+            Some(j) => fix::apply::undo(&self.root, j, steps),
+            None => vec!["no journal".into()],
+        }
+    }
+}
+
+/// The plan of a measuring round: the experiment without the flight
+/// recorder (its reads would be part of what is measured), counting the
+/// wake-ups at or above the threshold.
+fn round_plan(diagnosis: &RunPlan, threshold_ns: u64) -> RunPlan {
+    let mut plan = diagnosis.clone();
+    plan.main.trace = None;
+    for t in &mut plan.timers {
+        t.spec.trace_threshold_ns = None;
+        t.spec.spikes.threshold_ns = Some(threshold_ns);
+    }
+    plan
+}

@@ -1,0 +1,193 @@
+//! Applying a remedy through the journal, checking that the kernel did it,
+//! and undoing it: every change is journalled before it is made (so a
+//! SIGKILL is undone by the next run), and undone by writing the old value
+//! back through the journal too (so that the journal, replayed newest
+//! first, always ends on the value found before rtlab).
+
+use super::remedies::{Action, Check, Proposal};
+use crate::sys::SysRoot;
+use crate::sys::journal::{Change, Journal};
+use serde::{Deserialize, Serialize};
+
+/// How to undo one change that was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "undo", rename_all = "snake_case")]
+pub enum UndoStep {
+    /// Write the old value back.
+    Write {
+        /// The file.
+        file: String,
+        /// Its value before.
+        old: String,
+        /// The value written.
+        new: String,
+    },
+    /// Give the thread its CPUs back.
+    Affinity {
+        /// Thread id.
+        tid: i32,
+        /// Its start time.
+        start: u64,
+        /// Its name.
+        name: String,
+        /// Its CPU list before.
+        old: String,
+        /// The CPU list set.
+        new: String,
+    },
+}
+
+impl UndoStep {
+    /// The change it undoes, as the journal records it.
+    pub fn change(&self) -> Change {
+        match self {
+            UndoStep::Write { file, old, new } => Change::Write {
+                path: file.clone(),
+                old: old.clone(),
+                new: new.clone(),
+            },
+            UndoStep::Affinity {
+                tid,
+                start,
+                name,
+                old,
+                new,
+            } => Change::Affinity {
+                tid: *tid,
+                start: *start,
+                name: name.clone(),
+                old: old.clone(),
+                new: new.clone(),
+            },
+        }
+    }
+}
+
+/// Applies `p`'s actions in order. On a refusal, what was done is undone
+/// and the reason returned.
+pub fn apply(root: &SysRoot, journal: &mut Journal, p: &Proposal) -> Result<Vec<UndoStep>, String> {
+    let mut done = Vec::new();
+    for a in &p.actions {
+        match one(root, journal, a) {
+            Ok(Some(step)) => done.push(step),
+            Ok(None) => {}
+            Err(why) => {
+                let left = undo(root, journal, &done);
+                return Err(if left.is_empty() {
+                    why
+                } else {
+                    format!("{why}; and undoing the rest failed: {}", left.join("; "))
+                });
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn one(root: &SysRoot, journal: &mut Journal, a: &Action) -> Result<Option<UndoStep>, String> {
+    match a {
+        Action::Write { file, value } => match journal.set(file, value) {
+            Ok(Some(old)) => Ok(Some(UndoStep::Write {
+                file: file.clone(),
+                old,
+                new: value.clone(),
+            })),
+            Ok(None) => Ok(None),
+            Err(e) => Err(format!("{file} <- {value}: {e}")),
+        },
+        Action::Affinity {
+            tid,
+            start,
+            name,
+            cpus,
+        } => set_affinity(root, journal, *tid, *start, name, &crate::cpulist::format(cpus)),
+    }
+}
+
+/// Sets the CPUs of the thread (`tid`, `start`) to `new`, journalled.
+fn set_affinity(
+    root: &SysRoot,
+    journal: &mut Journal,
+    tid: i32,
+    start: u64,
+    name: &str,
+    new: &str,
+) -> Result<Option<UndoStep>, String> {
+    use crate::sys::tasks;
+    let who = format!("thread {tid} ({name})");
+    if tasks::start_time(root, tid) != Some(start) {
+        return Err(format!("{who} has ended"));
+    }
+    let old = tasks::status_field(root, tid, "Cpus_allowed_list").ok_or(format!("{who} has ended"))?;
+    if old == new {
+        return Ok(None);
+    }
+    let cpus = crate::cpulist::parse(new).map_err(|e| e.message)?;
+    journal
+        .record(&Change::Affinity {
+            tid,
+            start,
+            name: name.to_string(),
+            old: old.clone(),
+            new: new.to_string(),
+        })
+        .map_err(|e| e.to_string())?;
+    root.set_task_affinity(tid, &cpus)
+        .map_err(|e| format!("{who}: CPUs {new}: {e}"))?;
+    Ok(Some(UndoStep::Affinity {
+        tid,
+        start,
+        name: name.to_string(),
+        old,
+        new: new.to_string(),
+    }))
+}
+
+/// Undoes `steps`, newest first; what could not be undone, in words.
+pub fn undo(root: &SysRoot, journal: &mut Journal, steps: &[UndoStep]) -> Vec<String> {
+    let mut failed = Vec::new();
+    for s in steps.iter().rev() {
+        let r = match s {
+            UndoStep::Write { file, old, .. } => journal
+                .set(file, old)
+                .map(|_| ())
+                .map_err(|e| format!("{file} <- {old}: {e}")),
+            UndoStep::Affinity {
+                tid,
+                start,
+                name,
+                old,
+                ..
+            } => match set_affinity(root, journal, *tid, *start, name, old) {
+                // A thread that ended has nothing to put back.
+                Err(e) if e.ends_with("has ended") => Ok(()),
+                r => r.map(|_| ()),
+            },
+        };
+        if let Err(e) = r {
+            failed.push(e);
+        }
+    }
+    failed
+}
+
+/// Whether the kernel did what `p` asked: an IRQ may take the affinity and
+/// still fire where it did (the interrupt controller, the hypervisor, a
+/// managed IRQ). `Err` says where it still fires.
+pub fn check(root: &SysRoot, p: &Proposal, measured: &[usize]) -> Result<(), String> {
+    for c in &p.checks {
+        let Check::IrqOff { irq } = c;
+        let effective = root
+            .read_opt(&crate::sys::paths::irq_effective_affinity_list(*irq))
+            .or_else(|| root.read_opt(&crate::sys::paths::irq_affinity_list(*irq)))
+            .unwrap_or_default();
+        let cpus = crate::cpulist::parse(&effective).unwrap_or_default();
+        if cpus.iter().any(|c| measured.contains(c)) {
+            return Err(format!(
+                "IRQ {irq} cannot move: the kernel took the new affinity, but its effective affinity is still {effective} \
+                 (the interrupt controller or the hypervisor decides where it fires)"
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! The causes of a run's late wake-ups, read from its explanations: every
+//! part but the timer thread's own, grouped by what a remedy would act on
+//! (one IRQ, one thread, the network's softirqs, idle...), weighed by the
+//! wake-ups it took part in and the time it cost them.
+
+use super::RemedyClass;
+use crate::trace::explain::analyze::{Explanation, PartKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What a cause is, as a remedy sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// A numbered device IRQ's handler ran on the measured CPU.
+    Irq {
+        /// The IRQ number.
+        irq: u32,
+    },
+    /// A thread ran: after the wake-up, ahead of the timer thread; or
+    /// before it, while the timer interrupt came late.
+    Thread {
+        /// Its TID (the trace's pid).
+        pid: i32,
+    },
+    /// A softirq (`NET_RX`, `TIMER`...).
+    Softirq {
+        /// Its name.
+        name: String,
+    },
+    /// An interrupt rtlab names but cannot move (the local timer, IPIs, NMIs).
+    Interrupt {
+        /// Its name (`local timer interrupt`, `function-call IPI`).
+        name: String,
+    },
+    /// The CPU idled past the deadline.
+    Idle,
+    /// The kernel held the woken real-time thread off (RT throttling, the
+    /// fair server).
+    HeldOff,
+    /// Nothing logged while the timer interrupt came late on a busy CPU,
+    /// and no task to name: the host, an SMI, interrupts off.
+    Unseen,
+}
+
+/// One cause over the explained wake-ups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// What acts on it.
+    pub target: Target,
+    /// The class of remedy that answers it.
+    pub class: RemedyClass,
+    /// Who, in words (the trace's: `IRQ 38 virtio2-input.0`, `rtlab-hog`).
+    pub what: String,
+    /// How it showed in the wake-ups: the kinds of part it was (`thread`:
+    /// ran ahead of the timer thread; `timer_late`: the timer interrupt came
+    /// late while it ran; `unseen`: held the CPU unseen...).
+    pub seen_as: std::collections::BTreeSet<PartKind>,
+    /// A thread's kernel priority, as the trace last gave it (0..99
+    /// real-time, 100..139 normal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio: Option<i32>,
+    /// In how many explained wake-ups it took part.
+    pub spikes: u64,
+    /// In how many it was the largest part (the timer thread's own aside).
+    pub main_cause: u64,
+    /// The time it cost them (ns).
+    pub total_ns: u64,
+}
+
+impl Cause {
+    /// Its weight in words: `main cause of 29 of 100 wake-ups, in 30,
+    /// 18.4 ms of their 61.2 ms (30%)`.
+    pub fn weight(&self, explained: u64, explained_ns: u64) -> String {
+        let share = if explained_ns == 0 {
+            0.0
+        } else {
+            100.0 * self.total_ns as f64 / explained_ns as f64
+        };
+        format!(
+            "main cause of {} of {explained} explained wake-ups, in {}; {} of their {} ({share:.0}%)",
+            self.main_cause,
+            self.spikes,
+            micros(self.total_ns),
+            micros(explained_ns),
+        )
+    }
+}
+
+/// `18.4 µs`, `2.1 ms`.
+pub fn micros(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    }
+}
+
+/// The target of one part, and the class of remedy that answers it (None:
+/// the timer thread's own time, the trace's, or time nothing recorded).
+fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, RemedyClass)> {
+    let thread = || Target::Thread {
+        pid: pid.unwrap_or(0),
+    };
+    Some(match kind {
+        PartKind::TimerThread | PartKind::Tracing | PartKind::Unknown => return None,
+        PartKind::Irq => match irq_number(what) {
+            Some(irq) => (Target::Irq { irq }, RemedyClass::Irq),
+            None if what == "local timer interrupt" => (
+                Target::Interrupt { name: what.into() },
+                RemedyClass::Tick,
+            ),
+            None => (Target::Interrupt { name: what.into() }, RemedyClass::Ipi),
+        },
+        PartKind::Nmi => (Target::Interrupt { name: what.into() }, RemedyClass::Ipi),
+        PartKind::Softirq => softirq(what.strip_prefix("softirq ").unwrap_or(what)),
+        PartKind::TimerLate => match pid {
+            Some(p) if p > 0 => (thread(), thread_class(what)),
+            _ => match busy_softirq(what) {
+                Some(name) => softirq(name),
+                None => (Target::Unseen, RemedyClass::Host),
+            },
+        },
+        PartKind::Unseen => match pid {
+            Some(p) if p > 0 => (thread(), thread_class(what)),
+            _ => (Target::Unseen, RemedyClass::Host),
+        },
+        PartKind::Thread => (thread(), thread_class(what)),
+        PartKind::TimerLateIdle | PartKind::Idle => (Target::Idle, RemedyClass::Idle),
+        PartKind::HeldOff => (Target::HeldOff, RemedyClass::RtThrottling),
+    })
+}
+
+/// The class of a thread's remedy: kworkers are the workqueues', RCU's
+/// and the timers' threads the tick's (boot parameters), others moved off.
+fn thread_class(what: &str) -> RemedyClass {
+    let comm = who(what);
+    if comm.starts_with("kworker/") {
+        RemedyClass::Workqueue
+    } else if comm.starts_with("rcu") || comm.starts_with("ktimers") {
+        RemedyClass::Tick
+    } else {
+        RemedyClass::Thread
+    }
+}
+
+fn softirq(name: &str) -> (Target, RemedyClass) {
+    let class = match name {
+        "NET_RX" | "NET_TX" => RemedyClass::Net,
+        "TIMER" | "HRTIMER" | "RCU" | "SCHED" => RemedyClass::Tick,
+        _ => RemedyClass::Ipi,
+    };
+    (Target::Softirq { name: name.into() }, class)
+}
+
+/// `timer interrupt late (CPU busy with softirq NET_RX)` → `NET_RX`.
+fn busy_softirq(what: &str) -> Option<&str> {
+    what.split_once("(CPU busy with softirq ")
+        .map(|(_, rest)| rest.trim_end_matches(')'))
+}
+
+/// `IRQ 36 virtio1-req.0` → 36.
+fn irq_number(what: &str) -> Option<u32> {
+    what.strip_prefix("IRQ ")?.split_whitespace().next()?.parse().ok()
+}
+
+/// The causes of `explanations`, costliest first.
+pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
+    let mut by: BTreeMap<Target, Cause> = BTreeMap::new();
+    for e in explanations {
+        let main = e
+            .parts
+            .iter()
+            .filter(|p| !p.kind.is_own())
+            .max_by_key(|p| p.ns)
+            .map(|p| (p.kind, p.what.as_str(), p.pid));
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &e.parts {
+            let Some((target, class)) = target_of(p.kind, &p.what, p.pid) else {
+                continue;
+            };
+            let c = by.entry(target.clone()).or_insert_with(|| Cause {
+                target: target.clone(),
+                class,
+                what: who(&p.what),
+                seen_as: Default::default(),
+                prio: None,
+                spikes: 0,
+                main_cause: 0,
+                total_ns: 0,
+            });
+            c.total_ns += p.ns;
+            c.seen_as.insert(p.kind);
+            c.prio = p.prio.or(c.prio);
+            if seen.insert(target.clone()) {
+                c.spikes += 1;
+                if main == Some((p.kind, p.what.as_str(), p.pid)) {
+                    c.main_cause += 1;
+                }
+            }
+        }
+    }
+    let mut out: Vec<Cause> = by.into_values().collect();
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.target.cmp(&b.target)));
+    out
+}
+
+/// The name inside a part's words: `timer interrupt late (CPU busy with
+/// X)` and `unseen ... (X held the CPU)` → X; others as they are.
+fn who(what: &str) -> String {
+    if let Some((_, rest)) = what.split_once("(CPU busy with ") {
+        return rest.strip_suffix(')').unwrap_or(rest).to_string();
+    }
+    if what.starts_with("unseen after the wake-up")
+        && let Some((_, rest)) = what.rsplit_once('(')
+    {
+        return rest.trim_end_matches(" held the CPU)").to_string();
+    }
+    what.to_string()
+}

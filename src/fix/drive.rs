@@ -1,0 +1,276 @@
+//! The order of the proof: a diagnosis, the baseline twice, then each
+//! remedy in interleaved rounds (without, with, without, with...), kept or
+//! undone at once; the undone ones tried again while others are kept (a
+//! large cause hides the small ones), a new diagnosis for the causes the
+//! large ones hid; then the baseline against the final state, side by side.
+
+use super::apply::UndoStep;
+use super::remedies::Proposal;
+use super::trial::{
+    Decision, Diagnosed, Figure, Figures, FixResult, Round, Verdict, Verification, compare, spread,
+};
+
+/// The measuring and the system, as the proof uses them.
+pub trait Bench {
+    /// A run with the flight recorder of the system as it is now: what it
+    /// found, and the proposals for it.
+    fn diagnose(&mut self) -> Result<(Diagnosed, Vec<Proposal>), String>;
+    /// One measuring run of the system as it is now; `Err` stops the fix
+    /// (a signal, a run that failed).
+    fn measure(&mut self) -> Result<Figures, String>;
+    /// Applies a remedy and checks the kernel did it; `Err` says why not
+    /// (nothing of it is left applied).
+    fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String>;
+    /// Undoes changes; what could not be undone, in words.
+    fn undo(&mut self, steps: &[UndoStep]) -> Vec<String>;
+}
+
+/// How the proof goes.
+pub struct Settings<'a> {
+    /// Rounds per state.
+    pub rounds: usize,
+    /// The figures a remedy must improve.
+    pub figures: Vec<Figure>,
+    /// Diagnoses at most (the first, then one after each pass that kept
+    /// something).
+    pub diagnoses: usize,
+    /// Why a proposal is not to be applied (`--only`, `--skip`,
+    /// `--dry-run`), if it is not.
+    pub skip: &'a dyn Fn(&Proposal) -> Option<String>,
+}
+
+struct Proof<'a> {
+    bench: &'a mut dyn Bench,
+    out: &'a mut FixResult,
+    settings: &'a Settings<'a>,
+}
+
+fn decision(p: &Proposal, verdict: Verdict, why: String) -> Decision {
+    Decision {
+        proposal: p.clone(),
+        verdict,
+        why,
+        without: Vec::new(),
+        with: Vec::new(),
+        made: Vec::new(),
+    }
+}
+
+impl Proof<'_> {
+    fn measure(&mut self, state: String) -> Result<Figures, String> {
+        let figures = self.bench.measure()?;
+        self.out.rounds_run.push(Round { state, figures });
+        Ok(figures)
+    }
+
+    /// Each remedy's rounds; the decision.
+    fn trial(&mut self, i: usize, p: &Proposal) -> Result<Decision, String> {
+        let mut d = decision(p, Verdict::Undone, String::new());
+        for _ in 0..self.settings.rounds.max(1) {
+            d.without.push(self.measure(format!("without remedy {i}"))?);
+            let steps = match self.bench.apply(p) {
+                Ok(s) => s,
+                Err(why) => {
+                    d.verdict = Verdict::Refused;
+                    d.why = format!("undone: {why}");
+                    return Ok(d);
+                }
+            };
+            let with = self.measure(format!("with remedy {i}"));
+            let left = self.bench.undo(&steps);
+            d.with.push(with?);
+            if !left.is_empty() {
+                return Err(format!("remedy {i} could not be undone: {}", left.join("; ")));
+            }
+        }
+        let c = compare(&d.without, &d.with, &self.settings.figures, &self.out.spreads);
+        if c.better {
+            d.made = self
+                .bench
+                .apply(p)
+                .map_err(|e| format!("remedy {i} could not be applied again: {e}"))?;
+            d.verdict = Verdict::Kept;
+            d.why = format!("kept: {}", c.why);
+        } else {
+            d.why = format!("undone: {}", c.why);
+        }
+        Ok(d)
+    }
+
+    fn kept(&self) -> usize {
+        self.out
+            .decisions
+            .iter()
+            .filter(|d| d.verdict == Verdict::Kept)
+            .count()
+    }
+
+    /// Undoes every kept remedy, newest first.
+    fn undo_kept(&mut self) -> Result<(), String> {
+        let mut left = Vec::new();
+        for d in self.out.decisions.iter_mut().rev() {
+            if d.verdict == Verdict::Kept {
+                left.extend(self.bench.undo(&d.made));
+                d.made.clear();
+            }
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(left.join("; "))
+        }
+    }
+
+    fn reapply_kept(&mut self) -> Result<(), String> {
+        for d in self.out.decisions.iter_mut() {
+            if d.verdict == Verdict::Kept {
+                d.made = self.bench.apply(&d.proposal)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the proposals of a diagnosis: every one the first time; after,
+    /// the remedies that act on something not decided yet.
+    fn add(&mut self, proposals: &[Proposal], first: bool) -> Vec<usize> {
+        let mut added = Vec::new();
+        for p in proposals {
+            let known = self
+                .out
+                .decisions
+                .iter()
+                .any(|d| d.proposal.key() == p.key());
+            if known || (!first && !p.live()) {
+                continue;
+            }
+            let d = if let Some(why) = (self.settings.skip)(p) {
+                decision(p, Verdict::NotApplied, why)
+            } else if let Some(why) = &p.advice {
+                decision(p, Verdict::NotApplied, format!("advice: {why}"))
+            } else {
+                added.push(self.out.decisions.len());
+                decision(p, Verdict::Untried, String::new())
+            };
+            self.out.decisions.push(d);
+        }
+        added
+    }
+
+    /// Tries `which`, then the undone ones again while a pass keeps one.
+    fn passes(&mut self, which: Vec<usize>) -> Result<(), String> {
+        let mut todo = which;
+        loop {
+            let before = self.kept();
+            for &i in &todo {
+                let p = self.out.decisions[i].proposal.clone();
+                let earlier = self.out.decisions[i].why.clone();
+                let mut d = self.trial(i, &p)?;
+                if !earlier.is_empty() {
+                    d.why = format!("{}; tried before with larger causes still there: {earlier}", d.why);
+                }
+                self.out.decisions[i] = d;
+            }
+            todo = (0..self.out.decisions.len())
+                .filter(|&i| self.out.decisions[i].verdict == Verdict::Undone)
+                .collect();
+            if self.kept() == before || todo.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The baseline against the final state, interleaved; all undone if
+    /// the final state is worse.
+    fn verify(&mut self) -> Result<(), String> {
+        if self.kept() == 0 {
+            return Ok(());
+        }
+        let (mut baseline, mut fixed) = (Vec::new(), Vec::new());
+        for _ in 0..self.settings.rounds.max(1) {
+            self.undo_kept()?;
+            baseline.push(self.measure("verify: baseline".into())?);
+            self.reapply_kept()?;
+            fixed.push(self.measure("verify: fixed".into())?);
+        }
+        let comparison = compare(&baseline, &fixed, &self.settings.figures, &self.out.spreads);
+        let undone = comparison.worse;
+        if undone {
+            self.undo_kept()?;
+            for d in self.out.decisions.iter_mut() {
+                if d.verdict == Verdict::Kept {
+                    d.verdict = Verdict::Undone;
+                    d.why = format!(
+                        "undone with everything: the final state measured worse than the baseline ({})",
+                        comparison.why
+                    );
+                }
+            }
+        }
+        self.out.verification = Some(Verification {
+            baseline,
+            fixed,
+            comparison,
+            undone,
+        });
+        Ok(())
+    }
+
+    fn diagnose(&mut self) -> Result<Vec<Proposal>, String> {
+        let (d, proposals) = self.bench.diagnose()?;
+        self.out.diagnoses.push(d);
+        Ok(proposals)
+    }
+}
+
+/// Runs the whole proof into `out`. On a stop, every kept remedy is undone
+/// and `out.stopped` says why.
+pub fn prove(bench: &mut dyn Bench, settings: &Settings<'_>, out: &mut FixResult) {
+    let mut proof = Proof {
+        bench,
+        out,
+        settings,
+    };
+    if let Err(why) = run(&mut proof) {
+        let left = proof.undo_kept();
+        for d in proof.out.decisions.iter_mut() {
+            if matches!(d.verdict, Verdict::Kept | Verdict::Untried) {
+                d.verdict = Verdict::Undone;
+                d.why = "undone: the fix stopped before it ended".into();
+            }
+        }
+        proof.out.stopped = Some(match left {
+            Ok(()) => why,
+            Err(e) => format!("{why}; and undoing failed: {e}"),
+        });
+    }
+}
+
+fn run(proof: &mut Proof<'_>) -> Result<(), String> {
+    let proposals = proof.diagnose()?;
+    let mut todo = proof.add(&proposals, true);
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let a = proof.measure("baseline".into())?;
+    let b = proof.measure("baseline".into())?;
+    proof.out.baseline = vec![a, b];
+    proof.out.spreads = proof
+        .settings
+        .figures
+        .iter()
+        .map(|&f| (f, spread(&a, &b, f)))
+        .collect();
+    for n in 1.. {
+        let before = proof.kept();
+        proof.passes(todo)?;
+        if n >= proof.settings.diagnoses || proof.kept() == before {
+            break;
+        }
+        let proposals = proof.diagnose()?;
+        todo = proof.add(&proposals, false);
+        if todo.is_empty() {
+            break;
+        }
+    }
+    proof.verify()
+}

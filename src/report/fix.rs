@@ -1,0 +1,273 @@
+//! The outcome of `rtlab fix`, rendered: the plan of remedies, the
+//! before/after table per remedy, the verification, the advice, the HTML
+//! report, and the experiment file of the kept state. All from one
+//! [`FixResult`].
+
+use crate::fix::causes::micros;
+use crate::fix::remedies::Action;
+use crate::fix::trial::{Figure, mean, show};
+use crate::fix::{Decision, Diagnosed, Facts, FixResult, Proposal, Verdict};
+use std::fmt::Write as _;
+
+/// What a diagnosis found and the plan of remedies, before anything is
+/// applied.
+pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> String {
+    let mut s = String::new();
+    let f = &d.figures;
+    let _ = writeln!(
+        s,
+        "diagnosis: {} samples, {} at or above {}, p99.9 {}, max {}; {} explained ({} in all)",
+        f.samples,
+        f.over,
+        micros(threshold_ns),
+        micros(f.p999_ns),
+        micros(f.max_ns),
+        d.explained,
+        micros(d.explained_ns)
+    );
+    if proposals.is_empty() {
+        let _ = writeln!(s, "no cause found: nothing to propose");
+    }
+    for (i, p) in proposals.iter().enumerate() {
+        let kind = if p.live() { "remedy" } else { "advice" };
+        let _ = writeln!(s, "{kind} {i} [{}]: {}", p.class.name(), p.change);
+        for a in &p.answers {
+            let _ = writeln!(
+                s,
+                "    answers {}: main cause of {} of {} explained wake-ups, in {}; {} ({:.0}% of their time)",
+                a.cause,
+                a.main_cause,
+                d.explained,
+                a.spikes,
+                micros(a.total_ns),
+                share(a.total_ns, d.explained_ns)
+            );
+        }
+        if let Some(why) = &p.advice {
+            let _ = writeln!(s, "    {why}");
+        }
+    }
+    s
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
+fn figures_cells(out: &FixResult, runs: &[crate::fix::Figures]) -> String {
+    out.figures
+        .iter()
+        .map(|&f| format!("{} {}", f.name(), show(f, mean(runs, f))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The before/after table per remedy, the verification and the advice.
+pub fn outcome_text(out: &FixResult) -> String {
+    let mut s = String::new();
+    if !out.baseline.is_empty() {
+        let spreads: Vec<String> = out
+            .spreads
+            .iter()
+            .map(|(f, r)| format!("{} {:.0}%", f.name(), 100.0 * r))
+            .collect();
+        let _ = writeln!(
+            s,
+            "baseline, twice: {}; spread {}",
+            figures_cells(out, &out.baseline),
+            spreads.join(", ")
+        );
+    }
+    for (i, d) in out.decisions.iter().enumerate() {
+        if d.verdict == Verdict::NotApplied {
+            continue;
+        }
+        let _ = writeln!(s, "remedy {i} [{}] {}: {}", d.proposal.class.name(), verdict(d), d.proposal.change);
+        let _ = writeln!(s, "    {}", d.why);
+    }
+    if let Some(v) = &out.verification {
+        let _ = writeln!(
+            s,
+            "baseline against the final state, {} interleaved rounds each: {}{}",
+            v.baseline.len(),
+            v.comparison.why,
+            if v.undone { "; worse: everything undone" } else { "" }
+        );
+        for &f in &out.figures {
+            let (b, x) = (mean(&v.baseline, f), mean(&v.fixed, f));
+            if b > 0.0 {
+                let _ = writeln!(s, "    {}: {} -> {} ({:+.0}%)", f.name(), show(f, b), show(f, x), 100.0 * (x - b) / b);
+            }
+        }
+    }
+    let advice: Vec<&Decision> = out.decisions.iter().filter(|d| d.verdict == Verdict::NotApplied).collect();
+    if out.dry_run {
+        let _ = writeln!(s, "--dry-run: nothing was applied");
+    } else if !advice.is_empty() {
+        let _ = writeln!(s, "not applied:");
+        for d in advice {
+            let _ = writeln!(s, "  [{}] {}: {}", d.proposal.class.name(), d.proposal.change, d.why);
+        }
+    }
+    if let Some(why) = &out.stopped {
+        let _ = writeln!(s, "stopped: {why}; every remedy undone");
+    }
+    if let Some(j) = &out.journal {
+        let _ = writeln!(s, "kept changes are in {j}: `rtlab restore` undoes them");
+    }
+    s
+}
+
+fn verdict(d: &Decision) -> &'static str {
+    match d.verdict {
+        Verdict::Kept => "KEPT",
+        Verdict::Undone => "undone",
+        Verdict::Refused => "refused",
+        Verdict::NotApplied => "not applied",
+        Verdict::Untried => "not tried",
+    }
+}
+
+/// The experiment with the kept state added to its `main` stanza, where a
+/// key can say it (`irq.affinity`, `cstates.*`, `threads.affinity`,
+/// `net.steering`); None when nothing was kept.
+pub fn kept_experiment(text: &str, out: &FixResult, facts: &Facts) -> Option<String> {
+    let kept: Vec<&Decision> = out.decisions.iter().filter(|d| d.verdict == Verdict::Kept).collect();
+    if kept.is_empty() {
+        return None;
+    }
+    let mut keys = vec![format!(
+        "# kept by rtlab fix of {} ({} remedies)",
+        out.experiment.replace('\n', " "),
+        kept.len()
+    )];
+    for d in kept {
+        keys.extend(keys_of(d, facts));
+    }
+    Some(crate::fix::with_main_keys(text, &keys))
+}
+
+fn keys_of(d: &Decision, facts: &Facts) -> Vec<String> {
+    let mut keys = Vec::new();
+    for a in &d.proposal.actions {
+        match a {
+            Action::Write { file, value } => {
+                if let Some(irq) = crate::sys::paths::irq_of_affinity_list(file) {
+                    keys.push(format!("irq.affinity {value} {irq}"));
+                } else if file.ends_with("/disable") {
+                    let m = crate::cpulist::format(&facts.measured);
+                    let key = format!("cstates.max_latency 0 us\n  cstates.cpus {m}");
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                } else {
+                    keys.push(format!("# {file} = {value} (no key of the file sets it: `rtlab fix` applies it)"));
+                }
+            }
+            Action::Affinity { name, cpus, .. } => {
+                keys.push(format!("# thread {name} to CPUs {} (no key of the file moves a thread)", crate::cpulist::format(cpus)));
+            }
+        }
+    }
+    keys
+}
+
+/// The HTML report of the outcome.
+pub fn html(out: &FixResult) -> String {
+    use super::html::{STYLE, escape, list, table};
+    let mut s = String::new();
+    let title = format!("rtlab fix of {}", out.experiment);
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    let _ = writeln!(s, "<h2 id=\"causes\">Causes</h2>");
+    for (n, d) in out.diagnoses.iter().enumerate() {
+        diagnosis_html(&mut s, n, d, out.threshold_ns);
+    }
+    let _ = writeln!(s, "<h2 id=\"remedies\">Remedies, before and after</h2>");
+    let mut head = vec!["remedy".to_string(), "class".into(), "answers".into(), "verdict".into()];
+    head.extend(out.figures.iter().map(|f| format!("{} without → with", f.name())));
+    head.push("why".into());
+    let rows: Vec<Vec<String>> = out
+        .decisions
+        .iter()
+        .map(|d| decision_row(out, d))
+        .collect();
+    table(&mut s, "remedies", &head, &rows);
+    let _ = writeln!(s, "<h2 id=\"verification\">Baseline against the final state</h2>");
+    let verification: Vec<String> = out
+        .verification
+        .iter()
+        .map(|v| format!("{} rounds each, interleaved: {}{}", v.baseline.len(), v.comparison.why, if v.undone { "; worse: everything undone" } else { "" }))
+        .collect();
+    list(&mut s, &verification, "nothing was kept: no final state to verify");
+    let _ = writeln!(s, "<h2 id=\"kept\">Experiment file of the kept state</h2>");
+    match &out.kept_experiment {
+        Some(t) => {
+            let _ = writeln!(s, "<pre>{}</pre>", escape(t));
+        }
+        None => s.push_str("<p class=\"muted\">nothing was kept</p>\n"),
+    }
+    s.push_str("</body>\n</html>\n");
+    s
+}
+
+fn diagnosis_html(s: &mut String, n: usize, d: &Diagnosed, threshold_ns: u64) {
+    use super::html::{escape, table};
+    let f = &d.figures;
+    let _ = writeln!(
+        s,
+        "<p>Diagnosis {}: {} samples, {} at or above {}, p99.9 {}, max {}; {} wake-ups explained ({}).</p>",
+        n + 1,
+        f.samples,
+        f.over,
+        escape(&micros(threshold_ns)),
+        escape(&micros(f.p999_ns)),
+        escape(&micros(f.max_ns)),
+        d.explained,
+        escape(&micros(d.explained_ns))
+    );
+    let rows: Vec<Vec<String>> = d
+        .causes
+        .iter()
+        .map(|c| {
+            vec![
+                c.what.clone(),
+                c.class.name().into(),
+                c.main_cause.to_string(),
+                c.spikes.to_string(),
+                micros(c.total_ns),
+                format!("{:.0}%", share(c.total_ns, d.explained_ns)),
+            ]
+        })
+        .collect();
+    let head = ["cause", "remedy class", "main cause of", "in", "time", "share"].map(String::from);
+    table(s, "causes", &head, &rows);
+}
+
+fn decision_row(out: &FixResult, d: &Decision) -> Vec<String> {
+    let answers: Vec<String> = d.proposal.answers.iter().map(|a| a.cause.clone()).collect();
+    let mut row = vec![
+        d.proposal.change.clone(),
+        d.proposal.class.name().into(),
+        answers.join("; "),
+        verdict(d).into(),
+    ];
+    for &f in &out.figures {
+        row.push(if d.without.is_empty() {
+            "–".into()
+        } else {
+            format!("{} → {}", show(f, mean(&d.without, f)), show(f, mean(&d.with, f)))
+        });
+    }
+    row.push(d.why.clone());
+    row
+}
+
+/// A figure's name, for the options' help.
+pub fn figure_names() -> Vec<&'static str> {
+    [Figure::Over, Figure::P99, Figure::P999, Figure::Max].map(Figure::name).to_vec()
+}
