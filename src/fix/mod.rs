@@ -18,6 +18,9 @@ pub mod facts;
 pub mod remedies;
 pub mod trial;
 
+#[cfg(test)]
+mod tests;
+
 
 pub use causes::{Cause, Target};
 pub use facts::Facts;

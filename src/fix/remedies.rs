@@ -597,9 +597,16 @@ fn ipi(c: &Cause) -> Proposal {
 }
 
 fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
+    // Only a thread below the timer thread's priority holds it off by a
+    // non-preemptible section; one at or above it simply runs first.
+    let below = |c: &&Cause| match (c.prio, f.timer_prio) {
+        (Some(p), Some(t)) => p > t,
+        _ => true,
+    };
     let unseen: Vec<&Cause> = causes
         .iter()
         .filter(|c| matches!(c.target, Target::Thread { .. }) && c.seen_as.contains(&PartKind::Unseen))
+        .filter(below)
         .collect();
     if unseen.is_empty() {
         return None;

@@ -5,7 +5,7 @@
 
 use crate::fix::causes::micros;
 use crate::fix::remedies::Action;
-use crate::fix::trial::{Figure, mean, show};
+use crate::fix::trial::{mean, show};
 use crate::fix::{Decision, Diagnosed, Facts, FixResult, Proposal, Verdict};
 use std::fmt::Write as _;
 
@@ -28,9 +28,9 @@ pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> St
     if proposals.is_empty() {
         let _ = writeln!(s, "no cause found: nothing to propose");
     }
-    for (i, p) in proposals.iter().enumerate() {
+    for p in proposals {
         let kind = if p.live() { "remedy" } else { "advice" };
-        let _ = writeln!(s, "{kind} {i} [{}]: {}", p.class.name(), p.change);
+        let _ = writeln!(s, "- {kind} [{}]: {}", p.class.name(), p.change);
         for a in &p.answers {
             let _ = writeln!(
                 s,
@@ -82,7 +82,7 @@ pub fn outcome_text(out: &FixResult) -> String {
         if d.verdict == Verdict::NotApplied {
             continue;
         }
-        let _ = writeln!(s, "remedy {i} [{}] {}: {}", d.proposal.class.name(), verdict(d), d.proposal.change);
+        let _ = writeln!(s, "#{i} [{}] {}: {}", d.proposal.class.name(), verdict(d), d.proposal.change);
         let _ = writeln!(s, "    {}", d.why);
     }
     if let Some(v) = &out.verification {
@@ -267,7 +267,3 @@ fn decision_row(out: &FixResult, d: &Decision) -> Vec<String> {
     row
 }
 
-/// A figure's name, for the options' help.
-pub fn figure_names() -> Vec<&'static str> {
-    [Figure::Over, Figure::P99, Figure::P999, Figure::Max].map(Figure::name).to_vec()
-}

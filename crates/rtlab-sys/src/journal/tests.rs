@@ -412,6 +412,10 @@ fn the_knobs_rtlab_writes_are_accepted_by_name() {
         "sys/devices/system/cpu/cpu1/cpuidle/state3/disable",
         "sys/fs/cgroup/cpuset/cpuset.sched_load_balance",
         "sys/fs/cgroup/cpuset/sched_load_balance",
+        // `rtlab fix`: packet steering, and RT throttling lifted on request.
+        "sys/class/net/lo/queues/rx-0/rps_cpus",
+        "sys/class/net/eth0/queues/tx-12/xps_cpus",
+        paths::SCHED_RT_RUNTIME,
     ] {
         assert!(write(ok).is_ok(), "{ok}: {:?}", write(ok));
     }
@@ -426,7 +430,12 @@ fn the_knobs_rtlab_writes_are_accepted_by_name() {
         "sys/fs/cgroup/cpuset/cpuset.cpus",
         "sys/fs/cgroup/cpuset/rt/cpuset.sched_load_balance",
         "sys/fs/cgroup/cpuset/cgroup.procs",
-        "proc/sys/kernel/sched_rt_runtime_us",
+        "proc/sys/kernel/sched_rt_period_us",
+        "sys/class/net/lo/queues/rx-0/rps_flow_cnt",
+        "sys/class/net/lo/queues/tx-0/rps_cpus",
+        "sys/class/net/lo/queues/rx-x/rps_cpus",
+        "sys/class/net/lo/mtu",
+        "sys/class/net/.hidden/queues/rx-0/rps_cpus",
     ] {
         assert!(write(bad).is_err(), "{bad} was accepted");
     }
@@ -509,4 +518,58 @@ fn a_journal_killed_before_it_had_its_name_is_removed_once_its_process_is_gone()
     let _ = restore_all(&root, jdir.path(), Some(Owner::Run));
     assert!(!dead.exists() && !empty.exists());
     assert!(alive.exists() && more.exists() && other.exists());
+}
+
+#[test]
+fn a_thread_gets_its_cpus_back_only_if_it_is_the_same_thread() {
+    let tree = tempfile::tempdir().unwrap();
+    let (root, kernel) = fake::v1_machine(tree.path(), fake::Kernel::default());
+    // sshd (100, started at 1100) was moved to CPU 0; TID 101 is another
+    // task than the one journalled (its start time differs).
+    fake::add_task(tree.path(), 100, "sshd", 1, "0");
+    let jdir = fake::journal_dir();
+    let mut j = Journal::open(&root, jdir.path(), "fix-1.journal", Owner::Run).unwrap();
+    for (tid, start) in [(100, 1100), (101, 7)] {
+        j.record(&Change::Affinity {
+            tid,
+            start,
+            name: "x".into(),
+            old: "0-3".into(),
+            new: "0".into(),
+        })
+        .unwrap();
+    }
+    drop(j);
+    let r = restore_all(&root, jdir.path(), Some(Owner::Run));
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(*kernel.affinity_calls.lock().unwrap(), vec![(100, vec![0, 1, 2, 3])]);
+    assert_eq!(r.undone[0].detail, "ended (nothing to restore)");
+    assert_eq!(r.undone[1].detail, "0 -> 0-3");
+}
+
+#[test]
+fn kept_changes_are_handed_over_to_a_journal_only_restore_replays() {
+    let (tree, root) = machine();
+    let jdir = fake::journal_dir();
+    let mut j = Journal::open(&root, jdir.path(), "fix-1.journal", Owner::Run).unwrap();
+    // One change tried and undone, one kept.
+    j.set(paths::STAT_INTERVAL, "10").unwrap();
+    j.set(paths::STAT_INTERVAL, "1").unwrap();
+    j.set(paths::TIMER_MIGRATION, "0").unwrap();
+    let kept = [Change::Write {
+        path: paths::TIMER_MIGRATION.into(),
+        old: "1".into(),
+        new: "0".into(),
+    }];
+    let path = j.hand_over("fix-kept-1.journal", Owner::Tune, &kept).unwrap();
+    assert!(!jdir.path().join("fix-1.journal").exists());
+    let (header, changes) = read(&root, &path).unwrap();
+    assert_eq!((header.owner, changes), (Owner::Tune, kept.to_vec()));
+    // The next run leaves it; restore puts the value back.
+    assert!(restore_all(&root, jdir.path(), Some(Owner::Run)).undone.is_empty());
+    let knob = tree.path().join(paths::TIMER_MIGRATION);
+    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "0");
+    assert!(restore_all(&root, jdir.path(), None).ok());
+    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "1");
+    assert!(find(&root, jdir.path()).is_empty());
 }
