@@ -542,7 +542,9 @@ fn journal_reader() {
                     | Change::TraceInstance { path }
                     | Change::MountTracefs { path } => vec![path],
                     Change::MoveTasks { from, to, .. } => vec![from, to],
-                    Change::Sched { .. } | Change::StagedFile { .. } => vec![],
+                    Change::Sched { .. } | Change::Affinity { .. } | Change::StagedFile { .. } => {
+                        vec![]
+                    }
                 };
                 for p in paths {
                     let p = p.trim_start_matches('/');

@@ -64,8 +64,7 @@ pub struct FixArgs {
 pub fn main(args: &FixArgs) -> Outcome {
     need_root("rtlab fix")?;
     for out in [&args.json, &args.html, &args.kept].into_iter().flatten() {
-        crate::sys::outfile::check(out, false)
-            .map_err(|e| Refusal::output("rtlab: fix: ", &e))?;
+        crate::sys::outfile::check(out, false).map_err(|e| Refusal::output("rtlab: fix: ", &e))?;
     }
     let (text, name) = super::experiment::experiment_text(Some(&args.file))?;
     let text = with_threshold(&text, &name, args.threshold.as_deref())?;
@@ -101,7 +100,11 @@ pub fn main(args: &FixArgs) -> Outcome {
     };
     bench.finish(&mut out)?;
     write_outputs(args, &out)?;
-    Ok(if out.stopped.is_some() { crate::exit::FAILED } else { 0 })
+    Ok(if out.stopped.is_some() {
+        crate::exit::FAILED
+    } else {
+        0
+    })
 }
 
 /// The experiment's text with `trace.threshold` from --threshold.
@@ -110,11 +113,14 @@ fn with_threshold(text: &str, name: &str, threshold: Option<&str>) -> Result<Str
         return Ok(text.to_string());
     };
     let exp = crate::config::parse(text).map_err(|_| {
-        Refusal::new(format!("rtlab: fix: {name} does not parse")).hint(format!("`rtlab check {name}` says why"))
+        Refusal::new(format!("rtlab: fix: {name} does not parse"))
+            .hint(format!("`rtlab check {name}` says why"))
     })?;
     if exp.main.trace_threshold_ns.is_some() {
-        return Err(Refusal::new(format!("rtlab: fix: {name} sets `trace.threshold` already"))
-            .hint("leave out --threshold, or the key"));
+        return Err(
+            Refusal::new(format!("rtlab: fix: {name} sets `trace.threshold` already"))
+                .hint("leave out --threshold, or the key"),
+        );
     }
     Ok(fix::with_main_keys(text, &[format!("trace.threshold {t}")]))
 }
@@ -177,8 +183,9 @@ fn prove(
 fn write_outputs(args: &FixArgs, out: &fix::FixResult) -> Result<(), Refusal> {
     outln!("{}", crate::report::fix::outcome_text(out).trim_end());
     let write = |path: &Path, bytes: &[u8]| {
-        crate::sys::outfile::write_whole(path, bytes)
-            .map_err(|e| Refusal::output("rtlab: fix: cannot write ", &e).status(crate::exit::FAILED))
+        crate::sys::outfile::write_whole(path, bytes).map_err(|e| {
+            Refusal::output("rtlab: fix: cannot write ", &e).status(crate::exit::FAILED)
+        })
     };
     if let Some(p) = &args.json {
         let json = serde_json::to_string_pretty(out).unwrap_or_default();
@@ -218,8 +225,13 @@ impl RunBench {
     ) -> Result<RunBench, Refusal> {
         let root = SysRoot::real();
         let dir = journal::default_dir();
-        let journal = Journal::open(&root, &dir, &format!("fix-{}.journal", std::process::id()), Owner::Run)
-            .map_err(|e| Refusal::new(format!("rtlab: fix: {e}")))?;
+        let journal = Journal::open(
+            &root,
+            &dir,
+            &format!("fix-{}.journal", std::process::id()),
+            Owner::Run,
+        )
+        .map_err(|e| Refusal::new(format!("rtlab: fix: {e}")))?;
         Ok(RunBench {
             diagnosis: diagnosis.clone(),
             rounds: round_plan(diagnosis, threshold_ns),
@@ -250,7 +262,9 @@ impl RunBench {
         let result = run::execute(plan, &self.opts).map_err(|e| format!("{e:#}"))?;
         match &result.end {
             crate::result::EndReason::Completed => Ok(result),
-            crate::result::EndReason::Interrupted { signal, .. } => Err(format!("stopped by {signal}")),
+            crate::result::EndReason::Interrupted { signal, .. } => {
+                Err(format!("stopped by {signal}"))
+            }
             end => Err(format!("a run did not complete: {end:?}")),
         }
     }
@@ -282,7 +296,11 @@ impl RunBench {
             .flat_map(|d| d.made.iter().map(fix::apply::UndoStep::change))
             .collect();
         let path = j
-            .hand_over(&format!("fix-kept-{}.journal", std::process::id()), Owner::Tune, &changes)
+            .hand_over(
+                &format!("fix-kept-{}.journal", std::process::id()),
+                Owner::Tune,
+                &changes,
+            )
             .map_err(|e| Refusal::failed(format!("rtlab: fix: the kept changes' journal: {e}")))?;
         out.journal = Some(path.display().to_string());
         Ok(())
@@ -310,7 +328,10 @@ impl drive::Bench for RunBench {
             explained_ns: trace.explanations.iter().map(|e| e.latency_ns).sum(),
             causes,
         };
-        outln!("{}", crate::report::fix::plan_text(&d, self.threshold_ns, &proposals).trim_end());
+        outln!(
+            "{}",
+            crate::report::fix::plan_text(&d, self.threshold_ns, &proposals).trim_end()
+        );
         self.measured = facts.measured.clone();
         self.facts = Some(facts);
         Ok((d, proposals))
@@ -336,7 +357,11 @@ impl drive::Bench for RunBench {
         let steps = fix::apply::apply(&self.root, j, p)?;
         if let Err(why) = fix::apply::check(&self.root, p, &self.measured) {
             let left = fix::apply::undo(&self.root, j, &steps);
-            return Err(if left.is_empty() { why } else { format!("{why}; undo failed: {}", left.join("; ")) });
+            return Err(if left.is_empty() {
+                why
+            } else {
+                format!("{why}; undo failed: {}", left.join("; "))
+            });
         }
         Ok(steps)
     }

@@ -100,7 +100,14 @@ fn one(root: &SysRoot, journal: &mut Journal, a: &Action) -> Result<Option<UndoS
             start,
             name,
             cpus,
-        } => set_affinity(root, journal, *tid, *start, name, &crate::cpulist::format(cpus)),
+        } => set_affinity(
+            root,
+            journal,
+            *tid,
+            *start,
+            name,
+            &crate::cpulist::format(cpus),
+        ),
     }
 }
 
@@ -118,7 +125,8 @@ fn set_affinity(
     if tasks::start_time(root, tid) != Some(start) {
         return Err(format!("{who} has ended"));
     }
-    let old = tasks::status_field(root, tid, "Cpus_allowed_list").ok_or(format!("{who} has ended"))?;
+    let old =
+        tasks::status_field(root, tid, "Cpus_allowed_list").ok_or(format!("{who} has ended"))?;
     if old == new {
         return Ok(None);
     }

@@ -106,10 +106,9 @@ fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, Re
         PartKind::TimerThread | PartKind::Tracing | PartKind::Unknown => return None,
         PartKind::Irq => match irq_number(what) {
             Some(irq) => (Target::Irq { irq }, RemedyClass::Irq),
-            None if what == "local timer interrupt" => (
-                Target::Interrupt { name: what.into() },
-                RemedyClass::Tick,
-            ),
+            None if what == "local timer interrupt" => {
+                (Target::Interrupt { name: what.into() }, RemedyClass::Tick)
+            }
             None => (Target::Interrupt { name: what.into() }, RemedyClass::Ipi),
         },
         PartKind::Nmi => (Target::Interrupt { name: what.into() }, RemedyClass::Ipi),
@@ -161,7 +160,11 @@ fn busy_softirq(what: &str) -> Option<&str> {
 
 /// `IRQ 36 virtio1-req.0` → 36.
 fn irq_number(what: &str) -> Option<u32> {
-    what.strip_prefix("IRQ ")?.split_whitespace().next()?.parse().ok()
+    what.strip_prefix("IRQ ")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The causes of `explanations`, costliest first.

@@ -80,10 +80,18 @@ impl Proof<'_> {
             let left = self.bench.undo(&steps);
             d.with.push(with?);
             if !left.is_empty() {
-                return Err(format!("remedy {i} could not be undone: {}", left.join("; ")));
+                return Err(format!(
+                    "remedy {i} could not be undone: {}",
+                    left.join("; ")
+                ));
             }
         }
-        let c = compare(&d.without, &d.with, &self.settings.figures, &self.out.spreads);
+        let c = compare(
+            &d.without,
+            &d.with,
+            &self.settings.figures,
+            &self.out.spreads,
+        );
         if c.better {
             d.made = self
                 .bench
@@ -166,7 +174,10 @@ impl Proof<'_> {
                 let earlier = self.out.decisions[i].why.clone();
                 let mut d = self.trial(i, &p)?;
                 if !earlier.is_empty() {
-                    d.why = format!("{}; tried before with larger causes still there: {earlier}", d.why);
+                    d.why = format!(
+                        "{}; tried before with larger causes still there: {earlier}",
+                        d.why
+                    );
                 }
                 self.out.decisions[i] = d;
             }

@@ -126,16 +126,18 @@ pub fn read(root: &SysRoot, run: &RunResult, causes: &[Cause]) -> Facts {
         rt_runtime_us: root
             .read_opt(sys::paths::SCHED_RT_RUNTIME)
             .and_then(|v| v.parse().ok()),
-        idle_driver: sys::power::idle_driver(root)
-            .driver
-            .filter(|d| d != "none"),
+        idle_driver: sys::power::idle_driver(root).driver.filter(|d| d != "none"),
         measured,
         ..Facts::default()
     };
-    f.protected.insert(std::process::id() as i32, "rtlab itself".into());
+    f.protected
+        .insert(std::process::id() as i32, "rtlab itself".into());
     protect_measured_tasks(&mut f, run);
     for p in &run.programs {
-        let pids = p.first_pid.into_iter().chain(p.exits.iter().filter_map(|e| e.pid));
+        let pids = p
+            .first_pid
+            .into_iter()
+            .chain(p.exits.iter().filter_map(|e| e.pid));
         for pid in pids {
             f.program_pids.insert(pid, p.index);
         }
@@ -191,12 +193,15 @@ fn nrt_cpus(run: &RunResult) -> Option<Vec<usize>> {
 fn protect_measured_tasks(f: &mut Facts, run: &RunResult) {
     for m in &run.task_latency {
         for t in &m.threads {
-            f.protected
-                .insert(t.tid, format!("the task task_latency[{}] measures", m.spec.index));
+            f.protected.insert(
+                t.tid,
+                format!("the task task_latency[{}] measures", m.spec.index),
+            );
         }
     }
     for t in &run.timers {
-        f.protected.insert(t.tid, format!("timer_thread[{}]", t.index));
+        f.protected
+            .insert(t.tid, format!("timer_thread[{}]", t.index));
     }
 }
 
@@ -248,9 +253,10 @@ fn read_net(root: &SysRoot, f: &mut Facts) {
         let prefixes = sys::net::irq_name_prefixes(root, dev);
         for (irq, handlers) in &names {
             let ours = handlers.iter().any(|h| {
-                prefixes
-                    .iter()
-                    .any(|p| h == p.trim_end_matches('-') || h.starts_with(&format!("{}-", p.trim_end_matches('-'))))
+                prefixes.iter().any(|p| {
+                    h == p.trim_end_matches('-')
+                        || h.starts_with(&format!("{}-", p.trim_end_matches('-')))
+                })
             });
             if ours && !f.net_irqs.contains(irq) {
                 f.net_irqs.push(*irq);

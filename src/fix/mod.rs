@@ -21,7 +21,6 @@ pub mod trial;
 #[cfg(test)]
 mod tests;
 
-
 pub use causes::{Cause, Target};
 pub use facts::Facts;
 pub use remedies::{Action, Proposal};
@@ -88,7 +87,12 @@ impl RemedyClass {
 
 impl FixResult {
     /// An outcome with nothing in it yet.
-    pub fn new(experiment: String, threshold_ns: u64, figures: Vec<trial::Figure>, rounds: usize) -> FixResult {
+    pub fn new(
+        experiment: String,
+        threshold_ns: u64,
+        figures: Vec<trial::Figure>,
+        rounds: usize,
+    ) -> FixResult {
         FixResult {
             schema: "rtlab-fix/1".into(),
             experiment,

@@ -150,7 +150,9 @@ fn live(class: RemedyClass, causes: &[&Cause], change: String, actions: Vec<Acti
 
 /// The proposals for `causes` on the machine `f`, costliest first.
 pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
-    let of = |class: RemedyClass| -> Vec<&Cause> { causes.iter().filter(|c| c.class == class).collect() };
+    let of = |class: RemedyClass| -> Vec<&Cause> {
+        causes.iter().filter(|c| c.class == class).collect()
+    };
     let mut out = Vec::new();
     for c in of(RemedyClass::Irq) {
         out.push(irq(c, f));
@@ -173,7 +175,10 @@ pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
     // The most decisive first: a cause that was the main one of many
     // wake-ups hides the smaller ones until it is gone.
     out.sort_by_key(|p| {
-        std::cmp::Reverse((p.answers.iter().map(|a| a.main_cause).sum::<u64>(), p.weight_ns()))
+        std::cmp::Reverse((
+            p.answers.iter().map(|a| a.main_cause).sum::<u64>(),
+            p.weight_ns(),
+        ))
     });
     out
 }
@@ -209,7 +214,10 @@ fn irq(c: &Cause, f: &Facts) -> Proposal {
     if f.housekeeping.is_empty() {
         return no_room(RemedyClass::Irq, c, f);
     }
-    let effective = now.effective.clone().unwrap_or_else(|| now.affinity.clone());
+    let effective = now
+        .effective
+        .clone()
+        .unwrap_or_else(|| now.affinity.clone());
     if !meets(&now.affinity, &f.measured) && !meets(&effective, &f.measured) {
         return advice(
             RemedyClass::Irq,
@@ -260,11 +268,23 @@ fn thread_words(c: &Cause, pid: i32, t: Option<&ThreadFact>) -> String {
 
 fn thread(c: &Cause, f: &Facts) -> Proposal {
     let Target::Thread { pid } = c.target else {
-        return advice(RemedyClass::Thread, &[c], c.what.clone(), "not a thread".into());
+        return advice(
+            RemedyClass::Thread,
+            &[c],
+            c.what.clone(),
+            "not a thread".into(),
+        );
     };
     let t = f.threads.get(&pid);
     let who = thread_words(c, pid, t);
-    let refuse = |why: String| advice(RemedyClass::Thread, &[c], format!("{who}: left where it is"), why);
+    let refuse = |why: String| {
+        advice(
+            RemedyClass::Thread,
+            &[c],
+            format!("{who}: left where it is"),
+            why,
+        )
+    };
     if let Some(why) = f.protected.get(&pid) {
         return refuse(format!("it is {why}: rtlab never moves it"));
     }
@@ -291,14 +311,31 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
         return no_room(RemedyClass::Thread, c, f);
     }
     if !meets(&t.cpus, &f.measured) {
-        return refuse(format!("it is already off the measured CPUs (allowed {})", list(&t.cpus)));
+        return refuse(format!(
+            "it is already off the measured CPUs (allowed {})",
+            list(&t.cpus)
+        ));
     }
-    let keep: Vec<usize> = t.cpus.iter().copied().filter(|x| f.housekeeping.contains(x)).collect();
-    let to = if keep.is_empty() { f.housekeeping.clone() } else { keep };
+    let keep: Vec<usize> = t
+        .cpus
+        .iter()
+        .copied()
+        .filter(|x| f.housekeeping.contains(x))
+        .collect();
+    let to = if keep.is_empty() {
+        f.housekeeping.clone()
+    } else {
+        keep
+    };
     live(
         RemedyClass::Thread,
         &[c],
-        format!("{who}: CPUs {} -> {} ({})", list(&t.cpus), list(&to), why_move(c, f)),
+        format!(
+            "{who}: CPUs {} -> {} ({})",
+            list(&t.cpus),
+            list(&to),
+            why_move(c, f)
+        ),
         vec![Action::Affinity {
             tid: pid,
             start: t.start,
@@ -328,11 +365,17 @@ fn kthread_advice(comm: &str, f: &Facts) -> String {
     if comm.starts_with("ksoftirqd/") {
         "It runs softirqs the CPU could not finish: the IRQs and network steering above are the remedy.".into()
     } else if comm.starts_with("watchdog/") || comm.starts_with("migration/") {
-        format!("`nowatchdog` on the kernel command line, or `kernel.watchdog_cpumask` without CPUs {m}, stops the lockup watchdog's work there.")
+        format!(
+            "`nowatchdog` on the kernel command line, or `kernel.watchdog_cpumask` without CPUs {m}, stops the lockup watchdog's work there."
+        )
     } else if comm.starts_with("kworker/") {
-        format!("Its work is queued on CPU {m} by code running there; `isolcpus=managed_irq,domain,{m} nohz_full={m}` keeps most of it away.")
+        format!(
+            "Its work is queued on CPU {m} by code running there; `isolcpus=managed_irq,domain,{m} nohz_full={m}` keeps most of it away."
+        )
     } else {
-        format!("`isolcpus=managed_irq,domain,{m} nohz_full={m} rcu_nocbs={m}` keeps most kernel work off CPUs {m}.")
+        format!(
+            "`isolcpus=managed_irq,domain,{m} nohz_full={m} rcu_nocbs={m}` keeps most kernel work off CPUs {m}."
+        )
     }
 }
 
@@ -401,14 +444,22 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
     }
     for irq in &f.net_irqs {
         let Some(now) = f.irqs.get(irq) else { continue };
-        let effective = now.effective.clone().unwrap_or_else(|| now.affinity.clone());
+        let effective = now
+            .effective
+            .clone()
+            .unwrap_or_else(|| now.affinity.clone());
         if !meets(&effective, &f.measured) || f.housekeeping.is_empty() {
             continue;
         }
         let mut p = live(
             RemedyClass::Net,
             causes,
-            format!("NIC IRQ {irq}'s affinity {} -> {} (it fires on CPU {})", list(&now.affinity), list(&f.housekeeping), list(&effective)),
+            format!(
+                "NIC IRQ {irq}'s affinity {} -> {} (it fires on CPU {})",
+                list(&now.affinity),
+                list(&f.housekeeping),
+                list(&effective)
+            ),
             vec![Action::Write {
                 file: crate::sys::paths::irq_affinity_list(*irq),
                 value: list(&f.housekeeping),
@@ -441,8 +492,16 @@ fn steering(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         if !meets(&cpus, &f.measured) {
             continue;
         }
-        let rest: Vec<usize> = cpus.iter().copied().filter(|c| !f.measured.contains(c)).collect();
-        let to = if rest.is_empty() { f.housekeeping.clone() } else { rest };
+        let rest: Vec<usize> = cpus
+            .iter()
+            .copied()
+            .filter(|c| !f.measured.contains(c))
+            .collect();
+        let to = if rest.is_empty() {
+            f.housekeeping.clone()
+        } else {
+            rest
+        };
         if to.is_empty() {
             continue;
         }
@@ -456,7 +515,11 @@ fn steering(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         live(
             RemedyClass::Net,
             causes,
-            format!("packet steering off CPUs {}: {}", list(&f.measured), words.join(", ")),
+            format!(
+                "packet steering off CPUs {}: {}",
+                list(&f.measured),
+                words.join(", ")
+            ),
             actions,
         )
     })
@@ -467,7 +530,11 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         return None;
     }
     let m = list(&f.measured);
-    let deep: Vec<_> = f.idle.iter().filter(|s| s.latency_us > 0 && !s.disabled).collect();
+    let deep: Vec<_> = f
+        .idle
+        .iter()
+        .filter(|s| s.latency_us > 0 && !s.disabled)
+        .collect();
     if deep.is_empty() {
         let driver = f.idle_driver.as_deref().unwrap_or("none");
         let why = if f.virtual_machine {
@@ -482,7 +549,12 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
                  command line keeps them polling, at a whole core's power each"
             )
         };
-        return Some(advice(RemedyClass::Idle, causes, format!("idle exit on CPUs {m}"), why));
+        return Some(advice(
+            RemedyClass::Idle,
+            causes,
+            format!("idle exit on CPUs {m}"),
+            why,
+        ));
     }
     let names: Vec<String> = deep
         .iter()
@@ -491,7 +563,10 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
     Some(live(
         RemedyClass::Idle,
         causes,
-        format!("disable the idle states with an exit latency: {}", names.join(", ")),
+        format!(
+            "disable the idle states with an exit latency: {}",
+            names.join(", ")
+        ),
         deep.iter()
             .map(|s| Action::Write {
                 file: s.file.clone(),
@@ -556,7 +631,9 @@ pub fn boot_parameters(f: &Facts) -> Vec<String> {
     }
     want.push(format!("isolcpus=managed_irq,domain,{m}"));
     let have: Vec<&str> = f.cmdline.split_whitespace().collect();
-    want.into_iter().filter(|w| !have.contains(&w.as_str())).collect()
+    want.into_iter()
+        .filter(|w| !have.contains(&w.as_str()))
+        .collect()
 }
 
 fn tick(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
@@ -580,7 +657,10 @@ fn tick(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
     Some(advice(
         RemedyClass::Tick,
         causes,
-        format!("the tick, RCU callbacks and timers off CPUs {}", list(&f.measured)),
+        format!(
+            "the tick, RCU callbacks and timers off CPUs {}",
+            list(&f.measured)
+        ),
         why,
     ))
 }
@@ -605,7 +685,9 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
     };
     let unseen: Vec<&Cause> = causes
         .iter()
-        .filter(|c| matches!(c.target, Target::Thread { .. }) && c.seen_as.contains(&PartKind::Unseen))
+        .filter(|c| {
+            matches!(c.target, Target::Thread { .. }) && c.seen_as.contains(&PartKind::Unseen)
+        })
         .filter(below)
         .collect();
     if unseen.is_empty() {
@@ -614,11 +696,17 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
     let names: Vec<String> = unseen.iter().map(|c| c.what.clone()).collect();
     let model = &f.preemption;
     let cut = if model.contains("PREEMPT_RT") || model.contains("(full)") {
-        format!("the kernel is already {model}: a section with interrupts or preemption off (a raw spinlock) remains; `trace.stacks switch` names its path")
+        format!(
+            "the kernel is already {model}: a section with interrupts or preemption off (a raw spinlock) remains; `trace.stacks switch` names its path"
+        )
     } else if model.contains("PREEMPT_DYNAMIC") {
-        format!("this kernel is {model}: `preempt=full` on the command line, or a PREEMPT_RT kernel, lets the timer thread in at once")
+        format!(
+            "this kernel is {model}: `preempt=full` on the command line, or a PREEMPT_RT kernel, lets the timer thread in at once"
+        )
     } else {
-        format!("this kernel is {model}: a PREEMPT_RT kernel (or CONFIG_PREEMPT) lets the timer thread in at once")
+        format!(
+            "this kernel is {model}: a PREEMPT_RT kernel (or CONFIG_PREEMPT) lets the timer thread in at once"
+        )
     };
     Some(advice(
         RemedyClass::Preemption,
@@ -647,7 +735,10 @@ fn host(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
     Some(advice(
         RemedyClass::Host,
         causes,
-        format!("time nothing in this system logged: {}", micros(causes.iter().map(|c| c.total_ns).sum())),
+        format!(
+            "time nothing in this system logged: {}",
+            micros(causes.iter().map(|c| c.total_ns).sum())
+        ),
         why,
     ))
 }

@@ -12,7 +12,14 @@ use super::{RemedyClass, with_main_keys};
 use crate::trace::explain::analyze::{Explanation, Part, PartKind};
 use std::collections::BTreeMap;
 
-fn part(kind: PartKind, what: &str, pid: Option<i32>, prio: Option<i32>, ns: u64, before_wake: bool) -> Part {
+fn part(
+    kind: PartKind,
+    what: &str,
+    pid: Option<i32>,
+    prio: Option<i32>,
+    ns: u64,
+    before_wake: bool,
+) -> Part {
     Part {
         kind,
         what: what.into(),
@@ -48,54 +55,172 @@ fn explanation(parts: Vec<Part>) -> Explanation {
 fn explanations() -> Vec<Explanation> {
     vec![
         explanation(vec![
-            part(PartKind::Thread, "rtlab-hog", Some(500), Some(4), 900_000, false),
-            part(PartKind::Irq, "IRQ 38 virtio2-input.0", None, None, 5_000, false),
-            part(PartKind::TimerThread, "rtlab-timer0", Some(600), Some(9), 3_000, false),
+            part(
+                PartKind::Thread,
+                "rtlab-hog",
+                Some(500),
+                Some(4),
+                900_000,
+                false,
+            ),
+            part(
+                PartKind::Irq,
+                "IRQ 38 virtio2-input.0",
+                None,
+                None,
+                5_000,
+                false,
+            ),
+            part(
+                PartKind::TimerThread,
+                "rtlab-timer0",
+                Some(600),
+                Some(9),
+                3_000,
+                false,
+            ),
         ]),
         explanation(vec![
-            part(PartKind::Thread, "rtlab-hog", Some(500), Some(4), 800_000, false),
-            part(PartKind::Softirq, "softirq NET_RX", None, None, 40_000, false),
+            part(
+                PartKind::Thread,
+                "rtlab-hog",
+                Some(500),
+                Some(4),
+                800_000,
+                false,
+            ),
+            part(
+                PartKind::Softirq,
+                "softirq NET_RX",
+                None,
+                None,
+                40_000,
+                false,
+            ),
         ]),
         explanation(vec![
-            part(PartKind::TimerLate, "timer interrupt late (CPU busy with softirq NET_RX)", None, None, 30_000, true),
-            part(PartKind::Unseen, "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (perl held the CPU)", Some(700), Some(120), 200_000, false),
-            part(PartKind::Irq, "local timer interrupt", None, None, 4_000, true),
-            part(PartKind::Thread, "kworker/u4:1 (work flush)", Some(800), Some(120), 10_000, false),
+            part(
+                PartKind::TimerLate,
+                "timer interrupt late (CPU busy with softirq NET_RX)",
+                None,
+                None,
+                30_000,
+                true,
+            ),
+            part(
+                PartKind::Unseen,
+                "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (perl held the CPU)",
+                Some(700),
+                Some(120),
+                200_000,
+                false,
+            ),
+            part(
+                PartKind::Irq,
+                "local timer interrupt",
+                None,
+                None,
+                4_000,
+                true,
+            ),
+            part(
+                PartKind::Thread,
+                "kworker/u4:1 (work flush)",
+                Some(800),
+                Some(120),
+                10_000,
+                false,
+            ),
         ]),
         explanation(vec![
-            part(PartKind::TimerLateIdle, "timer interrupt late, CPU idle", None, None, 100_000, true),
-            part(PartKind::HeldOff, "held off though runnable", None, None, 50_000, false),
-            part(PartKind::Unseen, "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off", None, None, 20_000, true),
+            part(
+                PartKind::TimerLateIdle,
+                "timer interrupt late, CPU idle",
+                None,
+                None,
+                100_000,
+                true,
+            ),
+            part(
+                PartKind::HeldOff,
+                "held off though runnable",
+                None,
+                None,
+                50_000,
+                false,
+            ),
+            part(
+                PartKind::Unseen,
+                "unseen: interrupt delivery, a hypervisor, SMI or NMI without a tracepoint, or interrupts off",
+                None,
+                None,
+                20_000,
+                true,
+            ),
             part(PartKind::Unknown, "unknown", None, None, 7_000, true),
         ]),
     ]
 }
 
 fn find<'a>(cs: &'a [super::Cause], t: &Target) -> &'a super::Cause {
-    cs.iter().find(|c| &c.target == t).unwrap_or_else(|| panic!("no cause {t:?} in {cs:?}"))
+    cs.iter()
+        .find(|c| &c.target == t)
+        .unwrap_or_else(|| panic!("no cause {t:?} in {cs:?}"))
 }
 
 #[test]
 fn causes_group_parts_by_what_a_remedy_acts_on() {
     let cs = causes(&explanations());
     let hog = find(&cs, &Target::Thread { pid: 500 });
-    assert_eq!((hog.class, hog.spikes, hog.main_cause, hog.total_ns), (RemedyClass::Thread, 2, 2, 1_700_000));
+    assert_eq!(
+        (hog.class, hog.spikes, hog.main_cause, hog.total_ns),
+        (RemedyClass::Thread, 2, 2, 1_700_000)
+    );
     assert_eq!(hog.prio, Some(4));
     let irq = find(&cs, &Target::Irq { irq: 38 });
-    assert_eq!((irq.class, irq.spikes, irq.main_cause), (RemedyClass::Irq, 1, 0));
+    assert_eq!(
+        (irq.class, irq.spikes, irq.main_cause),
+        (RemedyClass::Irq, 1, 0)
+    );
     // NET_RX as a softirq and as what the CPU was busy with: one cause.
-    let net = find(&cs, &Target::Softirq { name: "NET_RX".into() });
-    assert_eq!((net.class, net.spikes, net.total_ns), (RemedyClass::Net, 2, 70_000));
+    let net = find(
+        &cs,
+        &Target::Softirq {
+            name: "NET_RX".into(),
+        },
+    );
+    assert_eq!(
+        (net.class, net.spikes, net.total_ns),
+        (RemedyClass::Net, 2, 70_000)
+    );
     let perl = find(&cs, &Target::Thread { pid: 700 });
-    assert_eq!((perl.class, perl.what.as_str(), perl.main_cause), (RemedyClass::Thread, "perl", 1));
+    assert_eq!(
+        (perl.class, perl.what.as_str(), perl.main_cause),
+        (RemedyClass::Thread, "perl", 1)
+    );
     assert!(perl.seen_as.contains(&PartKind::Unseen));
-    assert_eq!(find(&cs, &Target::Thread { pid: 800 }).class, RemedyClass::Workqueue);
-    assert_eq!(find(&cs, &Target::Interrupt { name: "local timer interrupt".into() }).class, RemedyClass::Tick);
+    assert_eq!(
+        find(&cs, &Target::Thread { pid: 800 }).class,
+        RemedyClass::Workqueue
+    );
+    assert_eq!(
+        find(
+            &cs,
+            &Target::Interrupt {
+                name: "local timer interrupt".into()
+            }
+        )
+        .class,
+        RemedyClass::Tick
+    );
     assert_eq!(find(&cs, &Target::Idle).class, RemedyClass::Idle);
     assert_eq!(find(&cs, &Target::HeldOff).class, RemedyClass::RtThrottling);
     assert_eq!(find(&cs, &Target::Unseen).class, RemedyClass::Host);
     // The timer thread's own time and time before the first event are no cause.
-    assert!(cs.iter().all(|c| c.what != "rtlab-timer0" && c.what != "unknown"));
+    assert!(
+        cs.iter()
+            .all(|c| c.what != "rtlab-timer0" && c.what != "unknown")
+    );
     // Costliest first.
     assert!(cs.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
 }
@@ -125,12 +250,34 @@ fn facts() -> Facts {
         ..Facts::default()
     };
     f.threads.insert(500, thread("rtlab-hog", &[2], "FIFO 95"));
-    f.threads.insert(700, thread("perl", &[0, 1, 2, 3], "OTHER 0"));
-    f.irqs.insert(38, IrqFact { affinity: vec![0, 1, 2, 3], effective: Some(vec![3]) });
+    f.threads
+        .insert(700, thread("perl", &[0, 1, 2, 3], "OTHER 0"));
+    f.irqs.insert(
+        38,
+        IrqFact {
+            affinity: vec![0, 1, 2, 3],
+            effective: Some(vec![3]),
+        },
+    );
     f.steering = vec![
-        ("lo".into(), "rx-0".into(), "sys/class/net/lo/queues/rx-0/rps_cpus".into(), "c".into()),
-        ("eth0".into(), "rx-0".into(), "sys/class/net/eth0/queues/rx-0/rps_cpus".into(), "0".into()),
-        ("eth0".into(), "tx-0".into(), "sys/class/net/eth0/queues/tx-0/xps_cpus".into(), "f".into()),
+        (
+            "lo".into(),
+            "rx-0".into(),
+            "sys/class/net/lo/queues/rx-0/rps_cpus".into(),
+            "c".into(),
+        ),
+        (
+            "eth0".into(),
+            "rx-0".into(),
+            "sys/class/net/eth0/queues/rx-0/rps_cpus".into(),
+            "0".into(),
+        ),
+        (
+            "eth0".into(),
+            "tx-0".into(),
+            "sys/class/net/eth0/queues/tx-0/xps_cpus".into(),
+            "f".into(),
+        ),
     ];
     f.idle = vec![IdleFact {
         cpu: 2,
@@ -151,42 +298,116 @@ fn by_class(ps: &[Proposal], class: RemedyClass) -> Vec<&Proposal> {
 fn each_cause_gets_its_remedy_or_advice() {
     let ps = propose(&causes(&explanations()), &facts(), &Options::default());
     let threads = by_class(&ps, RemedyClass::Thread);
-    let hog = threads.iter().find(|p| p.change.starts_with("rtlab-hog")).unwrap();
-    assert_eq!(hog.actions, vec![Action::Affinity { tid: 500, start: 42, name: "rtlab-hog".into(), cpus: vec![0, 1] }]);
-    assert!(hog.change.contains("at or above its priority"), "{}", hog.change);
-    let perl = threads.iter().find(|p| p.change.starts_with("perl")).unwrap();
+    let hog = threads
+        .iter()
+        .find(|p| p.change.starts_with("rtlab-hog"))
+        .unwrap();
+    assert_eq!(
+        hog.actions,
+        vec![Action::Affinity {
+            tid: 500,
+            start: 42,
+            name: "rtlab-hog".into(),
+            cpus: vec![0, 1]
+        }]
+    );
+    assert!(
+        hog.change.contains("at or above its priority"),
+        "{}",
+        hog.change
+    );
+    let perl = threads
+        .iter()
+        .find(|p| p.change.starts_with("perl"))
+        .unwrap();
     // It may keep the housekeeping CPUs it had.
     assert!(matches!(&perl.actions[..], [Action::Affinity { cpus, .. }] if cpus == &vec![0, 1]));
     assert!(perl.change.contains("non-real-time"), "{}", perl.change);
     let irq = &by_class(&ps, RemedyClass::Irq)[0];
-    assert_eq!(irq.actions, vec![Action::Write { file: "proc/irq/38/smp_affinity_list".into(), value: "0-1".into() }]);
+    assert_eq!(
+        irq.actions,
+        vec![Action::Write {
+            file: "proc/irq/38/smp_affinity_list".into(),
+            value: "0-1".into()
+        }]
+    );
     assert_eq!(irq.checks, vec![Check::IrqOff { irq: 38 }]);
     // Steering: masks that meet the measured CPUs only; lo's c (2-3) has
     // nothing left and goes to the housekeeping CPUs, eth0's xps f keeps 0-1.
     let net = by_class(&ps, RemedyClass::Net);
-    let steering = net.iter().find(|p| p.change.starts_with("packet steering")).unwrap();
-    assert_eq!(steering.actions, vec![
-        Action::Write { file: "sys/class/net/lo/queues/rx-0/rps_cpus".into(), value: "3".into() },
-        Action::Write { file: "sys/class/net/eth0/queues/tx-0/xps_cpus".into(), value: "3".into() },
-    ]);
+    let steering = net
+        .iter()
+        .find(|p| p.change.starts_with("packet steering"))
+        .unwrap();
+    assert_eq!(
+        steering.actions,
+        vec![
+            Action::Write {
+                file: "sys/class/net/lo/queues/rx-0/rps_cpus".into(),
+                value: "3".into()
+            },
+            Action::Write {
+                file: "sys/class/net/eth0/queues/tx-0/xps_cpus".into(),
+                value: "3".into()
+            },
+        ]
+    );
     let idle = &by_class(&ps, RemedyClass::Idle)[0];
-    assert_eq!(idle.actions, vec![Action::Write { file: "sys/devices/system/cpu/cpu2/cpuidle/state3/disable".into(), value: "1".into() }]);
+    assert_eq!(
+        idle.actions,
+        vec![Action::Write {
+            file: "sys/devices/system/cpu/cpu2/cpuidle/state3/disable".into(),
+            value: "1".into()
+        }]
+    );
     let wq = &by_class(&ps, RemedyClass::Workqueue)[0];
-    assert_eq!(wq.actions, vec![Action::Write { file: "sys/devices/virtual/workqueue/cpumask".into(), value: "3".into() }]);
+    assert_eq!(
+        wq.actions,
+        vec![Action::Write {
+            file: "sys/devices/virtual/workqueue/cpumask".into(),
+            value: "3".into()
+        }]
+    );
     // RT throttling: advice with its cost unless asked.
     let rt = &by_class(&ps, RemedyClass::RtThrottling)[0];
-    assert!(!rt.live() && rt.advice.as_deref().unwrap().contains("--lift-rt-throttling"));
-    let lifted = propose(&causes(&explanations()), &facts(), &Options { lift_rt_throttling: true });
+    assert!(
+        !rt.live()
+            && rt
+                .advice
+                .as_deref()
+                .unwrap()
+                .contains("--lift-rt-throttling")
+    );
+    let lifted = propose(
+        &causes(&explanations()),
+        &facts(),
+        &Options {
+            lift_rt_throttling: true,
+        },
+    );
     let rt = &by_class(&lifted, RemedyClass::RtThrottling)[0];
-    assert_eq!(rt.actions, vec![Action::Write { file: "proc/sys/kernel/sched_rt_runtime_us".into(), value: "-1".into() }]);
+    assert_eq!(
+        rt.actions,
+        vec![Action::Write {
+            file: "proc/sys/kernel/sched_rt_runtime_us".into(),
+            value: "-1".into()
+        }]
+    );
     // The tick: the exact parameters the command line lacks.
     let tick = by_class(&ps, RemedyClass::Tick)[0].advice.clone().unwrap();
-    assert!(tick.contains("`irqaffinity=0-1 isolcpus=managed_irq,domain,2-3`"), "{tick}");
+    assert!(
+        tick.contains("`irqaffinity=0-1 isolcpus=managed_irq,domain,2-3`"),
+        "{tick}"
+    );
     assert!(!tick.contains("rcu_nocbs"), "{tick}");
     // A non-preemptible section of the normal thread: the model; the FIFO
     // 95 hog above the timer thread is not in it.
     let pre = &by_class(&ps, RemedyClass::Preemption)[0];
-    assert!(pre.change.contains("perl") && !pre.change.contains("rtlab-hog"), "{}", pre.change);
+    assert!(
+        pre.change.contains("perl") && !pre.change.contains("rtlab-hog"),
+        "{}",
+        pre.change
+    );
     assert!(pre.advice.as_deref().unwrap().contains("preempt=full"));
     let host = by_class(&ps, RemedyClass::Host)[0].advice.clone().unwrap();
     assert!(host.contains("no guest setting helps"), "{host}");
@@ -197,7 +418,10 @@ fn threads_the_kernel_or_the_user_needs_are_never_moved() {
     let cs = causes(&explanations());
     let advice_for = |f: &Facts| -> String {
         let ps = propose(&cs, f, &Options::default());
-        let p = ps.iter().find(|p| p.change.starts_with("rtlab-hog")).unwrap();
+        let p = ps
+            .iter()
+            .find(|p| p.change.starts_with("rtlab-hog"))
+            .unwrap();
         assert!(!p.live(), "{p:?}");
         p.advice.clone().unwrap()
     };
@@ -205,7 +429,8 @@ fn threads_the_kernel_or_the_user_needs_are_never_moved() {
     f.threads.get_mut(&500).unwrap().affinity_fixed = true;
     assert!(advice_for(&f).contains("per-CPU kernel thread"));
     let mut f = facts();
-    f.protected.insert(500, "the task task_latency[0] measures".into());
+    f.protected
+        .insert(500, "the task task_latency[0] measures".into());
     assert!(advice_for(&f).contains("task_latency[0]"));
     let mut f = facts();
     f.program_pids.insert(500, 2);
@@ -222,7 +447,13 @@ fn threads_the_kernel_or_the_user_needs_are_never_moved() {
 fn an_irq_already_off_or_without_a_place_to_go_is_advice() {
     let cs = causes(&explanations());
     let mut f = facts();
-    f.irqs.insert(38, IrqFact { affinity: vec![0], effective: Some(vec![0]) });
+    f.irqs.insert(
+        38,
+        IrqFact {
+            affinity: vec![0],
+            effective: Some(vec![0]),
+        },
+    );
     let ps = propose(&cs, &f, &Options::default());
     assert!(!by_class(&ps, RemedyClass::Irq)[0].live());
     let mut f = facts();
@@ -231,7 +462,8 @@ fn an_irq_already_off_or_without_a_place_to_go_is_advice() {
     // Only what needs no other CPU: idle states, and a mask that keeps
     // CPUs of its own outside the measured ones.
     assert!(
-        ps.iter().all(|p| !p.live() || matches!(p.class, RemedyClass::Idle | RemedyClass::Net)),
+        ps.iter()
+            .all(|p| !p.live() || matches!(p.class, RemedyClass::Idle | RemedyClass::Net)),
         "{ps:?}"
     );
 }
@@ -253,7 +485,13 @@ fn the_most_decisive_cause_is_tried_first() {
 
 #[test]
 fn a_difference_counts_only_beyond_the_spread_and_the_floor() {
-    let f = |over, p999_ns| Figures { samples: 1000, over, p99_ns: 0, p999_ns, max_ns: 0 };
+    let f = |over, p999_ns| Figures {
+        samples: 1000,
+        over,
+        p99_ns: 0,
+        p999_ns,
+        max_ns: 0,
+    };
     let figures = [Figure::Over, Figure::P999];
     let spreads = [(Figure::Over, 0.2), (Figure::P999, 0.1)];
     // 100 -> 50 is beyond 20% of 100; p99.9 100 µs -> 95 µs is within 10 µs.
@@ -292,14 +530,24 @@ impl Bench for Scripted {
         }
         let cut: u64 = self.applied.values().sum();
         let over = self.base.saturating_sub(cut);
-        Ok(Figures { samples: 10_000, over, p99_ns: 0, p999_ns: 200_000, max_ns: 0 })
+        Ok(Figures {
+            samples: 10_000,
+            over,
+            p99_ns: 0,
+            p999_ns: 200_000,
+            max_ns: 0,
+        })
     }
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String> {
         if self.refuse.contains(&p.change) {
             return Err("IRQ 9 cannot move".into());
         }
         self.applied.insert(p.change.clone(), self.cuts[&p.change]);
-        Ok(vec![UndoStep::Write { file: p.change.clone(), old: "0".into(), new: "1".into() }])
+        Ok(vec![UndoStep::Write {
+            file: p.change.clone(),
+            old: "0".into(),
+            new: "1".into(),
+        }])
     }
     fn undo(&mut self, steps: &[UndoStep]) -> Vec<String> {
         for s in steps {
@@ -316,7 +564,10 @@ fn remedy(change: &str) -> Proposal {
         class: RemedyClass::Thread,
         change: change.into(),
         answers: Vec::new(),
-        actions: vec![Action::Write { file: format!("f/{change}"), value: "1".into() }],
+        actions: vec![Action::Write {
+            file: format!("f/{change}"),
+            value: "1".into(),
+        }],
         checks: Vec::new(),
         advice: None,
     }
@@ -336,13 +587,22 @@ fn scripted(cuts: &[(&str, u64)]) -> Scripted {
 
 fn run(bench: &mut Scripted, skip: &dyn Fn(&Proposal) -> Option<String>) -> FixResult {
     let mut out = FixResult::new("x.cfg".into(), 50_000, vec![Figure::Over, Figure::P999], 2);
-    let settings = Settings { rounds: 2, figures: out.figures.clone(), diagnoses: 1, skip };
+    let settings = Settings {
+        rounds: 2,
+        figures: out.figures.clone(),
+        diagnoses: 1,
+        skip,
+    };
     prove(bench, &settings, &mut out);
     out
 }
 
 fn verdict(out: &FixResult, change: &str) -> (Verdict, String) {
-    let d = out.decisions.iter().find(|d| d.proposal.change == change).unwrap();
+    let d = out
+        .decisions
+        .iter()
+        .find(|d| d.proposal.change == change)
+        .unwrap();
     (d.verdict.clone(), d.why.clone())
 }
 
@@ -356,9 +616,15 @@ fn what_helps_is_kept_and_what_does_not_is_undone_and_said() {
     assert_eq!(verdict(&out, "helps").0, Verdict::Kept);
     let (v, why) = verdict(&out, "nothing");
     assert_eq!(v, Verdict::Undone);
-    assert!(why.starts_with("undone: over 100.0 -> 100.0 (within the spread"), "{why}");
+    assert!(
+        why.starts_with("undone: over 100.0 -> 100.0 (within the spread"),
+        "{why}"
+    );
     let (v, why) = verdict(&out, "refused");
-    assert_eq!((v, why.as_str()), (Verdict::Refused, "undone: IRQ 9 cannot move"));
+    assert_eq!(
+        (v, why.as_str()),
+        (Verdict::Refused, "undone: IRQ 9 cannot move")
+    );
     // What is kept is applied at the end, and only that.
     assert_eq!(b.applied.keys().collect::<Vec<_>>(), ["helps"]);
     let v = out.verification.unwrap();
@@ -375,7 +641,10 @@ fn a_remedy_hidden_by_a_larger_cause_is_tried_again() {
     let out = run(&mut b, &|_| None);
     let (v, why) = verdict(&out, "small");
     assert_eq!(v, Verdict::Kept, "{why}");
-    assert!(why.contains("tried before with larger causes still there"), "{why}");
+    assert!(
+        why.contains("tried before with larger causes still there"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -403,10 +672,16 @@ fn a_stop_undoes_everything_kept() {
 fn main_keys_go_into_the_main_stanza() {
     let keys = ["trace.threshold 50 us".to_string()];
     assert_eq!(
-        with_main_keys("# x\nmain # the conductor\n\n{\n  cpu_affinity 0\n}\n", &keys),
+        with_main_keys(
+            "# x\nmain # the conductor\n\n{\n  cpu_affinity 0\n}\n",
+            &keys
+        ),
         "# x\nmain # the conductor\n\n{\n  trace.threshold 50 us\n  cpu_affinity 0\n}\n"
     );
-    assert_eq!(with_main_keys("main {\n}\n", &keys), "main {\n  trace.threshold 50 us\n}\n");
+    assert_eq!(
+        with_main_keys("main {\n}\n", &keys),
+        "main {\n  trace.threshold 50 us\n}\n"
+    );
     assert_eq!(
         with_main_keys("timer_thread[0]\n{\n}\n", &keys),
         "main\n{\n  trace.threshold 50 us\n}\ntimer_thread[0]\n{\n}\n"

@@ -39,10 +39,19 @@ impl Figures {
         };
         Figures {
             samples: run.timers.iter().map(|t| t.summary.samples).sum(),
-            over: run.timers.iter().map(|t| t.spikes.over_threshold_total).sum(),
+            over: run
+                .timers
+                .iter()
+                .map(|t| t.spikes.over_threshold_total)
+                .sum(),
             p99_ns: pct("p99"),
             p999_ns: pct("p99.9"),
-            max_ns: run.timers.iter().map(|t| t.summary.max_ns).max().unwrap_or(0),
+            max_ns: run
+                .timers
+                .iter()
+                .map(|t| t.summary.max_ns)
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -127,7 +136,12 @@ pub struct Comparison {
 /// worse) when the means differ by more than the margin, the larger of the
 /// baseline's relative spread of that figure times the value without, and
 /// the figure's floor.
-pub fn compare(without: &[Figures], with: &[Figures], figures: &[Figure], spreads: &[(Figure, f64)]) -> Comparison {
+pub fn compare(
+    without: &[Figures],
+    with: &[Figures],
+    figures: &[Figure],
+    spreads: &[(Figure, f64)],
+) -> Comparison {
     let mut better = false;
     let mut worse = false;
     let mut words = Vec::new();

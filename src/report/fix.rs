@@ -51,7 +51,11 @@ pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> St
 }
 
 fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
 }
 
 fn figures_cells(out: &FixResult, runs: &[crate::fix::Figures]) -> String {
@@ -82,7 +86,13 @@ pub fn outcome_text(out: &FixResult) -> String {
         if d.verdict == Verdict::NotApplied {
             continue;
         }
-        let _ = writeln!(s, "#{i} [{}] {}: {}", d.proposal.class.name(), verdict(d), d.proposal.change);
+        let _ = writeln!(
+            s,
+            "#{i} [{}] {}: {}",
+            d.proposal.class.name(),
+            verdict(d),
+            d.proposal.change
+        );
         let _ = writeln!(s, "    {}", d.why);
     }
     if let Some(v) = &out.verification {
@@ -91,22 +101,43 @@ pub fn outcome_text(out: &FixResult) -> String {
             "baseline against the final state, {} interleaved rounds each: {}{}",
             v.baseline.len(),
             v.comparison.why,
-            if v.undone { "; worse: everything undone" } else { "" }
+            if v.undone {
+                "; worse: everything undone"
+            } else {
+                ""
+            }
         );
         for &f in &out.figures {
             let (b, x) = (mean(&v.baseline, f), mean(&v.fixed, f));
             if b > 0.0 {
-                let _ = writeln!(s, "    {}: {} -> {} ({:+.0}%)", f.name(), show(f, b), show(f, x), 100.0 * (x - b) / b);
+                let _ = writeln!(
+                    s,
+                    "    {}: {} -> {} ({:+.0}%)",
+                    f.name(),
+                    show(f, b),
+                    show(f, x),
+                    100.0 * (x - b) / b
+                );
             }
         }
     }
-    let advice: Vec<&Decision> = out.decisions.iter().filter(|d| d.verdict == Verdict::NotApplied).collect();
+    let advice: Vec<&Decision> = out
+        .decisions
+        .iter()
+        .filter(|d| d.verdict == Verdict::NotApplied)
+        .collect();
     if out.dry_run {
         let _ = writeln!(s, "--dry-run: nothing was applied");
     } else if !advice.is_empty() {
         let _ = writeln!(s, "not applied:");
         for d in advice {
-            let _ = writeln!(s, "  [{}] {}: {}", d.proposal.class.name(), d.proposal.change, d.why);
+            let _ = writeln!(
+                s,
+                "  [{}] {}: {}",
+                d.proposal.class.name(),
+                d.proposal.change,
+                d.why
+            );
         }
     }
     if let Some(why) = &out.stopped {
@@ -132,7 +163,11 @@ fn verdict(d: &Decision) -> &'static str {
 /// key can say it (`irq.affinity`, `cstates.*`, `threads.affinity`,
 /// `net.steering`); None when nothing was kept.
 pub fn kept_experiment(text: &str, out: &FixResult, facts: &Facts) -> Option<String> {
-    let kept: Vec<&Decision> = out.decisions.iter().filter(|d| d.verdict == Verdict::Kept).collect();
+    let kept: Vec<&Decision> = out
+        .decisions
+        .iter()
+        .filter(|d| d.verdict == Verdict::Kept)
+        .collect();
     if kept.is_empty() {
         return None;
     }
@@ -161,11 +196,16 @@ fn keys_of(d: &Decision, facts: &Facts) -> Vec<String> {
                         keys.push(key);
                     }
                 } else {
-                    keys.push(format!("# {file} = {value} (no key of the file sets it: `rtlab fix` applies it)"));
+                    keys.push(format!(
+                        "# {file} = {value} (no key of the file sets it: `rtlab fix` applies it)"
+                    ));
                 }
             }
             Action::Affinity { name, cpus, .. } => {
-                keys.push(format!("# thread {name} to CPUs {} (no key of the file moves a thread)", crate::cpulist::format(cpus)));
+                keys.push(format!(
+                    "# thread {name} to CPUs {} (no key of the file moves a thread)",
+                    crate::cpulist::format(cpus)
+                ));
             }
         }
     }
@@ -188,22 +228,45 @@ pub fn html(out: &FixResult) -> String {
         diagnosis_html(&mut s, n, d, out.threshold_ns);
     }
     let _ = writeln!(s, "<h2 id=\"remedies\">Remedies, before and after</h2>");
-    let mut head = vec!["remedy".to_string(), "class".into(), "answers".into(), "verdict".into()];
-    head.extend(out.figures.iter().map(|f| format!("{} without → with", f.name())));
+    let mut head = vec![
+        "remedy".to_string(),
+        "class".into(),
+        "answers".into(),
+        "verdict".into(),
+    ];
+    head.extend(
+        out.figures
+            .iter()
+            .map(|f| format!("{} without → with", f.name())),
+    );
     head.push("why".into());
-    let rows: Vec<Vec<String>> = out
-        .decisions
-        .iter()
-        .map(|d| decision_row(out, d))
-        .collect();
+    let rows: Vec<Vec<String>> = out.decisions.iter().map(|d| decision_row(out, d)).collect();
     table(&mut s, "remedies", &head, &rows);
-    let _ = writeln!(s, "<h2 id=\"verification\">Baseline against the final state</h2>");
+    let _ = writeln!(
+        s,
+        "<h2 id=\"verification\">Baseline against the final state</h2>"
+    );
     let verification: Vec<String> = out
         .verification
         .iter()
-        .map(|v| format!("{} rounds each, interleaved: {}{}", v.baseline.len(), v.comparison.why, if v.undone { "; worse: everything undone" } else { "" }))
+        .map(|v| {
+            format!(
+                "{} rounds each, interleaved: {}{}",
+                v.baseline.len(),
+                v.comparison.why,
+                if v.undone {
+                    "; worse: everything undone"
+                } else {
+                    ""
+                }
+            )
+        })
         .collect();
-    list(&mut s, &verification, "nothing was kept: no final state to verify");
+    list(
+        &mut s,
+        &verification,
+        "nothing was kept: no final state to verify",
+    );
     let _ = writeln!(s, "<h2 id=\"kept\">Experiment file of the kept state</h2>");
     match &out.kept_experiment {
         Some(t) => {
@@ -244,7 +307,15 @@ fn diagnosis_html(s: &mut String, n: usize, d: &Diagnosed, threshold_ns: u64) {
             ]
         })
         .collect();
-    let head = ["cause", "remedy class", "main cause of", "in", "time", "share"].map(String::from);
+    let head = [
+        "cause",
+        "remedy class",
+        "main cause of",
+        "in",
+        "time",
+        "share",
+    ]
+    .map(String::from);
     table(s, "causes", &head, &rows);
 }
 
@@ -260,10 +331,13 @@ fn decision_row(out: &FixResult, d: &Decision) -> Vec<String> {
         row.push(if d.without.is_empty() {
             "–".into()
         } else {
-            format!("{} → {}", show(f, mean(&d.without, f)), show(f, mean(&d.with, f)))
+            format!(
+                "{} → {}",
+                show(f, mean(&d.without, f)),
+                show(f, mean(&d.with, f))
+            )
         });
     }
     row.push(d.why.clone());
     row
 }
-

@@ -68,6 +68,7 @@ mod cyclictest_compat;
 mod deadline;
 mod endpoint;
 mod explain;
+mod fix;
 mod fixtures;
 mod habits;
 mod hardening;

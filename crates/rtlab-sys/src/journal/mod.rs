@@ -411,7 +411,12 @@ impl Journal {
     /// this one, whose other changes were all undone already. A crash in
     /// between leaves both: replaying both puts the same old values back,
     /// which is idempotent.
-    pub fn hand_over(self, name: &str, owner: Owner, kept: &[Change]) -> Result<PathBuf, JournalError> {
+    pub fn hand_over(
+        self,
+        name: &str,
+        owner: Owner,
+        kept: &[Change],
+    ) -> Result<PathBuf, JournalError> {
         let dir = self
             .path
             .parent()

@@ -542,7 +542,10 @@ fn a_thread_gets_its_cpus_back_only_if_it_is_the_same_thread() {
     drop(j);
     let r = restore_all(&root, jdir.path(), Some(Owner::Run));
     assert!(r.ok(), "{r:?}");
-    assert_eq!(*kernel.affinity_calls.lock().unwrap(), vec![(100, vec![0, 1, 2, 3])]);
+    assert_eq!(
+        *kernel.affinity_calls.lock().unwrap(),
+        vec![(100, vec![0, 1, 2, 3])]
+    );
     assert_eq!(r.undone[0].detail, "ended (nothing to restore)");
     assert_eq!(r.undone[1].detail, "0 -> 0-3");
 }
@@ -561,12 +564,18 @@ fn kept_changes_are_handed_over_to_a_journal_only_restore_replays() {
         old: "1".into(),
         new: "0".into(),
     }];
-    let path = j.hand_over("fix-kept-1.journal", Owner::Tune, &kept).unwrap();
+    let path = j
+        .hand_over("fix-kept-1.journal", Owner::Tune, &kept)
+        .unwrap();
     assert!(!jdir.path().join("fix-1.journal").exists());
     let (header, changes) = read(&root, &path).unwrap();
     assert_eq!((header.owner, changes), (Owner::Tune, kept.to_vec()));
     // The next run leaves it; restore puts the value back.
-    assert!(restore_all(&root, jdir.path(), Some(Owner::Run)).undone.is_empty());
+    assert!(
+        restore_all(&root, jdir.path(), Some(Owner::Run))
+            .undone
+            .is_empty()
+    );
     let knob = tree.path().join(paths::TIMER_MIGRATION);
     assert_eq!(std::fs::read_to_string(&knob).unwrap(), "0");
     assert!(restore_all(&root, jdir.path(), None).ok());

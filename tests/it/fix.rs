@@ -1,0 +1,367 @@
+//! `rtlab fix` on this machine, against culprits the test injects on the
+//! measured CPU and knows: a FIFO 95 thread in bursts above the FIFO 90
+//! timer thread, a loopback flood whose packets are steered (RPS) onto the
+//! measured CPU, and a normal-priority thread that reads `/proc/kallsyms`
+//! in a loop (kernel work that this kernel runs without a preemption
+//! point when it is not fully preemptible). The truth is the test's own:
+//! the PIDs it started, the masks it set, the files as they were before.
+
+use crate::fixtures::{self, path_taken, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The files a remedy may touch, as they read now (and the culprits'
+/// allowed CPUs).
+fn snapshot(pids: &[u32]) -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = vec![
+        "/sys/devices/virtual/workqueue/cpumask".into(),
+        "/sys/devices/virtual/workqueue/writeback/cpumask".into(),
+        "/proc/sys/kernel/sched_rt_runtime_us".into(),
+    ];
+    for dir in ["/proc/irq", "/sys/class/net"] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            files.push(p.join("smp_affinity_list"));
+            for q in std::fs::read_dir(p.join("queues"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                files.push(q.path().join("rps_cpus"));
+                files.push(q.path().join("xps_cpus"));
+            }
+        }
+    }
+    let cpus = std::fs::read_dir("/sys/devices/system/cpu")
+        .into_iter()
+        .flatten()
+        .flatten();
+    for c in cpus {
+        for s in std::fs::read_dir(c.path().join("cpuidle"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            files.push(s.path().join("disable"));
+        }
+    }
+    for pid in pids {
+        files.push(format!("/proc/{pid}/status").into());
+    }
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let t = std::fs::read_to_string(&f).ok()?;
+            let t = if f.ends_with("status") {
+                t.lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list"))?
+                    .to_string()
+            } else {
+                t
+            };
+            Some((f.display().to_string(), t))
+        })
+        .collect()
+}
+
+/// The injected culprits, stopped (and lo's RPS mask put back) when dropped.
+struct Culprits {
+    children: Vec<Child>,
+    rps: Option<(PathBuf, String)>,
+    fifo: u32,
+    normal: Option<u32>,
+}
+
+impl Drop for Culprits {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some((p, old)) = &self.rps {
+            let _ = std::fs::write(p, old);
+        }
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Starts the culprits on `m`; the flood's sender runs on `l`.
+fn inject(test: &str, m: usize, l: usize) -> Culprits {
+    let rtlab = env!("CARGO_BIN_EXE_rtlab");
+    let (ms, ls) = (m.to_string(), l.to_string());
+    let fifo = spawn(
+        Command::new("chrt")
+            .args(["-f", "95", "taskset", "-c", &ms, rtlab])
+            .args([
+                "hog",
+                "--burst",
+                "2ms",
+                "--every",
+                "20ms",
+                "--duration",
+                "900s",
+            ]),
+    );
+    let mut c = Culprits {
+        fifo: fifo.id(),
+        children: vec![fifo],
+        rps: None,
+        normal: None,
+    };
+    if fixtures::has_command("perl") {
+        let kallsyms =
+            "while (1) { open(my $f, '<', '/proc/kallsyms') or die; while (<$f>) {} close $f }";
+        let normal = spawn(Command::new("taskset").args(["-c", &ms, "perl", "-e", kallsyms]));
+        c.normal = Some(normal.id());
+        c.children.push(normal);
+    } else {
+        path_taken(test, "no perl: the normal-priority culprit is left out");
+    }
+    let rps = PathBuf::from("/sys/class/net/lo/queues/rx-0/rps_cpus");
+    let old = std::fs::read_to_string(&rps)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if std::fs::write(&rps, format!("{:x}", 1u64 << m)).is_ok() {
+        c.rps = Some((rps, old));
+        c.children.push(spawn(Command::new("taskset").args([
+            "-c",
+            &ls,
+            "ping",
+            "-f",
+            "-q",
+            "-s",
+            "1000",
+            "127.0.0.1",
+        ])));
+    } else {
+        path_taken(test, "lo's RPS mask cannot be set here: no flood");
+    }
+    // chrt and taskset set the policy and CPUs, then exec the culprit.
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let started = fixtures::wait_until(Duration::from_secs(10), || {
+        comm(c.fifo).trim() == "rtlab-hog" && c.normal.is_none_or(|p| comm(p).trim() == "perl")
+    });
+    assert!(started, "the culprits did not start");
+    c
+}
+
+fn experiment(dir: &Path, m: usize, l: usize) -> PathBuf {
+    let cfg = dir.join("exp.cfg");
+    let text = format!(
+        "main\n{{\n  cpu_affinity {l}\n  trace.threshold 50 us\n}}\n\
+         timer_thread[0]\n{{\n  cpu_affinity {m}\n  sched.policy FIFO\n  sched.priority 90\n  \
+         timer.period 500 us\n  lifetime.duration 3 s\n}}\n"
+    );
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+fn fix(dir: &Path, args: &[&str]) -> (std::process::Output, Value) {
+    let mut all = vec!["fix", "exp.cfg", "--json", "fix.json"];
+    all.extend(args);
+    let _ = std::fs::remove_file(dir.join("fix.json"));
+    let o = fixtures::rtlab_in(dir, &all);
+    let v = std::fs::read(dir.join("fix.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (o, v)
+}
+
+/// The decisions whose remedy moves thread `pid`.
+fn moves(v: &Value, pid: u32) -> Vec<&Value> {
+    decisions(v)
+        .into_iter()
+        .filter(|d| {
+            d["proposal"]["actions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|a| a["action"] == "affinity" && a["tid"].as_u64() == Some(pid as u64))
+        })
+        .collect()
+}
+
+fn decisions(v: &Value) -> Vec<&Value> {
+    v["decisions"].as_array().into_iter().flatten().collect()
+}
+
+fn steering(v: &Value) -> Vec<&Value> {
+    decisions(v)
+        .into_iter()
+        .filter(|d| {
+            d["proposal"]["actions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|a| {
+                    a["file"]
+                        .as_str()
+                        .is_some_and(|f| f.ends_with("lo/queues/rx-0/rps_cpus"))
+                })
+        })
+        .collect()
+}
+
+fn mean(rounds: &Value, key: &str) -> f64 {
+    let r: Vec<f64> = rounds
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x[key].as_f64())
+        .collect();
+    r.iter().sum::<f64>() / r.len().max(1) as f64
+}
+
+/// Needs root, two CPUs and tracefs; says which path it took otherwise.
+fn machine_can(test: &str) -> Option<(usize, usize)> {
+    if !fixtures::root_or_refusal(test) {
+        return None;
+    }
+    let (m, l) = (fixtures::measured_cpu(), fixtures::load_cpu());
+    if m == l {
+        path_taken(test, "one CPU: no CPU to move a culprit to");
+        return None;
+    }
+    if fixtures::tracefs_mounts().is_empty() && !Path::new("/sys/kernel/tracing/events").exists() {
+        path_taken(test, "no tracefs: the diagnosis cannot run");
+        return None;
+    }
+    Some((m, l))
+}
+
+#[test]
+fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
+    let test = "fix_finds_the_three_culprits";
+    let Some((m, l)) = machine_can(test) else {
+        return;
+    };
+    let _machine = fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let c = inject(test, m, l);
+    experiment(dir.path(), m, l);
+    let pids: Vec<u32> = [Some(c.fifo), c.normal].into_iter().flatten().collect();
+    let before = snapshot(&pids);
+
+    // --dry-run: the plan names every culprit, and nothing changes.
+    let (o, dry) = fix(dir.path(), &["--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(snapshot(&pids), before, "--dry-run changed a file");
+    assert!(
+        decisions(&dry)
+            .iter()
+            .all(|d| d["verdict"] == "not_applied"),
+        "{dry:#}"
+    );
+    assert!(
+        !moves(&dry, c.fifo).is_empty(),
+        "the FIFO culprit was not found: {}",
+        text(&o)
+    );
+
+    let (o, v) = fix(dir.path(), &["--kept", "kept.cfg", "--html", "fix.html"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let kept = |ds: Vec<&Value>, who: &str| {
+        assert!(
+            ds.iter().any(|d| d["verdict"] == "kept"),
+            "{who}: not kept: {ds:#?}\n{}",
+            text(&o)
+        );
+    };
+    kept(moves(&v, c.fifo), "the FIFO 95 thread");
+    if let Some(p) = c.normal {
+        kept(moves(&v, p), "the normal-priority thread");
+    }
+    if c.rps.is_some() {
+        kept(steering(&v), "lo's packet steering");
+    }
+    // Every remedy not kept says it was undone, and why.
+    for d in decisions(&v) {
+        if d["verdict"] == "undone" || d["verdict"] == "refused" {
+            assert!(
+                d["why"].as_str().unwrap_or("").starts_with("undone"),
+                "{d:#}"
+            );
+        }
+    }
+    // The final state against the baseline, interleaved: at least halved.
+    let ver = &v["verification"];
+    for key in ["over", "p999_ns"] {
+        let (b, f) = (mean(&ver["baseline"], key), mean(&ver["fixed"], key));
+        assert!(f * 2.0 <= b, "{key}: baseline {b}, fixed {f}: {ver:#}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("fix.html")).unwrap();
+    assert!(
+        html.contains("Remedies, before and after") && html.contains("KEPT"),
+        "{html}"
+    );
+    let check = fixtures::rtlab_in(dir.path(), &["check", "kept.cfg"]);
+    assert!(
+        check.status.success(),
+        "the kept state's file: {}",
+        text(&check)
+    );
+    assert_ne!(snapshot(&pids), before, "nothing is kept on the system");
+
+    let r = fixtures::rtlab_in(dir.path(), &["restore"]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert_eq!(snapshot(&pids), before, "rtlab restore left a file changed");
+    drop(c);
+}
+
+#[test]
+fn a_killed_fix_is_undone_by_the_next_run() {
+    let test = "a_killed_fix_is_undone_by_the_next_run";
+    let Some((m, l)) = machine_can(test) else {
+        return;
+    };
+    let _machine = fixtures::machine_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let c = inject(test, m, l);
+    experiment(dir.path(), m, l);
+    let before = snapshot(&[c.fifo]);
+    let journal = dir.path().join("journal");
+    let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["fix", "exp.cfg", "--only", "thread"])
+        .current_dir(dir.path())
+        .env("RTLAB_JOURNAL_DIR", &journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once a remedy is applied: its change is in the journal.
+    let applied = fixtures::wait_until(Duration::from_secs(60), || {
+        std::fs::read_dir(&journal)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with("fix-")
+                    && std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"affinity\""))
+            })
+    });
+    let _ = fix.kill();
+    let _ = fix.wait();
+    assert!(applied, "no remedy was applied within a minute");
+    let next = fixtures::rtlab_in(
+        dir.path(),
+        &["run", "--cpus", &l.to_string(), "--duration", "100ms"],
+    );
+    assert!(next.status.success(), "{}", text(&next));
+    assert_eq!(
+        snapshot(&[c.fifo]),
+        before,
+        "the next run did not undo the killed fix"
+    );
+    drop(c);
+}
