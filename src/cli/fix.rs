@@ -83,6 +83,11 @@ pub fn main(args: &FixArgs) -> Outcome {
             Refusal::new(format!("rtlab: fix: {name} has no `trace.threshold`"))
                 .hint("add `trace.threshold 50 us` to its main stanza, or give --threshold 50us")
         })?;
+    if diagnosis.timers.is_empty() {
+        return Err(Refusal::new(format!("rtlab: fix: {name} has no timer thread")).hint(
+            "rtlab fix measures the timer threads' wake-ups: add a `timer_thread[0]` stanza on the CPU to fix",
+        ));
+    }
     for t in &mut diagnosis.timers {
         t.spec.spikes.threshold_ns = Some(threshold_ns);
     }
@@ -316,7 +321,8 @@ impl drive::Bench for RunBench {
         if let Some(why) = &trace.unavailable {
             return Err(format!("no trace, so no cause: {why}"));
         }
-        let causes = fix::causes::causes(&trace.explanations);
+        let mut causes = fix::causes::causes(&trace.explanations);
+        causes.extend(fix::causes::slack_causes(&run.task_latency));
         let facts = fix::facts::read(&self.root, &run, &causes);
         let options = fix::remedies::Options {
             lift_rt_throttling: self.lift_rt_throttling,

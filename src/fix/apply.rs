@@ -86,15 +86,7 @@ pub fn apply(root: &SysRoot, journal: &mut Journal, p: &Proposal) -> Result<Vec<
 
 fn one(root: &SysRoot, journal: &mut Journal, a: &Action) -> Result<Option<UndoStep>, String> {
     match a {
-        Action::Write { file, value } => match journal.set(file, value) {
-            Ok(Some(old)) => Ok(Some(UndoStep::Write {
-                file: file.clone(),
-                old,
-                new: value.clone(),
-            })),
-            Ok(None) => Ok(None),
-            Err(e) => Err(format!("{file} <- {value}: {e}")),
-        },
+        Action::Write { file, value } => write(root, journal, file, value),
         Action::Affinity {
             tid,
             start,
@@ -108,6 +100,36 @@ fn one(root: &SysRoot, journal: &mut Journal, a: &Action) -> Result<Option<UndoS
             name,
             &crate::cpulist::format(cpus),
         ),
+    }
+}
+
+/// Writes a knob the one way rtlab writes knobs (`tune::knob`; an IRQ's
+/// affinity through `tune::set_irq_affinity`), journalled.
+fn write(
+    root: &SysRoot,
+    journal: &mut Journal,
+    file: &str,
+    value: &str,
+) -> Result<Option<UndoStep>, String> {
+    use crate::tune::knob::KnobStatus;
+    let irq = crate::sys::paths::irq_of_affinity_list(file).and_then(|n| n.parse::<u32>().ok());
+    let status = match irq {
+        Some(n) => {
+            let cpus = crate::cpulist::parse(value).map_err(|e| e.message)?;
+            crate::tune::set_irq_affinity(root, journal, n, &cpus).map(|o| o.status)
+        }
+        None => crate::tune::knob::set_status(journal, file, value, false),
+    }
+    .map_err(|e| e.to_string())?;
+    match status {
+        KnobStatus::Set { old } => Ok(Some(UndoStep::Write {
+            file: file.to_string(),
+            old,
+            new: value.to_string(),
+        })),
+        KnobStatus::AlreadySet => Ok(None),
+        KnobStatus::NotOffered => Err(format!("{file}: this kernel does not offer it")),
+        KnobStatus::Refused { reason } => Err(format!("{file} <- {value}: {reason}")),
     }
 }
 
@@ -156,10 +178,7 @@ pub fn undo(root: &SysRoot, journal: &mut Journal, steps: &[UndoStep]) -> Vec<St
     let mut failed = Vec::new();
     for s in steps.iter().rev() {
         let r = match s {
-            UndoStep::Write { file, old, .. } => journal
-                .set(file, old)
-                .map(|_| ())
-                .map_err(|e| format!("{file} <- {old}: {e}")),
+            UndoStep::Write { file, old, .. } => write(root, journal, file, old).map(|_| ()),
             UndoStep::Affinity {
                 tid,
                 start,

@@ -41,6 +41,12 @@ pub enum Target {
     /// Nothing logged while the timer interrupt came late on a busy CPU,
     /// and no task to name: the host, an SMI, interrupts off.
     Unseen,
+    /// The timer slack a measured task (`task_latency[N]`) armed its timers
+    /// with.
+    Slack {
+        /// The task's thread.
+        tid: i32,
+    },
 }
 
 /// One cause over the explained wake-ups.
@@ -220,4 +226,37 @@ fn who(what: &str) -> String {
         return rest.trim_end_matches(" held the CPU)").to_string();
     }
     what.to_string()
+}
+
+/// The timer slack of the tasks a `task_latency[N]` measured: one cause
+/// per thread whose explained wake-ups had a slack part.
+pub fn slack_causes(tasks: &[crate::trace::task_latency::TaskLatencyResult]) -> Vec<Cause> {
+    use crate::trace::task_latency::PART_SLACK;
+    let mut out = Vec::new();
+    for t in tasks.iter().flat_map(|m| &m.threads) {
+        let mut c = Cause {
+            target: Target::Slack { tid: t.tid },
+            class: RemedyClass::Slack,
+            what: format!("timer slack of {} (tid {})", t.comm, t.tid),
+            seen_as: Default::default(),
+            prio: None,
+            spikes: 0,
+            main_cause: 0,
+            total_ns: 0,
+        };
+        for e in &t.explained {
+            let Some((_, ns)) = e.parts.iter().find(|(label, _)| label == PART_SLACK) else {
+                continue;
+            };
+            c.spikes += 1;
+            c.total_ns += ns;
+            if e.parts.iter().map(|p| p.1).max() == Some(*ns) {
+                c.main_cause += 1;
+            }
+        }
+        if c.spikes > 0 {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -170,6 +170,9 @@ pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
     }
     out.extend(preemption(causes, f));
     out.extend(host(&of(RemedyClass::Host), f));
+    for c in of(RemedyClass::Slack) {
+        out.push(slack(c));
+    }
     // The timer thread finishing its last cycle is its own time.
     out.retain(|p| !p.answers.iter().all(|a| is_timer_thread(a, causes, f)));
     // The most decisive first: a cause that was the main one of many
@@ -741,4 +744,20 @@ fn host(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         ),
         why,
     ))
+}
+
+fn slack(c: &Cause) -> Proposal {
+    let tid = match c.target {
+        Target::Slack { tid } => tid,
+        _ => 0,
+    };
+    advice(
+        RemedyClass::Slack,
+        &[c],
+        format!("{}: to 1 ns", c.what),
+        format!(
+            "the task asked the kernel to fire its timers up to its slack late; it is the measured task, which rtlab never changes: \
+             `prctl(PR_SET_TIMERSLACK, 1)` in it, `echo 1 > /proc/{tid}/timerslack_ns` from outside, or a real-time policy (which has no slack)"
+        ),
+    )
 }
