@@ -108,6 +108,13 @@ fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, Re
     let thread = || Target::Thread {
         pid: pid.unwrap_or(0),
     };
+    // A threaded IRQ's handler (`irq/38-virtio2-input.0`) follows its IRQ:
+    // the remedy is the IRQ's.
+    if pid.is_some_and(|p| p > 0)
+        && let Some(irq) = irq_thread_number(&who(what))
+    {
+        return Some((Target::Irq { irq }, RemedyClass::Irq));
+    }
     Some(match kind {
         PartKind::TimerThread | PartKind::Tracing | PartKind::Unknown => return None,
         PartKind::Irq => match irq_number(what) {
@@ -164,6 +171,11 @@ fn busy_softirq(what: &str) -> Option<&str> {
         .map(|(_, rest)| rest.trim_end_matches(')'))
 }
 
+/// `irq/38-virtio2-input.0` → 38.
+fn irq_thread_number(comm: &str) -> Option<u32> {
+    comm.strip_prefix("irq/")?.split('-').next()?.parse().ok()
+}
+
 /// `IRQ 36 virtio1-req.0` → 36.
 fn irq_number(what: &str) -> Option<u32> {
     what.strip_prefix("IRQ ")?
@@ -182,7 +194,8 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
             .iter()
             .filter(|p| !p.kind.is_own())
             .max_by_key(|p| p.ns)
-            .map(|p| (p.kind, p.what.as_str(), p.pid));
+            .and_then(|p| target_of(p.kind, &p.what, p.pid))
+            .map(|(t, _)| t);
         let mut seen = std::collections::BTreeSet::new();
         for p in &e.parts {
             let Some((target, class)) = target_of(p.kind, &p.what, p.pid) else {
@@ -203,9 +216,7 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
             c.prio = p.prio.or(c.prio);
             if seen.insert(target.clone()) {
                 c.spikes += 1;
-                if main == Some((p.kind, p.what.as_str(), p.pid)) {
-                    c.main_cause += 1;
-                }
+                c.main_cause += u64::from(main.as_ref() == Some(&target));
             }
         }
     }
