@@ -91,6 +91,14 @@ pub fn main(args: &FixArgs) -> Outcome {
     for t in &mut diagnosis.timers {
         t.spec.spikes.threshold_ns = Some(threshold_ns);
     }
+    // The diagnosis also records where each task let the CPU go to a timer
+    // thread: the non-preemptible path a remedy names (it costs only the
+    // diagnosis run, not the measuring rounds).
+    if let Some(t) = diagnosis.main.trace.as_mut()
+        && t.stacks == crate::config::TraceStacks::Off
+    {
+        t.stacks = crate::config::TraceStacks::Switch;
+    }
     let caught = super::common::catch_signals();
     let mut bench = RunBench::new(&diagnosis, threshold_ns, args.lift_rt_throttling, caught)?;
     let mut out = match prove(args, &mut bench, &diagnosis, &text, threshold_ns) {

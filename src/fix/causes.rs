@@ -66,6 +66,12 @@ pub struct Cause {
     /// real-time, 100..139 normal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prio: Option<i32>,
+    /// Where a thread let the CPU go to the timer thread, from its kernel
+    /// stacks (`innermost <- caller <- ...`, the scheduler's own frames
+    /// left out): the path it ran without a preemption point. At most
+    /// [`MAX_PATHS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// In how many explained wake-ups it took part.
     pub spikes: u64,
     /// In how many it was the largest part (the timer thread's own aside).
@@ -207,6 +213,7 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
                 what: who(&p.what),
                 seen_as: Default::default(),
                 prio: None,
+                paths: Vec::new(),
                 spikes: 0,
                 main_cause: 0,
                 total_ns: 0,
@@ -219,10 +226,51 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
                 c.main_cause += u64::from(main.as_ref() == Some(&target));
             }
         }
+        for s in e.stacks.iter().filter(|s| s.at == "switch") {
+            let Some(c) = by.get_mut(&Target::Thread { pid: s.pid }) else {
+                continue;
+            };
+            let path = path_of(&s.frames);
+            if !path.is_empty() && !c.paths.contains(&path) && c.paths.len() < MAX_PATHS {
+                c.paths.push(path);
+            }
+        }
     }
     let mut out: Vec<Cause> = by.into_values().collect();
     out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.target.cmp(&b.target)));
     out
+}
+
+/// Most paths kept per cause.
+pub const MAX_PATHS: usize = 3;
+
+/// The frames of a stack taken as a task let the CPU go, without the
+/// scheduler's and the interrupt entry's own: the code it was running
+/// (three frames at most).
+fn path_of(frames: &[String]) -> String {
+    let own = |f: &str| {
+        let f = f.trim_start_matches('_');
+        [
+            "schedule",
+            "preempt_schedule",
+            "cond_resched",
+            "irqentry_exit",
+            "asm_",
+            "sysvec_",
+            "irq_exit",
+            "common_interrupt",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
+            || f == "?"
+    };
+    let path: Vec<&str> = frames
+        .iter()
+        .map(|f| f.split('+').next().unwrap_or(f).trim())
+        .skip_while(|f| own(f))
+        .take(3)
+        .collect();
+    path.join(" <- ")
 }
 
 /// The name inside a part's words: `timer interrupt late (CPU busy with
@@ -251,6 +299,7 @@ pub fn slack_causes(tasks: &[crate::trace::task_latency::TaskLatencyResult]) -> 
             what: format!("timer slack of {} (tid {})", t.comm, t.tid),
             seen_as: Default::default(),
             prio: None,
+            paths: Vec::new(),
             spikes: 0,
             main_cause: 0,
             total_ns: 0,

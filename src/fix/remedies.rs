@@ -686,17 +686,26 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
         (Some(p), Some(t)) => p > t,
         _ => true,
     };
+    // It held the CPU after the wake-up: in its own name (the stack showed
+    // where it let go), or unseen.
+    let held =
+        |c: &&Cause| c.seen_as.contains(&PartKind::Unseen) || c.seen_as.contains(&PartKind::Thread);
     let unseen: Vec<&Cause> = causes
         .iter()
-        .filter(|c| {
-            matches!(c.target, Target::Thread { .. }) && c.seen_as.contains(&PartKind::Unseen)
-        })
+        .filter(|c| matches!(c.target, Target::Thread { .. }))
+        .filter(held)
         .filter(below)
         .collect();
     if unseen.is_empty() {
         return None;
     }
-    let names: Vec<String> = unseen.iter().map(|c| c.what.clone()).collect();
+    let names: Vec<String> = unseen
+        .iter()
+        .map(|c| match c.paths.is_empty() {
+            true => c.what.clone(),
+            false => format!("{} (in {})", c.what, c.paths.join("; ")),
+        })
+        .collect();
     let model = &f.preemption;
     let cut = if model.contains("PREEMPT_RT") || model.contains("(full)") {
         format!(
@@ -716,7 +725,7 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
         &unseen,
         format!("non-preemptible stretches of {}", names.join(", ")),
         format!(
-            "they held the CPU after the timer thread's wake-up with no event logged: a non-preemptible kernel path (or the way back from an interrupt, or the host); {cut}. Moving them (above) takes them off the measured CPUs; the model cuts every such path"
+            "below the timer thread's priority, they held the CPU after its wake-up: a kernel path without a preemption point (or, where nothing was logged, the way back from an interrupt or the host); {cut}. Moving them (above) takes them off the measured CPUs; the model cuts every such path"
         ),
     ))
 }

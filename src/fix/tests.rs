@@ -31,6 +31,16 @@ fn part(
     }
 }
 
+fn stack(pid: i32, frames: &[&str]) -> crate::trace::explain::analyze::KernelStack {
+    crate::trace::explain::analyze::KernelStack {
+        comm: "perl".into(),
+        pid,
+        at: "switch".into(),
+        after_deadline_ns: 0,
+        frames: frames.iter().map(|f| f.to_string()).collect(),
+    }
+}
+
 fn explanation(parts: Vec<Part>) -> Explanation {
     Explanation {
         timer: 0,
@@ -98,40 +108,53 @@ fn explanations() -> Vec<Explanation> {
                 false,
             ),
         ]),
-        explanation(vec![
-            part(
-                PartKind::TimerLate,
-                "timer interrupt late (CPU busy with softirq NET_RX)",
-                None,
-                None,
-                30_000,
-                true,
-            ),
-            part(
-                PartKind::Unseen,
-                "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (perl held the CPU)",
-                Some(700),
-                Some(120),
-                200_000,
-                false,
-            ),
-            part(
-                PartKind::Irq,
-                "local timer interrupt",
-                None,
-                None,
-                4_000,
-                true,
-            ),
-            part(
-                PartKind::Thread,
-                "kworker/u4:1 (work flush)",
-                Some(800),
-                Some(120),
-                10_000,
-                false,
-            ),
-        ]),
+        Explanation {
+            stacks: vec![stack(
+                700,
+                &[
+                    "__schedule",
+                    "__cond_resched",
+                    "s_show",
+                    "seq_read_iter",
+                    "proc_reg_read_iter",
+                    "vfs_read",
+                ],
+            )],
+            ..explanation(vec![
+                part(
+                    PartKind::TimerLate,
+                    "timer interrupt late (CPU busy with softirq NET_RX)",
+                    None,
+                    None,
+                    30_000,
+                    true,
+                ),
+                part(
+                    PartKind::Unseen,
+                    "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (perl held the CPU)",
+                    Some(700),
+                    Some(120),
+                    200_000,
+                    false,
+                ),
+                part(
+                    PartKind::Irq,
+                    "local timer interrupt",
+                    None,
+                    None,
+                    4_000,
+                    true,
+                ),
+                part(
+                    PartKind::Thread,
+                    "kworker/u4:1 (work flush)",
+                    Some(800),
+                    Some(120),
+                    10_000,
+                    false,
+                ),
+            ])
+        },
         explanation(vec![
             part(
                 PartKind::TimerLateIdle,
