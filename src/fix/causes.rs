@@ -80,25 +80,6 @@ pub struct Cause {
     pub total_ns: u64,
 }
 
-impl Cause {
-    /// Its weight in words: `main cause of 29 of 100 wake-ups, in 30,
-    /// 18.4 ms of their 61.2 ms (30%)`.
-    pub fn weight(&self, explained: u64, explained_ns: u64) -> String {
-        let share = if explained_ns == 0 {
-            0.0
-        } else {
-            100.0 * self.total_ns as f64 / explained_ns as f64
-        };
-        format!(
-            "main cause of {} of {explained} explained wake-ups, in {}; {} of their {} ({share:.0}%)",
-            self.main_cause,
-            self.spikes,
-            micros(self.total_ns),
-            micros(explained_ns),
-        )
-    }
-}
-
 /// `18.4 µs`, `2.1 ms`.
 pub fn micros(ns: u64) -> String {
     if ns >= 10_000_000 {
