@@ -351,14 +351,15 @@ impl drive::Bench for RunBench {
         Ok((d, proposals))
     }
 
-    fn measure(&mut self) -> Result<fix::Figures, String> {
+    fn measure(&mut self, state: &str) -> Result<fix::Figures, String> {
         let plan = self.rounds.clone();
         self.count += 1;
         let result = self.run(&plan)?;
         let f = fix::Figures::of(&result);
         outln!(
-            "  run {:>2}: over {:>6}, p99.9 {:>9}, max {:>9}",
+            "  run {:>2} {:<18} over {:>6}, p99.9 {:>9}, max {:>9}",
             self.count,
+            format!("({state}):"),
             f.over,
             fix::causes::micros(f.p999_ns),
             fix::causes::micros(f.max_ns)

@@ -15,9 +15,9 @@ pub trait Bench {
     /// A run with the flight recorder of the system as it is now: what it
     /// found, and the proposals for it.
     fn diagnose(&mut self) -> Result<(Diagnosed, Vec<Proposal>), String>;
-    /// One measuring run of the system as it is now; `Err` stops the fix
-    /// (a signal, a run that failed).
-    fn measure(&mut self) -> Result<Figures, String>;
+    /// One measuring run of the system as it is now (`state` says which,
+    /// for the reader); `Err` stops the fix (a signal, a run that failed).
+    fn measure(&mut self, state: &str) -> Result<Figures, String>;
     /// Applies a remedy and checks the kernel did it; `Err` says why not
     /// (nothing of it is left applied).
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String>;
@@ -58,7 +58,7 @@ fn decision(p: &Proposal, verdict: Verdict, why: String) -> Decision {
 
 impl Proof<'_> {
     fn measure(&mut self, state: String) -> Result<Figures, String> {
-        let figures = self.bench.measure()?;
+        let figures = self.bench.measure(&state)?;
         self.out.rounds_run.push(Round { state, figures });
         Ok(figures)
     }
@@ -67,7 +67,7 @@ impl Proof<'_> {
     fn trial(&mut self, i: usize, p: &Proposal) -> Result<Decision, String> {
         let mut d = decision(p, Verdict::Undone, String::new());
         for _ in 0..self.settings.rounds.max(1) {
-            d.without.push(self.measure(format!("without remedy {i}"))?);
+            d.without.push(self.measure(format!("without #{i}"))?);
             let steps = match self.bench.apply(p) {
                 Ok(s) => s,
                 Err(why) => {
@@ -76,7 +76,7 @@ impl Proof<'_> {
                     return Ok(d);
                 }
             };
-            let with = self.measure(format!("with remedy {i}"));
+            let with = self.measure(format!("with #{i}"));
             let left = self.bench.undo(&steps);
             d.with.push(with?);
             if !left.is_empty() {

@@ -545,7 +545,7 @@ impl Bench for Scripted {
     fn diagnose(&mut self) -> Result<(Diagnosed, Vec<Proposal>), String> {
         Ok((Diagnosed::default(), std::mem::take(&mut self.proposals)))
     }
-    fn measure(&mut self) -> Result<Figures, String> {
+    fn measure(&mut self, _state: &str) -> Result<Figures, String> {
         self.measures += 1;
         if self.stop_after.is_some_and(|n| self.measures > n) {
             return Err("stopped by signal 2".into());
