@@ -78,6 +78,9 @@ pub struct Cause {
     pub main_cause: u64,
     /// The time it cost them (ns).
     pub total_ns: u64,
+    /// The longest single stretch of it (ns).
+    #[serde(default)]
+    pub max_ns: u64,
 }
 
 /// `18.4 µs`, `2.1 ms`.
@@ -198,8 +201,10 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
                 spikes: 0,
                 main_cause: 0,
                 total_ns: 0,
+                max_ns: 0,
             });
             c.total_ns += p.ns;
+            c.max_ns = c.max_ns.max(p.ns);
             c.seen_as.insert(p.kind);
             c.prio = p.prio.or(c.prio);
             if seen.insert(target.clone()) {
@@ -284,6 +289,7 @@ pub fn slack_causes(tasks: &[crate::trace::task_latency::TaskLatencyResult]) -> 
             spikes: 0,
             main_cause: 0,
             total_ns: 0,
+            max_ns: 0,
         };
         for e in &t.explained {
             let Some((_, ns)) = e.parts.iter().find(|(label, _)| label == PART_SLACK) else {
@@ -291,6 +297,7 @@ pub fn slack_causes(tasks: &[crate::trace::task_latency::TaskLatencyResult]) -> 
             };
             c.spikes += 1;
             c.total_ns += ns;
+            c.max_ns = c.max_ns.max(*ns);
             if e.parts.iter().map(|p| p.1).max() == Some(*ns) {
                 c.main_cause += 1;
             }

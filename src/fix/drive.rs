@@ -244,9 +244,16 @@ pub fn prove(bench: &mut dyn Bench, settings: &Settings<'_>, out: &mut FixResult
     if let Err(why) = run(&mut proof) {
         let left = proof.undo_kept();
         for d in proof.out.decisions.iter_mut() {
-            if matches!(d.verdict, Verdict::Kept | Verdict::Untried) {
-                d.verdict = Verdict::Undone;
-                d.why = "undone: the fix stopped before it ended".into();
+            match d.verdict {
+                Verdict::Kept => {
+                    d.verdict = Verdict::Undone;
+                    d.why = format!("{}; then undone: the fix stopped before its end", d.why);
+                }
+                Verdict::Untried => {
+                    d.verdict = Verdict::NotApplied;
+                    d.why = "not decided: the fix stopped first".into();
+                }
+                _ => {}
             }
         }
         proof.out.stopped = Some(match left {

@@ -163,7 +163,9 @@ pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
     out.extend(workqueue(&of(RemedyClass::Workqueue), f));
     out.extend(net(&of(RemedyClass::Net), f));
     out.extend(idle(&of(RemedyClass::Idle), f));
-    out.extend(rt_throttling(&of(RemedyClass::RtThrottling), f, opts));
+    let mut held_off = of(RemedyClass::RtThrottling);
+    held_off.extend(causes.iter().filter(|c| throttled(c, f)));
+    out.extend(rt_throttling(&held_off, f, opts));
     out.extend(tick(&of(RemedyClass::Tick), f));
     for c in of(RemedyClass::Ipi) {
         out.push(ipi(c));
@@ -298,11 +300,11 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
         ));
     }
     let Some(t) = t else {
-        return refuse(
+        return refuse(format!(
             "it no longer runs (it ended, or was short-lived): start it on the other CPUs \
-             (`rtlab partition run nrt -- CMD`, or `taskset`)"
-                .into(),
-        );
+                 (`taskset -c {} CMD`, or `rtlab partition run nrt -- CMD` once `rtlab partition create` made one)",
+            list(&f.housekeeping)
+        ));
     };
     if t.affinity_fixed || (t.kernel && t.cpus.len() == 1) {
         return refuse(format!(
@@ -584,34 +586,56 @@ const RT_COST: &str = "a real-time thread that never sleeps then keeps its CPU f
      there (kworkers, ksoftirqd, RCU) starve, and the machine can hang. Kernels with the fair server \
      (6.12 and later) also hold real-time threads off for it (debugfs `sched/fair_server`)";
 
+/// A normal thread that held the CPU this long in one stretch after a
+/// real-time timer thread's wake-up is the kernel running normal tasks in
+/// the share it keeps from real-time ones, not a kernel path: sections
+/// without a preemption point last microseconds.
+pub const THROTTLED_STRETCH_NS: u64 = 1_000_000;
+
+/// Whether `c` is a normal thread that held a real-time timer thread off
+/// for a throttling's length.
+fn throttled(c: &Cause, f: &Facts) -> bool {
+    matches!(c.target, Target::Thread { .. })
+        && c.prio.is_some_and(|p| p >= 100)
+        && f.timer_prio.is_some_and(|t| t < 100)
+        && c.max_ns >= THROTTLED_STRETCH_NS
+}
+
 fn rt_throttling(causes: &[&Cause], f: &Facts, opts: &Options) -> Option<Proposal> {
     if causes.is_empty() {
         return None;
     }
+    let m = list(&f.measured);
     let now = f
         .rt_runtime_us
         .map_or("unknown".to_string(), |v| v.to_string());
-    if f.rt_runtime_us == Some(-1) {
+    let why = format!(
+        "the kernel ran normal tasks in the share it keeps from real-time ones, because the real-time tasks on CPUs {m} \
+         used the rest: RT throttling (`kernel.sched_rt_runtime_us` {now} of each second) and, on kernels with it (6.12 and \
+         later), the fair server (debugfs `sched/fair_server/cpuN/runtime`). The cause is the real-time load: threads that run \
+         there without sleeping (`rtlab threads --rt --cpu {m}`), which a timer thread of higher priority never sees"
+    );
+    if f.rt_runtime_us == Some(-1) || !opts.lift_rt_throttling {
+        let what = if f.rt_runtime_us == Some(-1) {
+            "RT throttling is lifted already: what is left is the fair server's".to_string()
+        } else {
+            format!(
+                "lifting RT throttling (`--lift-rt-throttling`) leaves the fair server, and costs this: {RT_COST}"
+            )
+        };
         return Some(advice(
             RemedyClass::RtThrottling,
             causes,
-            "RT throttling: already lifted".into(),
-            "`kernel.sched_rt_runtime_us` is -1: what held the thread off is the fair server or a SCHED_DEADLINE runtime".into(),
-        ));
-    }
-    let change = format!("kernel.sched_rt_runtime_us {now} -> -1 (lift RT throttling)");
-    if !opts.lift_rt_throttling {
-        return Some(advice(
-            RemedyClass::RtThrottling,
-            causes,
-            change,
-            format!("lifted only on request (`--lift-rt-throttling`): {RT_COST}"),
+            format!("the real-time load on CPUs {m}"),
+            format!("{why}. Move that load off; {what}"),
         ));
     }
     Some(live(
         RemedyClass::RtThrottling,
         causes,
-        format!("{change}; the cost: {RT_COST}"),
+        format!(
+            "kernel.sched_rt_runtime_us {now} -> -1 (lift RT throttling; {why}; the cost: {RT_COST})"
+        ),
         vec![Action::Write {
             file: crate::sys::paths::SCHED_RT_RUNTIME.into(),
             value: "-1".into(),
@@ -688,22 +712,32 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
     };
     // It held the CPU after the wake-up: in its own name (the stack showed
     // where it let go), or unseen.
-    let held =
-        |c: &&Cause| c.seen_as.contains(&PartKind::Unseen) || c.seen_as.contains(&PartKind::Thread);
+    // It held the CPU after the wake-up in its own name, which the trace
+    // gives only for logged kernel work, or its stack showed the path;
+    // stretches it held unseen may as well be the interrupt's way back
+    // or the host, and a throttling's length is no path at all.
+    let held = |c: &&Cause| c.seen_as.contains(&PartKind::Thread) || !c.paths.is_empty();
     let unseen: Vec<&Cause> = causes
         .iter()
         .filter(|c| matches!(c.target, Target::Thread { .. }))
         .filter(held)
         .filter(below)
+        .filter(|c| !throttled(c, f))
         .collect();
     if unseen.is_empty() {
         return None;
     }
     let names: Vec<String> = unseen
         .iter()
-        .map(|c| match c.paths.is_empty() {
-            true => c.what.clone(),
-            false => format!("{} (in {})", c.what, c.paths.join("; ")),
+        .map(|c| {
+            let pid = match c.target {
+                Target::Thread { pid } => pid,
+                _ => 0,
+            };
+            match c.paths.is_empty() {
+                true => format!("{} (pid {pid})", c.what),
+                false => format!("{} (pid {pid}, in {})", c.what, c.paths.join("; ")),
+            }
         })
         .collect();
     let model = &f.preemption;

@@ -428,7 +428,7 @@ fn each_cause_gets_its_remedy_or_advice() {
     let pre = &by_class(&ps, RemedyClass::Preemption)[0];
     assert_eq!(
         pre.change,
-        "non-preemptible stretches of perl (in s_show <- seq_read_iter <- proc_reg_read_iter), kworker/u4:1 (work flush)"
+        "non-preemptible stretches of perl (pid 700, in s_show <- seq_read_iter <- proc_reg_read_iter), kworker/u4:1 (work flush) (pid 800)"
     );
     assert!(pre.advice.as_deref().unwrap().contains("preempt=full"));
     let host = by_class(&ps, RemedyClass::Host)[0].advice.clone().unwrap();
@@ -524,6 +524,20 @@ fn a_difference_counts_only_beyond_the_spread_and_the_floor() {
     // Better on one figure, worse on the other: not kept.
     let c = compare(&[f(100, 100_000)], &[f(50, 150_000)], &figures, &spreads);
     assert!(!c.better && c.worse, "{c:?}");
+    // Rounds of one state that differ more than the means: noise.
+    let c = compare(
+        &[f(100, 1_965_000), f(100, 1_833_000)],
+        &[f(100, 1_464_000), f(100, 1_996_000)],
+        &figures,
+        &[(Figure::P999, 0.0)],
+    );
+    assert!(!c.better && !c.worse, "{c:?}");
+    assert!(
+        c.why
+            .contains("p99.9 1899.0 µs -> 1730.0 µs (within the spread; margin 532.0 µs)"),
+        "{}",
+        c.why
+    );
     // Small counts: 3 -> 1 is within 2·√3.
     let c = compare(&[f(3, 1)], &[f(1, 1)], &figures, &[]);
     assert!(!c.better, "{c:?}");
@@ -688,6 +702,21 @@ fn a_stop_undoes_everything_kept() {
     assert!(b.applied.is_empty(), "{:?}", b.applied);
     assert_eq!(out.stopped.as_deref(), Some("stopped by signal 2"));
     assert!(out.decisions.iter().all(|d| d.verdict != Verdict::Kept));
+    // What was measured is kept in the words; what was never tried says so.
+    let (v, why) = verdict(&out, "helps");
+    assert_eq!(v, Verdict::Undone);
+    assert!(
+        why.starts_with("kept: over 1000.0 -> 100.0")
+            && why.ends_with("then undone: the fix stopped before its end"),
+        "{why}"
+    );
+    assert_eq!(
+        verdict(&out, "later"),
+        (
+            Verdict::NotApplied,
+            "not decided: the fix stopped first".to_string()
+        )
+    );
 }
 
 #[test]
@@ -713,4 +742,47 @@ fn main_keys_go_into_the_main_stanza() {
         with_main_keys("# main\nprogram[0]\n{\n  cmdline main\n}\n", &keys),
         "main\n{\n  trace.threshold 50 us\n}\n# main\nprogram[0]\n{\n  cmdline main\n}\n"
     );
+}
+
+#[test]
+fn a_normal_thread_holding_a_real_time_one_off_for_milliseconds_is_throttling() {
+    // 47.6 ms after the wake-up in one stretch, unseen: no kernel path
+    // lasts that long; the kernel ran normal tasks in their share.
+    let cs = causes(&[explanation(vec![part(
+        PartKind::Unseen,
+        "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (perl held the CPU)",
+        Some(700),
+        Some(120),
+        47_600_000,
+        false,
+    )])]);
+    let ps = propose(&cs, &facts(), &Options::default());
+    assert!(by_class(&ps, RemedyClass::Preemption).is_empty(), "{ps:#?}");
+    let rt = &by_class(&ps, RemedyClass::RtThrottling)[0];
+    assert_eq!(rt.answers[0].cause, "perl");
+    let why = rt.advice.as_deref().unwrap();
+    assert!(
+        why.contains("fair server") && why.contains("rtlab threads --rt --cpu 2-3"),
+        "{why}"
+    );
+    // Asked to, rtlab lifts RT throttling as a remedy to be measured.
+    let ps = propose(
+        &cs,
+        &facts(),
+        &Options {
+            lift_rt_throttling: true,
+        },
+    );
+    assert!(by_class(&ps, RemedyClass::RtThrottling)[0].live());
+    // A thread seen only unseen, briefly, with no path: no claim of a path.
+    let cs = causes(&[explanation(vec![part(
+        PartKind::Unseen,
+        "unseen after the wake-up: the kernel's way back from an interrupt, a hypervisor, or a non-preemptible section (spin held the CPU)",
+        Some(701),
+        Some(49),
+        11_000,
+        false,
+    )])]);
+    let ps = propose(&cs, &facts(), &Options::default());
+    assert!(by_class(&ps, RemedyClass::Preemption).is_empty(), "{ps:#?}");
 }

@@ -132,10 +132,18 @@ pub struct Comparison {
     pub why: String,
 }
 
+/// The range of `f` over `runs` (largest less smallest).
+fn range(runs: &[Figures], f: Figure) -> f64 {
+    let v = runs.iter().map(|r| r.get(f));
+    let (lo, hi) = v.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if runs.len() < 2 { 0.0 } else { hi - lo }
+}
+
 /// Compares `with` against `without` on `figures`: a figure is better (or
-/// worse) when the means differ by more than the margin, the larger of the
-/// baseline's relative spread of that figure times the value without, and
-/// the figure's floor.
+/// worse) when the means differ by more than the margin, the largest of:
+/// the baseline's relative spread of that figure times the value without;
+/// the range of the rounds of either state (runs of one state that differ
+/// that much say the difference is noise); the figure's floor.
 pub fn compare(
     without: &[Figures],
     with: &[Figures],
@@ -148,7 +156,10 @@ pub fn compare(
     for &f in figures {
         let (w, r) = (mean(without, f), mean(with, f));
         let rel = spreads.iter().find(|(g, _)| *g == f).map_or(0.0, |s| s.1);
-        let margin = (rel * w).max(f.floor(w));
+        let margin = (rel * w)
+            .max(range(without, f))
+            .max(range(with, f))
+            .max(f.floor(w));
         let verdict = if w - r > margin {
             better = true;
             "better"

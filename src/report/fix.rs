@@ -328,15 +328,12 @@ fn decision_row(out: &FixResult, d: &Decision) -> Vec<String> {
         verdict(d).into(),
     ];
     for &f in &out.figures {
-        row.push(if d.without.is_empty() {
-            "–".into()
-        } else {
-            format!(
-                "{} → {}",
-                show(f, mean(&d.without, f)),
-                show(f, mean(&d.with, f))
-            )
-        });
+        // A state not measured shows as such, never as a zero.
+        let side = |runs: &[crate::fix::Figures]| match runs.is_empty() {
+            true => "–".to_string(),
+            false => show(f, mean(runs, f)),
+        };
+        row.push(format!("{} → {}", side(&d.without), side(&d.with)));
     }
     row.push(d.why.clone());
     row
