@@ -324,14 +324,28 @@ impl drive::Bench for RunBench {
     fn diagnose(&mut self) -> Result<(fix::Diagnosed, Vec<fix::Proposal>), String> {
         let plan = self.diagnosis.clone();
         outln!("diagnosis run (flight recorder on):");
+        let cpus: Vec<usize> = plan
+            .timers
+            .iter()
+            .flat_map(|t| t.spec.cpus.clone())
+            .collect();
+        let before = fix::facts::irq_counts(&self.root, &cpus);
         let run = self.run(&plan)?;
+        let after = fix::facts::irq_counts(&self.root, &cpus);
         let trace = run.trace.clone().unwrap_or_default();
         if let Some(why) = &trace.unavailable {
             return Err(format!("no trace, so no cause: {why}"));
         }
         let mut causes = fix::causes::causes(&trace.explanations);
         causes.extend(fix::causes::slack_causes(&run.task_latency));
-        let facts = fix::facts::read(&self.root, &run, &causes);
+        let mut facts = fix::facts::read(&self.root, &run, &causes);
+        facts.fired = Some(
+            after
+                .iter()
+                .map(|(n, c)| (*n, c.saturating_sub(before.get(n).copied().unwrap_or(0))))
+                .collect(),
+        );
+        causes.retain(|c| !facts.own_time(c));
         let options = fix::remedies::Options {
             lift_rt_throttling: self.lift_rt_throttling,
         };

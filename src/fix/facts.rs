@@ -93,6 +93,37 @@ pub struct Facts {
     pub virtual_machine: bool,
     /// Steal time of the measured CPUs over the diagnosis run (ms).
     pub steal_ms: f64,
+    /// How often each numbered IRQ fired on the measured CPUs during the
+    /// diagnosis run, when counted.
+    pub fired: Option<BTreeMap<u32, u64>>,
+}
+
+impl Facts {
+    /// Whether `c` is a timer thread's own time (finishing its last cycle
+    /// as the timer interrupt came): no cause.
+    pub fn own_time(&self, c: &Cause) -> bool {
+        matches!(c.target, Target::Thread { pid } if self.protected.get(&pid).is_some_and(|w| w.starts_with("timer_thread")))
+    }
+}
+
+/// Each numbered IRQ's count on `cpus` now (`/proc/interrupts`).
+pub fn irq_counts(root: &SysRoot, cpus: &[usize]) -> BTreeMap<u32, u64> {
+    let table = sys::irq::read(root, &[]);
+    let columns: Vec<usize> = table
+        .cpus
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| cpus.contains(c))
+        .map(|(i, _)| i)
+        .collect();
+    table
+        .irqs
+        .iter()
+        .filter_map(|irq| {
+            let n = irq.number()?;
+            Some((n, columns.iter().filter_map(|&i| irq.counts.get(i)).sum()))
+        })
+        .collect()
 }
 
 /// The facts the causes of `run` need, read now.

@@ -176,7 +176,11 @@ pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
         out.push(slack(c));
     }
     // The timer thread finishing its last cycle is its own time.
-    out.retain(|p| !p.answers.iter().all(|a| is_timer_thread(a, causes, f)));
+    out.retain(|p| {
+        !p.answers
+            .iter()
+            .all(|a| causes.iter().any(|c| c.what == a.cause && f.own_time(c)))
+    });
     // The most decisive first: a cause that was the main one of many
     // wake-ups hides the smaller ones until it is gone.
     out.sort_by_key(|p| {
@@ -186,13 +190,6 @@ pub fn propose(causes: &[Cause], f: &Facts, opts: &Options) -> Vec<Proposal> {
         ))
     });
     out
-}
-
-fn is_timer_thread(a: &Answer, causes: &[Cause], f: &Facts) -> bool {
-    causes.iter().any(|c| {
-        c.what == a.cause
-            && matches!(c.target, Target::Thread { pid } if f.protected.get(&pid).is_some_and(|w| w.starts_with("timer_thread")))
-    })
 }
 
 fn list(cpus: &[usize]) -> String {
@@ -449,6 +446,14 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
     }
     for irq in &f.net_irqs {
         let Some(now) = f.irqs.get(irq) else { continue };
+        // A NIC IRQ that did not fire on the measured CPUs in the diagnosis
+        // is not where their softirqs came from.
+        if f.fired
+            .as_ref()
+            .is_some_and(|n| n.get(irq).copied().unwrap_or(0) == 0)
+        {
+            continue;
+        }
         let effective = now
             .effective
             .clone()

@@ -786,3 +786,21 @@ fn a_normal_thread_holding_a_real_time_one_off_for_milliseconds_is_throttling() 
     let ps = propose(&cs, &facts(), &Options::default());
     assert!(by_class(&ps, RemedyClass::Preemption).is_empty(), "{ps:#?}");
 }
+
+#[test]
+fn a_nic_irq_is_moved_only_if_it_fired_on_the_measured_cpus() {
+    let cs = causes(&explanations());
+    let mut f = facts();
+    f.net_irqs = vec![38];
+    let nic = |f: &Facts| {
+        propose(&cs, f, &Options::default())
+            .into_iter()
+            .filter(|p| p.change.starts_with("NIC IRQ 38"))
+            .count()
+    };
+    assert_eq!(nic(&f), 1);
+    f.fired = Some(BTreeMap::from([(38, 0)]));
+    assert_eq!(nic(&f), 0);
+    f.fired = Some(BTreeMap::from([(38, 12)]));
+    assert_eq!(nic(&f), 1);
+}
