@@ -55,6 +55,11 @@ pub struct FixArgs {
     /// kept a remedy (for the causes the larger ones hid).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=10))]
     pub diagnoses: u16,
+    /// Never touch the threads whose name matches this glob (`rustc`,
+    /// `my-daemon*`): they are left where they are, with advice.
+    /// Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Write an experiment file that reproduces the kept state here.
     #[arg(long, value_name = "FILE")]
     pub kept: Option<PathBuf>,
@@ -62,6 +67,13 @@ pub struct FixArgs {
 
 /// `rtlab fix EXPERIMENT`.
 pub fn main(args: &FixArgs) -> Outcome {
+    if let Some(c) = args.only.iter().find(|c| args.skip.contains(c)) {
+        return Err(Refusal::new(format!(
+            "rtlab: fix: class `{}` is in both --only and --skip",
+            c.name()
+        ))
+        .hint("give each class once: --only keeps those, --skip leaves those out"));
+    }
     need_root("rtlab fix")?;
     for out in [&args.json, &args.html, &args.kept].into_iter().flatten() {
         crate::sys::outfile::check(out, false).map_err(|e| Refusal::output("rtlab: fix: ", &e))?;
@@ -100,7 +112,14 @@ pub fn main(args: &FixArgs) -> Outcome {
         t.stacks = crate::config::TraceStacks::Switch;
     }
     let caught = super::common::catch_signals();
-    let mut bench = RunBench::new(&diagnosis, threshold_ns, args.lift_rt_throttling, caught)?;
+    let mut bench = RunBench::new(
+        &diagnosis,
+        threshold_ns,
+        args.lift_rt_throttling,
+        args.rounds as usize,
+        caught,
+    )?;
+    bench.exclude = args.exclude.clone();
     let mut out = match prove(args, &mut bench, &diagnosis, &text, threshold_ns) {
         Ok(out) => out,
         Err(refusal) => {
@@ -113,10 +132,10 @@ pub fn main(args: &FixArgs) -> Outcome {
     };
     bench.finish(&mut out)?;
     write_outputs(args, &out)?;
-    Ok(if out.stopped.is_some() {
-        crate::exit::FAILED
-    } else {
-        0
+    Ok(match (&out.stopped, bench.caught.load(Ordering::Relaxed)) {
+        (None, _) => 0,
+        (Some(_), 0) => crate::exit::FAILED,
+        (Some(_), sig) => crate::exit::signal(sig as i32),
     })
 }
 
@@ -227,6 +246,11 @@ struct RunBench {
     measured: Vec<usize>,
     threshold_ns: u64,
     count: usize,
+    rounds_per_state: usize,
+    /// The last diagnosis, for the plan.
+    last: Option<fix::Diagnosed>,
+    /// Globs of thread names never touched (`--exclude`).
+    exclude: Vec<String>,
 }
 
 impl RunBench {
@@ -234,6 +258,7 @@ impl RunBench {
         diagnosis: &RunPlan,
         threshold_ns: u64,
         lift_rt_throttling: bool,
+        rounds_per_state: usize,
         caught: Arc<AtomicUsize>,
     ) -> Result<RunBench, Refusal> {
         let root = SysRoot::real();
@@ -266,6 +291,9 @@ impl RunBench {
             measured: Vec::new(),
             threshold_ns,
             count: 0,
+            rounds_per_state,
+            last: None,
+            exclude: Vec::new(),
         })
     }
 
@@ -339,6 +367,7 @@ impl drive::Bench for RunBench {
         let mut causes = fix::causes::causes(&trace.explanations);
         causes.extend(fix::causes::slack_causes(&run.task_latency));
         let mut facts = fix::facts::read(&self.root, &run, &causes);
+        facts.exclude(&self.exclude);
         facts.fired = Some(
             after
                 .iter()
@@ -358,11 +387,37 @@ impl drive::Bench for RunBench {
         };
         outln!(
             "{}",
-            crate::report::fix::plan_text(&d, self.threshold_ns, &proposals).trim_end()
+            crate::report::fix::diagnosis_text(&d, self.threshold_ns)
         );
         self.measured = facts.measured.clone();
         self.facts = Some(facts);
+        self.last = Some(d.clone());
         Ok((d, proposals))
+    }
+
+    fn planned(&mut self, decisions: &[fix::Decision], first: usize) {
+        if let Some(d) = &self.last {
+            outln!(
+                "{}",
+                crate::report::fix::plan_text(d, decisions, first).trim_end()
+            );
+        }
+        let todo = decisions[first..]
+            .iter()
+            .filter(|d| d.verdict == fix::Verdict::Untried)
+            .count();
+        if todo > 0 {
+            let runs = todo * 2 * self.rounds_per_state
+                + if first == 0 {
+                    2 + 2 * self.rounds_per_state
+                } else {
+                    0
+                };
+            let each = self.rounds.planned_length_ns().unwrap_or(0) as f64 / 1e9;
+            outln!(
+                "trying {todo} remedies: at least {runs} runs of about {each:.1} s (more if a remedy is tried again)"
+            );
+        }
     }
 
     fn measure(&mut self, state: &str) -> Result<fix::Figures, String> {

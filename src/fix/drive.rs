@@ -23,6 +23,9 @@ pub trait Bench {
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String>;
     /// Undoes changes; what could not be undone, in words.
     fn undo(&mut self, steps: &[UndoStep]) -> Vec<String>;
+    /// The decisions a diagnosis added, from `first` on, before any is
+    /// tried (to show the plan).
+    fn planned(&mut self, _decisions: &[Decision], _first: usize) {}
 }
 
 /// How the proof goes.
@@ -142,6 +145,7 @@ impl Proof<'_> {
     /// the remedies that act on something not decided yet.
     fn add(&mut self, proposals: &[Proposal], first: bool) -> Vec<usize> {
         let mut added = Vec::new();
+        let start = self.out.decisions.len();
         for p in proposals {
             let known = self
                 .out
@@ -161,6 +165,7 @@ impl Proof<'_> {
             };
             self.out.decisions.push(d);
         }
+        self.bench.planned(&self.out.decisions, start);
         added
     }
 

@@ -99,6 +99,19 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// Protects the threads whose name matches one of `globs` (`--exclude`).
+    pub fn exclude(&mut self, globs: &[String]) {
+        for (tid, t) in &self.threads {
+            if let Some(g) = globs
+                .iter()
+                .find(|g| sys::threads::name_matches(g, &t.comm))
+            {
+                self.protected
+                    .insert(*tid, format!("excluded by --exclude {g}"));
+            }
+        }
+    }
+
     /// Whether `c` is a timer thread's own time (finishing its last cycle
     /// as the timer interrupt came): no cause.
     pub fn own_time(&self, c: &Cause) -> bool {

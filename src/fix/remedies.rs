@@ -515,7 +515,12 @@ fn steering(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         if to.is_empty() {
             continue;
         }
-        words.push(format!("{dev} {queue} {} -> {}", list(&cpus), list(&to)));
+        words.push(format!(
+            "{dev} {queue} CPUs {} -> {} (mask {value} -> {})",
+            list(&cpus),
+            list(&to),
+            cpulist::format_mask(&to)
+        ));
         actions.push(Action::Write {
             file: file.clone(),
             value: cpulist::format_mask(&to),

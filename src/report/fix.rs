@@ -6,16 +6,13 @@
 use crate::fix::causes::micros;
 use crate::fix::remedies::Action;
 use crate::fix::trial::{mean, show};
-use crate::fix::{Decision, Diagnosed, Facts, FixResult, Proposal, Verdict};
+use crate::fix::{Decision, Diagnosed, Facts, FixResult, Verdict};
 use std::fmt::Write as _;
 
-/// What a diagnosis found and the plan of remedies, before anything is
-/// applied.
-pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> String {
-    let mut s = String::new();
+/// What a diagnosis found, in one line.
+pub fn diagnosis_text(d: &Diagnosed, threshold_ns: u64) -> String {
     let f = &d.figures;
-    let _ = writeln!(
-        s,
+    format!(
         "diagnosis: {} samples, {} at or above {}, p99.9 {}, max {}; {} explained ({} in all)",
         f.samples,
         f.over,
@@ -24,13 +21,21 @@ pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> St
         micros(f.max_ns),
         d.explained,
         micros(d.explained_ns)
-    );
-    if proposals.is_empty() {
-        let _ = writeln!(s, "no cause found: nothing to propose");
+    )
+}
+
+/// The plan: the decisions a diagnosis added (from `first` on), numbered
+/// as the outcome numbers them, with the causes each answers and why a
+/// proposal will not be applied.
+pub fn plan_text(d: &Diagnosed, decisions: &[Decision], first: usize) -> String {
+    let mut s = String::new();
+    if decisions.len() == first {
+        let _ = writeln!(s, "no new cause a remedy can act on");
     }
-    for p in proposals {
+    for (i, dec) in decisions.iter().enumerate().skip(first) {
+        let p = &dec.proposal;
         let kind = if p.live() { "remedy" } else { "advice" };
-        let _ = writeln!(s, "- {kind} [{}]: {}", p.class.name(), p.change);
+        let _ = writeln!(s, "#{i} {kind} [{}]: {}", p.class.name(), p.change);
         for a in &p.answers {
             let _ = writeln!(
                 s,
@@ -43,8 +48,8 @@ pub fn plan_text(d: &Diagnosed, threshold_ns: u64, proposals: &[Proposal]) -> St
                 share(a.total_ns, d.explained_ns)
             );
         }
-        if let Some(why) = &p.advice {
-            let _ = writeln!(s, "    {why}");
+        if dec.verdict == Verdict::NotApplied {
+            let _ = writeln!(s, "    {}", dec.why);
         }
     }
     s
