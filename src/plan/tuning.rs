@@ -40,6 +40,8 @@ impl Planner<'_> {
             cstate_max_latency_us: self.cstates(t),
             irq_affinity: self.irq_affinity(t),
             thread_sched: self.thread_patterns(t),
+            thread_affinity: Vec::new(),
+            net_steering: Vec::new(),
         }
     }
 

@@ -55,8 +55,16 @@ pub fn steering_files(root: &SysRoot, dev: &str) -> Vec<SteeringFile> {
         } else {
             continue;
         };
-        let file = format!("{queues}/{queue}/{knob}");
-        if root.exists(&file) {
+        // Listed, not opened: the kernel lists a file it then refuses to
+        // read.
+        let dir = format!("{queues}/{queue}");
+        if root
+            .list(&dir)
+            .unwrap_or_default()
+            .iter()
+            .any(|n| n == knob)
+        {
+            let file = format!("{dir}/{knob}");
             out.push(SteeringFile { queue, knob, file });
         }
     }
