@@ -936,6 +936,27 @@ fn thread_cpus_and_packet_steering_hold_for_the_run_and_are_restored() {
         .unwrap();
     assert_eq!(cpu_list(seen), vec![target], "{during}");
     let changes = r["tuning"]["changes"].as_array().unwrap();
+    assert_moved(test, changes, &sleeper, &cpus_before, target);
+    assert_eq!(
+        cpus_allowed(pid),
+        cpus_before,
+        "the sleeper's CPUs are back"
+    );
+    match rps_before {
+        None => path_taken(test, "loopback has no rps_cpus (a kernel without RPS)"),
+        Some(rps_before) => {
+            let during = lines.next().unwrap_or_default();
+            assert_steering(test, changes, during, steer, writable);
+            let after = std::fs::read(RPS).unwrap();
+            assert_eq!(after, rps_before, "rps_cpus back byte for byte");
+        }
+    }
+    assert_mistakes_refused(&b);
+}
+
+/// The run's one thread outcome: the sleeper, given CPU `target` (or
+/// already on it alone).
+fn assert_moved(test: &str, changes: &[Value], sleeper: &Sleeper, before: &str, target: usize) {
     let moved: Vec<&Value> = changes
         .iter()
         .filter(|c| c["setting"] == "affinity")
@@ -945,41 +966,25 @@ fn thread_cpus_and_packet_steering_hold_for_the_run_and_are_restored() {
         1,
         "the pattern selects the sleeper alone: {changes:?}"
     );
+    let pid = sleeper.child.id();
     assert_eq!(moved[0]["target"], format!("thread {pid} {}", sleeper.name));
     assert_eq!(moved[0]["new"], target.to_string());
-    if cpus_before == target.to_string() {
+    if before == target.to_string() {
         path_taken(test, "the sleeper may use one CPU: its CPUs already so");
         assert_eq!(moved[0]["status"], "already_set", "{}", moved[0]);
     } else {
         path_taken(
             test,
-            &format!("the sleeper moved from {cpus_before} to {target}"),
+            &format!("the sleeper moved from {before} to {target}"),
         );
         assert_eq!(moved[0]["status"], "set", "{}", moved[0]);
-        assert_eq!(moved[0]["old"], cpus_before);
+        assert_eq!(moved[0]["old"], before);
     }
-    assert_eq!(
-        cpus_allowed(pid),
-        cpus_before,
-        "the sleeper's CPUs are back"
-    );
-    let Some(rps_before) = rps_before else {
-        path_taken(test, "loopback has no rps_cpus (a kernel without RPS)");
-        return;
-    };
-    assert_steering(
-        test,
-        changes,
-        lines.next().unwrap_or_default(),
-        steer,
-        writable,
-    );
-    assert_eq!(
-        std::fs::read(RPS).unwrap(),
-        rps_before,
-        "rps_cpus back byte for byte"
-    );
-    // Mistakes are refused before anything starts, at their place.
+}
+
+/// A pattern that selects no thread and an interface that does not exist
+/// are refused before anything starts, at their place.
+fn assert_mistakes_refused(b: &Bench) {
     std::fs::write(
         b.path("bad.cfg"),
         "main {\n  threads.affinity no-such-thread* 0\n  net.steering no-such-dev0 0\n}\n\

@@ -610,7 +610,11 @@ fn thread_affinity_and_net_steering_are_read_with_their_positions() {
         (&vec![1], at(4, 20))
     );
     assert_eq!(lo.value.1.value, vec![0, 2]);
-    // Refused at their place, with what is accepted.
+}
+
+#[test]
+fn thread_affinity_and_net_steering_mistakes_are_refused_at_their_place() {
+    let at = |line, col| Pos { line, col };
     let cases: &[(&str, &str, Pos, &str)] = &[
         (
             "threads.affinity x",
