@@ -32,6 +32,10 @@ pub trait Machine {
     fn idle_states(&self, cpus: &[usize]) -> Vec<crate::sys::power::IdleState>;
     /// The names of every thread now.
     fn thread_names(&self) -> Vec<String>;
+    /// Every thread now but rtlab's own: its TID and name.
+    fn other_threads(&self) -> Vec<(i32, String)>;
+    /// The network interfaces (`eth0`, `lo`).
+    fn net_interfaces(&self) -> Vec<String>;
     /// Whether CPU bandwidth groups can be made (Err: why not).
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError>;
     /// Whether process `pid` exists now.
@@ -111,6 +115,14 @@ impl Machine for RealMachine {
 
     fn thread_names(&self) -> Vec<String> {
         tuning::real::thread_names(&self.root)
+    }
+
+    fn other_threads(&self) -> Vec<(i32, String)> {
+        tuning::real::other_threads(&self.root)
+    }
+
+    fn net_interfaces(&self) -> Vec<String> {
+        crate::sys::net::interfaces(&self.root)
     }
 
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {

@@ -85,6 +85,16 @@ impl Machine for Fake {
     fn thread_names(&self) -> Vec<String> {
         vec!["ksoftirqd/0".into(), "ksoftirqd/1".into()]
     }
+    fn other_threads(&self) -> Vec<(i32, String)> {
+        vec![
+            (10, "ksoftirqd/0".into()),
+            (11, "ksoftirqd/1".into()),
+            (500, "app".into()),
+        ]
+    }
+    fn net_interfaces(&self) -> Vec<String> {
+        vec!["eth0".into(), "lo".into()]
+    }
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError> {
         Ok(())
     }

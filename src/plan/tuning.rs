@@ -1,6 +1,7 @@
 //! Planning of the system settings a run holds (`main`'s `cpufreq.*`,
-//! `cstates.*`, `irq.affinity`, `threads.sched`) and of the programs' CPU
-//! bandwidth groups: each checked against this machine, with its position.
+//! `cstates.*`, `irq.affinity`, `threads.sched`, `threads.affinity`,
+//! `net.steering`) and of the programs' CPU bandwidth groups: each checked
+//! against this machine, with its position.
 
 use super::Planner;
 use crate::config::{Diagnostic, Experiment, Pos, Spanned, TuningConfig};
@@ -40,6 +41,8 @@ impl Planner<'_> {
             cstate_max_latency_us: self.cstates(t),
             irq_affinity: self.irq_affinity(t),
             thread_sched: self.thread_patterns(t),
+            thread_affinity: self.thread_affinity(t),
+            net_steering: self.net_steering(t),
         }
     }
 
@@ -52,11 +55,13 @@ impl Planner<'_> {
                 .map(|g| g.pos)
                 .or(t.cstate_max_latency_us.as_ref().map(|c| c.pos))
                 .or(t.irq_affinity.first().map(|i| i.pos))
-                .or(t.thread_sched.first().map(|s| s.pos));
+                .or(t.thread_sched.first().map(|s| s.pos))
+                .or(t.thread_affinity.first().map(|s| s.pos))
+                .or(t.net_steering.first().map(|s| s.pos));
             if let Some(pos) = first {
                 self.refuse(
                     pos,
-                    "changing governors, C-states, IRQs or thread priorities needs root".into(),
+                    "changing governors, C-states, IRQs, thread priorities or CPUs, or packet steering needs root".into(),
                     "run with sudo, or leave the key out",
                 );
             }
@@ -162,6 +167,67 @@ impl Planner<'_> {
                 );
             }
             plan.push(entry.value.clone());
+        }
+        plan
+    }
+
+    /// `threads.affinity`: online CPUs, and a pattern (or TID) that selects
+    /// a thread now, rtlab's own aside (they are never moved).
+    fn thread_affinity(&mut self, t: &TuningConfig) -> Vec<(String, Vec<usize>)> {
+        use crate::tune::ThreadSelector;
+        let mut plan = Vec::new();
+        if t.thread_affinity.is_empty() {
+            return plan;
+        }
+        let threads = self.machine.other_threads();
+        for entry in &t.thread_affinity {
+            let (selector, cpus) = &entry.value;
+            self.cpus(&Some(cpus.clone()));
+            let chosen = ThreadSelector::parse(selector);
+            let found = threads.iter().any(|(tid, name)| match &chosen {
+                ThreadSelector::Tid(t) => tid == t,
+                ThreadSelector::Pattern(p) => crate::sys::threads::name_matches(p, name),
+            });
+            if !found {
+                let (message, hint) = match &chosen {
+                    ThreadSelector::Tid(t) => (
+                        format!("no thread {t}"),
+                        "`rtlab threads` lists the threads; rtlab never moves its own",
+                    ),
+                    ThreadSelector::Pattern(p) => (
+                        format!("no thread name matches `{p}`"),
+                        "patterns are globs on the whole name (`ksoftirqd/*`, `irq/*-eth0*`); `rtlab threads --match PATTERN` shows what one selects; rtlab never moves its own threads",
+                    ),
+                };
+                self.refuse(entry.pos, message, hint);
+            }
+            plan.push((selector.clone(), cpus.value.clone()));
+        }
+        plan
+    }
+
+    /// `net.steering`: an interface of this machine, and online CPUs.
+    fn net_steering(&mut self, t: &TuningConfig) -> Vec<(String, Vec<usize>)> {
+        let mut plan = Vec::new();
+        if t.net_steering.is_empty() {
+            return plan;
+        }
+        let devs = self.machine.net_interfaces();
+        for entry in &t.net_steering {
+            let (dev, cpus) = &entry.value;
+            self.cpus(&Some(cpus.clone()));
+            if !devs.contains(dev) {
+                let shown: Vec<&str> = devs.iter().take(20).map(String::as_str).collect();
+                self.refuse(
+                    entry.pos,
+                    format!("no network interface `{dev}` on this machine"),
+                    match shown.len() {
+                        0 => "this machine has no network interface".to_string(),
+                        _ => format!("its interfaces are {}", shown.join(", ")),
+                    },
+                );
+            }
+            plan.push((dev.clone(), cpus.value.clone()));
         }
         plan
     }
@@ -295,6 +361,16 @@ pub(super) mod real {
     pub fn thread_names(root: &SysRoot) -> Vec<String> {
         threads::list(root).into_iter().map(|t| t.name).collect()
     }
+
+    /// Every thread but those of this process (rtlab's own).
+    pub fn other_threads(root: &SysRoot) -> Vec<(i32, String)> {
+        let own = std::process::id() as i32;
+        threads::list(root)
+            .into_iter()
+            .filter(|t| t.pid != own)
+            .map(|t| (t.tid, t.name))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -368,12 +444,71 @@ mod tests {
     }
 
     #[test]
+    fn thread_cpus_and_steering_make_a_plan_in_file_order() {
+        let text = format!(
+            "main {{\n  threads.affinity ksoftirqd/* 1\n  net.steering eth0 0-1\n  \
+             threads.affinity 500 0\n  net.steering lo 1\n}}\n{TIMER}"
+        );
+        let plan = plan_text(&text, "f", &fake(), &PlanOptions::default()).unwrap();
+        let t = &plan.main.tuning;
+        assert_eq!(
+            t.thread_affinity,
+            vec![("ksoftirqd/*".into(), vec![1]), ("500".into(), vec![0])]
+        );
+        assert_eq!(
+            t.net_steering,
+            vec![("eth0".into(), vec![0, 1]), ("lo".into(), vec![1])]
+        );
+        assert!(!t.is_empty());
+    }
+
+    #[test]
+    fn thread_cpus_and_steering_mistakes_are_refused_at_their_position() {
+        let text = format!(
+            "main {{\n  threads.affinity nosuch* 0\n  threads.affinity 77 1\n  \
+             threads.affinity app 0-5\n  net.steering wlan0 0\n  net.steering eth0 7\n}}\n{TIMER}"
+        );
+        let d = plan_text(&text, "f", &fake(), &PlanOptions::default()).unwrap_err();
+        let found: Vec<(Pos, &str)> = d.iter().map(|d| (d.pos, d.message.as_str())).collect();
+        let at = |line, col| Pos { line, col };
+        assert_eq!(
+            found,
+            vec![
+                (at(2, 20), "no thread name matches `nosuch*`"),
+                (at(3, 20), "no thread 77"),
+                (at(4, 24), "CPU 2-5 are not online"),
+                (at(5, 16), "no network interface `wlan0` on this machine"),
+                (at(6, 21), "CPU 7 is not online"),
+            ]
+        );
+        assert!(d[0].hint.as_ref().unwrap().contains("never moves its own"));
+        assert_eq!(d[3].hint.as_deref(), Some("its interfaces are eth0, lo"));
+        // rtlab's own threads are not among the machine's others: its own
+        // TID or name is refused as a thread that does not exist.
+        let e = errors(&format!("main {{\n  threads.affinity 1 0\n}}\n{TIMER}"));
+        assert_eq!(e[0].1, "no thread 1");
+    }
+
+    #[test]
     fn tuning_needs_root() {
         let mut m = fake();
         m.root = false;
-        let text = format!("main {{\n  irq.affinity 0\n}}\n{TIMER}");
-        let d = plan_text(&text, "f", &m, &PlanOptions::default()).unwrap_err();
-        assert!(d[0].message.contains("needs root"));
+        for key in [
+            "irq.affinity 0",
+            "threads.affinity ksoftirqd/* 0",
+            "net.steering lo 0",
+        ] {
+            let text = format!("main {{\n  {key}\n}}\n{TIMER}");
+            let d = plan_text(&text, "f", &m, &PlanOptions::default()).unwrap_err();
+            assert!(d[0].message.contains("needs root"), "{key}: {d:?}");
+            assert_eq!(
+                d[0].pos,
+                Pos {
+                    line: 2,
+                    col: 4 + key.find(' ').unwrap()
+                }
+            );
+        }
         let text = "program[0] {\n  cmdline sh\n  cpu.quota 10 ms\n}\n";
         let d = plan_text(text, "f", &m, &PlanOptions::default()).unwrap_err();
         assert!(d[0].message.contains("needs root"), "{d:?}");

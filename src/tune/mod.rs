@@ -1,8 +1,9 @@
 //! Tuning: the system settings an RT engineer changes around a measurement
-//! — IRQ affinities, thread priorities, cpufreq governors, C-state limits and
-//! CPU bandwidth — each applied through the journal (the old value is on disk
-//! before the new one is written) and each reported, never failing the rest:
-//! set, already so, not offered, or refused with the kernel's reason.
+//! — IRQ affinities, thread priorities and CPUs, packet steering, cpufreq
+//! governors, C-state limits and CPU bandwidth — each applied through the
+//! journal (the old value is on disk before the new one is written) and each
+//! reported, never failing the rest: set, already so, not offered, or
+//! refused with the kernel's reason.
 //!
 //! The same functions serve the commands (`rtlab irq move`, `threads set`,
 //! `cpufreq set`, `cstates set`, journal `tune.journal`, kept until
@@ -17,7 +18,7 @@ mod tests;
 use crate::cpulist;
 use crate::sched::Sched;
 use crate::sys::journal::{Change, Journal, JournalError};
-use crate::sys::{SysRoot, paths, power, threads};
+use crate::sys::{SysError, SysRoot, net, paths, power, threads};
 use knob::{KnobStatus, set_status};
 use serde::Serialize;
 
@@ -32,6 +33,14 @@ pub struct TuningSpec {
     pub irq_affinity: Vec<(Vec<usize>, Vec<u32>)>,
     /// Thread priorities, in file order: name pattern and scheduling.
     pub thread_sched: Vec<(String, Sched)>,
+    /// Thread CPUs, in file order: name pattern (or TID) and CPUs (absent
+    /// in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_affinity: Vec<(String, Vec<usize>)>,
+    /// Packet steering, in file order: interface and CPUs (absent in older
+    /// results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net_steering: Vec<(String, Vec<usize>)>,
 }
 
 impl TuningSpec {
@@ -45,10 +54,10 @@ impl TuningSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Outcome {
     /// What was tuned (`IRQ 36 virtio1-req.0`, `thread 15 ksoftirqd/1`,
-    /// `cpufreq policy0`, `cpu1 state1 haltpoll`).
+    /// `net eth0 rx-0`, `cpufreq policy0`, `cpu1 state1 haltpoll`).
     pub target: String,
-    /// Which setting (`smp_affinity_list`, `scheduling`, `scaling_governor`,
-    /// `disable`).
+    /// Which setting (`smp_affinity_list`, `scheduling`, `affinity`,
+    /// `rps_cpus`, `xps_cpus`, `scaling_governor`, `disable`).
     pub setting: String,
     /// The value rtlab wanted.
     pub new: String,
@@ -206,7 +215,8 @@ pub fn set_irq_affinity(
     })
 }
 
-/// Which threads a `threads set` or `threads.sched` applies to.
+/// Which threads a `threads set`, `threads.sched` or `threads.affinity`
+/// applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadSelector {
     /// One TID.
@@ -236,6 +246,18 @@ impl ThreadSelector {
     }
 }
 
+/// The refusal of a selector that selects no thread (`extra` says which
+/// threads were not looked at).
+fn no_thread(selector: &ThreadSelector, extra: &str) -> TuneError {
+    TuneError::Invalid {
+        message: match selector {
+            ThreadSelector::Tid(t) => format!("no thread {t}{extra}"),
+            ThreadSelector::Pattern(p) => format!("no thread name matches `{p}`{extra}"),
+        },
+        hint: "`rtlab threads` lists the threads; patterns are globs such as `ksoftirqd/*`".into(),
+    }
+}
+
 fn sched_text(s: Sched) -> String {
     format!("{} {}", s.policy.name(), s.priority)
 }
@@ -251,14 +273,7 @@ pub fn set_thread_sched(
     let all = threads::list(root);
     let chosen = selector.select(&all);
     if chosen.is_empty() {
-        return Err(TuneError::Invalid {
-            message: match selector {
-                ThreadSelector::Tid(t) => format!("no thread {t}"),
-                ThreadSelector::Pattern(p) => format!("no thread name matches `{p}`"),
-            },
-            hint: "`rtlab threads` lists the threads; patterns are globs such as `ksoftirqd/*`"
-                .into(),
-        });
+        return Err(no_thread(selector, ""));
     }
     let mut out = Vec::new();
     for t in chosen {
@@ -303,6 +318,166 @@ pub fn set_thread_sched(
         });
     }
     Ok(out)
+}
+
+/// Sets the CPUs of the selected threads to `cpus`. The threads of process
+/// `own` (rtlab's) are never selected; no thread selected is an error. A
+/// thread whose CPUs the kernel keeps fixed, or that refuses these CPUs, is
+/// an outcome, and the others still move.
+pub fn set_thread_affinity(
+    root: &SysRoot,
+    journal: &mut Journal,
+    selector: &ThreadSelector,
+    cpus: &[usize],
+    own: i32,
+) -> Result<Vec<Outcome>, TuneError> {
+    let others: Vec<threads::ThreadInfo> = threads::list(root)
+        .into_iter()
+        .filter(|t| t.pid != own)
+        .collect();
+    let chosen = selector.select(&others);
+    if chosen.is_empty() {
+        return Err(no_thread(selector, " (other than rtlab's own)"));
+    }
+    let new = cpulist::format(cpus);
+    let mut out = Vec::new();
+    for t in chosen {
+        let status = thread_cpus(root, journal, &t, cpus, &new)?;
+        out.push(Outcome {
+            target: format!("thread {} {}", t.tid, t.name),
+            setting: "affinity".into(),
+            new: new.clone(),
+            status,
+            after: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Gives thread `t` CPUs `cpus` (`new` in words) through the journal.
+fn thread_cpus(
+    root: &SysRoot,
+    journal: &mut Journal,
+    t: &threads::ThreadInfo,
+    cpus: &[usize],
+    new: &str,
+) -> Result<KnobStatus, JournalError> {
+    if t.affinity_fixed {
+        return Ok(KnobStatus::Refused {
+            reason: "the kernel keeps its CPUs fixed (PF_NO_SETAFFINITY: a per-CPU kernel thread)"
+                .into(),
+        });
+    }
+    let Ok(old) = cpulist::parse(&t.cpus_allowed) else {
+        return Ok(KnobStatus::Refused {
+            reason: "its CPUs could not be read: it ended".into(),
+        });
+    };
+    if old == cpus {
+        return Ok(KnobStatus::AlreadySet);
+    }
+    journal.record(&Change::Affinity {
+        tid: t.tid,
+        start: t.start,
+        name: t.name.clone(),
+        old: t.cpus_allowed.clone(),
+        new: new.to_string(),
+    })?;
+    Ok(match root.set_task_affinity(t.tid, cpus) {
+        Ok(()) => KnobStatus::Set {
+            old: t.cpus_allowed.clone(),
+        },
+        Err(e) => KnobStatus::Refused {
+            reason: match e.raw_os_error() {
+                Some(crate::sys::consts::ESRCH) => "it ended".into(),
+                Some(crate::sys::consts::EINVAL) => format!(
+                    "EINVAL ({e}: none of these CPUs is allowed to it: outside its cpuset, \
+                     or CPUs the kernel keeps fixed)"
+                ),
+                Some(crate::sys::consts::EPERM) => format!("EPERM ({e}: not permitted)"),
+                _ => e.to_string(),
+            },
+        },
+    })
+}
+
+/// Sets every packet-steering mask of network interface `dev` (each
+/// receive queue's `rps_cpus`, each transmit queue's `xps_cpus`) to
+/// `cpus`. No such interface is an error; a mask the kernel refuses is an
+/// outcome, and the others are still set.
+pub fn set_steering(
+    root: &SysRoot,
+    journal: &mut Journal,
+    dev: &str,
+    cpus: &[usize],
+) -> Result<Vec<Outcome>, TuneError> {
+    if !net::interfaces(root).iter().any(|d| d == dev) {
+        return Err(TuneError::Invalid {
+            message: format!("no network interface `{dev}`"),
+            hint: "`ip link` lists the interfaces".into(),
+        });
+    }
+    let files = net::steering_files(root, dev);
+    if files.is_empty() {
+        return Err(TuneError::Unavailable(format!(
+            "{dev} has no packet-steering queue (rps_cpus, xps_cpus): a kernel without RPS"
+        )));
+    }
+    let mask = cpulist::format_mask(cpus);
+    let mut out = Vec::new();
+    for f in files {
+        let status = steering_status(root, journal, &f, &mask, cpus)?;
+        out.push(Outcome {
+            target: format!("net {dev} {}", f.queue),
+            setting: f.knob.into(),
+            new: mask.clone(),
+            status,
+            after: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Sets steering file `f` to `mask` (CPUs `cpus`) through the journal: a
+/// mask that already selects these CPUs (the kernel pads it) is left.
+fn steering_status(
+    root: &SysRoot,
+    journal: &mut Journal,
+    f: &net::SteeringFile,
+    mask: &str,
+    cpus: &[usize],
+) -> Result<KnobStatus, JournalError> {
+    let refused = |e: &SysError| KnobStatus::Refused {
+        reason: steering_refusal(f.knob, e),
+    };
+    match root.read_trim(&f.file) {
+        Ok(now) if cpulist::parse_mask(&now).is_ok_and(|c| c == cpus) => {
+            return Ok(KnobStatus::AlreadySet);
+        }
+        Ok(_) => {}
+        Err(e) => return Ok(refused(&e)),
+    }
+    Ok(match set_status(journal, &f.file, mask, false)? {
+        KnobStatus::NotOffered => refused(&SysError::NotFound(f.file.clone().into())),
+        s => s,
+    })
+}
+
+/// Why the kernel refused a steering mask, in words.
+fn steering_refusal(knob: &str, e: &SysError) -> String {
+    let absent = matches!(e, SysError::NotFound(_));
+    match (absent, e.errno(), knob) {
+        (true, _, "xps_cpus") => {
+            "ENOENT (the device does not steer transmits: XPS needs several transmit queues)".into()
+        }
+        (true, _, _) => "ENOENT (not offered on this device)".into(),
+        (_, Some(crate::sys::consts::EINVAL), "rps_cpus") => {
+            "EINVAL (RPS steers to housekeeping CPUs only, and none of these is one: \
+             isolcpus=, nohz_full=)"
+                .into()
+        }
+        _ => knob::refusal_reason(e, false),
+    }
 }
 
 /// Sets governor `governor` on the cpufreq policies covering `cpus` (all
@@ -442,6 +617,17 @@ pub fn apply(
                 *sched,
             ),
         );
+    }
+    let own = std::process::id() as i32;
+    for (selector, cpus) in &plan.thread_affinity {
+        let selector = ThreadSelector::parse(selector);
+        take(
+            "threads.affinity",
+            set_thread_affinity(root, journal, &selector, cpus, own),
+        );
+    }
+    for (dev, cpus) in &plan.net_steering {
+        take("net.steering", set_steering(root, journal, dev, cpus));
     }
     (outcomes, problems)
 }

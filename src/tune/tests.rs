@@ -334,3 +334,193 @@ mod bandwidth_groups {
         );
     }
 }
+
+#[test]
+fn thread_cpus_are_set_by_pattern_or_tid_and_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("t");
+    fake::base_machine(&tree);
+    fake::add_task(&tree, 40, "ksoftirqd/0", 2, "0");
+    fake::fix_affinity(&tree, 40);
+    fake::add_task(&tree, 50, "app-rx", 1, "0-3");
+    fake::add_task(&tree, 51, "app-tx", 1, "2-3");
+    fake::add_task(&tree, 52, "app-io", 1, "1");
+    fake::add_task(&tree, 60, "app-own", 1, "0-3");
+    let kernel = std::sync::Arc::new(Kernel {
+        affinity_refused: vec![51],
+        ..Kernel::default()
+    });
+    let root = SysRoot::simulated(&tree, kernel.clone());
+    let before = snapshot(&tree);
+    let mut j = journal(&root, dir.path());
+    // Process 60 stands for rtlab itself: never selected.
+    let out =
+        set_thread_affinity(&root, &mut j, &ThreadSelector::parse("app-*"), &[1], 60).unwrap();
+    let targets: Vec<&str> = out.iter().map(|o| o.target.as_str()).collect();
+    assert_eq!(
+        targets,
+        vec!["thread 50 app-rx", "thread 51 app-tx", "thread 52 app-io"]
+    );
+    assert_eq!(out[0].status, KnobStatus::Set { old: "0-3".into() });
+    assert_eq!(
+        (out[0].setting.as_str(), out[0].new.as_str()),
+        ("affinity", "1")
+    );
+    // The kernel refused 51 (EINVAL), said so; 52 was already there.
+    assert!(out[1].refused(), "{:?}", out[1]);
+    assert!(
+        out[1].line().contains("REFUSED: EINVAL"),
+        "{}",
+        out[1].line()
+    );
+    assert_eq!(out[2].status, KnobStatus::AlreadySet);
+    assert_eq!(
+        crate::sys::tasks::status_field(&root, 50, "Cpus_allowed_list").as_deref(),
+        Some("1")
+    );
+    // A per-CPU kernel thread: the kernel keeps its CPUs, refused unasked.
+    let fixed = set_thread_affinity(&root, &mut j, &ThreadSelector::parse("40"), &[1], 60).unwrap();
+    assert!(fixed[0].refused());
+    assert!(format!("{:?}", fixed[0].status).contains("PF_NO_SETAFFINITY"));
+    // No thread selected, or only rtlab's own: refused as a whole.
+    for (selector, own) in [("nosuch*", 60), ("60", 60), ("app-own", 60)] {
+        assert!(matches!(
+            set_thread_affinity(&root, &mut j, &ThreadSelector::parse(selector), &[1], own),
+            Err(TuneError::Invalid { .. })
+        ));
+    }
+    assert!(
+        !kernel
+            .affinity_calls
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c.0 == 40 || c.0 == 60)
+    );
+    let report = j.replay_and_close();
+    assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
+    assert_eq!(snapshot(&tree), before);
+}
+
+/// A fake tree with interfaces `eth0` (two receive and two transmit
+/// queues) and `lo` (one of each, its XPS file refusing reads as a
+/// device with one transmit queue does).
+fn net_machine(tree: &Path) {
+    fake::base_machine(tree);
+    let net = paths::NET_CLASS_DIR;
+    fake::write_tree(
+        tree,
+        &[
+            (&format!("{net}/bonding_masters"), "\n"),
+            (&format!("{net}/eth0/queues/rx-0/rps_cpus"), "0\n"),
+            (
+                &format!("{net}/eth0/queues/rx-1/rps_cpus"),
+                "00000000,00000002\n",
+            ),
+            (&format!("{net}/eth0/queues/tx-0/xps_cpus"), "f\n"),
+            (&format!("{net}/eth0/queues/tx-1/xps_cpus"), "0\n"),
+            (&format!("{net}/lo/queues/rx-0/rps_cpus"), "0\n"),
+        ],
+    );
+    // A file listed whose read fails with ENOENT: a dangling link.
+    let tx = tree.join(format!("{net}/lo/queues/tx-0"));
+    std::fs::create_dir_all(&tx).unwrap();
+    std::os::unix::fs::symlink("nowhere", tx.join("xps_cpus")).unwrap();
+}
+
+#[test]
+fn steering_masks_are_set_on_every_queue_and_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("t");
+    net_machine(&tree);
+    let net = paths::NET_CLASS_DIR;
+    let refused = format!("{net}/eth0/queues/tx-1/xps_cpus");
+    let root = simulated(
+        &tree,
+        Kernel {
+            read_only: vec![refused.clone()],
+            ..Kernel::default()
+        },
+    );
+    let before = snapshot(&tree);
+    let mut j = journal(&root, dir.path());
+    let out = set_steering(&root, &mut j, "eth0", &[1]).unwrap();
+    let seen: Vec<(&str, &str)> = out
+        .iter()
+        .map(|o| (o.target.as_str(), o.setting.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("net eth0 rx-0", "rps_cpus"),
+            ("net eth0 rx-1", "rps_cpus"),
+            ("net eth0 tx-0", "xps_cpus"),
+            ("net eth0 tx-1", "xps_cpus"),
+        ]
+    );
+    assert!(out.iter().all(|o| o.new == "2"));
+    assert_eq!(out[0].status, KnobStatus::Set { old: "0".into() });
+    // The kernel's padded mask of the same CPUs is already the setting.
+    assert_eq!(out[1].status, KnobStatus::AlreadySet);
+    assert_eq!(out[2].status, KnobStatus::Set { old: "f".into() });
+    assert!(out[3].refused(), "{:?}", out[3]);
+    let read = |rel: &str| std::fs::read_to_string(tree.join(rel)).unwrap();
+    assert_eq!(read(&format!("{net}/eth0/queues/rx-0/rps_cpus")), "2");
+    assert_eq!(read(&format!("{net}/eth0/queues/tx-0/xps_cpus")), "2");
+    // lo's transmit queue cannot steer: said, its receive queue still set.
+    let out = set_steering(&root, &mut j, "lo", &[0, 1]).unwrap();
+    assert_eq!(out[0].status, KnobStatus::Set { old: "0".into() });
+    assert_eq!(out[0].new, "3");
+    assert!(
+        out[1]
+            .line()
+            .contains("REFUSED: ENOENT (the device does not steer transmits")
+    );
+    assert!(matches!(
+        set_steering(&root, &mut j, "wlan9", &[0]),
+        Err(TuneError::Invalid { .. })
+    ));
+    let report = j.replay_and_close();
+    assert!(report.ok(), "{:?} {:?}", report.undone, report.refused);
+    assert_eq!(snapshot(&tree), before);
+}
+
+#[test]
+fn the_run_applies_thread_cpus_and_steering_after_priorities() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("t");
+    net_machine(&tree);
+    fake::add_task(&tree, 50, "app-rx", 1, "0-3");
+    let root = simulated(&tree, Kernel::default());
+    let before = snapshot(&tree);
+    let mut j = journal(&root, dir.path());
+    let plan = TuningSpec {
+        thread_sched: vec![(
+            "app-rx".into(),
+            Sched {
+                policy: Policy::Fifo,
+                priority: 3,
+            },
+        )],
+        thread_affinity: vec![("app-rx".into(), vec![2]), ("nosuch".into(), vec![2])],
+        net_steering: vec![("eth0".into(), vec![3])],
+        ..TuningSpec::default()
+    };
+    let (out, problems) = apply(&root, &mut j, &plan);
+    let settings: Vec<&str> = out.iter().map(|o| o.setting.as_str()).collect();
+    assert_eq!(
+        settings,
+        vec![
+            "scheduling",
+            "affinity",
+            "rps_cpus",
+            "rps_cpus",
+            "xps_cpus",
+            "xps_cpus"
+        ]
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("threads.affinity: no thread name matches `nosuch`"));
+    j.replay_and_close();
+    assert_eq!(snapshot(&tree), before);
+}

@@ -2,7 +2,8 @@
 //! threads against `ps`, IRQs against /proc/interrupts, IRQ moves and their
 //! refusals, C-state limits, thread priorities, cpufreq (absent here),
 //! sysinfo, CPU bandwidth with real throttling, and the `main` tuning keys of
-//! a run — every change compared with the state before once restored.
+//! a run (thread CPUs and packet steering too) — every change compared with
+//! the state before once restored.
 //!
 //! These tests change machine-wide settings, so each holds the machine alone
 //! (`machine_exclusive`). Needs root (else checks refusals).
@@ -809,6 +810,234 @@ fn main_tuning_keys_hold_for_the_run_and_are_restored() {
     let o = b.run(&["restore"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_same(&before, &settings());
+}
+
+/// A CPU list of the kernel (`0-2,5`).
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap());
+    }
+    cpus
+}
+
+/// The CPUs of a kernel hex mask (`3`, `00000000,00000002`).
+fn mask_cpus(text: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for (i, word) in text.trim().split(',').rev().enumerate() {
+        let w = u32::from_str_radix(word, 16).unwrap();
+        cpus.extend((0..32).filter(|b| w >> b & 1 == 1).map(|b| i * 32 + b));
+    }
+    cpus.sort_unstable();
+    cpus
+}
+
+/// `Cpus_allowed_list` of process `pid`.
+fn cpus_allowed(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A `sleep` started under a name of its own: run through a link so named
+/// (the kernel names a process after the file it executes), with `sleep`
+/// as its argv[0] for multi-call binaries. Killed when dropped.
+struct Sleeper {
+    child: std::process::Child,
+    name: String,
+}
+
+impl Sleeper {
+    fn start(dir: &Path) -> Sleeper {
+        use std::os::unix::process::CommandExt;
+        let sleep = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join("sleep"))
+            .find(|p| p.is_file())
+            .expect("sleep on PATH");
+        let name = format!("slp{}", std::process::id());
+        let link = dir.join(&name);
+        std::os::unix::fs::symlink(&sleep, &link).unwrap();
+        let child = Command::new(&link)
+            .arg0("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+        assert_eq!(comm.trim(), name);
+        Sleeper { child, name }
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const RPS: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
+
+/// The CPU to steer loopback's packets to: an online one that is not
+/// isolated (RPS steers to housekeeping CPUs only).
+fn steering_cpu() -> usize {
+    let isolated = cpu_list(&read("/sys/devices/system/cpu/isolated"));
+    crate::fixtures::online_cpus()
+        .into_iter()
+        .find(|c| !isolated.contains(c))
+        .unwrap_or_else(load_cpu)
+}
+
+#[test]
+fn thread_cpus_and_packet_steering_hold_for_the_run_and_are_restored() {
+    let Some(b) = Bench::new("thread_cpus_and_packet_steering_hold_for_the_run_and_are_restored")
+    else {
+        return;
+    };
+    let test = test_name!();
+    let sleeper = Sleeper::start(b.dir.path());
+    let pid = sleeper.child.id();
+    let cpus_before = cpus_allowed(pid);
+    // The first CPU the sleeper may use now: one its cpuset allows.
+    let target = cpu_list(&cpus_before)[0];
+    let steer = steering_cpu();
+    let rps_before = std::fs::read(RPS).ok();
+    // Writing the mask it holds back changes nothing, and says whether
+    // this kernel lets RPS be set here.
+    let writable = rps_before
+        .as_ref()
+        .is_some_and(|m| std::fs::write(RPS, m).is_ok());
+    let steering = match &rps_before {
+        Some(_) => format!("  net.steering lo {steer}\n"),
+        None => String::new(),
+    };
+    let cfg = format!(
+        "main {{\n  threads.affinity {} {target}\n{steering}}}\n\
+         program[0] {{\n  cmdline sh -c \"grep Cpus_allowed_list /proc/{pid}/status; cat {RPS}\"\n  \
+         output.out during.txt\n  termination.ok ABORT\n  termination.ko ABORT\n}}\n",
+        sleeper.name
+    );
+    std::fs::write(b.path("steer.cfg"), cfg).unwrap();
+    let o = b.run(&["run", "steer.cfg", "--json", "r.json"]);
+    // The program reads the state and ends the run (ABORT: status 3).
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let r: Value = serde_json::from_slice(&std::fs::read(b.path("r.json")).unwrap()).unwrap();
+    assert_eq!(r["end"]["status"], "exit status 0", "{}", r["end"]);
+    let during = std::fs::read_to_string(b.path("during.txt")).unwrap();
+    let mut lines = during.lines();
+    let seen = lines
+        .next()
+        .unwrap()
+        .strip_prefix("Cpus_allowed_list:")
+        .unwrap();
+    assert_eq!(cpu_list(seen), vec![target], "{during}");
+    let changes = r["tuning"]["changes"].as_array().unwrap();
+    assert_moved(test, changes, &sleeper, &cpus_before, target);
+    assert_eq!(
+        cpus_allowed(pid),
+        cpus_before,
+        "the sleeper's CPUs are back"
+    );
+    match rps_before {
+        None => path_taken(test, "loopback has no rps_cpus (a kernel without RPS)"),
+        Some(rps_before) => {
+            let during = lines.next().unwrap_or_default();
+            assert_steering(test, changes, during, steer, writable);
+            let after = std::fs::read(RPS).unwrap();
+            assert_eq!(after, rps_before, "rps_cpus back byte for byte");
+        }
+    }
+    assert_mistakes_refused(&b);
+}
+
+/// The run's one thread outcome: the sleeper, given CPU `target` (or
+/// already on it alone).
+fn assert_moved(test: &str, changes: &[Value], sleeper: &Sleeper, before: &str, target: usize) {
+    let moved: Vec<&Value> = changes
+        .iter()
+        .filter(|c| c["setting"] == "affinity")
+        .collect();
+    assert_eq!(
+        moved.len(),
+        1,
+        "the pattern selects the sleeper alone: {changes:?}"
+    );
+    let pid = sleeper.child.id();
+    assert_eq!(moved[0]["target"], format!("thread {pid} {}", sleeper.name));
+    assert_eq!(moved[0]["new"], target.to_string());
+    if before == target.to_string() {
+        path_taken(test, "the sleeper may use one CPU: its CPUs already so");
+        assert_eq!(moved[0]["status"], "already_set", "{}", moved[0]);
+    } else {
+        path_taken(
+            test,
+            &format!("the sleeper moved from {before} to {target}"),
+        );
+        assert_eq!(moved[0]["status"], "set", "{}", moved[0]);
+        assert_eq!(moved[0]["old"], before);
+    }
+}
+
+/// A pattern that selects no thread and an interface that does not exist
+/// are refused before anything starts, at their place.
+fn assert_mistakes_refused(b: &Bench) {
+    std::fs::write(
+        b.path("bad.cfg"),
+        "main {\n  threads.affinity no-such-thread* 0\n  net.steering no-such-dev0 0\n}\n\
+         program[0] {\n  cmdline true\n}\n",
+    )
+    .unwrap();
+    let o = b.run(&["check", "bad.cfg"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("bad.cfg:2:20: error: no thread name matches `no-such-thread*`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("bad.cfg:3:16: error: no network interface `no-such-dev0`"),
+        "{stderr}"
+    );
+}
+
+/// Loopback's steering outcomes of the run: its receive queue set to `steer`
+/// (the mask the program read during the run, `during`) where the kernel
+/// lets RPS be written, refused otherwise; every other queue set or refused
+/// with the kernel's reason.
+fn assert_steering(test: &str, changes: &[Value], during: &str, steer: usize, writable: bool) {
+    let lo: Vec<&Value> = changes
+        .iter()
+        .filter(|c| c["target"].as_str().unwrap().starts_with("net lo "))
+        .collect();
+    let rx = lo
+        .iter()
+        .find(|c| c["target"] == "net lo rx-0" && c["setting"] == "rps_cpus")
+        .unwrap_or_else(|| panic!("no rx-0 outcome: {changes:?}"));
+    if writable {
+        path_taken(
+            test,
+            &format!("RPS can be set here: loopback steered to CPU {steer}"),
+        );
+        assert!(
+            rx["status"] == "set" || rx["status"] == "already_set",
+            "{rx}"
+        );
+        assert_eq!(mask_cpus(during), vec![steer], "rps_cpus during the run");
+    } else {
+        path_taken(test, "the kernel refuses RPS here: checked the refusal");
+        assert_eq!(rx["status"], "refused", "{rx}");
+    }
+    for c in &lo {
+        match c["status"].as_str().unwrap() {
+            "set" | "already_set" => assert_eq!(mask_cpus(c["new"].as_str().unwrap()), vec![steer]),
+            "refused" => assert!(!c["reason"].as_str().unwrap().is_empty(), "{c}"),
+            other => panic!("{other}: {c}"),
+        }
+    }
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! A fake kernel behind a fake tree, for unit tests: cgroup v1 and v2
 //! cpusets that fill new directories with their files and move tasks between
 //! `tasks` files, pinned kernel threads that refuse to move (EINVAL), tasks
-//! that end during a move (ESRCH), IRQ writes refused with EPERM as on a
-//! virtual machine, read-only knobs, and kernels without `isolated`
-//! partitions.
+//! that end during a move (ESRCH), threads whose CPUs cannot be set
+//! (EINVAL), IRQ writes refused with EPERM as on a virtual machine,
+//! read-only knobs, and kernels without `isolated` partitions.
 
 use super::SysRoot;
 use super::root::FakeKernel;
@@ -35,6 +35,9 @@ pub struct Kernel {
     pub read_only: Vec<String>,
     /// Every `sched_setaffinity` call seen.
     pub affinity_calls: Mutex<Vec<(i32, Vec<usize>)>>,
+    /// Tasks whose `sched_setaffinity` fails with EINVAL (CPUs outside
+    /// their cpuset, or CPUs the kernel keeps fixed).
+    pub affinity_refused: Vec<i32>,
 }
 
 fn errno(code: i32) -> io::Error {
@@ -262,6 +265,9 @@ impl FakeKernel for Kernel {
             .lock()
             .unwrap()
             .push((tid, cpus.to_vec()));
+        if self.affinity_refused.contains(&tid) {
+            return Err(errno(libc::EINVAL));
+        }
         set_status_field(
             tree,
             tid,
@@ -332,6 +338,21 @@ pub fn add_task(tree: &Path, tid: i32, name: &str, ppid: i32, cpus: &str) {
     )
     .unwrap();
     let _ = std::os::unix::fs::symlink("..", dir.join(format!("task/{tid}")));
+}
+
+/// Marks fake task `tid` as one whose CPUs the kernel keeps fixed
+/// (`PF_NO_SETAFFINITY` in its `stat` flags, as a per-CPU kernel thread).
+pub fn fix_affinity(tree: &Path, tid: i32) {
+    let path = tree.join(format!("proc/{tid}/stat"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let close = text.rfind(')').unwrap();
+    let mut f: Vec<String> = text[close + 1..]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let flags: u64 = f[9 - 3].parse().unwrap();
+    f[9 - 3] = (flags | 0x0400_0000).to_string();
+    std::fs::write(path, format!("{} {}\n", &text[..=close], f.join(" "))).unwrap();
 }
 
 /// Writes `files` (relative path, content) under `tree`, making directories.

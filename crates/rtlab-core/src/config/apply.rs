@@ -266,6 +266,18 @@ pub(super) fn thread_sched(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
     }
 }
 
+pub(super) fn thread_affinity(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(v) = b.thread_affinity(prop) {
+        d.main.tuning.thread_affinity.push(v);
+    }
+}
+
+pub(super) fn net_steering(b: &mut Builder<'_>, prop: &Prop, d: &mut Draft) {
+    if let Some(v) = b.net_steering(prop) {
+        d.main.tuning.net_steering.push(v);
+    }
+}
+
 /// A count key's value in `min..=max`, if valid.
 fn count(b: &mut Builder<'_>, prop: &Prop, min: usize, max: usize) -> Option<usize> {
     b.get(prop, values::integer(&prop.value, min as i64, max as i64))

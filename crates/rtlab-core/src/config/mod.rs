@@ -32,8 +32,8 @@ pub const MAX_NOISE: usize = 1024;
 pub const MAX_TASK_LATENCY: usize = 64;
 /// Most properties in one stanza (repeatable keys included).
 pub const MAX_PROPERTIES: usize = 512;
-/// Longest thread-name pattern (`threads.sched`): thread names have at
-/// most 15 characters.
+/// Longest thread-name pattern (`threads.sched`, `threads.affinity`):
+/// thread names have at most 15 characters.
 pub const MAX_PATTERN: usize = 256;
 
 /// `spikes.worst` when not given.
@@ -310,6 +310,12 @@ pub struct TuningConfig {
     pub irq_affinity: Vec<Spanned<(Vec<usize>, Vec<u32>)>>,
     /// Each `threads.sched PATTERN POLICY PRIORITY`.
     pub thread_sched: Vec<Spanned<(String, Sched)>>,
+    /// Each `threads.affinity PATTERN|TID CPULIST`: the pattern or TID
+    /// where the value starts, the CPUs where they stand.
+    pub thread_affinity: Vec<Spanned<(String, Spanned<Vec<usize>>)>>,
+    /// Each `net.steering DEV CPULIST`: the interface where the value
+    /// starts, the CPUs where they stand.
+    pub net_steering: Vec<Spanned<(String, Spanned<Vec<usize>>)>>,
 }
 
 /// A program's CPU bandwidth keys.

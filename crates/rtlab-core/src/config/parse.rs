@@ -744,6 +744,108 @@ impl Builder<'_> {
         })
     }
 
+    /// The two words of a `KEY WORD CPULIST` value: the word, and the CPU
+    /// list with its own position. A refusal says `usage`.
+    fn word_and_cpus(
+        &mut self,
+        prop: &Prop,
+        what: &str,
+        usage: &str,
+    ) -> Option<(String, Spanned<Vec<usize>>)> {
+        let words: Vec<&str> = prop.value.split_whitespace().collect();
+        let [word, cpus] = words[..] else {
+            self.value_error(
+                prop,
+                ValueError::new(format!("needs {what} and a CPU list")).hint(usage),
+            );
+            return None;
+        };
+        // The CPU list is the last word.
+        let at = prop.value.rfind(cpus).unwrap_or(0);
+        match crate::cpulist::parse(cpus) {
+            Ok(list) => Some((
+                word.to_string(),
+                Spanned {
+                    value: list,
+                    pos: prop.pos_at(at),
+                },
+            )),
+            Err(e) => {
+                self.value_error(
+                    prop,
+                    ValueError::new(e.message).at(at + e.offset).hint(usage),
+                );
+                None
+            }
+        }
+    }
+
+    /// `threads.affinity PATTERN|TID CPULIST`: a word that reads as a
+    /// number is a TID (1 and up), any other a name pattern.
+    pub(super) fn thread_affinity(
+        &mut self,
+        prop: &Prop,
+    ) -> Option<Spanned<(String, Spanned<Vec<usize>>)>> {
+        let usage = "`threads.affinity PATTERN|TID CPULIST`, e.g. `threads.affinity irq/*-eth0* 0` or `threads.affinity 1234 0-1`";
+        let (selector, cpus) = self.word_and_cpus(prop, "a thread name pattern or TID", usage)?;
+        let numeric = selector
+            .strip_prefix(['+', '-'])
+            .unwrap_or(&selector)
+            .bytes()
+            .all(|b| b.is_ascii_digit());
+        if selector.chars().count() > MAX_PATTERN {
+            self.value_error(
+                prop,
+                ValueError::new(format!(
+                    "the pattern is longer than {MAX_PATTERN} characters"
+                ))
+                .hint("thread names have at most 15 characters; use `*` and `?`"),
+            );
+            return None;
+        }
+        if numeric && !selector.parse::<i32>().is_ok_and(|tid| tid > 0) {
+            self.value_error(
+                prop,
+                ValueError::new(format!("`{selector}` is not a TID")).hint(
+                    "a TID is a number from 1 to 2147483647 (`rtlab threads` lists them); a name pattern is any other word",
+                ),
+            );
+            return None;
+        }
+        Some(Spanned {
+            value: (selector, cpus),
+            pos: prop.value_pos,
+        })
+    }
+
+    /// `net.steering DEV CPULIST`.
+    pub(super) fn net_steering(
+        &mut self,
+        prop: &Prop,
+    ) -> Option<Spanned<(String, Spanned<Vec<usize>>)>> {
+        let usage = "`net.steering DEV CPULIST`, e.g. `net.steering eth0 0` (`ip link` lists the interfaces)";
+        let (dev, cpus) = self.word_and_cpus(prop, "a network interface", usage)?;
+        // As the kernel names interfaces (at most 15 bytes, no `/`, `:` or
+        // blank); a leading `.` too, which no journal of rtlab's names.
+        let ok = !dev.is_empty()
+            && dev.len() <= 15
+            && !dev.starts_with('.')
+            && !dev.contains(['/', ':']);
+        if !ok {
+            self.value_error(
+                prop,
+                ValueError::new(format!("`{dev}` is not a network interface name")).hint(
+                    "interface names have 1 to 15 characters, none of them `/` or `:`, and do not start with `.` (`ip link` lists them)",
+                ),
+            );
+            return None;
+        }
+        Some(Spanned {
+            value: (dev, cpus),
+            pos: prop.value_pos,
+        })
+    }
+
     pub(super) fn cpuset(&mut self, prop: &Prop) -> Option<Spanned<String>> {
         self.get(prop, values::cpuset_name(&prop.value))
             .map(|value| Spanned {

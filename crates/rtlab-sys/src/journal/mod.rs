@@ -135,9 +135,9 @@ pub enum Change {
         /// Policy and priority set.
         new: super::os::Sched,
     },
-    /// A thread's allowed CPUs were changed (`rtlab fix` moving a culprit
-    /// off the measured CPUs): undo sets `old` back if the same thread
-    /// (TID and start time) still exists.
+    /// A thread's allowed CPUs were changed (`main`'s `threads.affinity`,
+    /// `rtlab fix` moving a culprit off the measured CPUs): undo sets `old`
+    /// back if the same thread (TID and start time) still exists.
     Affinity {
         /// Thread id.
         tid: i32,

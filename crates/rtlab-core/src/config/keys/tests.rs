@@ -91,6 +91,8 @@ fn a_key_given_its_documented_default_changes_nothing() {
         "cstates.cpus",
         "irq.affinity",
         "threads.sched",
+        "threads.affinity",
+        "net.steering",
         "lifetime.duration",
         "lifetime.loops",
         "audit.cpus",

@@ -585,3 +585,108 @@ fn the_second_pass_keys_are_read_and_checked() {
         assert_eq!(d.pos.line, 2, "{bad:?}: {d:?}");
     }
 }
+
+#[test]
+fn thread_affinity_and_net_steering_are_read_with_their_positions() {
+    let e = ok(
+        "main {\n threads.affinity irq/*-eth0* 0-1\n threads.affinity 1234   3\n \
+                net.steering eth0 1\n net.steering lo 0,2\n}\n",
+    );
+    let t = &e.main.tuning;
+    let at = |line, col| Pos { line, col };
+    let [a, b] = &t.thread_affinity[..] else {
+        panic!("{:?}", t.thread_affinity)
+    };
+    assert_eq!((a.value.0.as_str(), a.pos), ("irq/*-eth0*", at(2, 19)));
+    assert_eq!((&a.value.1.value, a.value.1.pos), (&vec![0, 1], at(2, 31)));
+    assert_eq!((b.value.0.as_str(), b.value.1.pos), ("1234", at(3, 26)));
+    assert_eq!(b.value.1.value, vec![3]);
+    let [eth0, lo] = &t.net_steering[..] else {
+        panic!("{:?}", t.net_steering)
+    };
+    assert_eq!((eth0.value.0.as_str(), eth0.pos), ("eth0", at(4, 15)));
+    assert_eq!(
+        (&eth0.value.1.value, eth0.value.1.pos),
+        (&vec![1], at(4, 20))
+    );
+    assert_eq!(lo.value.1.value, vec![0, 2]);
+}
+
+#[test]
+fn thread_affinity_and_net_steering_mistakes_are_refused_at_their_place() {
+    let at = |line, col| Pos { line, col };
+    let cases: &[(&str, &str, Pos, &str)] = &[
+        (
+            "threads.affinity x",
+            "needs a thread name pattern or TID and a CPU list",
+            at(2, 19),
+            "`threads.affinity PATTERN|TID CPULIST`",
+        ),
+        (
+            "threads.affinity x 0-1 2",
+            "needs a thread name pattern or TID and a CPU list",
+            at(2, 19),
+            "`threads.affinity PATTERN|TID CPULIST`",
+        ),
+        (
+            "threads.affinity 0 1",
+            "`0` is not a TID",
+            at(2, 19),
+            "from 1",
+        ),
+        (
+            "threads.affinity -5 1",
+            "`-5` is not a TID",
+            at(2, 19),
+            "from 1",
+        ),
+        (
+            "threads.affinity 99999999999 1",
+            "is not a TID",
+            at(2, 19),
+            "2147483647",
+        ),
+        (
+            "threads.affinity ksoftirqd/* 1-x",
+            "",
+            at(2, 33),
+            "`threads.affinity PATTERN|TID CPULIST`",
+        ),
+        (
+            "net.steering eth0",
+            "needs a network interface and a CPU list",
+            at(2, 15),
+            "`net.steering DEV CPULIST`",
+        ),
+        (
+            "net.steering ../x 0",
+            "`../x` is not a network interface name",
+            at(2, 15),
+            "1 to 15 characters",
+        ),
+        (
+            "net.steering a-name-too-long-x 0",
+            "is not a network interface name",
+            at(2, 15),
+            "1 to 15 characters",
+        ),
+        (
+            "net.steering eth0 z",
+            "",
+            at(2, 20),
+            "`net.steering DEV CPULIST`",
+        ),
+    ];
+    for (line, message, pos, hint) in cases {
+        let d = one_error(&format!("main {{\n {line}\n}}\n"));
+        assert_eq!(d.pos, *pos, "{line}: {d:?}");
+        assert!(d.message.contains(message), "{line}: {d:?}");
+        assert!(
+            d.hint.as_deref().unwrap_or_default().contains(hint),
+            "{line}: {d:?}"
+        );
+    }
+    let long = "*a".repeat(200);
+    let d = one_error(&format!("main {{\n threads.affinity {long} 0\n}}\n"));
+    assert!(d.message.contains("longer than 256"), "{d:?}");
+}
