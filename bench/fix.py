@@ -5,7 +5,7 @@ Injects three known culprits on the measured CPU (the last online one):
   - a FIFO 95 `rtlab hog --burst 2ms --every 20ms` (above the FIFO 90 timer);
   - a normal-priority perl reading /proc/kallsyms in a loop (kernel work
     without a preemption point on a kernel that is not fully preemptible);
-  - a `ping -f` flood on another CPU whose packets lo's RPS mask steers to
+  - three `ping -f -s 8000` floods on another CPU whose packets lo's RPS mask steers to
     the measured CPU (skipped where the mask cannot be written).
 Then:
   1. `rtlab fix` on a 3 s experiment (FIFO 90 timer thread, 500 µs, 50 µs
@@ -55,8 +55,9 @@ def inject(rtlab, m, l):
     try:
         with open(RPS, "w") as f:
             f.write("%x" % (1 << m))
-        procs.append(subprocess.Popen(["taskset", "-c", str(l), "ping", "-f", "-q", "-s", "1000",
-                                       "127.0.0.1"], stdout=subprocess.DEVNULL))
+        for _ in range(3):
+            procs.append(subprocess.Popen(["taskset", "-c", str(l), "ping", "-f", "-q", "-s", "8000",
+                                           "127.0.0.1"], stdout=subprocess.DEVNULL))
     except OSError:
         old = None
     time.sleep(0.5)

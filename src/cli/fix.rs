@@ -207,7 +207,20 @@ fn prove(
         )));
     }
     if let Some(facts) = &bench.facts {
-        out.kept_experiment = crate::report::fix::kept_experiment(text, &out, facts);
+        let alive: Vec<i32> = out
+            .decisions
+            .iter()
+            .flat_map(|d| &d.made)
+            .filter_map(|m| match m {
+                fix::apply::UndoStep::Affinity { tid, start, .. }
+                    if crate::sys::tasks::start_time(&bench.root, *tid) == Some(*start) =>
+                {
+                    Some(*tid)
+                }
+                _ => None,
+            })
+            .collect();
+        out.kept_experiment = crate::report::fix::kept_experiment(text, &out, facts, &alive);
     }
     Ok(out)
 }

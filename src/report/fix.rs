@@ -166,8 +166,15 @@ fn verdict(d: &Decision) -> &'static str {
 
 /// The experiment with the kept state added to its `main` stanza, where a
 /// key can say it (`irq.affinity`, `cstates.*`, `threads.affinity`,
-/// `net.steering`); None when nothing was kept.
-pub fn kept_experiment(text: &str, out: &FixResult, facts: &Facts) -> Option<String> {
+/// `net.steering`; a comment for the rest); None when nothing was kept.
+/// `alive` are the moved threads that still run (a thread that ended has
+/// nothing to reproduce).
+pub fn kept_experiment(
+    text: &str,
+    out: &FixResult,
+    facts: &Facts,
+    alive: &[i32],
+) -> Option<String> {
     let kept: Vec<&Decision> = out
         .decisions
         .iter()
@@ -182,34 +189,65 @@ pub fn kept_experiment(text: &str, out: &FixResult, facts: &Facts) -> Option<Str
         kept.len()
     )];
     for d in kept {
-        keys.extend(keys_of(d, facts));
+        for k in keys_of(d, facts, alive) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
     }
     Some(crate::fix::with_main_keys(text, &keys))
 }
 
-fn keys_of(d: &Decision, facts: &Facts) -> Vec<String> {
+/// A thread's name as a `threads.affinity` pattern: a character the key's
+/// words cannot hold (blank, `#`) or that the glob would read (`*`, `?`)
+/// matches as `?`.
+fn name_pattern(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_whitespace() || matches!(c, '#' | '*' | '?') || c.is_control() {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn keys_of(d: &Decision, facts: &Facts, alive: &[i32]) -> Vec<String> {
+    use crate::sys::paths;
+    let list = crate::cpulist::format;
     let mut keys = Vec::new();
     for a in &d.proposal.actions {
         match a {
             Action::Write { file, value } => {
-                if let Some(irq) = crate::sys::paths::irq_of_affinity_list(file) {
+                if let Some(irq) = paths::irq_of_affinity_list(file) {
                     keys.push(format!("irq.affinity {value} {irq}"));
                 } else if file.ends_with("/disable") {
-                    let m = crate::cpulist::format(&facts.measured);
-                    let key = format!("cstates.max_latency 0 us\n  cstates.cpus {m}");
-                    if !keys.contains(&key) {
-                        keys.push(key);
-                    }
+                    keys.push("cstates.max_latency 0 us".into());
+                    keys.push(format!("cstates.cpus {}", list(&facts.measured)));
+                } else if let Some(dev) = paths::net_dev_of_steering(file)
+                    && let Ok(cpus) = crate::cpulist::parse_mask(value)
+                {
+                    keys.push(format!("net.steering {dev} {}", list(&cpus)));
                 } else {
                     keys.push(format!(
                         "# {file} = {value} (no key of the file sets it: `rtlab fix` applies it)"
                     ));
                 }
             }
-            Action::Affinity { name, cpus, .. } => {
+            Action::Affinity {
+                tid, name, cpus, ..
+            } if alive.contains(tid) => {
                 keys.push(format!(
-                    "# thread {name} to CPUs {} (no key of the file moves a thread)",
-                    crate::cpulist::format(cpus)
+                    "threads.affinity {} {}",
+                    name_pattern(name),
+                    list(cpus)
+                ));
+            }
+            Action::Affinity { name, .. } => {
+                keys.push(format!(
+                    "# {} moved, and has ended since",
+                    name.replace('\n', " ")
                 ));
             }
         }

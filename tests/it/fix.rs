@@ -1,6 +1,6 @@
 //! `rtlab fix` on this machine, against culprits the test injects on the
 //! measured CPU and knows: a FIFO 95 thread in bursts above the FIFO 90
-//! timer thread, a loopback flood whose packets are steered (RPS) onto the
+//! timer thread, loopback floods whose packets are steered (RPS) onto the
 //! measured CPU, and a normal-priority thread that reads `/proc/kallsyms`
 //! in a loop (kernel work that this kernel runs without a preemption
 //! point when it is not fully preemptible). The truth is the test's own:
@@ -132,16 +132,13 @@ fn inject(test: &str, m: usize, l: usize) -> Culprits {
         .to_string();
     if std::fs::write(&rps, format!("{:x}", 1u64 << m)).is_ok() {
         c.rps = Some((rps, old));
-        c.children.push(spawn(Command::new("taskset").args([
-            "-c",
-            &ls,
-            "ping",
-            "-f",
-            "-q",
-            "-s",
-            "1000",
-            "127.0.0.1",
-        ])));
+        // Three floods of 8 kB pings: on this VM one 1 kB flood steered
+        // there makes a few dozen late wake-ups in 3 s, too few to tell
+        // from noise; three of 8 kB make hundreds.
+        for _ in 0..3 {
+            let ping = ["-c", &ls, "ping", "-f", "-q", "-s", "8000", "127.0.0.1"];
+            c.children.push(spawn(Command::new("taskset").args(ping)));
+        }
     } else {
         path_taken(test, "lo's RPS mask cannot be set here: no flood");
     }
@@ -304,6 +301,16 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
         html.contains("Remedies, before and after") && html.contains("KEPT"),
         "{html}"
     );
+    // The kept state as keys of the file, which a run applies for its
+    // duration: the FIFO thread moved by its name, lo's steering.
+    let kept_cfg = std::fs::read_to_string(dir.path().join("kept.cfg")).unwrap();
+    assert!(
+        kept_cfg.contains(&format!("threads.affinity rtlab-hog {l}")),
+        "{kept_cfg}"
+    );
+    if c.rps.is_some() {
+        assert!(kept_cfg.contains("net.steering lo "), "{kept_cfg}");
+    }
     let check = fixtures::rtlab_in(dir.path(), &["check", "kept.cfg"]);
     assert!(
         check.status.success(),

@@ -84,6 +84,19 @@ pub fn irq_of_affinity_list(path: &str) -> Option<&str> {
         .strip_suffix("/smp_affinity_list")
 }
 
+/// The interface of a steering file (`sys/class/net/DEV/queues/rx-N/rps_cpus`
+/// or `.../tx-N/xps_cpus`), if it is one.
+pub fn net_dev_of_steering(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(NET_CLASS_DIR)?.strip_prefix('/')?;
+    let (dev, rest) = rest.split_once('/')?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        ["queues", q, "rps_cpus"] if q.starts_with("rx-") => Some(dev),
+        ["queues", q, "xps_cpus"] if q.starts_with("tx-") => Some(dev),
+        _ => None,
+    }
+}
+
 /// The cpuset of process `pid`.
 pub fn task_cpuset(pid: i32) -> String {
     format!("proc/{pid}/cpuset")
