@@ -113,28 +113,38 @@ def main():
                     if x["verdict"] != "not_applied"]
         ver = fx.get("verification") or {}
         mean = lambda rs, k: sum(r[k] for r in rs) / max(len(rs), 1)
+        made = [c for d_ in fx["decisions"] for c in d_.get("made", [])]
+
+        def put(which):
+            """Sets every kept change to its `new` or `old` value by hand."""
+            for c in made:
+                if c["undo"] == "write":
+                    try:
+                        open("/" + c["file"], "w").write(c[which])
+                    except OSError:
+                        pass
+                else:
+                    subprocess.run(["taskset", "-p", "-c", c[which], str(c["tid"])],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        # The kept changes are in rtlab's journal (fix-kept-PID.journal);
+        # between rounds the test sets them by hand, and `rtlab restore`
+        # puts the files back at the end.
         rows = []
         for r in range(args.rounds):
+            put("new")
             rows.append(("kept",) + cyclictest(m, l, args.duration, 50))
-            subprocess.run([rtlab, "restore"], check=True, stdout=subprocess.DEVNULL)
+            put("old")
             rows.append(("restored",) + cyclictest(m, l, args.duration, 50))
-            if r + 1 < args.rounds:
-                # Put the kept state back for the next round: the same journal
-                # entries, replayed forward by a run of the kept file would
-                # do; a new fix would re-measure, so re-apply by hand.
-                for d_ in fx["decisions"]:
-                    for c in d_.get("made", []):
-                        if c["undo"] == "write":
-                            open("/" + c["file"], "w").write(c["new"])
-                        else:
-                            subprocess.run(["taskset", "-p", "-c", c["new"], str(c["tid"])],
-                                           stdout=subprocess.DEVNULL)
+        put("new")
     finally:
         for p in procs:
             p.kill()
+        # rtlab's journal first (it puts back the state the fix found, the
+        # injected mask included), then the mask as it was before the bench.
+        subprocess.run([rtlab, "restore"], stdout=subprocess.DEVNULL)
         if old_rps is not None:
             open(RPS, "w").write(old_rps)
-        subprocess.run([rtlab, "restore"], stdout=subprocess.DEVNULL)
     print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
           f"{len(cpus)} CPUs, measured CPU {m}")
     print(f"rtlab fix: {wall:.0f} s wall, {len(fx['rounds_run'])} measuring runs + "
