@@ -318,7 +318,7 @@ fn by_class(ps: &[Proposal], class: RemedyClass) -> Vec<&Proposal> {
 }
 
 #[test]
-fn each_cause_gets_its_remedy_or_advice() {
+fn each_thread_irq_and_net_cause_gets_its_remedy() {
     let ps = propose(&causes(&explanations()), &facts(), &Options::default());
     let threads = by_class(&ps, RemedyClass::Thread);
     let hog = threads
@@ -375,6 +375,11 @@ fn each_cause_gets_its_remedy_or_advice() {
             },
         ]
     );
+}
+
+#[test]
+fn each_system_cause_gets_its_remedy_or_advice() {
+    let ps = propose(&causes(&explanations()), &facts(), &Options::default());
     let idle = &by_class(&ps, RemedyClass::Idle)[0];
     assert_eq!(
         idle.actions,
