@@ -254,6 +254,11 @@ fn read_culprits(root: &SysRoot, f: &mut Facts, causes: &[Cause]) {
         match c.target {
             Target::Thread { pid } => {
                 if let Some(t) = sys::threads::by_tid(root, pid) {
+                    // Any thread of rtlab's own process (its trace readers,
+                    // its signal thread), not only its main thread.
+                    if t.pid == std::process::id() as i32 {
+                        f.protected.insert(pid, "a thread of rtlab itself".into());
+                    }
                     f.threads.insert(
                         pid,
                         ThreadFact {
