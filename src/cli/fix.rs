@@ -264,6 +264,19 @@ struct RunBench {
     last: Option<fix::Diagnosed>,
     /// Globs of thread names never touched (`--exclude`).
     exclude: Vec<String>,
+    /// How often each IRQ fired on the measured CPUs in the last run.
+    fired: std::collections::BTreeMap<u32, u64>,
+}
+
+/// Each IRQ's count from `before` to `after`.
+fn fired(
+    before: &std::collections::BTreeMap<u32, u64>,
+    after: &std::collections::BTreeMap<u32, u64>,
+) -> std::collections::BTreeMap<u32, u64> {
+    after
+        .iter()
+        .map(|(n, c)| (*n, c.saturating_sub(before.get(n).copied().unwrap_or(0))))
+        .collect()
 }
 
 impl RunBench {
@@ -307,6 +320,7 @@ impl RunBench {
             rounds_per_state,
             last: None,
             exclude: Vec::new(),
+            fired: Default::default(),
         })
     }
 
@@ -381,12 +395,7 @@ impl drive::Bench for RunBench {
         causes.extend(fix::causes::slack_causes(&run.task_latency));
         let mut facts = fix::facts::read(&self.root, &run, &causes);
         facts.exclude(&self.exclude);
-        facts.fired = Some(
-            after
-                .iter()
-                .map(|(n, c)| (*n, c.saturating_sub(before.get(n).copied().unwrap_or(0))))
-                .collect(),
-        );
+        facts.fired = Some(fired(&before, &after));
         causes.retain(|c| !facts.own_time(c));
         let options = fix::remedies::Options {
             lift_rt_throttling: self.lift_rt_throttling,
@@ -436,7 +445,10 @@ impl drive::Bench for RunBench {
     fn measure(&mut self, state: &str) -> Result<fix::Figures, String> {
         let plan = self.rounds.clone();
         self.count += 1;
+        let before = fix::facts::irq_counts(&self.root, &self.measured);
         let result = self.run(&plan)?;
+        let after = fix::facts::irq_counts(&self.root, &self.measured);
+        self.fired = fired(&before, &after);
         let f = fix::Figures::of(&result);
         outln!(
             "  run {:>2} {:<18} over {:>6}, p99.9 {:>9}, max {:>9}",
@@ -451,16 +463,11 @@ impl drive::Bench for RunBench {
 
     fn apply(&mut self, p: &fix::Proposal) -> Result<Vec<fix::apply::UndoStep>, String> {
         let j = self.journal.as_mut().ok_or("no journal")?;
-        let steps = fix::apply::apply(&self.root, j, p)?;
-        if let Err(why) = fix::apply::check(&self.root, p, &self.measured) {
-            let left = fix::apply::undo(&self.root, j, &steps);
-            return Err(if left.is_empty() {
-                why
-            } else {
-                format!("{why}; undo failed: {}", left.join("; "))
-            });
-        }
-        Ok(steps)
+        fix::apply::apply(&self.root, j, p)
+    }
+
+    fn check(&mut self, p: &fix::Proposal) -> Result<(), String> {
+        fix::apply::check(p, &self.measured, &self.fired)
     }
 
     fn undo(&mut self, steps: &[fix::apply::UndoStep]) -> Vec<String> {

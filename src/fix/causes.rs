@@ -139,7 +139,9 @@ fn thread_class(what: &str) -> RemedyClass {
     let comm = who(what);
     if comm.starts_with("kworker/") {
         RemedyClass::Workqueue
-    } else if comm.starts_with("rcu") || comm.starts_with("ktimers") {
+    } else if comm.starts_with("rcuc/") || comm.starts_with("ktimers/") {
+        // Per-CPU: RCU's callbacks and timers on this CPU (boot parameters).
+        // The offload threads (rcuop, rcuog) and rcu_preempt are movable.
         RemedyClass::Tick
     } else {
         RemedyClass::Thread

@@ -18,9 +18,14 @@ pub trait Bench {
     /// One measuring run of the system as it is now (`state` says which,
     /// for the reader); `Err` stops the fix (a signal, a run that failed).
     fn measure(&mut self, state: &str) -> Result<Figures, String>;
-    /// Applies a remedy and checks the kernel did it; `Err` says why not
-    /// (nothing of it is left applied).
+    /// Applies a remedy; `Err` says why not (nothing of it is left
+    /// applied).
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String>;
+    /// Whether the kernel did what `p` asked during the last measuring
+    /// run (an IRQ that took its mask may go on firing where it did).
+    fn check(&mut self, _p: &Proposal) -> Result<(), String> {
+        Ok(())
+    }
     /// Undoes changes; what could not be undone, in words.
     fn undo(&mut self, steps: &[UndoStep]) -> Vec<String>;
     /// The decisions a diagnosis added, from `first` on, before any is
@@ -80,6 +85,10 @@ impl Proof<'_> {
                 }
             };
             let with = self.measure(format!("with #{i}"));
+            let checked = match with {
+                Ok(_) => self.bench.check(p),
+                Err(_) => Ok(()),
+            };
             let left = self.bench.undo(&steps);
             d.with.push(with?);
             if !left.is_empty() {
@@ -87,6 +96,11 @@ impl Proof<'_> {
                     "remedy {i} could not be undone: {}",
                     left.join("; ")
                 ));
+            }
+            if let Err(why) = checked {
+                d.verdict = Verdict::Refused;
+                d.why = format!("undone: {why}");
+                return Ok(d);
             }
         }
         let c = compare(
@@ -96,12 +110,21 @@ impl Proof<'_> {
             &self.out.spreads,
         );
         if c.better {
-            d.made = self
-                .bench
-                .apply(p)
-                .map_err(|e| format!("remedy {i} could not be applied again: {e}"))?;
-            d.verdict = Verdict::Kept;
-            d.why = format!("kept: {}", c.why);
+            // A culprit that ended since cannot be moved again: said, not a stop.
+            match self.bench.apply(p) {
+                Ok(made) => {
+                    d.made = made;
+                    d.verdict = Verdict::Kept;
+                    d.why = format!("kept: {}", c.why);
+                }
+                Err(e) => {
+                    d.verdict = Verdict::Refused;
+                    d.why = format!(
+                        "measured better ({}), but could not be applied again: {e}",
+                        c.why
+                    );
+                }
+            }
         } else {
             d.why = format!("undone: {}", c.why);
         }
@@ -132,13 +155,24 @@ impl Proof<'_> {
         }
     }
 
-    fn reapply_kept(&mut self) -> Result<(), String> {
+    /// Applies every kept remedy again; one that cannot be (its culprit
+    /// ended) is said so and no longer kept.
+    fn reapply_kept(&mut self) {
         for d in self.out.decisions.iter_mut() {
-            if d.verdict == Verdict::Kept {
-                d.made = self.bench.apply(&d.proposal)?;
+            if d.verdict != Verdict::Kept {
+                continue;
+            }
+            match self.bench.apply(&d.proposal) {
+                Ok(made) => d.made = made,
+                Err(e) => {
+                    d.verdict = Verdict::Refused;
+                    d.why = format!(
+                        "{}; could not be applied again for the verification: {e}",
+                        d.why
+                    );
+                }
             }
         }
-        Ok(())
     }
 
     /// Adds the proposals of a diagnosis: every one the first time; after,
@@ -205,7 +239,7 @@ impl Proof<'_> {
         for _ in 0..self.settings.rounds.max(1) {
             self.undo_kept()?;
             baseline.push(self.measure("verify: baseline".into())?);
-            self.reapply_kept()?;
+            self.reapply_kept();
             fixed.push(self.measure("verify: fixed".into())?);
         }
         let comparison = compare(&baseline, &fixed, &self.settings.figures, &self.out.spreads);

@@ -145,15 +145,7 @@ pub fn read(root: &SysRoot, run: &RunResult, causes: &[Cause]) -> Facts {
     measured.sort_unstable();
     measured.dedup();
     let online = sys::online_cpus(root).unwrap_or_default();
-    let nrt = nrt_cpus(run);
-    let housekeeping = match nrt {
-        Some(c) if !c.is_empty() && c.iter().all(|x| !measured.contains(x)) => c,
-        _ => online
-            .iter()
-            .copied()
-            .filter(|c| !measured.contains(c))
-            .collect(),
-    };
+    let housekeeping = housekeeping(run, &online, &measured);
     let mut f = Facts {
         housekeeping,
         timer_prio: run.timers.iter().map(|t| kernel_prio(&t.sched)).max(),
@@ -222,14 +214,29 @@ fn preemption_words(p: &sys::info::Preemption) -> String {
     }
 }
 
-/// The `nrt` partition's CPUs, when the run saw one.
-fn nrt_cpus(run: &RunResult) -> Option<Vec<usize>> {
-    run.isolation
-        .state
-        .partitions
+/// Where culprits may go: the `nrt` partition's CPUs when the run saw
+/// one, else the online CPUs but the measured ones and every CPU kept for
+/// real-time work (`isolcpus=`, `nohz_full=`, another partition's).
+fn housekeeping(run: &RunResult, online: &[usize], measured: &[usize]) -> Vec<usize> {
+    let state = &run.isolation.state;
+    if let Some(nrt) = state.partitions.iter().find(|p| p.name == "nrt")
+        && !nrt.cpus.is_empty()
+        && nrt.cpus.iter().all(|c| !measured.contains(c))
+    {
+        return nrt.cpus.clone();
+    }
+    let kept: Vec<usize> = state
+        .isolated
         .iter()
-        .find(|p| p.name == "nrt")
-        .map(|p| p.cpus.clone())
+        .chain(&state.nohz_full)
+        .chain(state.partitions.iter().flat_map(|p| &p.cpus))
+        .copied()
+        .collect();
+    online
+        .iter()
+        .copied()
+        .filter(|c| !measured.contains(c) && !kept.contains(c))
+        .collect()
 }
 
 /// The tasks a task-latency measurement measured are the user's: never
@@ -250,10 +257,26 @@ fn protect_measured_tasks(f: &mut Facts, run: &RunResult) {
 }
 
 fn read_culprits(root: &SysRoot, f: &mut Facts, causes: &[Cause]) {
+    // The processes of the measured tasks: none of their threads is moved.
+    let measured: Vec<i32> = f
+        .protected
+        .keys()
+        .filter_map(|tid| sys::threads::by_tid(root, *tid))
+        .map(|t| t.pid)
+        .filter(|p| *p != std::process::id() as i32)
+        .collect();
     for c in causes {
         match c.target {
             Target::Thread { pid } => {
-                if let Some(t) = sys::threads::by_tid(root, pid) {
+                // The thread the trace named, not another that got its TID:
+                // the same name.
+                let traced = c.what.split(" (work ").next().unwrap_or(&c.what);
+                let now = sys::threads::by_tid(root, pid).filter(|t| t.name == traced);
+                if let Some(t) = now {
+                    if measured.contains(&t.pid) && !f.protected.contains_key(&pid) {
+                        f.protected
+                            .insert(pid, "a thread of a measured task's process".into());
+                    }
                     // Any thread of rtlab's own process (its trace readers,
                     // its signal thread), not only its main thread.
                     if t.pid == std::process::id() as i32 {

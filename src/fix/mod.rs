@@ -119,26 +119,36 @@ impl FixResult {
 pub fn with_main_keys(text: &str, keys: &[String]) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let code = |l: &str| l.split('#').next().unwrap_or("").trim().to_string();
+    // The line that opens `main`'s brace: `main {`, `main { k v }` on one
+    // line, or a `{` alone after `main`.
     let open = lines.iter().enumerate().find_map(|(i, l)| {
         let c = code(l);
-        if c == "main {" || c == "main{" {
+        let rest = c.strip_prefix("main")?;
+        if rest.trim_start().starts_with('{') {
             return Some(i);
         }
-        if c == "main" {
-            return lines[i + 1..]
-                .iter()
-                .position(|n| !code(n).is_empty())
-                .map(|k| i + 1 + k)
-                .filter(|&k| code(lines[k]) == "{");
+        if !rest.is_empty() {
+            return None;
         }
-        None
+        lines[i + 1..]
+            .iter()
+            .position(|n| !code(n).is_empty())
+            .map(|k| i + 1 + k)
+            .filter(|&k| code(lines[k]).starts_with('{'))
     });
     let added: Vec<String> = keys.iter().map(|k| format!("  {k}")).collect();
     let mut out: Vec<String> = Vec::new();
     match open {
         Some(at) => {
-            out.extend(lines[..=at].iter().map(|l| l.to_string()));
+            out.extend(lines[..at].iter().map(|l| l.to_string()));
+            // Split the line at its brace: what follows it (keys, `}`) goes
+            // after the added keys.
+            let (head, tail) = lines[at].split_once('{').unwrap_or((lines[at], ""));
+            out.push(format!("{head}{{"));
             out.extend(added);
+            if !tail.trim().is_empty() {
+                out.push(format!("  {}", tail.trim()));
+            }
             out.extend(lines[at + 1..].iter().map(|l| l.to_string()));
         }
         None => {

@@ -231,21 +231,38 @@ fn irq(c: &Cause, f: &Facts) -> Proposal {
             ),
         );
     }
+    let to = off(&now.affinity, f);
     let mut p = live(
         RemedyClass::Irq,
         &[c],
         format!(
             "IRQ {irq}'s affinity {} -> {} (off the measured CPUs {m})",
             list(&now.affinity),
-            list(&f.housekeeping)
+            list(&to)
         ),
         vec![Action::Write {
             file: crate::sys::paths::irq_affinity_list(irq),
-            value: list(&f.housekeeping),
+            value: list(&to),
         }],
     );
     p.checks.push(Check::IrqOff { irq });
     p
+}
+
+/// Where an affinity goes: its own CPUs that are housekeeping ones (a
+/// NUMA node or a partition it was kept to stays), else the housekeeping
+/// CPUs.
+fn off(cpus: &[usize], f: &Facts) -> Vec<usize> {
+    let keep: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| f.housekeeping.contains(c))
+        .collect();
+    if keep.is_empty() {
+        f.housekeeping.clone()
+    } else {
+        keep
+    }
 }
 
 fn no_room(class: RemedyClass, c: &Cause, f: &Facts) -> Proposal {
@@ -292,7 +309,7 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
     }
     if let Some(i) = f.program_pids.get(&pid) {
         return refuse(format!(
-            "it is program[{i}] of the experiment, started again by each run: give it `cpu_affinity {}` (or `cpuset nrt`) in the file",
+            "it is program[{i}] of the experiment, started again by each run: give it `cpu_affinity {}` in the file",
             list(&f.housekeeping)
         ));
     }
@@ -305,7 +322,7 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
     };
     if t.affinity_fixed || (t.kernel && t.cpus.len() == 1) {
         return refuse(format!(
-            "a per-CPU kernel thread: the kernel needs it on every CPU and forbids moving it. {}",
+            "a kernel thread bound to its CPU (the kernel forbids moving it, or keeps it on that CPU alone): rtlab leaves it. {}",
             kthread_advice(&t.comm, f)
         ));
     }
@@ -371,12 +388,11 @@ fn kthread_advice(comm: &str, f: &Facts) -> String {
             "`nowatchdog` on the kernel command line, or `kernel.watchdog_cpumask` without CPUs {m}, stops the lockup watchdog's work there."
         )
     } else if comm.starts_with("kworker/") {
-        format!(
-            "Its work is queued on CPU {m} by code running there; `isolcpus=managed_irq,domain,{m} nohz_full={m}` keeps most of it away."
-        )
+        "Its work is queued for this CPU by the kernel, often from another CPU (vmstat_update, the system-wide drains): `vm.stat_interval` spaces vmstat_update, and `nohz_full=` (where the kernel has it) quiets vmstat here.".into()
     } else {
         format!(
-            "`isolcpus=managed_irq,domain,{m} nohz_full={m} rcu_nocbs={m}` keeps most kernel work off CPUs {m}."
+            "Boot parameters keep most kernel work off CPUs {m}: `{}`.",
+            boot_parameters(f).join(" ")
         )
     }
 }
@@ -391,11 +407,11 @@ fn workqueue(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
             RemedyClass::Workqueue,
             &bound,
             format!("per-CPU work on CPUs {m}"),
-            format!(
-                "a bound kworker runs work queued on its own CPU by code running there (the work item is named): \
-                 no mask moves it; `isolcpus=managed_irq,domain,{m} nohz_full={m}` keeps most of it away, \
-                 and `vm.stat_interval` spaces vmstat_update"
-            ),
+            "a bound kworker runs work the kernel queued for its CPU, often from another CPU (vmstat_shepherd's \
+             vmstat_update, the system-wide drains of lru_add_drain_all and drain_all_pages; the work item is named): \
+             no mask moves it; `vm.stat_interval` spaces vmstat_update, `nohz_full=` (where the kernel has it) quiets \
+             vmstat on the CPU, and the drains come from whatever calls them system-wide"
+                .into(),
         ));
     }
     if unbound.is_empty() {
@@ -465,14 +481,14 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
             RemedyClass::Net,
             causes,
             format!(
-                "NIC IRQ {irq}'s affinity {} -> {} (it fires on CPU {})",
+                "NIC IRQ {irq}'s affinity {} -> {} (it fired on CPUs {} in the diagnosis)",
                 list(&now.affinity),
-                list(&f.housekeeping),
-                list(&effective)
+                list(&off(&now.affinity, f)),
+                list(&f.measured)
             ),
             vec![Action::Write {
                 file: crate::sys::paths::irq_affinity_list(*irq),
-                value: list(&f.housekeeping),
+                value: list(&off(&now.affinity, f)),
             }],
         );
         p.checks.push(Check::IrqOff { irq: *irq });
@@ -484,8 +500,9 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
             causes,
             format!("network softirqs on CPUs {m}: nothing to steer"),
             format!(
-                "no NIC IRQ, RPS or XPS mask points at CPUs {m}: the softirq runs there for a task on them \
-                 that sends or receives (move that task)"
+                "rtlab found no RPS mask and no NIC IRQ that fired on CPUs {m} (it knows a NIC's IRQs by the \
+                 interface's or the virtio device's name): the softirq runs there for a task on them that sends or \
+                 receives (move that task), or for a NIC IRQ of another name (`rtlab irq` lists them)"
             ),
         ));
     }
@@ -495,7 +512,9 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
 fn steering(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
     let mut actions = Vec::new();
     let mut words = Vec::new();
-    for (dev, queue, file, value) in &f.steering {
+    // Receive steering only: XPS picks the queue a sender transmits on,
+    // while transmitting (and NET_TX) runs on the sender's own CPU.
+    for (dev, queue, file, value) in f.steering.iter().filter(|s| s.1.starts_with("rx-")) {
         let Ok(cpus) = cpulist::parse_mask(value) else {
             continue;
         };
@@ -555,13 +574,14 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
         let why = if f.virtual_machine {
             format!(
                 "no idle state of CPUs {m} is left to disable (cpuidle driver: {driver}): an idle vCPU halts and the \
-                 host must run it again, which no guest setting speeds up but `idle=poll` on the kernel command line \
-                 (it keeps the CPU busy polling: a whole core's power)"
+                 host must run it again. In the guest, the haltpoll cpuidle driver (`cpuidle_haltpoll.force=1`, its \
+                 `guest_halt_poll_ns`) polls a while before halting, and `idle=poll` on the command line never halts \
+                 (every CPU of the machine then polls: a whole core's power each)"
             )
         } else {
             format!(
                 "no idle state of CPUs {m} is left to disable (cpuidle driver: {driver}): `idle=poll` on the kernel \
-                 command line keeps them polling, at a whole core's power each"
+                 command line keeps every CPU of the machine polling, at a whole core's power each"
             )
         };
         return Some(advice(
@@ -597,10 +617,12 @@ const RT_COST: &str = "a real-time thread that never sleeps then keeps its CPU f
      (6.12 and later) also hold real-time threads off for it (debugfs `sched/fair_server`)";
 
 /// A normal thread that held the CPU this long in one stretch after a
-/// real-time timer thread's wake-up is the kernel running normal tasks in
-/// the share it keeps from real-time ones, not a kernel path: sections
-/// without a preemption point last microseconds.
-pub const THROTTLED_STRETCH_NS: u64 = 1_000_000;
+/// real-time timer thread's wake-up is taken for the kernel running normal
+/// tasks in the share it keeps from real-time ones (RT throttling's 50 ms
+/// of each second by default, the fair server's 50 ms of each second): a
+/// kernel path without a preemption point may last milliseconds on a
+/// kernel that is not fully preemptible, not tens of them.
+pub const THROTTLED_STRETCH_NS: u64 = 20_000_000;
 
 /// Whether `c` is a normal thread that held a real-time timer thread off
 /// for a throttling's length.
@@ -623,7 +645,7 @@ fn rt_throttling(causes: &[&Cause], f: &Facts, opts: &Options) -> Option<Proposa
         "the kernel ran normal tasks in the share it keeps from real-time ones, because the real-time tasks on CPUs {m} \
          used the rest: RT throttling (`kernel.sched_rt_runtime_us` {now} of each second) and, on kernels with it (6.12 and \
          later), the fair server (debugfs `sched/fair_server/cpuN/runtime`). The cause is the real-time load: threads that run \
-         there without sleeping (`rtlab threads --rt --cpu {m}`), which a timer thread of higher priority never sees"
+         there without sleeping (`rtlab threads --rt --cpu N` for each CPU N of {m}), which a timer thread of higher priority never sees"
     );
     if f.rt_runtime_us == Some(-1) || !opts.lift_rt_throttling {
         let what = if f.rt_runtime_us == Some(-1) {
@@ -751,17 +773,24 @@ fn preemption(causes: &[Cause], f: &Facts) -> Option<Proposal> {
         })
         .collect();
     let model = &f.preemption;
-    let cut = if model.contains("PREEMPT_RT") || model.contains("(full)") {
+    // CONFIG_PREEMPT, `preempt=full`, and `lazy` (which defers only the
+    // fair class's preemption: a real-time wake-up preempts at once) are
+    // fully preemptible already.
+    let preemptible = model == "PREEMPT"
+        || model.contains("PREEMPT_RT")
+        || model.contains("(full)")
+        || model.contains("(lazy)");
+    let cut = if preemptible {
         format!(
-            "the kernel is already {model}: a section with interrupts or preemption off (a raw spinlock) remains; `trace.stacks switch` names its path"
+            "the kernel is already {model}: what is left is a section with preemption or interrupts off (a spinlock, a preempt-disabled region); the path above names it"
         )
     } else if model.contains("PREEMPT_DYNAMIC") {
         format!(
-            "this kernel is {model}: `preempt=full` on the command line, or a PREEMPT_RT kernel, lets the timer thread in at once"
+            "this kernel is {model}: `preempt=full` on the command line, or a PREEMPT_RT kernel, lets the timer thread in at the next preemption point"
         )
     } else {
         format!(
-            "this kernel is {model}: a PREEMPT_RT kernel (or CONFIG_PREEMPT) lets the timer thread in at once"
+            "this kernel is {model}: a kernel built with CONFIG_PREEMPT (or PREEMPT_RT) lets the timer thread in at the next preemption point"
         )
     };
     Some(advice(

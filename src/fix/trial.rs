@@ -257,8 +257,8 @@ pub struct Verification {
 /// What one round measured (the rounds in the order they ran).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Round {
-    /// Which state: `diagnosis`, `baseline`, `without N`, `with N`,
-    /// `verify baseline`, `verify fixed`.
+    /// Which state: `baseline`, `without #N`, `with #N` (decision N),
+    /// `verify: baseline`, `verify: fixed`.
     pub state: String,
     /// Its figures.
     pub figures: Figures,

@@ -146,7 +146,12 @@ pub fn outcome_text(out: &FixResult) -> String {
         }
     }
     if let Some(why) = &out.stopped {
-        let _ = writeln!(s, "stopped: {why}; every remedy undone");
+        let undone = if why.contains("undoing failed") {
+            "not everything could be undone (see above); `rtlab restore` tries again"
+        } else {
+            "every remedy undone"
+        };
+        let _ = writeln!(s, "stopped: {why}; {undone}");
     }
     if let Some(j) = &out.journal {
         let _ = writeln!(s, "kept changes are in {j}: `rtlab restore` undoes them");
@@ -198,11 +203,24 @@ pub fn kept_experiment(
     Some(crate::fix::with_main_keys(text, &keys))
 }
 
+/// Whether `net.steering DEV` (which sets every RPS and XPS mask of DEV)
+/// says what `d` did: every steering file of DEV the machine reads was set
+/// by `d` to `value`.
+fn steering_is_whole(d: &Decision, facts: &Facts, dev: &str, value: &str) -> bool {
+    facts.steering.iter().filter(|s| s.0 == dev).all(|s| {
+        d.proposal
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Write { file, value: v } if *file == s.2 && v == value))
+    })
+}
+
 /// A thread's name as a `threads.affinity` pattern: a character the key's
 /// words cannot hold (blank, `#`) or that the glob would read (`*`, `?`)
 /// matches as `?`.
 fn name_pattern(name: &str) -> String {
-    name.chars()
+    let mut p: String = name
+        .chars()
         .map(|c| {
             if c.is_whitespace() || matches!(c, '#' | '*' | '?') || c.is_control() {
                 '?'
@@ -210,7 +228,12 @@ fn name_pattern(name: &str) -> String {
                 c
             }
         })
-        .collect()
+        .collect();
+    // A number would be read as a TID.
+    if p.bytes().all(|b| b.is_ascii_digit()) {
+        p.replace_range(..1, "?");
+    }
+    p
 }
 
 fn keys_of(d: &Decision, facts: &Facts, alive: &[i32]) -> Vec<String> {
@@ -227,6 +250,7 @@ fn keys_of(d: &Decision, facts: &Facts, alive: &[i32]) -> Vec<String> {
                     keys.push(format!("cstates.cpus {}", list(&facts.measured)));
                 } else if let Some(dev) = paths::net_dev_of_steering(file)
                     && let Ok(cpus) = crate::cpulist::parse_mask(value)
+                    && steering_is_whole(d, facts, dev, value)
                 {
                     keys.push(format!("net.steering {dev} {}", list(&cpus)));
                 } else {
