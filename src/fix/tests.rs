@@ -553,6 +553,12 @@ struct Scripted {
     measures: usize,
     stop_after: Option<usize>,
     proposals: Vec<Proposal>,
+    /// Remedies the kernel takes and then does otherwise (checked after a
+    /// run with them).
+    still_fires: Vec<String>,
+    /// Remedies whose culprit ends after their rounds.
+    ends: Vec<String>,
+    applied_once: Vec<String>,
 }
 
 impl Bench for Scripted {
@@ -578,12 +584,24 @@ impl Bench for Scripted {
         if self.refuse.contains(&p.change) {
             return Err("IRQ 9 cannot move".into());
         }
+        // It ends after its two rounds, before it is applied to be kept.
+        let times = self.applied_once.iter().filter(|c| **c == p.change).count();
+        if self.ends.contains(&p.change) && times >= 2 {
+            return Err("thread 77 (x) has ended".into());
+        }
+        self.applied_once.push(p.change.clone());
         self.applied.insert(p.change.clone(), self.cuts[&p.change]);
         Ok(vec![UndoStep::Write {
             file: p.change.clone(),
             old: "0".into(),
             new: "1".into(),
         }])
+    }
+    fn check(&mut self, p: &Proposal) -> Result<(), String> {
+        match self.still_fires.contains(&p.change) {
+            true => Err("IRQ 9 cannot move: it still fired 5 times".into()),
+            false => Ok(()),
+        }
     }
     fn undo(&mut self, steps: &[UndoStep]) -> Vec<String> {
         for s in steps {
@@ -618,6 +636,9 @@ fn scripted(cuts: &[(&str, u64)]) -> Scripted {
         measures: 0,
         stop_after: None,
         proposals: cuts.iter().map(|(c, _)| remedy(c)).collect(),
+        still_fires: Vec::new(),
+        ends: Vec::new(),
+        applied_once: Vec::new(),
     }
 }
 
@@ -813,4 +834,31 @@ fn a_nic_irq_is_moved_only_if_it_fired_on_the_measured_cpus() {
     assert_eq!(nic(&f), 0);
     f.fired = Some(BTreeMap::from([(38, 12)]));
     assert_eq!(nic(&f), 1);
+}
+
+#[test]
+fn an_irq_that_still_fires_and_a_culprit_that_ends_are_said_not_stops() {
+    let mut b = scripted(&[("irq", 900), ("ends", 900), ("helps", 500)]);
+    b.still_fires.push("irq".into());
+    b.ends.push("ends".into());
+    let out = run(&mut b, &|_| None);
+    let (v, why) = verdict(&out, "irq");
+    assert_eq!(v, Verdict::Refused);
+    assert_eq!(why, "undone: IRQ 9 cannot move: it still fired 5 times");
+    // One round was measured before the check said so, then it was undone.
+    let d = out
+        .decisions
+        .iter()
+        .find(|d| d.proposal.change == "irq")
+        .unwrap();
+    assert_eq!((d.without.len(), d.with.len()), (1, 1));
+    let (v, why) = verdict(&out, "ends");
+    assert_eq!(v, Verdict::Refused);
+    assert!(
+        why.contains("could not be applied again: thread 77 (x) has ended"),
+        "{why}"
+    );
+    assert_eq!(verdict(&out, "helps").0, Verdict::Kept);
+    assert!(out.stopped.is_none(), "{:?}", out.stopped);
+    assert_eq!(b.applied.keys().collect::<Vec<_>>(), ["helps"]);
 }
