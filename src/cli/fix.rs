@@ -369,7 +369,13 @@ impl RunBench {
                 Owner::Tune,
                 &changes,
             )
-            .map_err(|e| Refusal::failed(format!("rtlab: fix: the kept changes' journal: {e}")))?;
+            .map_err(|e| {
+                Refusal::failed(format!(
+                    "rtlab: fix: the kept changes could not be handed over to a journal of their own ({e}): \
+                     they stay in fix-{}.journal, which the next run or `rtlab restore` undoes",
+                    std::process::id()
+                ))
+            })?;
         out.journal = Some(path.display().to_string());
         Ok(())
     }
