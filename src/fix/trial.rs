@@ -132,6 +132,13 @@ pub struct Comparison {
     pub why: String,
 }
 
+/// The smallest and the largest `f` over `runs`.
+fn bounds(runs: &[Figures], f: Figure) -> (f64, f64) {
+    runs.iter()
+        .map(|r| r.get(f))
+        .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
 /// The range of `f` over `runs` (largest less smallest).
 fn range(runs: &[Figures], f: Figure) -> f64 {
     let v = runs.iter().map(|r| r.get(f));
@@ -140,7 +147,8 @@ fn range(runs: &[Figures], f: Figure) -> f64 {
 }
 
 /// Compares `with` against `without` on `figures`: a figure is better (or
-/// worse) when the means differ by more than the margin, the largest of:
+/// worse) when every round of one state is apart from every round of the
+/// other and the means differ by more than the margin, the largest of:
 /// the baseline's relative spread of that figure times the value without;
 /// the range of the rounds of either state (runs of one state that differ
 /// that much say the difference is noise); the figure's floor.
@@ -160,12 +168,19 @@ pub fn compare(
             .max(range(without, f))
             .max(range(with, f))
             .max(f.floor(w));
-        let verdict = if w - r > margin {
+        // Lower is better for every figure. Beyond the margin, and every
+        // round of one state apart from every round of the other: one odd
+        // round does not decide (a p99.9 is the few worst samples).
+        let (lo_w, hi_w) = bounds(without, f);
+        let (lo_r, hi_r) = bounds(with, f);
+        let verdict = if w - r > margin && hi_r < lo_w {
             better = true;
             "better"
-        } else if r - w > margin {
+        } else if r - w > margin && lo_r > hi_w {
             worse = true;
             "worse"
+        } else if (w - r).abs() > margin {
+            "rounds overlap"
         } else {
             "within the spread"
         };
