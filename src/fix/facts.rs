@@ -83,6 +83,8 @@ pub struct Facts {
     pub workqueue_masks: Vec<(String, String)>,
     /// `kernel.sched_rt_runtime_us`.
     pub rt_runtime_us: Option<i64>,
+    /// `kernel.sched_rt_period_us`.
+    pub rt_period_us: Option<i64>,
     /// The kernel command line.
     pub cmdline: String,
     /// The kernel has `nohz_full` (its sysfs file exists).
@@ -161,6 +163,9 @@ pub fn read(root: &SysRoot, run: &RunResult, causes: &[Cause]) -> Facts {
             .sum(),
         rt_runtime_us: root
             .read_opt(sys::paths::SCHED_RT_RUNTIME)
+            .and_then(|v| v.parse().ok()),
+        rt_period_us: root
+            .read_opt(sys::paths::SCHED_RT_PERIOD)
             .and_then(|v| v.parse().ok()),
         idle_driver: sys::power::idle_driver(root).driver.filter(|d| d != "none"),
         measured,
@@ -323,13 +328,15 @@ fn read_net(root: &SysRoot, f: &mut Facts) {
     let names = sys::irq::handler_names(root);
     for dev in devs {
         let prefixes = sys::net::irq_name_prefixes(root, dev);
+        let msi = sys::net::msi_irqs(root, dev);
         for (irq, handlers) in &names {
-            let ours = handlers.iter().any(|h| {
-                prefixes.iter().any(|p| {
-                    h == p.trim_end_matches('-')
-                        || h.starts_with(&format!("{}-", p.trim_end_matches('-')))
-                })
-            });
+            let ours = msi.contains(irq)
+                || handlers.iter().any(|h| {
+                    prefixes.iter().any(|p| {
+                        h == p.trim_end_matches('-')
+                            || h.starts_with(&format!("{}-", p.trim_end_matches('-')))
+                    })
+                });
             if ours && !f.net_irqs.contains(irq) {
                 f.net_irqs.push(*irq);
                 if let Some(fact) = irq_fact(root, *irq) {

@@ -500,8 +500,8 @@ fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
             causes,
             format!("network softirqs on CPUs {m}: nothing to steer"),
             format!(
-                "rtlab found no RPS mask and no NIC IRQ that fired on CPUs {m} (it knows a NIC's IRQs by the \
-                 interface's or the virtio device's name): the softirq runs there for a task on them that sends or \
+                "rtlab found no RPS mask and no NIC IRQ that fired on CPUs {m} (it knows a NIC's IRQs by its \
+                 device's MSI IRQs and by the interface's or the virtio device's name): the softirq runs there for a task on them that sends or \
                  receives (move that task), or for a NIC IRQ of another name (`rtlab irq` lists them)"
             ),
         ));
@@ -641,9 +641,12 @@ fn rt_throttling(causes: &[&Cause], f: &Facts, opts: &Options) -> Option<Proposa
     let now = f
         .rt_runtime_us
         .map_or("unknown".to_string(), |v| v.to_string());
+    let period = f
+        .rt_period_us
+        .map_or("unknown".to_string(), |v| v.to_string());
     let why = format!(
         "the kernel ran normal tasks in the share it keeps from real-time ones, because the real-time tasks on CPUs {m} \
-         used the rest: RT throttling (`kernel.sched_rt_runtime_us` {now} of each second) and, on kernels with it (6.12 and \
+         used the rest: RT throttling (`kernel.sched_rt_runtime_us` {now} of each `sched_rt_period_us` {period}) and, on kernels with it (6.12 and \
          later), the fair server (debugfs `sched/fair_server/cpuN/runtime`). The cause is the real-time load: threads that run \
          there without sleeping (`rtlab threads --rt --cpu N` for each CPU N of {m}), which a timer thread of higher priority never sees"
     );

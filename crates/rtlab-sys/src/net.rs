@@ -104,6 +104,22 @@ pub fn irq_name_prefixes(root: &SysRoot, dev: &str) -> Vec<String> {
     out
 }
 
+/// The MSI IRQs of an interface's device (`device/msi_irqs`, or its
+/// parent's for a virtio device on PCI): found whatever the IRQs are named.
+pub fn msi_irqs(root: &SysRoot, dev: &str) -> Vec<u32> {
+    let mut out: Vec<u32> = ["device/msi_irqs", "device/../msi_irqs"]
+        .iter()
+        .flat_map(|d| {
+            root.list(&format!("{NET_CLASS_DIR}/{dev}/{d}"))
+                .unwrap_or_default()
+        })
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

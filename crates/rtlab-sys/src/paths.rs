@@ -51,6 +51,8 @@ pub const STAT_INTERVAL: &str = "proc/sys/vm/stat_interval";
 /// Real-time throttling: the real-time tasks' share of each period (µs,
 /// `-1` lifts it).
 pub const SCHED_RT_RUNTIME: &str = "proc/sys/kernel/sched_rt_runtime_us";
+/// Real-time throttling's period (µs).
+pub const SCHED_RT_PERIOD: &str = "proc/sys/kernel/sched_rt_period_us";
 /// The network interfaces (`NAME/queues/rx-N/rps_cpus`, `tx-N/xps_cpus`).
 pub const NET_CLASS_DIR: &str = "sys/class/net";
 
