@@ -315,7 +315,7 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
     }
     let Some(t) = t else {
         return refuse(format!(
-            "it no longer runs (it ended, or was short-lived): start it on the other CPUs \
+            "it no longer runs (it ended, was short-lived, or its TID now names another thread): start it on the other CPUs \
                  (`taskset -c {} CMD`, or `rtlab partition run nrt -- CMD` once `rtlab partition create` made one)",
             list(&f.housekeeping)
         ));
@@ -335,17 +335,7 @@ fn thread(c: &Cause, f: &Facts) -> Proposal {
             list(&t.cpus)
         ));
     }
-    let keep: Vec<usize> = t
-        .cpus
-        .iter()
-        .copied()
-        .filter(|x| f.housekeeping.contains(x))
-        .collect();
-    let to = if keep.is_empty() {
-        f.housekeeping.clone()
-    } else {
-        keep
-    };
+    let to = off(&t.cpus, f);
     live(
         RemedyClass::Thread,
         &[c],
