@@ -555,9 +555,13 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
         .iter()
         .find(|x| x["name"] == "p99")
         .unwrap()["value_ns"]);
+    // The max as the p99 below: the sets differ by up to `slack` wake-ups
+    // (a wake-up by a timer softirq, a switch-in the kernel did not log),
+    // so rtlab's max is one of the truth's `slack + 1` largest.
+    let top = &want[want.len().saturating_sub(slack as usize + 1)..];
     assert!(
-        within(n(&s["max_ns"]), max),
-        "max: rtlab {} ns, truth {max} µs",
+        top.iter().any(|&t| within(n(&s["max_ns"]), t)),
+        "max: rtlab {} ns, truth {max} µs (the largest: {top:?} µs)",
         s["max_ns"]
     );
     // The two sets differ by up to `slack` wake-ups: the truth's p99 is
