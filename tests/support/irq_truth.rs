@@ -4,9 +4,10 @@
 //! trace recorded beside a real run).
 
 /// One event line as the kernel writes it: (CPU, flags, µs since boot,
-/// event, fields).
-pub fn raw(line: &str) -> Option<(usize, &str, u64, &str, &str)> {
-    let (_, rest) = line.split_once(" [")?;
+/// event, fields, the running task's comm).
+pub fn raw(line: &str) -> Option<(usize, &str, u64, &str, &str, &str)> {
+    let (task, rest) = line.split_once(" [")?;
+    let comm = task.trim().rsplit_once('-').map_or("", |t| t.0);
     let (cpu, rest) = rest.split_once("] ")?;
     let mut words = rest.split_whitespace();
     let flags = words.next()?;
@@ -15,7 +16,7 @@ pub fn raw(line: &str) -> Option<(usize, &str, u64, &str, &str)> {
     let ts = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
     let (_, rest) = rest.split_once(": ")?;
     let (name, fields) = rest.split_once(": ")?;
-    Some((cpu.parse().ok()?, flags, ts, name, fields))
+    Some((cpu.parse().ok()?, flags, ts, name, fields, comm))
 }
 
 /// The value of `key=` among the fields.
@@ -32,6 +33,10 @@ pub struct Truth {
     pub samples: Vec<(u64, u64)>,
     /// Handler exits whose wake-up found the task running.
     pub running: u64,
+    /// Wake-ups whose switch-in the trace does not hold: the task ran
+    /// (an event in its context, or a later waking) before any logged
+    /// switch-in of it. No sample: the next logged one is not theirs.
+    pub unlogged: u64,
 }
 
 impl Truth {
@@ -51,9 +56,10 @@ impl Truth {
 /// For each exit of `irq`: the first waking of `comm` in interrupt context
 /// (flags `h` or `s`) before the IRQ's next entry. If `comm`'s last logged
 /// switch before that waking switched it in, it was running: no sample.
-/// Else the delay from the exit to its next logged switch-in.
+/// Else the delay from the exit to its next logged switch-in, unless the
+/// task ran before it (see [`Truth::unlogged`]).
 pub fn truth(text: &str, irq: &str, comm: &str) -> Truth {
-    type Raw<'a> = (usize, &'a str, u64, &'a str, &'a str);
+    type Raw<'a> = (usize, &'a str, u64, &'a str, &'a str, &'a str);
     let ev: Vec<Raw> = text.lines().filter_map(raw).collect();
     let mut out = Truth::default();
     let irq_event = |e: &Raw, name: &str| e.3 == name && value(e.4, "irq") == Some(irq);
@@ -81,8 +87,16 @@ pub fn truth(text: &str, irq: &str, comm: &str) -> Truth {
             out.running += 1;
             continue;
         }
-        if let Some(s) = ev[w..].iter().find(|e| switch_names(e, "next_comm")) {
-            out.samples.push((x.2, s.2 - x.2));
+        let Some(s) = (w + 1..ev.len()).find(|&j| switch_names(&ev[j], "next_comm")) else {
+            continue;
+        };
+        let ran = (w + 1..s).any(|j| {
+            ev[j].5 == comm || (ev[j].3 == "sched_waking" && value(ev[j].4, "comm") == Some(comm))
+        });
+        if ran {
+            out.unlogged += 1;
+        } else {
+            out.samples.push((x.2, ev[s].2 - x.2));
         }
     }
     out
