@@ -35,3 +35,22 @@ pub(super) fn help() -> Outcome {
     let _ = super::Cli::command().print_help();
     Ok(crate::exit::REFUSED)
 }
+
+/// What a peer front end measured, for `rtlab qualify`: its exit status,
+/// each thread's maximum as its own output prints it (µs), and the run.
+pub(super) struct Measured {
+    pub status: i32,
+    pub maxima_us: Vec<u64>,
+    pub result: Option<crate::result::RunResult>,
+}
+
+impl Measured {
+    /// Nothing measured (`--help`, `--version`).
+    pub fn nothing(status: i32) -> Self {
+        Measured {
+            status,
+            maxima_us: Vec::new(),
+            result: None,
+        }
+    }
+}

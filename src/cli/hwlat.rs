@@ -45,10 +45,15 @@ mod tests;
 
 /// The hwlatdetect front end; `argv` without the program name.
 pub fn main(argv: &[OsString]) -> Outcome {
+    measured(argv).map(|m| m.status)
+}
+
+/// The front end, with what it measured: the largest sample.
+pub(super) fn measured(argv: &[OsString]) -> Result<super::common::Measured, Refusal> {
     let a = match parse(argv)? {
         Parsed::Help => {
             out!("{USAGE}");
-            return Ok(0);
+            return Ok(super::common::Measured::nothing(0));
         }
         Parsed::Run(a) => a,
     };

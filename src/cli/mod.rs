@@ -31,6 +31,7 @@ mod noise;
 mod oneoff;
 mod oslat;
 mod partition;
+mod qualify;
 mod refusal;
 mod show;
 mod task_latency;
@@ -187,6 +188,12 @@ pub enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// Node qualification, as OpenShift's latency tests run it: hwlatdetect,
+    /// cyclictest and oslat against limits from the cnf-tests environment
+    /// (LATENCY_TEST_RUN, LATENCY_TEST_RUNTIME, LATENCY_TEST_DELAY,
+    /// LATENCY_TEST_CPUS, MAXIMUM_LATENCY, CYCLICTEST_MAXIMUM_LATENCY, ...);
+    /// `--nfd-file` writes Node Feature Discovery's labels.
+    Qualify(qualify::QualifyArgs),
     /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
     /// a man directory.
     Man(docs::ManArgs),
@@ -281,6 +288,7 @@ fn dispatch(cli: &Cli) -> Outcome {
         (Some(Command::Cyclictest { args }), _) => cyclictest::main(args),
         (Some(Command::Oslat { args }), _) => oslat::main(args),
         (Some(Command::Hwlat { args }), _) => hwlat::main(args),
+        (Some(Command::Qualify(args)), _) => qualify::main(args),
         (Some(Command::Man(args)), _) => docs::man_main(args),
         (Some(Command::Completions(args)), _) => docs::completions_main(args),
         (Some(Command::Partition(cmd)), _) => partition::main(cmd),

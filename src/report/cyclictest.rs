@@ -215,6 +215,12 @@ fn later_than(t: &TimerResult, trigger_us: u64) -> Vec<&Spike> {
     kept
 }
 
+/// Each thread's maximum as `# Max Latencies:` prints it (µs, or ns with
+/// `-N`): what cnf-tests' latency test compares with its limit.
+pub fn max_latencies(view: &View, timers: &[TimerResult]) -> Vec<u64> {
+    timers.iter().map(|t| view.unit(t.summary.max_ns)).collect()
+}
+
 /// The histogram block (cyclictest 2.4: every row, then the totals).
 pub fn histogram(view: &View, h: &Histogram, timers: &[TimerResult]) -> String {
     let mut out = String::from("# Histogram\n");
@@ -255,7 +261,7 @@ pub fn histogram(view: &View, h: &Histogram, timers: &[TimerResult]) -> String {
         .map(|t| view.unit(t.summary.mean_ns as u64))
         .collect();
     column(&mut out, "# Avg Latencies:", 5, avgs, None);
-    let maxs: Vec<u64> = timers.iter().map(|t| view.unit(t.summary.max_ns)).collect();
+    let maxs = max_latencies(view, timers);
     let max = h
         .sum_column
         .then(|| maxs.iter().copied().max().unwrap_or(0));

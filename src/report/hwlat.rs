@@ -184,6 +184,9 @@ pub struct Rendered {
     pub report_file: Option<String>,
     /// 1 when the largest sample is over the hard limit, else 0.
     pub status: i32,
+    /// The largest sample (µs; 0 when none was over the threshold), as
+    /// `Max Latency:` says.
+    pub max_us: u64,
 }
 
 /// hwlatdetect's exit status: `sys.exit(max > hardlimit)`.
@@ -333,6 +336,7 @@ pub fn finish(input: &HwlatInput) -> Rendered {
         stderr: findings(input, &samples),
         report_file: h.report.as_ref().map(|_| lines),
         status: exit_status(max, input.hardlimit_us),
+        max_us: max,
     }
 }
 

@@ -20,4 +20,5 @@ pub mod live;
 pub mod noise;
 pub mod oslat;
 pub mod plot;
+pub mod qualify;
 pub mod task_latency;

@@ -284,6 +284,12 @@ fn field(out: &mut String, label: &str, values: impl Iterator<Item = String>, en
     out.push('\n');
 }
 
+/// Each thread's `Maximum:` as the table prints it (µs): what cnf-tests'
+/// latency test compares with its limit.
+pub fn maxima(view: &View, threads: &[OslatThread]) -> Vec<u64> {
+    threads.iter().map(|t| extreme(view, t.max_ns)).collect()
+}
+
 /// The per-core table oslat prints at the end, and its empty line.
 pub fn summary(view: &View, bias_ns: u64, threads: &[OslatThread]) -> String {
     let c = compute(view, bias_ns, threads);
@@ -297,10 +303,8 @@ pub fn summary(view: &View, bias_ns: u64, threads: &[OslatThread]) -> String {
     let mhz = threads.iter().map(|t| t.counter_mhz.to_string());
     field(&mut out, "Counter Freq", mhz, " (Mhz)");
     buckets(&mut out, view, bias_ns, &c.filled);
-    let (mins, maxs): (Vec<u64>, Vec<u64>) = threads
-        .iter()
-        .map(|t| (extreme(view, t.min_ns), extreme(view, t.max_ns)))
-        .unzip();
+    let mins: Vec<u64> = threads.iter().map(|t| extreme(view, t.min_ns)).collect();
+    let maxs = maxima(view, threads);
     let text = |v: &u64| extreme_text(view, *v);
     field(&mut out, "Minimum", mins.iter().map(text), " (us)");
     let avgs = c.averages.iter().map(|a| c_float(*a, 3));

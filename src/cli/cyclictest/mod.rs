@@ -11,6 +11,7 @@
 //! SIGTERM (as cyclictest), 2 when refused before the start (an option
 //! rtlab does not do, a bad value), 1 when it failed after the start.
 
+use super::common::Measured;
 use super::{EXIT_FAILED, Outcome, Refusal, RunArgs};
 use crate::plan::PlanOptions;
 use crate::report::cyclictest as render;
@@ -30,8 +31,14 @@ pub fn command() -> clap::Command {
 
 /// The cyclictest front end; `argv` without the program name.
 pub fn main(argv: &[OsString]) -> Outcome {
+    measured(argv).map(|m| m.status)
+}
+
+/// The front end, with what it measured: each thread's maximum as
+/// `# Max Latencies:` prints it.
+pub(super) fn measured(argv: &[OsString]) -> Result<Measured, Refusal> {
     let Some(a) = parse(argv)? else {
-        return Ok(0);
+        return Ok(Measured::nothing(0));
     };
     let cmdline = std::iter::once("cyclictest".to_string())
         .chain(argv.iter().map(|s| s.to_string_lossy().into_owned()))
@@ -58,7 +65,11 @@ pub fn main(argv: &[OsString]) -> Outcome {
     };
     let view = Some(setup.view.clone());
     let result = super::experiment::execute_plan(&plan, &run_args, None, view, &mut exports)?;
-    Ok(outputs(&setup.view, &result, &exports))
+    Ok(Measured {
+        status: outputs(&setup.view, &result, &exports),
+        maxima_us: render::max_latencies(&setup.view, &result.timers),
+        result: Some(result),
+    })
 }
 
 /// The options, or None when `--help` was printed.

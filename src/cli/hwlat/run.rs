@@ -4,7 +4,7 @@
 //! threshold with what the trace saw in it, the SMIs, the steal.
 
 use super::{HwlatArgs, realtime_offset_ns, smis_during, steal_if_guest};
-use crate::cli::{Outcome, Refusal, RunArgs};
+use crate::cli::{Refusal, RunArgs};
 use crate::plan::NoisePlan;
 use crate::report::hwlat::{self as render, CpuInput, Detection, HwlatInput, Origin, SeenGap};
 use crate::result::{EndReason, NoiseResult, RunResult};
@@ -38,8 +38,13 @@ pub fn experiment(plans: &[NoisePlan]) -> String {
     t
 }
 
-/// Runs `plans` and prints hwlatdetect's report; its exit status.
-pub fn measure(a: &HwlatArgs, plans: &[NoisePlan], detection: &Detection) -> Outcome {
+/// Runs `plans` and prints hwlatdetect's report; its exit status and
+/// largest sample.
+pub fn measure(
+    a: &HwlatArgs,
+    plans: &[NoisePlan],
+    detection: &Detection,
+) -> Result<crate::cli::common::Measured, Refusal> {
     let root = SysRoot::real();
     let text = experiment(plans);
     crate::messages::debug(1, &format!("# the experiment `rtlab hwlat` runs\n{text}"));
@@ -87,7 +92,11 @@ pub fn measure(a: &HwlatArgs, plans: &[NoisePlan], detection: &Detection) -> Out
     if !r.stderr.is_empty() {
         errln!("{}", r.stderr.trim_end());
     }
-    Ok(r.status)
+    Ok(crate::cli::common::Measured {
+        status: r.status,
+        maxima_us: vec![r.max_us],
+        result: Some(result),
+    })
 }
 
 /// Traced only when every thread's gaps were attributed (the stream may

@@ -20,6 +20,12 @@ pub use args::{BadArgs, OslatRun, Parsed};
 
 /// The oslat front end; `argv` without the program name.
 pub fn main(argv: &[OsString]) -> Outcome {
+    measured(argv).map(|m| m.status)
+}
+
+/// The front end, with what it measured: each thread's `Maximum:`.
+pub(super) fn measured(argv: &[OsString]) -> Result<super::common::Measured, Refusal> {
+    use super::common::Measured;
     let words: Vec<String> = argv
         .iter()
         .map(|w| w.to_string_lossy().into_owned())
@@ -31,9 +37,9 @@ pub fn main(argv: &[OsString]) -> Outcome {
     let run = match args::parse(&words, ncores).map_err(refusal)? {
         Parsed::Help => {
             out!("{}", usage());
-            return Ok(0);
+            return Ok(Measured::nothing(0));
         }
-        Parsed::Version => return Ok(0),
+        Parsed::Version => return Ok(Measured::nothing(0)),
         Parsed::Run(run) => run,
     };
     let allowed = crate::sys::os::get_affinity(0).unwrap_or_default();
@@ -67,7 +73,12 @@ pub fn main(argv: &[OsString]) -> Outcome {
         .chain(words.iter().cloned())
         .collect::<Vec<_>>()
         .join(" ");
-    outputs::write(&run, &view, &result, started, &cmdline)
+    let (status, maxima_us) = outputs::write(&run, &view, &result, started, &cmdline);
+    Ok(Measured {
+        status,
+        maxima_us,
+        result: Some(result),
+    })
 }
 
 /// The experiment of oslat's options: a `main` on `-C`'s CPU, and per CPU

@@ -11,14 +11,15 @@ fn beyond(n: &NoiseResult) -> Vec<(u64, u64)> {
     n.gaps_hdr.iter().map(|b| (b.low_ns, b.count)).collect()
 }
 
-/// Prints and writes oslat's outputs of `result`; the exit status.
+/// Prints and writes oslat's outputs of `result`; the exit status and
+/// each thread's `Maximum:`.
 pub fn write(
     run: &OslatRun,
     view: &render::View,
     result: &RunResult,
     started: SystemTime,
     cmdline: &str,
-) -> super::Outcome {
+) -> (i32, Vec<u64>) {
     for w in &result.warnings {
         crate::messages::warn(w);
     }
@@ -42,6 +43,7 @@ pub fn write(
     let mut stdout = render::bias_line(view, bias);
     stdout.push_str(render::starts(view));
     let stopped = noise.iter().find_map(|n| Some((n.cpu, n.stopped_at?)));
+    let maxima = render::maxima(view, &threads);
     if stopped.is_none() {
         stdout.push_str(render::completed(view));
         stdout.push_str(&render::summary(view, bias, &threads));
@@ -63,9 +65,9 @@ pub fn write(
             "rtlab oslat: Trace threshold ({limit} us) triggered on cpu {cpu} with {} us!\nStopping the test.",
             gap.ns / 1000
         );
-        return Ok(1);
+        return (1, maxima);
     }
-    Ok(match &result.end {
+    let status = match &result.end {
         EndReason::Completed => status,
         EndReason::Interrupted { .. } => status,
         EndReason::Failed { error } => {
@@ -73,7 +75,8 @@ pub fn write(
             1
         }
         _ => 1,
-    })
+    };
+    (status, maxima)
 }
 
 /// What rtlab adds, on stderr: the counter each thread read, and the
