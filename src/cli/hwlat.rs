@@ -682,7 +682,7 @@ pub fn hwlat_plan(
                     policy: Policy::Fifo,
                     priority: 99,
                 },
-                threshold_ns: threshold_ns(args.threshold_us),
+                threshold_ns: threshold_ns(args.threshold_us).min(NOISE_THRESHOLD_MAX_NS),
                 period_ns,
                 runtime_ns: args.width_us.saturating_mul(1000).min(window_ns),
                 duration_ns: Some(duration_ns - offset_ns),
@@ -732,6 +732,13 @@ fn plan_cpus(asked: Option<&[usize]>, online: &[usize]) -> Result<Vec<usize>, Re
 
 /// The noise threads' exact range (ns): hwlat's gaps are read in µs.
 pub const LINEAR_NS: u64 = 10_000;
+
+/// The largest `noise.threshold` an experiment takes (1 s). hwlatdetect
+/// takes any threshold (the tracer's `tracing_thresh`); a larger one is
+/// planned at this, and the report keeps only the samples over the
+/// threshold given, so the output is the same (`rtlab qualify` passes a
+/// limit of up to 2^31-1 µs as the threshold).
+pub const NOISE_THRESHOLD_MAX_NS: u64 = 1_000_000_000;
 
 /// The noise threshold for hwlat's: the tracer keeps a window whose
 /// largest gap, in whole µs, is over the threshold, that is a gap of at

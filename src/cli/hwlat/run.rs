@@ -247,4 +247,36 @@ mod tests {
             assert!(n.attribute);
         }
     }
+
+    /// hwlatdetect takes a threshold beyond the noise threshold's range
+    /// (`rtlab qualify` passes MAXIMUM_LATENCY, up to 2^31-1 µs): planned
+    /// at the range's top, an experiment rtlab accepts, the given
+    /// threshold kept for the report.
+    #[test]
+    fn a_threshold_beyond_a_second_is_planned_at_a_second() {
+        let words: Vec<std::ffi::OsString> = ["--threshold", "2000000000", "--duration", "4"]
+            .map(Into::into)
+            .to_vec();
+        let args = match super::super::parse(&words).unwrap() {
+            super::super::Parsed::Run(a) => a,
+            _ => unreachable!(),
+        };
+        assert_eq!(args.threshold_us, 2_000_000_000);
+        let counter = crate::sys::counter_choice::CounterFacts {
+            kind: crate::sys::os::counter::CounterKind::Monotonic,
+            hz: 1_000_000_000,
+            why: String::new(),
+        };
+        let plans = super::super::hwlat_plan(&args, &[0], &counter, true).unwrap();
+        assert_eq!(
+            plans[0].spec.threshold_ns,
+            super::super::NOISE_THRESHOLD_MAX_NS
+        );
+        let exp = crate::config::parse(&experiment(&plans)).unwrap();
+        assert_eq!(
+            exp.noise[0].threshold_ns,
+            super::super::NOISE_THRESHOLD_MAX_NS
+        );
+        assert_eq!(args.header().threshold_us, 2_000_000_000);
+    }
 }
