@@ -109,6 +109,27 @@ pub fn cpu_node(root: &SysRoot, cpu: usize) -> Option<usize> {
         .find_map(|name| name.strip_prefix("node")?.parse().ok())
 }
 
+/// Whether this process's `/dev` is a private one (a `tmpfs`, as a
+/// container's), not the kernel's `devtmpfs`: a device missing there may
+/// only not have been passed in (`--device`).
+pub fn private_dev(root: &SysRoot) -> bool {
+    root.read("proc/self/mounts").is_ok_and(|text| {
+        text.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&"/dev") && f.get(2).is_some_and(|t| *t != "devtmpfs")
+        })
+    })
+}
+
+/// Why `/dev/cpu_dma_latency` is missing, and what brings it.
+pub fn pm_qos_missing(root: &SysRoot) -> &'static str {
+    if private_dev(root) {
+        "not in this container's /dev: pass it in (podman or docker `--device /dev/cpu_dma_latency`)"
+    } else {
+        "not present on this kernel (CONFIG_PM)"
+    }
+}
+
 /// Facts about this process's privileges that decide whether real-time
 /// scheduling can be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +213,24 @@ mod tests {
         assert_eq!(online_cpus(&root).unwrap(), vec![0, 1, 2, 3, 6]);
         std::fs::write(p.join("online"), "garbage\n").unwrap();
         assert!(matches!(online_cpus(&root), Err(SysError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_containers_dev_lacks_the_pm_qos_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        assert!(pm_qos_missing(&root).contains("this kernel"));
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        let mounts = dir.path().join("proc/self/mounts");
+        std::fs::write(&mounts, "udev /dev devtmpfs rw 0 0\n").unwrap();
+        assert!(!private_dev(&root));
+        std::fs::write(
+            &mounts,
+            "overlay / overlay rw 0 0\ntmpfs /dev tmpfs rw 0 0\n",
+        )
+        .unwrap();
+        assert!(private_dev(&root));
+        assert!(pm_qos_missing(&root).contains("--device /dev/cpu_dma_latency"));
     }
 
     #[test]
