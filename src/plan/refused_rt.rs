@@ -13,11 +13,6 @@ use crate::sys::os::Sched;
 const CAP_HINT: &str = "podman or docker `--cap-add SYS_NICE` (with `--cap-add IPC_LOCK` for \
      memory locking), Kubernetes `securityContext.capabilities.add: [\"SYS_NICE\"]`";
 
-/// Podman's way to a container cgroup with RT time, and its condition.
-const PODMAN_RT: &str = "podman: `--cpu-rt-runtime=N` (cgroup v1 only) gives the container's \
-     cgroup N µs, under a `--cgroup-parent` that has N left (every new cgroup, podman's own \
-     libpod_parent too, starts with 0)";
-
 /// The rules refuse `sched` (no CAP_SYS_NICE, RLIMIT_RTPRIO below its
 /// priority): the message and hint.
 pub(super) fn no_capability(who: &str, sched: Sched, p: &Privileges) -> (String, String) {
@@ -119,49 +114,37 @@ fn user_namespace(map: &str) -> (String, String) {
 }
 
 /// RT group scheduling: the cgroups without RT time, ancestors first, and
-/// what to write; None when every visible one has some.
+/// what to write; None when every visible one has some. Kept short: a
+/// diagnostic line is cut at 400 characters, and a container's cgroup
+/// path alone takes 80.
 fn rt_group(g: &RtGroups) -> Option<(String, String)> {
     let first = g.chain.iter().position(|x| x.runtime_us == Some(0))?;
     let zero = &g.chain[first..];
     let own = g.chain.last()?;
-    let files = zero
+    let dirs = zero
         .iter()
-        .map(|x| format!("/{} is 0", x.runtime_file()))
+        .map(|x| format!("/{}", x.dir))
         .collect::<Vec<_>>()
         .join(", ");
     let period = own.period_us.filter(|&p| p > 0).unwrap_or(1_000_000);
     let hidden = first == 0 && !g.top_is_root;
-    let whose = if hidden {
-        container_cgroup(own, &g.chain[0])
-    } else {
+    let whose = if !hidden {
         format!("its cpu cgroup {}", own.cgroup)
+    } else if own.cgroup == "/" {
+        "its cpu cgroup, the container's (`/` of its cgroup namespace),".to_string()
+    } else {
+        format!("the container's cpu cgroup {}", own.cgroup)
     };
     let message = format!(
-        "{whose} has no real-time time (CONFIG_RT_GROUP_SCHED: a real-time thread needs a \
-         non-zero cpu.rt_runtime_us in its cgroup and each parent): {files}"
+        "{whose} has no RT time (CONFIG_RT_GROUP_SCHED): {} is 0 in {dirs}",
+        cgroup_rt::RUNTIME_FILE
     );
     let hint = if hidden {
-        hidden_hint(zero, period)
+        hidden_hint(own, period)
     } else {
         visible_hint(first.checked_sub(1).map(|i| &g.chain[i]), zero, period)
     };
     Some((message, hint))
-}
-
-/// The container's cgroup as seen from inside: by its path when the mount
-/// shows it, else as the top of its own cgroup namespace.
-fn container_cgroup(own: &RtGroup, top: &RtGroup) -> String {
-    if top.cgroup == "/" {
-        format!(
-            "its cpu cgroup, the container's (`/` of its own cgroup namespace, at /{})",
-            top.dir
-        )
-    } else {
-        format!(
-            "its cpu cgroup, the container's {} (at /{} here)",
-            own.cgroup, own.dir
-        )
-    }
 }
 
 /// A tenth of the period: ample for timer threads, which sleep most of
@@ -170,27 +153,19 @@ fn suggested(period: i64) -> i64 {
     period / 10
 }
 
-fn hidden_hint(zero: &[RtGroup], period: i64) -> String {
+/// The cgroups above the container's are the host's: written there.
+fn hidden_hint(own: &RtGroup, period: i64) -> String {
     let value = suggested(period);
-    let top = &zero[0];
-    let path = if top.cgroup == "/" {
-        "the container's cgroup and each of its parents (`grep cpu /proc/PID/cgroup` on the host \
-         names it)"
-            .to_string()
+    let find = if own.cgroup == "/" {
+        " (`grep cpu /proc/PID/cgroup` on the host names it)"
     } else {
-        let mut steps = Vec::new();
-        let mut at = String::new();
-        for part in top.cgroup.split('/').filter(|s| !s.is_empty()) {
-            at = format!("{at}/{part}");
-            steps.push(at.clone());
-        }
-        steps.join(", then ")
+        ""
     };
     format!(
-        "the cgroups above it are not visible here: on the host, in the cpu hierarchy \
-         (/sys/fs/cgroup/cpu on most hosts), write a non-zero {} (e.g. {value} µs of each \
-         {period} µs period, each at most what its parent has left) to {path}, ancestors first; \
-         {PODMAN_RT}",
+        "on the host, write a non-zero {} (e.g. {value} of each {period} µs, within what the \
+         parent has left) to each cgroup above the container's in the cpu hierarchy, top first, \
+         then to the container's{find}; podman: `--cpu-rt-runtime={value}` under a \
+         `--cgroup-parent` that has RT time (a new cgroup has 0)",
         cgroup_rt::RUNTIME_FILE
     )
 }
@@ -204,26 +179,26 @@ fn visible_hint(parent: Option<&RtGroup>, zero: &[RtGroup], period: i64) -> Stri
         .map(|x| format!("/{}", x.runtime_file()))
         .collect::<Vec<_>>()
         .join(", then ");
+    const PODMAN: &str = "podman: `--cpu-rt-runtime=N` under a `--cgroup-parent` that has N left (a new cgroup has 0)";
     let fit = match (parent, left) {
         (Some(p), Some(l)) if l > 0 => format!(
-            "it fits in what /{} has left: at most {l} µs of each {period} µs period ({} less \
-             what its other children hold, {} µs)",
-            p.runtime_file(),
+            "at most {l} per {period} µs: /{}'s {} less {} its other children hold",
+            p.dir,
             p.runtime_us.unwrap_or(0),
             zero[0].siblings_us.unwrap_or(0)
         ),
         (Some(p), Some(_)) => {
             return format!(
-                "/{} has nothing left: its other children hold all of its {} µs; lower one of \
-                 theirs first, then write to {files}; {PODMAN_RT}",
-                p.runtime_file(),
+                "/{}'s other children hold all of its {} µs: lower one of theirs, then write to \
+                 {files}; {PODMAN}",
+                p.dir,
                 p.runtime_us.unwrap_or(0)
             );
         }
-        _ => "each at most what its parent has left".to_string(),
+        _ => "each within what its parent has left".to_string(),
     };
     let value = left.map_or(suggested(period), |l| l.min(suggested(period)));
-    format!("write {value} to {files}, in that order ({fit}); {PODMAN_RT}")
+    format!("write {value} to {files} ({fit}); {PODMAN}")
 }
 
 #[cfg(test)]
@@ -305,19 +280,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let g = cgroup_rt::rt_groups(&host(dir.path())).unwrap();
         let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        assert!(m.contains("its cpu cgroup /a/c has no RT time"), "{m}");
         assert!(
-            m.contains("its cpu cgroup /a/c has no real-time time"),
+            m.ends_with("cpu.rt_runtime_us is 0 in /sys/fs/cgroup/cpu/a, /sys/fs/cgroup/cpu/a/c"),
             "{m}"
         );
         assert!(
-            m.contains("): /sys/fs/cgroup/cpu/a/cpu.rt_runtime_us is 0, /sys/fs/cgroup/cpu/a/c/cpu.rt_runtime_us is 0"),
-            "{m}"
-        );
-        assert!(
-            h.starts_with("write 100000 to /sys/fs/cgroup/cpu/a/cpu.rt_runtime_us, then /sys/fs/cgroup/cpu/a/c/cpu.rt_runtime_us, in that order"),
+            h.starts_with(
+                "write 100000 to /sys/fs/cgroup/cpu/a/cpu.rt_runtime_us, then \
+                 /sys/fs/cgroup/cpu/a/c/cpu.rt_runtime_us (at most 650000 per 1000000 µs: \
+                 /sys/fs/cgroup/cpu's 950000 less 300000 its other children hold)"
+            ),
             "{h}"
         );
-        assert!(h.contains("at most 650000 µs"), "{h}");
         assert!(h.contains("--cpu-rt-runtime=N"), "{h}");
         // A parent whose children hold all of it.
         write_tree(
@@ -326,7 +301,7 @@ mod tests {
         );
         let g = cgroup_rt::rt_groups(&SysRoot::at(dir.path())).unwrap();
         let (_, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
-        assert!(h.contains("has nothing left"), "{h}");
+        assert!(h.contains("other children hold all of its 950000"), "{h}");
         // Every group with RT time: not this cause.
         write_tree(
             dir.path(),
@@ -360,19 +335,16 @@ mod tests {
         let g = cgroup_rt::rt_groups(&root).unwrap();
         let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
         assert!(
-            m.contains("the container's /libpod_parent/libpod-1 (at /sys/fs/cgroup/cpu here)"),
+            m.contains("the container's cpu cgroup /libpod_parent/libpod-1 has no RT time"),
             "{m}"
         );
         assert!(
-            m.contains("): /sys/fs/cgroup/cpu/cpu.rt_runtime_us is 0"),
+            m.ends_with("cpu.rt_runtime_us is 0 in /sys/fs/cgroup/cpu"),
             "{m}"
         );
-        assert!(h.contains("on the host"), "{h}");
-        assert!(h.contains("e.g. 100000 µs"), "{h}");
-        assert!(
-            h.contains("/libpod_parent, then /libpod_parent/libpod-1"),
-            "{h}"
-        );
+        assert!(h.starts_with("on the host, write"), "{h}");
+        assert!(h.contains("e.g. 100000 of each 1000000 µs"), "{h}");
+        assert!(h.contains("--cpu-rt-runtime=100000"), "{h}");
         // A private cgroup namespace: `/`, not the hierarchy's root.
         write_tree(
             dir.path(),
@@ -387,10 +359,31 @@ mod tests {
         let g = cgroup_rt::rt_groups(&root).unwrap();
         let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
         assert!(
-            m.contains("the container's (`/` of its own cgroup namespace"),
+            m.contains("the container's (`/` of its cgroup namespace)"),
             "{m}"
         );
         assert!(h.contains("`grep cpu /proc/PID/cgroup` on the host"), "{h}");
+        // However long the path, the diagnostic stays whole (a line is cut
+        // at 400 characters): a real podman ID.
+        let long = format!("/libpod_parent/libpod-{}", "0123456789abcdef".repeat(4));
+        write_tree(
+            dir.path(),
+            &[
+                (
+                    "proc/self/mountinfo",
+                    &format!("90 89 0:29 {long} /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n"),
+                ),
+                ("proc/self/cgroup", &format!("1:cpu:{long}\n")),
+            ],
+        );
+        let g = cgroup_rt::rt_groups(&root).unwrap();
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let whole = format!(
+            "timer_thread[0]: the kernel refuses FIFO priority 99: {}: {m}",
+            eperm()
+        );
+        assert!(whole.chars().count() <= 400, "{whole}");
+        assert!(h.chars().count() <= 400, "{h}");
     }
 
     #[test]
