@@ -89,17 +89,23 @@ fn cgroup_mounts() -> Vec<String> {
         .collect()
 }
 
-/// `--ulimit` at this process's hard limits: podman raises them to its
-/// defaults otherwise, which a root without CAP_SYS_RESOURCE may not.
+/// `--ulimit` within this process's hard limits: podman raises them to its
+/// defaults otherwise, which a root without CAP_SYS_RESOURCE may not. The
+/// processes limit at most 4096 (podman lowers its own: 32768 here), ample
+/// for rtlab's threads.
 fn ulimits() -> Vec<String> {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let mut out = Vec::new();
-    for (line, name) in [("Max open files", "nofile"), ("Max processes", "nproc")] {
+    for (line, name, most) in [
+        ("Max open files", "nofile", u64::MAX),
+        ("Max processes", "nproc", 4096),
+    ] {
         let hard = limits
             .lines()
             .find(|l| l.starts_with(line))
             .and_then(|l| l[line.len()..].split_whitespace().nth(1))
-            .filter(|h| h.bytes().all(|b| b.is_ascii_digit()));
+            .map(|h| h.parse::<u64>().unwrap_or(u64::MAX).min(most))
+            .filter(|&h| h < u64::MAX);
         if let Some(h) = hard {
             out.extend(["--ulimit".to_string(), format!("{name}={h}:{h}")]);
         }
