@@ -80,8 +80,12 @@ pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
             continue;
         }
         if let Err(e) = p.machine.probe_sched(s) {
-            let groups = rt_groups.get_or_insert_with(|| p.machine.rt_groups());
-            let (why, hint) = super::refused_rt::kernel_refusal(&e, &privileges, groups.as_ref());
+            let (why, hint) = if s.policy.is_realtime() {
+                let groups = rt_groups.get_or_insert_with(|| p.machine.rt_groups());
+                super::refused_rt::kernel_refusal(&e, &privileges, groups.as_ref())
+            } else {
+                super::refused_rt::nice_refusal(s.priority)
+            };
             p.diags.push(
                 Diagnostic::new(
                     sched.pos,

@@ -101,6 +101,21 @@ pub(super) fn kernel_refusal(
     )
 }
 
+/// The kernel refused a negative nice (`priority` < 0 of a normal
+/// policy): RT group scheduling has nothing to do with it.
+pub(super) fn nice_refusal(nice: i32) -> (String, String) {
+    (
+        format!(
+            "a negative nice needs CAP_SYS_NICE or RLIMIT_NICE >= {}",
+            20i64.saturating_sub(i64::from(nice))
+        ),
+        format!(
+            "run with sudo, or raise `nice` in /etc/security/limits.conf; in a container add \
+             CAP_SYS_NICE: {CAP_HINT}"
+        ),
+    )
+}
+
 fn user_namespace(map: &str) -> (String, String) {
     (
         format!(
@@ -409,5 +424,12 @@ mod tests {
         let (m, h) = kernel_refusal(&eperm(), &privileges(), None);
         assert!(m.contains("no RT group scheduling seen"), "{m}");
         assert!(h.contains("security module"), "{h}");
+        // A negative nice: its own rule, never RT time.
+        let (m, h) = nice_refusal(-5);
+        assert!(m.contains("RLIMIT_NICE >= 25"), "{m}");
+        assert!(
+            h.contains("--cap-add SYS_NICE") && !h.contains("rt_runtime"),
+            "{h}"
+        );
     }
 }
