@@ -64,11 +64,10 @@ pub(super) fn load_plan(file: Option<&Path>, opts: &PlanOptions) -> Result<plan:
 /// The text and name of an experiment file, or of the built-in experiment.
 pub(super) fn experiment_text(file: Option<&Path>) -> Result<(String, String), Refusal> {
     let Some(path) = file else {
-        use plan::Machine;
         let root = SysRoot::real();
-        let machine = RealMachine { root: root.clone() };
+        let parts = partitions(&root);
         return Ok((
-            plan::builtin_experiment_text(&machine.online_cpus(), &partitions(&root)),
+            plan::builtin_experiment_text(&builtin_cpus(&root, &parts), &parts),
             "<built-in>".to_string(),
         ));
     };
@@ -151,6 +150,27 @@ pub(super) fn partitions(root: &SysRoot) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// The CPUs of the built-in experiment: each online one, or, without
+/// partitions, those of the cpuset rtlab runs in (a container's
+/// `--cpuset-cpus`), where it is found and has some.
+pub(super) fn builtin_cpus(root: &SysRoot, partitions: &[(String, Vec<usize>)]) -> Vec<usize> {
+    use plan::Machine;
+    let machine = RealMachine { root: root.clone() };
+    let online = machine.online_cpus();
+    if !partitions.is_empty() {
+        return online;
+    }
+    let Ok(own) = machine.cpuset(None) else {
+        return online;
+    };
+    let inside: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| own.cpus.contains(c))
+        .collect();
+    if inside.is_empty() { online } else { inside }
+}
+
 /// A journal directory others could tamper with is refused before anything
 /// starts (a run as root journals its changes there); `check` says so too.
 fn journal_dir_trusted(dir: &Path) -> Result<(), Refusal> {
@@ -178,10 +198,9 @@ pub(super) fn check_json(args: &RunArgs) -> Result<(), Refusal> {
 /// `rtlab run` (and the systress form `rtlab -c FILE`).
 pub(super) fn run_main(args: &RunArgs, dbg_level: Option<u8>) -> Outcome {
     let (text, name, origins) = if args.oneoff.given() {
-        use plan::Machine;
         let root = SysRoot::real();
-        let online = RealMachine { root: root.clone() }.online_cpus();
-        let g = oneoff::experiment(&args.oneoff, &online, &partitions(&root))?;
+        let parts = partitions(&root);
+        let g = oneoff::experiment(&args.oneoff, &builtin_cpus(&root, &parts), &parts)?;
         (g.text(), "rtlab run".to_string(), g.origins())
     } else {
         let (text, name) = experiment_text(args.file.as_deref())?;

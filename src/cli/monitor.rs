@@ -2,7 +2,9 @@
 //! for Prometheus. The experiment is a file, or one FIFO 99 timer thread
 //! per online CPU; everything else is `rtlab run`'s path.
 
-use super::experiment::{check_json, load_plan, partitions, plan_from_text, run_plan};
+use super::experiment::{
+    builtin_cpus, check_json, load_plan, partitions, plan_from_text, run_plan,
+};
 use super::{Outcome, Refusal, RunArgs};
 use crate::monitor::MonitorSpec;
 use crate::plan::{self, PlanOptions};
@@ -114,10 +116,9 @@ pub fn monitor_main(a: &MonitorArgs, dbg_level: Option<u8>) -> Outcome {
     let plan = match &a.file {
         Some(_) => load_plan(a.file.as_deref(), &opts)?,
         None => {
-            use plan::Machine;
             let root = crate::sys::SysRoot::real();
-            let machine = plan::RealMachine { root: root.clone() };
-            let text = plan::builtin_monitor_text(&machine.online_cpus(), &partitions(&root));
+            let parts = partitions(&root);
+            let text = plan::builtin_monitor_text(&builtin_cpus(&root, &parts), &parts);
             plan_from_text(&text, "<built-in monitor>", &opts, &[])?
         }
     };

@@ -243,20 +243,34 @@ fn listed(others: &[String]) -> String {
     }
 }
 
+/// The directory of this process's cpuset `path` (as `/proc/self/cpuset`
+/// names it): below the mount point, less the part of the hierarchy the
+/// mount does not show (a container's cgroup mounts start at its own
+/// cgroup, `/libpod_parent/libpod-ID`).
+fn own_dir(root: &SysRoot, h: &Hierarchy, path: &str) -> String {
+    let mount = h.mount();
+    crate::sys::cgroup::mount_infos(root)
+        .iter()
+        .filter(|m| m.mount.path.trim_matches('/') == mount)
+        .find_map(|m| crate::sys::cgroup::dir_of(m, path))
+        .unwrap_or_else(|| h.dir(path))
+}
+
 impl CpusetTarget {
     /// Finds cpuset `name` on this machine, or the one this process is in
     /// (`None`, from `/proc/self/cpuset`).
     pub fn find(root: &SysRoot, name: Option<&str>) -> Result<CpusetTarget, CpusetError> {
         let h = Hierarchy::find(root).ok_or(CpusetError::NoController)?;
-        let name = match name {
-            Some(n) => n.to_string(),
-            None => root
-                .read_opt(crate::sys::paths::SELF_CPUSET)
-                .unwrap_or_default()
-                .trim_matches('/')
-                .to_string(),
+        let (name, dir) = match name {
+            Some(n) => (n.to_string(), h.dir(n)),
+            None => {
+                let path = root
+                    .read_opt(crate::sys::paths::SELF_CPUSET)
+                    .unwrap_or_default();
+                let dir = own_dir(root, &h, &path);
+                (path.trim_matches('/').to_string(), dir)
+            }
         };
-        let dir = h.dir(&name);
         if !root.is_dir(&dir) {
             return Err(CpusetError::NotFound {
                 name,
@@ -264,8 +278,12 @@ impl CpusetTarget {
                 others: h.children(root),
             });
         }
+        let cpus = h
+            .read(root, &dir, Knob::EffectiveCpus)
+            .map(|text| crate::cpulist::parse(&text).unwrap_or_default())
+            .unwrap_or_default();
         Ok(CpusetTarget {
-            cpus: h.cpus(root, &name).unwrap_or_default(),
+            cpus,
             name,
             dir,
             v2: h.is_v2(),
@@ -333,6 +351,36 @@ mod tests {
             ],
         );
         assert_eq!(Hierarchy::find(&SysRoot::at(dir.path())), None);
+    }
+
+    #[test]
+    fn a_containers_own_cpuset_is_the_top_of_its_mount() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = "/libpod_parent/libpod-1";
+        fake::write_tree(
+            dir.path(),
+            &[
+                (
+                    "proc/self/mounts",
+                    "cgroup /sys/fs/cgroup/cpuset cgroup ro,nosuid,cpuset 0 0\n",
+                ),
+                (
+                    "proc/self/mountinfo",
+                    "92 89 0:31 /libpod_parent/libpod-1 /sys/fs/cgroup/cpuset ro - cgroup cgroup rw,cpuset\n",
+                ),
+                ("proc/self/cpuset", &format!("{own}\n")),
+                ("sys/fs/cgroup/cpuset/cpuset.cpus", "1\n"),
+                ("sys/fs/cgroup/cpuset/cpuset.effective_cpus", "1\n"),
+            ],
+        );
+        let root = SysRoot::at(dir.path());
+        let t = CpusetTarget::find(&root, None).unwrap();
+        assert_eq!(t.dir, "sys/fs/cgroup/cpuset");
+        assert_eq!(t.cpus, vec![1]);
+        assert_eq!(t.display(), own);
+        // Without mountinfo, the path below the mount point: not there.
+        std::fs::remove_file(dir.path().join("proc/self/mountinfo")).unwrap();
+        assert!(CpusetTarget::find(&root, None).is_err());
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub enum IsolateError {
     /// The CPUs asked for are not usable.
     #[error("{0}")]
     BadCpus(String),
+    /// The cpuset hierarchy is mounted read-only here (a container's
+    /// cgroup mounts are).
+    #[error(
+        "the cpuset hierarchy at /{0} is mounted read-only here (as in a container): partitions \
+         change the host's cpusets"
+    )]
+    ReadOnly(String),
     /// A partition already exists.
     #[error("{0}")]
     Exists(String),
@@ -91,6 +98,12 @@ impl IsolateError {
                 "mount it: `mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset` (v1), or enable it in v2: `echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control`".into(),
             ),
             IsolateError::Exists(_) => Some("undo them first: `rtlab partition undo`".into()),
+            IsolateError::ReadOnly(_) => Some(
+                "make the partition on the host (`rtlab partition create CPUS` there) and give \
+                 the container CPUs of it; inside, rtlab measures on the container's cpuset \
+                 (`--cpuset-cpus`)"
+                    .into(),
+            ),
             IsolateError::Missing(_) => Some("make them: `rtlab partition create CPUS`".into()),
             IsolateError::BadCpus(_) => Some(
                 "give online CPUs (`rtlab partition create 1`, or a mask `0x2`) and leave at \
@@ -212,6 +225,13 @@ fn check_absent(root: &SysRoot, h: &Hierarchy, journal_dir: &Path) -> Result<(),
     Ok(())
 }
 
+/// Whether the hierarchy's mount is read-only (its first mount option).
+fn read_only(root: &SysRoot, h: &Hierarchy) -> bool {
+    crate::sys::cgroup::mounts(root).iter().any(|m| {
+        m.path.trim_matches('/') == h.mount() && m.options.first().is_some_and(|o| o == "ro")
+    })
+}
+
 /// Makes the `rt` and `nrt` partitions (see the module documentation).
 /// `stop` returns the number of a signal that asks to stop, if one came.
 pub fn create(
@@ -221,6 +241,9 @@ pub fn create(
     stop: &dyn Fn() -> Option<i32>,
 ) -> Result<CreateReport, IsolateError> {
     let h = Hierarchy::find(root).ok_or(IsolateError::NoCpuset)?;
+    if read_only(root, &h) {
+        return Err(IsolateError::ReadOnly(h.mount().to_string()));
+    }
     let online = crate::sys::online_cpus(root).map_err(|e| IsolateError::BadCpus(e.to_string()))?;
     let nrt: Vec<usize> = online.iter().copied().filter(|c| !rt.contains(c)).collect();
     check_absent(root, &h, journal_dir)?;

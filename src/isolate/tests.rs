@@ -370,3 +370,25 @@ fn partitions_removed_or_changed_under_a_run_are_told() {
         "{removed:?}"
     );
 }
+
+#[test]
+fn a_read_only_cpuset_mount_is_refused_before_anything() {
+    // A container's cgroup mounts: read-only.
+    let tree = tempfile::tempdir().unwrap();
+    let jdir = crate::sys::fake::journal_dir();
+    let (root, _) = fake::v1_machine(tree.path(), Kernel::default());
+    fake::write_tree(
+        tree.path(),
+        &[(
+            "proc/self/mounts",
+            "cgroup /sys/fs/cgroup/cpuset cgroup ro,nosuid,cpuset 0 0\n",
+        )],
+    );
+    let before = snapshot(tree.path());
+    let e = create(&root, jdir.path(), &[3], &never).unwrap_err();
+    assert!(matches!(e, IsolateError::ReadOnly(_)), "{e}");
+    assert_eq!(e.exit_code(), crate::exit::REFUSED);
+    assert!(e.to_string().contains("read-only"), "{e}");
+    assert!(e.hint().unwrap().contains("on the host"));
+    assert_eq!(snapshot(tree.path()), before);
+}

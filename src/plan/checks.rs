@@ -3,7 +3,7 @@
 //! SCHED_DEADLINE reservations the kernel admits.
 
 use crate::config::{Diagnostic, Experiment, Pos, Spanned};
-use crate::sys::os::{self, Policy, Sched};
+use crate::sys::os::{Policy, Sched};
 
 use super::Planner;
 
@@ -52,6 +52,8 @@ pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
             .map(|n| ("noise_thread", n.index, &n.sched)),
     );
     let privileges = p.machine.privileges();
+    // Read once, at the first refusal.
+    let mut rt_groups = None;
     for (kind, index, sched) in wanted {
         let s = sched.value;
         let who = if kind == "main" {
@@ -72,31 +74,28 @@ pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
             continue;
         }
         if s.policy.is_realtime() && !privileges.allows_rt(s.priority) {
-            p.diags.push(
-                Diagnostic::new(
-                    sched.pos,
-                    format!(
-                        "{who}: {} priority {} needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= {} (this process: uid {}, no CAP_SYS_NICE, RLIMIT_RTPRIO {})",
-                        s.policy.name(), s.priority, s.priority, os::geteuid(), privileges.rtprio_limit
-                    ),
-                )
-                .with_hint(Some(
-                    "run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep rtlab`, or raise `rtprio` in /etc/security/limits.conf; rtlab never runs a thread at a lower policy than asked".into(),
-                )),
-            );
+            let (message, hint) = super::refused_rt::no_capability(&who, s, &privileges);
+            p.diags
+                .push(Diagnostic::new(sched.pos, message).with_hint(Some(hint)));
             continue;
         }
         if let Err(e) = p.machine.probe_sched(s) {
+            let (why, hint) = if s.policy.is_realtime() {
+                let groups = rt_groups.get_or_insert_with(|| p.machine.rt_groups());
+                super::refused_rt::kernel_refusal(&e, &privileges, groups.as_ref())
+            } else {
+                super::refused_rt::nice_refusal(s.priority)
+            };
             p.diags.push(
                 Diagnostic::new(
                     sched.pos,
                     format!(
-                        "{who}: the kernel refuses {} priority {}: {e}",
+                        "{who}: the kernel refuses {} priority {}: {e}: {why}",
                         s.policy.name(),
                         s.priority
                     ),
                 )
-                .with_hint(Some(probe_hint(&e).into())),
+                .with_hint(Some(hint)),
             );
         }
     }
@@ -137,21 +136,5 @@ pub(super) fn check_deadlines(p: &mut Planner, exp: &Experiment) {
             )
             .with_hint(Some(hint)),
         );
-    }
-}
-
-/// Why the kernel refused a policy rtlab was allowed to ask for, by the
-/// error: ENOSYS is no such syscall here (a seccomp filter, an emulator),
-/// never a matter of RT time.
-pub(super) fn probe_hint(e: &std::io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(crate::sys::consts::ENOSYS) => {
-            "the sched_setscheduler syscall is not available here (ENOSYS): a seccomp filter \
-             (a container's profile) or an emulator refuses it; allow it, or run on the host"
-        }
-        _ => {
-            "with CONFIG_RT_GROUP_SCHED, rtlab's cgroup needs RT time: write a non-zero \
-             cpu.rt_runtime_us to its cpu cgroup (and its parents)"
-        }
     }
 }

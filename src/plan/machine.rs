@@ -16,6 +16,11 @@ pub trait Machine {
     fn online_cpus(&self) -> Vec<usize>;
     /// Privileges of this process.
     fn privileges(&self) -> Privileges;
+    /// This process's cpu cgroups with their RT time (RT group
+    /// scheduling), read when a real-time policy was refused.
+    fn rt_groups(&self) -> Option<crate::sys::cgroup_rt::RtGroups> {
+        None
+    }
     /// Tries `sched` on a throw-away thread.
     fn probe_sched(&self, sched: Sched) -> std::io::Result<()>;
     /// Tries SCHED_DEADLINE `dl` on a throw-away thread pinned to `cpus`.
@@ -71,6 +76,10 @@ impl Machine for RealMachine {
 
     fn privileges(&self) -> Privileges {
         Privileges::current(&self.root)
+    }
+
+    fn rt_groups(&self) -> Option<crate::sys::cgroup_rt::RtGroups> {
+        crate::sys::cgroup_rt::rt_groups(&self.root)
     }
 
     fn probe_sched(&self, sched: Sched) -> std::io::Result<()> {

@@ -12,6 +12,7 @@ mod machine;
 mod model;
 mod noise;
 mod placement;
+mod refused_rt;
 mod spikes;
 mod stanzas;
 mod trace_memory;

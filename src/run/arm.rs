@@ -38,7 +38,12 @@ fn hold_pm_qos(root: &SysRoot, requested: Option<u32>) -> (PmQos, Option<std::fs
     };
     let attempt = root
         .open_rw(paths::DMA_LATENCY)
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            crate::sys::SysError::NotFound(p) => {
+                format!("{}: {}", p.display(), crate::sys::pm_qos_missing(root))
+            }
+            e => e.to_string(),
+        })
         .and_then(|f| {
             os::write_pm_qos(&f, us as i32)
                 .map_err(|e| format!("{}: {e}", root.path(paths::DMA_LATENCY).display()))?;

@@ -15,6 +15,7 @@
 //! `docs/architecture.md`, which a test checks). Every test runs rtlab in a
 //! temporary directory of its own, never in the repository.
 //! - `boards`: the boards' release binaries (aarch64, 32-bit ARM) under QEMU.
+//! - `container`: the container image under podman: measures, or refused by name.
 //! - `cyclictest_compat`: `rtlab cyclictest` against the real cyclictest.
 //! - `deadline`: SCHED_DEADLINE timer threads and their admission control.
 //! - `endpoint`: attacks on `rtlab monitor`'s `/metrics` endpoint; its protocol.
@@ -65,6 +66,7 @@ fn test_name_is_the_name_of_the_test_function() {
 }
 
 mod boards;
+mod container;
 mod cyclictest_compat;
 mod deadline;
 mod endpoint;

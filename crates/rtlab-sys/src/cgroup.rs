@@ -60,6 +60,110 @@ pub fn mounts(root: &SysRoot) -> Vec<Mount> {
         .unwrap_or_default()
 }
 
+/// A cgroup mount as `/proc/self/mountinfo` shows it: the mount, and the
+/// cgroup of its hierarchy that appears at its mount point (`root`): `/`
+/// on a host; in a container, the container's own cgroup
+/// (`/libpod_parent/libpod-ID`), or `/` again inside a private cgroup
+/// namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountInfo {
+    /// The mount (its point, version and super options).
+    pub mount: Mount,
+    /// The cgroup shown at the mount point.
+    pub root: String,
+}
+
+/// Parses `/proc/self/mountinfo` text into its cgroup mounts.
+pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let l: Vec<&str> = left.split_whitespace().collect();
+            let r: Vec<&str> = right.split_whitespace().collect();
+            let (root, path) = (l.get(3)?, l.get(4)?);
+            let (fstype, opts) = (r.first()?, r.get(2)?);
+            let v2 = match *fstype {
+                "cgroup2" => true,
+                "cgroup" => false,
+                _ => return None,
+            };
+            Some(MountInfo {
+                mount: Mount {
+                    path: unescape_octal(path),
+                    v2,
+                    options: opts.split(',').map(str::to_string).collect(),
+                },
+                root: unescape_octal(root),
+            })
+        })
+        .collect()
+}
+
+/// The cgroup mounts of this process, with the cgroup each shows.
+pub fn mount_infos(root: &SysRoot) -> Vec<MountInfo> {
+    root.read("proc/self/mountinfo")
+        .map(|t| parse_mountinfo(&t))
+        .unwrap_or_default()
+}
+
+/// A path as the kernel writes it in mount tables: space, tab, newline and
+/// backslash as `\ooo`.
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// This process's cgroup in the v1 hierarchy of `controller` (the
+/// `/proc/self/cgroup` line that names it), or in the v2 hierarchy (the
+/// `0::` line) when `controller` is None.
+pub fn parse_self_cgroup(text: &str, controller: Option<&str>) -> Option<String> {
+    text.lines().find_map(|line| {
+        let mut f = line.splitn(3, ':');
+        let (_, names, path) = (f.next()?, f.next()?, f.next()?);
+        let hit = match controller {
+            Some(c) => names.split(',').any(|n| n == c),
+            None => names.is_empty(),
+        };
+        hit.then(|| path.to_string())
+    })
+}
+
+/// Where cgroup `path` of the hierarchy mounted as `m` is, relative to the
+/// system root: the mount point and the part of `path` below the mount's
+/// root. None when `path` is not below it.
+pub fn dir_of(m: &MountInfo, path: &str) -> Option<String> {
+    let base = m.root.trim_end_matches('/');
+    let below = path.strip_prefix(base)?;
+    if !below.is_empty() && !below.starts_with('/') {
+        return None;
+    }
+    let below = below.trim_matches('/');
+    let mount = m.mount.path.trim_matches('/');
+    Some(if below.is_empty() {
+        mount.to_string()
+    } else {
+        format!("{mount}/{below}")
+    })
+}
+
 /// Which cgroup layout the machine has.
 pub fn version(mounts: &[Mount]) -> CgroupVersion {
     let v1 = mounts.iter().any(|m| !m.v2);
@@ -256,6 +360,60 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
         )
         .unwrap();
         assert!(cg.pids().is_empty());
+    }
+
+    /// A podman container on a hybrid host: each v1 hierarchy shows the
+    /// container's own cgroup at its mount point.
+    const CONTAINER_MOUNTINFO: &str = "79 51 0:40 / / rw,relatime - overlay overlay rw\n\
+89 82 0:47 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755\n\
+90 89 0:29 /libpod_parent/libpod-1de5 /sys/fs/cgroup/cpu ro,nosuid - cgroup cgroup rw,cpu\n\
+92 89 0:31 /libpod_parent/libpod-1de5 /sys/fs/cgroup/cpuset ro,nosuid - cgroup cgroup rw,cpuset\n\
+99 89 0:38 / /sys/fs/cgroup/my\\040dir rw shared:9 - cgroup2 cgroup2 rw\n";
+
+    #[test]
+    fn mountinfo_gives_each_mounts_cgroup() {
+        let m = parse_mountinfo(CONTAINER_MOUNTINFO);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].mount.path.trim_start_matches('/'), "sys/fs/cgroup/cpu");
+        assert_eq!(m[0].root, "/libpod_parent/libpod-1de5");
+        assert!(m[0].mount.options.iter().any(|o| o == "cpu"));
+        // Optional fields before ` - ` and escaped spaces.
+        assert_eq!(
+            m[2].mount.path.trim_start_matches('/'),
+            "sys/fs/cgroup/my dir"
+        );
+        assert!(m[2].mount.v2);
+        let own = "/libpod_parent/libpod-1de5";
+        assert_eq!(dir_of(&m[0], own).as_deref(), Some("sys/fs/cgroup/cpu"));
+        assert_eq!(
+            dir_of(&m[0], &format!("{own}/sub")).as_deref(),
+            Some("sys/fs/cgroup/cpu/sub")
+        );
+        // Not below the mount's cgroup: not reachable here.
+        assert_eq!(dir_of(&m[0], "/libpod_parent"), None);
+        assert_eq!(dir_of(&m[0], "/libpod_parent/libpod-1de5x"), None);
+        assert_eq!(
+            dir_of(&m[2], "/a/b").as_deref(),
+            Some("sys/fs/cgroup/my dir/a/b")
+        );
+        // Garbage lines are skipped, never a panic.
+        assert!(parse_mountinfo("x - cgroup\n - \n\\\n1 2 3 \\0 /p - cgroup c rw").len() <= 1);
+    }
+
+    #[test]
+    fn self_cgroup_by_controller() {
+        let text = "9:name=systemd:/x\n2:cpu,cpuacct:/a/b\n0::/u\n";
+        assert_eq!(
+            parse_self_cgroup(text, Some("cpu")).as_deref(),
+            Some("/a/b")
+        );
+        assert_eq!(
+            parse_self_cgroup(text, Some("cpuacct")).as_deref(),
+            Some("/a/b")
+        );
+        assert_eq!(parse_self_cgroup(text, None).as_deref(), Some("/u"));
+        assert_eq!(parse_self_cgroup(text, Some("cpuset")), None);
+        assert_eq!(parse_self_cgroup("garbage", Some("cpu")), None);
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub mod remedy {
         (CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK: x86 and GICv3 do, many ARM chips do not)";
     /// The PM QoS device.
     pub const PM_QOS: &str = "CONFIG_PM=y (the /dev/cpu_dma_latency device)";
+    /// In a container whose `/dev` lacks it.
+    pub const PM_QOS_CONTAINER: &str =
+        "the host's device passed in: podman or docker `--device /dev/cpu_dma_latency`";
 }
 
 fn feature(name: &str, state: State, detail: impl Into<String>, remedy: &str) -> Feature {
@@ -312,6 +315,9 @@ fn power_features(root: &SysRoot) -> Vec<Feature> {
     let pm_qos = if root.exists(paths::DMA_LATENCY) {
         let at = format!("/{}", paths::DMA_LATENCY);
         feature("PM QoS", State::Present, at, "")
+    } else if super::private_dev(root) {
+        let no = "no wake-up latency request can be held: not in this container's /dev";
+        feature("PM QoS", State::Missing, no, remedy::PM_QOS_CONTAINER)
     } else {
         let no = "no wake-up latency request can be held";
         feature("PM QoS", State::Missing, no, remedy::PM_QOS)

@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod cgroup;
+pub mod cgroup_rt;
 pub mod counter_choice;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
@@ -108,49 +109,94 @@ pub fn cpu_node(root: &SysRoot, cpu: usize) -> Option<usize> {
         .find_map(|name| name.strip_prefix("node")?.parse().ok())
 }
 
+/// Whether this process's `/dev` is a private one (a `tmpfs`, as a
+/// container's), not the kernel's `devtmpfs`: a device missing there may
+/// only not have been passed in (`--device`).
+pub fn private_dev(root: &SysRoot) -> bool {
+    root.read("proc/self/mounts").is_ok_and(|text| {
+        text.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&"/dev") && f.get(2).is_some_and(|t| *t != "devtmpfs")
+        })
+    })
+}
+
+/// Why `/dev/cpu_dma_latency` is missing, and what brings it.
+pub fn pm_qos_missing(root: &SysRoot) -> &'static str {
+    if private_dev(root) {
+        "not in this container's /dev: pass it in (podman or docker `--device /dev/cpu_dma_latency`)"
+    } else {
+        "not present on this kernel (CONFIG_PM)"
+    }
+}
+
 /// Facts about this process's privileges that decide whether real-time
 /// scheduling can be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Privileges {
     /// Effective uid is 0.
     pub root: bool,
-    /// CAP_SYS_NICE is in the effective set.
+    /// CAP_SYS_NICE is in the effective set (`CapEff:` of
+    /// `/proc/self/status`, bit 23; where that is unreadable, root is taken
+    /// to have it and the kernel's answer to a real attempt decides).
     pub cap_sys_nice: bool,
     /// RLIMIT_RTPRIO soft limit.
     pub rtprio_limit: u64,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (-1 = no throttling).
     pub rt_runtime_us: Option<i64>,
+    /// A seccomp filter is on this process (`Seccomp: 2`).
+    pub seccomp_filter: bool,
+    /// This process is in a user namespace: the first line of
+    /// `/proc/self/uid_map` when it is not the initial namespace's
+    /// `0 0 4294967295` (a rootless container).
+    pub user_namespace: Option<String>,
 }
+
+/// The effective-capability bit of CAP_SYS_NICE.
+pub const CAP_SYS_NICE: u32 = 23;
 
 impl Privileges {
     /// Reads the privileges of this process.
     pub fn current(root: &SysRoot) -> Self {
-        const CAP_SYS_NICE: u32 = 23;
-        let cap_sys_nice = root
-            .read("proc/self/status")
-            .ok()
-            .and_then(|status| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("CapEff:"))
-                    .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-            })
-            .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0);
+        let status = root.read("proc/self/status").unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let caps = field("CapEff:").and_then(|hex| u64::from_str_radix(hex, 16).ok());
+        let is_root = os::geteuid() == 0;
         Privileges {
-            root: os::geteuid() == 0,
-            cap_sys_nice,
+            root: is_root,
+            cap_sys_nice: caps.map_or(is_root, |c| c & (1 << CAP_SYS_NICE) != 0),
             rtprio_limit: os::rtprio_limit(),
             rt_runtime_us: root
                 .read_opt("proc/sys/kernel/sched_rt_runtime_us")
                 .and_then(|v| v.parse().ok()),
+            seccomp_filter: field("Seccomp:") == Some("2"),
+            user_namespace: user_namespace(&root.read("proc/self/uid_map").unwrap_or_default()),
         }
     }
 
     /// Whether a thread may take real-time priority `priority` by the rules
-    /// alone (the kernel may still refuse, e.g. RT group scheduling).
+    /// alone: CAP_SYS_NICE, or RLIMIT_RTPRIO at least `priority` (root
+    /// without the capability, as in a container that dropped it, may
+    /// not). The kernel may still refuse: RT group scheduling, a seccomp
+    /// filter, a user namespace.
     pub fn allows_rt(&self, priority: i32) -> bool {
-        self.root || self.cap_sys_nice || (priority as u64) <= self.rtprio_limit
+        self.cap_sys_nice || u64::try_from(priority).is_ok_and(|p| p <= self.rtprio_limit)
     }
+}
+
+/// The uid map's first line when it is not the initial namespace's.
+fn user_namespace(uid_map: &str) -> Option<String> {
+    let first = uid_map
+        .lines()
+        .next()?
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    (first != ["0", "0", "4294967295"]).then(|| first.join(" "))
 }
 
 #[cfg(test)]
@@ -167,6 +213,24 @@ mod tests {
         assert_eq!(online_cpus(&root).unwrap(), vec![0, 1, 2, 3, 6]);
         std::fs::write(p.join("online"), "garbage\n").unwrap();
         assert!(matches!(online_cpus(&root), Err(SysError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_containers_dev_lacks_the_pm_qos_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        assert!(pm_qos_missing(&root).contains("this kernel"));
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        let mounts = dir.path().join("proc/self/mounts");
+        std::fs::write(&mounts, "udev /dev devtmpfs rw 0 0\n").unwrap();
+        assert!(!private_dev(&root));
+        std::fs::write(
+            &mounts,
+            "overlay / overlay rw 0 0\ntmpfs /dev tmpfs rw 0 0\n",
+        )
+        .unwrap();
+        assert!(private_dev(&root));
+        assert!(pm_qos_missing(&root).contains("--device /dev/cpu_dma_latency"));
     }
 
     #[test]
@@ -188,5 +252,44 @@ mod tests {
         assert!(p.cap_sys_nice);
         assert_eq!(p.rt_runtime_us, Some(-1));
         assert!(p.allows_rt(99));
+        assert!(!p.seccomp_filter);
+        assert_eq!(p.user_namespace, None);
+    }
+
+    #[test]
+    fn a_container_without_cap_sys_nice() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        // podman's default set: no CAP_SYS_NICE (bit 23), a seccomp filter.
+        std::fs::write(
+            dir.path().join("proc/self/status"),
+            "Name:\tx\nCapEff:\t00000000800405fb\nSeccomp:\t2\nSeccomp_filters:\t1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("proc/self/uid_map"),
+            "         0          0 4294967295\n",
+        )
+        .unwrap();
+        let p = Privileges::current(&SysRoot::at(dir.path()));
+        assert!(!p.cap_sys_nice);
+        assert!(p.seccomp_filter);
+        assert_eq!(p.user_namespace, None);
+        // Neither root nor a low RLIMIT_RTPRIO gives priority 99 then.
+        let p = Privileges {
+            root: true,
+            rtprio_limit: 10,
+            ..p
+        };
+        assert!(!p.allows_rt(99));
+        assert!(p.allows_rt(10));
+        // A rootless container's user namespace.
+        std::fs::write(
+            dir.path().join("proc/self/uid_map"),
+            "0 1000 1\n1 100000 65536\n",
+        )
+        .unwrap();
+        let p = Privileges::current(&SysRoot::at(dir.path()));
+        assert_eq!(p.user_namespace.as_deref(), Some("0 1000 1"));
     }
 }

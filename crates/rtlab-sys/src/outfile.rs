@@ -343,8 +343,27 @@ fn type_name(t: FileType) -> &'static str {
 pub fn check(path: &Path, dirs_made_later: bool) -> Result<(), OutputError> {
     let (dir, name) = split(path)?;
     match open_dir(dir, false, dirs_made_later)? {
-        Some(fd) => check_target(&fd, name, path),
+        Some(fd) => {
+            check_writable(&fd, path)?;
+            check_target(&fd, name, path)
+        }
         None => Ok(()),
+    }
+}
+
+/// The directory held by `dir` takes new files: not on a read-only file
+/// system (a container's image without a volume, `--read-only`), and
+/// writable by this user; said before anything starts rather than when
+/// the results are written.
+fn check_writable(dir: &OwnedFd, path: &Path) -> Result<(), OutputError> {
+    match rustix::fs::accessat(dir, ".", rustix::fs::Access::WRITE_OK, AtFlags::empty()) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(OutputError::new(
+            path,
+            format!("cannot write in its directory: {}", std::io::Error::from(e)),
+            "choose a directory this user can write (`--outdir DIR`; in a container, a volume: \
+             `-v DIR:/out -w /out`)",
+        )),
     }
 }
 
@@ -828,6 +847,29 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_directory_that_takes_no_file_is_refused_before() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let closed = dir.path().join("closed");
+        std::fs::create_dir(&closed).unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let r = check(&closed.join("r.json"), false);
+        // Root writes it whatever its mode; another user may not (a
+        // read-only file system refuses root too: EROFS).
+        if euid() == 0 {
+            assert!(r.is_ok(), "{r:?}");
+        } else {
+            let e = r.unwrap_err();
+            assert!(
+                e.to_string().contains("cannot write in its directory"),
+                "{e}"
+            );
+            assert!(e.hint.contains("-v DIR:/out"), "{}", e.hint);
+        }
+        assert!(check(&dir.path().join("r.json"), false).is_ok());
+    }
 
     #[test]
     fn writes_whole_files_and_replaces_its_own() {

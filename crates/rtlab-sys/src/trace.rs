@@ -22,7 +22,7 @@ pub enum TraceError {
     )]
     NoTracefs,
     /// Mounting it failed.
-    #[error("cannot mount tracefs at /{path}: {source}")]
+    #[error("cannot mount tracefs at /{path}: {source}{}", mount_note(source))]
     Mount {
         /// The mount point.
         path: String,
@@ -40,6 +40,25 @@ pub enum TraceError {
     /// The change could not be journalled first, so it was not made.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// The instance's name is taken: another rtlab of the same PID traces
+    /// (in another PID namespace: another container), or one that died
+    /// without its journal left it.
+    #[error(
+        "trace instance /{0} exists already: another rtlab with this PID is tracing (in \
+         another PID namespace, as another container), or one that was killed left it; \
+         if none runs, remove it on the host (`rmdir` it)"
+    )]
+    InstanceTaken(String),
+}
+
+/// What a refused mount means: no CAP_SYS_ADMIN, as in a container.
+fn mount_note(e: &std::io::Error) -> &'static str {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        " (a container may not mount it: pass the host's tracefs in, \
+         `-v /sys/kernel/tracing:/sys/kernel/tracing`)"
+    } else {
+        ""
+    }
 }
 
 fn kernel(what: &'static str) -> impl Fn(SysError) -> TraceError {
@@ -249,6 +268,11 @@ impl Instance {
     ) -> Result<Instance, TraceError> {
         debug_assert!(INSTANCE_SUFFIXES.contains(&suffix));
         let dir = format!("{tracefs}/instances/rtlab-{}{suffix}", os::getpid());
+        // Never journal (and so remove at the end) an instance that is not
+        // ours.
+        if root.exists(&dir) {
+            return Err(TraceError::InstanceTaken(dir));
+        }
         journal.record(&Change::TraceInstance { path: dir.clone() })?;
         root.mkdir(&dir)
             .map_err(kernel("cannot make the trace instance"))?;
@@ -478,6 +502,34 @@ mod tests {
         assert!(!available(&root));
         std::fs::write(dir.path().join("proc/filesystems"), "nodev\ttracefs\n").unwrap();
         assert!(available(&root));
+    }
+
+    #[test]
+    fn an_instance_of_the_same_name_is_never_taken_over() {
+        // Another container's rtlab has this PID too (PID 1 in each).
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        let tracefs = "sys/kernel/tracing";
+        let theirs = format!("{tracefs}/instances/rtlab-{}", os::getpid());
+        std::fs::create_dir_all(dir.path().join(&theirs)).unwrap();
+        let jdir = journal_dir();
+        let mut journal = Journal::open(
+            &root,
+            jdir.path(),
+            "run-1.journal",
+            crate::journal::Owner::Run,
+        )
+        .unwrap();
+        let e = Instance::create(&root, &mut journal, tracefs, "")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("exists already"), "{e}");
+        // Nothing journalled: the end of the run leaves it alone.
+        drop(journal);
+        let text = std::fs::read_to_string(jdir.path().join("run-1.journal")).unwrap();
+        assert!(!text.contains("trace_instance"), "{text}");
+        let eperm = std::io::Error::from_raw_os_error(libc::EPERM);
+        assert!(mount_note(&eperm).contains("-v /sys/kernel/tracing:/sys/kernel/tracing"));
     }
 
     #[test]
