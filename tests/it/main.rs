@@ -27,6 +27,7 @@
 //! - `isolation`: CPU partitions on the real cpuset, undone and restored.
 //! - `hwlat`: `rtlab hwlat` on a real run, a FIFO helper's slices OS noise.
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
+//! - `lava`: `rtlab lava` and `contrib/lava` against Linaro's reading of cyclictest.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
 //! - `noise`: noise threads against a FIFO helper that times its slices.
@@ -77,6 +78,7 @@ mod hwlat;
 mod irq_side;
 mod isolation;
 mod kernel_stacks;
+mod lava;
 mod loads;
 mod monitor;
 mod noise;
