@@ -82,7 +82,9 @@ rm -f "${RESULT}" "${BG_PGID_FILE}"
 # The background command: sh -c's argument, never pasted into a script, in
 # a session and process group of its own (so that stopping it stops what it
 # started), run again a second after it ends, as Linaro's
-# background_process_start does, until stopped.
+# background_process_start does, until stopped. It finds this rtlab in
+# $RTLAB: BACKGROUND_CMD='"$RTLAB" load ipc --groups 10' is a hackbench
+# with nothing to install.
 BG_PID=""
 start_background() {
     [ -n "${BACKGROUND_CMD}" ] || return 0
@@ -92,7 +94,8 @@ start_background() {
     fi
     say "background: ${BACKGROUND_CMD}"
     # shellcheck disable=SC2016 # $1 and $2 are the inner shell's
-    setsid sh -c 'echo $$ > "$1"; while :; do sh -c "$2" </dev/null >/dev/null; sleep 1; done' \
+    RTLAB="${RTLAB}" setsid sh -c \
+        'echo $$ > "$1"; while :; do sh -c "$2" </dev/null >/dev/null; sleep 1; done' \
         rtlab-background "${BG_PGID_FILE}" "${BACKGROUND_CMD}" </dev/null >/dev/null &
     BG_PID=$!
 }
