@@ -67,6 +67,10 @@ case "${machine}" in
     *) arch="${machine}" ;;
 esac
 RTLAB="${here}/bin/${arch}/rtlab"
+# An archive or a copy may have lost the executable bit.
+if [ -f "${RTLAB}" ] && [ ! -x "${RTLAB}" ]; then
+    chmod +x "${RTLAB}"
+fi
 if [ ! -x "${RTLAB}" ]; then
     say "no ${RTLAB} for this board (${machine}): build it and put it there (docs/lava.md)"
     exit 1
