@@ -6,8 +6,9 @@
 //! run) each case is also reported by LAVA's `lava-test-case` helper, run
 //! directly (no shell) with each argument an item of its own.
 //!
-//! Exit status: 0 when every case passed, 6 when one failed (a max at or
-//! above `--max-latency`, or a thread without samples), 2 when an input or
+//! Exit status: 0 when no case failed (skipped ones aside), 6 when one
+//! failed (a max at or above `--max-latency`, or a thread without samples),
+//! 2 when an input or
 //! flag is refused or the helper is wanted and not on the PATH (nothing is
 //! printed), 1 when the helper failed for some case (LAVA lacks it).
 
@@ -38,7 +39,7 @@ pub struct LavaArgs {
     labels: Vec<String>,
     /// MAX_LATENCY of Linaro's rt-tests parser (whole µs): a thread's
     /// max-latency case fails when its max is at or above it (min and avg
-    /// always pass). Without it every case passes.
+    /// always pass). Without it no max fails.
     #[arg(long, value_name = "US")]
     max_latency: Option<u64>,
     /// Report each case with LAVA's lava-test-case helper: `auto` inside a

@@ -4,7 +4,7 @@
 //! order of N, `tN-min-latency`, `tN-avg-latency` and `tN-max-latency`,
 //! each with its figure in whole µs. Only the max can fail: it fails when it
 //! is at or above the threshold (`MAX_LATENCY`, Linaro's `int(max) >=
-//! int(MAX_LATENCY)`); without a threshold every case passes, as Linaro's
+//! int(MAX_LATENCY)`); without a threshold no max fails, as Linaro's
 //! parser has reported since it dropped `MAX_LATENCY`.
 //!
 //! The figures are cyclictest's: whole µs truncated, as cyclictest
@@ -12,6 +12,10 @@
 //! (rtlab's ns figures divided by 1000, the mean first cut to whole ns).
 //! The avg is the `T:` line's `Avg` (a whole number), not the two
 //! decimals of cyclictest's `--json`.
+//!
+//! A thread without samples fails its three cases, without figures; a
+//! figure the input does not hold (a windows file keeps the max alone) has
+//! its case skipped (`skip`, LAVA's word), without a figure.
 //!
 //! Names are made here from thread numbers and, with several runs, a
 //! prefix of letters, digits, `.`, `_` and `-` only: nothing a result file
@@ -26,6 +30,9 @@ pub enum Verdict {
     Pass,
     /// `fail`.
     Fail,
+    /// `skip`: the input does not hold the figure (a windows file keeps
+    /// the max alone).
+    Skip,
 }
 
 impl Verdict {
@@ -34,6 +41,7 @@ impl Verdict {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
+            Verdict::Skip => "skip",
         }
     }
 }
@@ -45,14 +53,15 @@ pub struct Case {
     pub name: String,
     /// Its result.
     pub verdict: Verdict,
-    /// Its figure in whole µs; None for a thread that measured nothing.
+    /// Its figure in whole µs; None for a thread that measured nothing or
+    /// a figure the input does not hold.
     pub measurement_us: Option<u64>,
 }
 
 impl Case {
     /// The result line, as Linaro's parser prints it and its
     /// `send-to-lava.sh` reads it: `t0-max-latency fail 52 us` (`NAME fail`
-    /// without a figure).
+    /// or `NAME skip` without a figure).
     pub fn line(&self) -> String {
         match self.measurement_us {
             Some(v) => format!("{} {} {v} us", self.name, self.verdict.word()),
@@ -102,29 +111,33 @@ pub fn cases(run: &Run, max_latency_us: Option<u64>, prefix: Option<&str>) -> Ca
     numbered.sort_by_key(|(n, _)| *n);
     let head = prefix.map(|p| format!("{p}-")).unwrap_or_default();
     for (n, t) in numbered {
-        let name = |what: &str| format!("{head}t{n}-{what}-latency");
-        let Some((min, avg, max)) = figures(t) else {
+        let [min, avg, max] = figures(t);
+        let over = max.zip(max_latency_us).is_some_and(|(m, limit)| m >= limit);
+        let nothing = t.stats.samples == 0;
+        if nothing {
             out.left_out
                 .push(format!("{}: no samples: its cases fail", t.name));
-            for what in ["min", "avg", "max"] {
-                out.cases.push(Case {
-                    name: name(what),
-                    verdict: Verdict::Fail,
-                    measurement_us: None,
-                });
-            }
-            continue;
-        };
-        let over = max_latency_us.is_some_and(|limit| max >= limit);
-        for (what, value, verdict) in [
+        }
+        for (what, value, judged) in [
             ("min", min, Verdict::Pass),
             ("avg", avg, Verdict::Pass),
             ("max", max, if over { Verdict::Fail } else { Verdict::Pass }),
         ] {
+            let verdict = match value {
+                _ if nothing => Verdict::Fail,
+                Some(_) => judged,
+                None => {
+                    out.left_out.push(format!(
+                        "{}: no {what} in this file: its case is skipped",
+                        t.name
+                    ));
+                    Verdict::Skip
+                }
+            };
             out.cases.push(Case {
-                name: name(what),
+                name: format!("{head}t{n}-{what}-latency"),
                 verdict,
-                measurement_us: Some(value),
+                measurement_us: value.filter(|_| !nothing),
             });
         }
     }
@@ -146,17 +159,18 @@ fn number(t: &Thread) -> Result<u64, &'static str> {
     digits.parse().map_err(|_| "a thread number out of range")
 }
 
-/// Min, avg and max in whole µs, truncated; None without samples or
-/// without a finite mean.
-fn figures(t: &Thread) -> Option<(u64, u64, u64)> {
+/// Min, avg and max in whole µs, truncated; each None when the input does
+/// not hold it (or holds a mean that is not a finite, non-negative number).
+fn figures(t: &Thread) -> [Option<u64>; 3] {
     let s = &t.stats;
-    let mean = s.mean_ns.filter(|m| m.is_finite() && *m >= 0.0)?;
-    if s.samples == 0 {
-        return None;
-    }
+    let mean = s.mean_ns.filter(|m| m.is_finite() && *m >= 0.0);
     // `as` saturates: a mean past u64 (which no loader lets through) is
     // the largest figure, never a panic.
-    Some((s.min_ns? / 1000, mean as u64 / 1000, s.max_ns? / 1000))
+    [
+        s.min_ns.map(|v| v / 1000),
+        mean.map(|m| m as u64 / 1000),
+        s.max_ns.map(|v| v / 1000),
+    ]
 }
 
 /// A run's label as the start of its cases' names when several runs are

@@ -640,7 +640,8 @@ fn hostile_results_never_panic_nor_inject_a_line() {
     }
 }
 
-/// `tN-(min|avg|max)-latency (pass|fail)[ V us]`, N and V digits.
+/// `tN-(min|avg|max)-latency (pass|fail|skip)`, or with ` V us` after
+/// pass or fail; N and V digits.
 fn well_formed(line: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let words: Vec<&str> = line.split(' ').collect();
@@ -654,7 +655,7 @@ fn well_formed(line: &str) -> bool {
     };
     let head = digits(t) && ["min", "avg", "max"].contains(&kind);
     head && match words[1..] {
-        ["pass" | "fail"] => true,
+        ["pass" | "fail" | "skip"] => true,
         ["pass" | "fail", v, "us"] => digits(v),
         _ => false,
     }
