@@ -25,6 +25,7 @@ mod experiment;
 mod fix;
 mod generated;
 pub mod hwlat;
+mod lava;
 mod load;
 mod monitor;
 mod noise;
@@ -112,6 +113,11 @@ pub enum Command {
     /// One table, a column per run, with differences against the first;
     /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
     Compare(show::CompareArgs),
+    /// LAVA's test cases of runs, as Linaro's rt-tests parser names and
+    /// judges cyclictest's: t<N>-min/avg/max-latency per thread, the max
+    /// failing at or above --max-latency (exit status 6); inside a LAVA
+    /// test shell each is reported by lava-test-case.
+    Lava(lava::LavaArgs),
     /// Monitoring: run until stopped (FILE, or one FIFO 99 timer thread per
     /// CPU), exporting metrics for Prometheus (`/metrics`, a node_exporter
     /// textfile) and each window's histogram to a file.
@@ -304,6 +310,7 @@ fn dispatch(cli: &Cli) -> Outcome {
         (Some(Command::Plot(args)), _) => show::plot_main(args),
         (Some(Command::Report(args)), _) => show::report_main(args),
         (Some(Command::Compare(args)), _) => show::compare_main(args),
+        (Some(Command::Lava(args)), _) => lava::main(args),
         (Some(Command::Explain { result }), _) => show::explain_main(result),
         (Some(Command::Audit(args)), _) => trace::audit_main(args),
         (Some(Command::Monitor(args)), _) => monitor::monitor_main(args, cli.dbg_level),

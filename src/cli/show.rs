@@ -116,7 +116,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 }
 
 /// Loads the inputs, or why not (exit status 2).
-fn load(inputs: &Inputs) -> Result<Vec<Run>, Refusal> {
+pub(super) fn load(inputs: &Inputs) -> Result<Vec<Run>, Refusal> {
     if inputs.labels.len() > inputs.results.len() {
         return Err(Refusal::new(format!(
             "rtlab: {} --label for {} result files",

@@ -1,9 +1,10 @@
 //! Outputs: renderers of a [`RunResult`](crate::result::RunResult) (result
 //! files, closing lines, JSON), of live snapshots (the live table), and of
 //! finished runs read back through [`crate::dataset`] (plots, the HTML
-//! report, comparisons, gnuplot scripts). Pure string and picture building;
-//! the caller decides where they go. Each format is in its own file; the
-//! files made from finished runs share one interface ([`export::Exporter`]).
+//! report, comparisons, gnuplot scripts, LAVA's test cases). Pure string
+//! and picture building; the caller decides where they go. Each format is
+//! in its own file; the files made from finished runs share one interface
+//! ([`export::Exporter`]).
 
 pub mod audit;
 pub mod compare;
@@ -16,6 +17,7 @@ pub mod gnuplot;
 pub mod html;
 pub mod hwlat;
 pub mod json;
+pub mod lava;
 pub mod live;
 pub mod noise;
 pub mod oslat;

@@ -29,6 +29,7 @@
 //! - `hwlat`: `rtlab hwlat` on a real run, a FIFO helper's slices OS noise.
 //! - `kernel_stacks`: kernel stacks in explanations; hidden kernel addresses.
 //! - `kubernetes`: the manifests' Go check; the Job's and DaemonSet's commands run.
+//! - `lava`: `rtlab lava` and `contrib/lava` against Linaro's reading of cyclictest.
 //! - `loads`: the built-in loads (`rtlab load`) against the kernel's counts.
 //! - `monitor`: `rtlab monitor` against a real Prometheus; textfile, windows.
 //! - `noise`: noise threads against a FIFO helper that times its slices.
@@ -81,6 +82,7 @@ mod irq_side;
 mod isolation;
 mod kernel_stacks;
 mod kubernetes;
+mod lava;
 mod loads;
 mod monitor;
 mod noise;
