@@ -51,14 +51,14 @@ while getopts ":p:i:t:a:D:m:w:" opt; do
 done
 # Checked before the measurement rather than after it.
 case "${MAX_LATENCY}" in
-    *[!0-9]*)
-        say "MAX_LATENCY ${MAX_LATENCY}: not a whole number of us"
+    *[!0-9]* | ??????????????????*)
+        say "MAX_LATENCY ${MAX_LATENCY}: not a whole number of us (at most 17 digits)"
         exit 2
         ;;
 esac
 
 # The binary for this board, beside this script.
-here=$(cd "$(dirname "$0")" && pwd) || exit 1
+here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd) || exit 1
 machine=$(uname -m)
 case "${machine}" in
     aarch64 | arm64) arch=aarch64 ;;

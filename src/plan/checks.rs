@@ -82,7 +82,7 @@ pub(super) fn check_privileges(p: &mut Planner, exp: &Experiment) {
         if let Err(e) = p.machine.probe_sched(s) {
             let (why, hint) = if s.policy.is_realtime() {
                 let groups = rt_groups.get_or_insert_with(|| p.machine.rt_groups());
-                super::refused_rt::kernel_refusal(&e, &privileges, groups.as_ref())
+                super::refused_rt::kernel_refusal(&e, &privileges, s.priority, groups.as_ref())
             } else {
                 super::refused_rt::nice_refusal(s.priority)
             };

@@ -53,6 +53,7 @@ pub(super) fn no_capability(who: &str, sched: Sched, p: &Privileges) -> (String,
 pub(super) fn kernel_refusal(
     e: &std::io::Error,
     p: &Privileges,
+    priority: i32,
     groups: Option<&RtGroups>,
 ) -> (String, String) {
     use crate::sys::consts::{ENOSYS, EPERM};
@@ -71,7 +72,14 @@ pub(super) fn kernel_refusal(
         );
     }
     if errno == Some(EPERM) {
-        if let Some(map) = p.user_namespace.as_deref().filter(|_| p.cap_sys_nice) {
+        // The kernel takes RLIMIT_RTPRIO before the capability: a limit
+        // that covers the priority is no user namespace's matter.
+        let limit_covers = u64::try_from(priority).is_ok_and(|x| x <= p.rtprio_limit);
+        if let Some(map) = p
+            .user_namespace
+            .as_deref()
+            .filter(|_| p.cap_sys_nice && !limit_covers)
+        {
             return user_namespace(map);
         }
         if let Some(refusal) = groups.and_then(rt_group) {
@@ -188,6 +196,8 @@ fn hidden_hint(own: &RtGroup, period: i64) -> String {
 /// `zero`: the groups without RT time, top first; `parent`: the one above
 /// the first of them (None when that is the hierarchy's root).
 fn visible_hint(parent: Option<&RtGroup>, zero: &[RtGroup], period: i64) -> String {
+    // What is left is in the first group's period: its value too.
+    let period = zero[0].period_us.filter(|&p| p > 0).unwrap_or(period);
     let left = parent.and_then(|p| cgroup_rt::left_for(p, &zero[0]));
     let files = zero
         .iter()
@@ -199,7 +209,9 @@ fn visible_hint(parent: Option<&RtGroup>, zero: &[RtGroup], period: i64) -> Stri
         (Some(p), Some(l)) if l > 0 => format!(
             "at most {l} per {period} µs: /{}'s {} less {} its other children hold",
             p.dir,
-            p.runtime_us.unwrap_or(0),
+            p.runtime_us
+                .filter(|&r| r >= 0)
+                .map_or("unlimited share".to_string(), |r| r.to_string()),
             zero[0].siblings_us.unwrap_or(0)
         ),
         (Some(p), Some(_)) => {
@@ -294,7 +306,7 @@ mod tests {
     fn a_hosts_cgroups_without_rt_time_are_named_with_a_value() {
         let dir = tempfile::tempdir().unwrap();
         let g = cgroup_rt::rt_groups(&host(dir.path())).unwrap();
-        let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         assert!(m.contains("its cpu cgroup /a/c has no RT time"), "{m}");
         assert!(
             m.ends_with("cpu.rt_runtime_us is 0 in /sys/fs/cgroup/cpu/a, /sys/fs/cgroup/cpu/a/c"),
@@ -315,7 +327,7 @@ mod tests {
             &[("sys/fs/cgroup/cpu/b/cpu.rt_runtime_us", "950000\n")],
         );
         let g = cgroup_rt::rt_groups(&SysRoot::at(dir.path())).unwrap();
-        let (_, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (_, h) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         assert!(h.contains("other children hold all of its 950000"), "{h}");
         // Every group with RT time: not this cause.
         write_tree(
@@ -326,7 +338,7 @@ mod tests {
             ],
         );
         let g = cgroup_rt::rt_groups(&SysRoot::at(dir.path())).unwrap();
-        let (m, _) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (m, _) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         assert!(m.contains("every cpu cgroup"), "{m}");
     }
 
@@ -348,7 +360,7 @@ mod tests {
         );
         let root = SysRoot::at(dir.path());
         let g = cgroup_rt::rt_groups(&root).unwrap();
-        let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         assert!(
             m.contains("the container's cpu cgroup /libpod_parent/libpod-1 has no RT time"),
             "{m}"
@@ -372,7 +384,7 @@ mod tests {
             ],
         );
         let g = cgroup_rt::rt_groups(&root).unwrap();
-        let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         assert!(
             m.contains("the container's (`/` of its cgroup namespace)"),
             "{m}"
@@ -392,7 +404,7 @@ mod tests {
             ],
         );
         let g = cgroup_rt::rt_groups(&root).unwrap();
-        let (m, h) = kernel_refusal(&eperm(), &privileges(), Some(&g));
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), 99, Some(&g));
         let whole = format!(
             "timer_thread[0]: the kernel refuses FIFO priority 99: {}: {m}",
             eperm()
@@ -408,20 +420,27 @@ mod tests {
             seccomp_filter: true,
             ..privileges()
         };
-        let (m, h) = kernel_refusal(&eperm(), &userns, None);
+        let (m, h) = kernel_refusal(&eperm(), &userns, 99, None);
         assert!(m.contains("user namespace"), "{m}");
         assert!(h.contains("rtprio"), "{h}");
+        // RLIMIT_RTPRIO covering the priority: the namespace is not why.
+        let covered = Privileges {
+            rtprio_limit: 99,
+            ..userns.clone()
+        };
+        let (m, _) = kernel_refusal(&eperm(), &covered, 99, None);
+        assert!(!m.contains("user namespace"), "{m}");
         let seccomp = Privileges {
             user_namespace: None,
             ..userns
         };
-        let (m, h) = kernel_refusal(&eperm(), &seccomp, None);
+        let (m, h) = kernel_refusal(&eperm(), &seccomp, 99, None);
         assert!(m.contains("a seccomp filter"), "{m}");
         assert!(h.contains("seccomp="), "{h}");
         let enosys = std::io::Error::from_raw_os_error(crate::sys::consts::ENOSYS);
-        let (m, _) = kernel_refusal(&enosys, &seccomp, None);
+        let (m, _) = kernel_refusal(&enosys, &seccomp, 99, None);
         assert!(m.contains("ENOSYS") && m.contains("seccomp"), "{m}");
-        let (m, h) = kernel_refusal(&eperm(), &privileges(), None);
+        let (m, h) = kernel_refusal(&eperm(), &privileges(), 99, None);
         assert!(m.contains("no RT group scheduling seen"), "{m}");
         assert!(h.contains("security module"), "{h}");
         // A negative nice: its own rule, never RT time.

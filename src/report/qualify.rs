@@ -51,8 +51,8 @@ pub struct Qualification {
     pub tests: Vec<TestOutcome>,
     /// The CPUs measured on.
     pub cpus: Vec<usize>,
-    /// Every measured CPU isolated (isolcpus, an isolated partition), as
-    /// the cyclictest run saw the machine; None when it did not run.
+    /// Every CPU the first measuring test ran on isolated (isolcpus, an
+    /// isolated partition); None when no test measured.
     pub isolated: Option<bool>,
     /// When it was written (RFC 3339, UTC).
     pub time: String,

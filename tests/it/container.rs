@@ -67,6 +67,32 @@ impl Drop for CgroupParent {
     }
 }
 
+/// podman's parent cgroup (`libpod_parent`, in every hierarchy) where the
+/// tests made it, removed when each test ends (the last one's removal
+/// holds): a cpuset left holding every CPU would make exclusive cpusets
+/// (`rtlab partition create`) impossible on this machine afterwards.
+struct PodmanParent;
+
+/// The hierarchies that had podman's parent cgroup before any test here.
+fn parents_before() -> &'static Vec<String> {
+    static BEFORE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    BEFORE.get_or_init(|| {
+        cgroup_mounts()
+            .into_iter()
+            .filter(|m| Path::new(m).join("libpod_parent").exists())
+            .collect()
+    })
+}
+
+impl Drop for PodmanParent {
+    fn drop(&mut self) {
+        let before = parents_before();
+        for mount in cgroup_mounts().iter().filter(|m| !before.contains(m)) {
+            remove_tree(&Path::new(mount).join("libpod_parent"));
+        }
+    }
+}
+
 /// Removes cgroup directory `dir` and those below it, deepest first.
 fn remove_tree(dir: &Path) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -116,6 +142,7 @@ fn ulimits() -> Vec<String> {
 /// What the test needs, or why it cannot run (said and returned).
 struct Setup {
     image: Image,
+    _parent: PodmanParent,
     runtime: &'static str,
     limits: Vec<String>,
     _dir: tempfile::TempDir,
@@ -143,6 +170,8 @@ fn setup(test: &str) -> Option<Setup> {
             return None;
         }
     };
+    parents_before();
+    let parent = PodmanParent;
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(&binary, dir.path().join("rtlab")).unwrap();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/container/Containerfile");
@@ -162,6 +191,7 @@ fn setup(test: &str) -> Option<Setup> {
     let runtime = runtime(test, &tag, &limits)?;
     Some(Setup {
         image,
+        _parent: parent,
         runtime,
         limits,
         _dir: dir,

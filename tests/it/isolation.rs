@@ -69,6 +69,29 @@ impl Bench {
             }
             return None;
         }
+        if let Some(other) = foreign_cpuset_on(rt_cpu()) {
+            // A container engine's cpuset (podman's libpod_parent, docker)
+            // holding the CPU: an exclusive cpuset cannot share it, and
+            // rtlab says which one, changing nothing.
+            let before = snapshot();
+            let o = bench.run(&["partition", "create", &rt_cpu().to_string()]);
+            assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains(&format!("cpusets {other} also use these CPUs")),
+                "{}",
+                text(&o)
+            );
+            assert_same(&before, &snapshot());
+            path_taken(
+                test,
+                &format!(
+                    "the cpuset {other} holds CPU {}: checked the refusal naming it, nothing changed",
+                    rt_cpu()
+                ),
+            );
+            return None;
+        }
         path_taken(
             test,
             "root, cgroup v1 cpuset, two CPUs or more: real partitions",
@@ -221,6 +244,28 @@ fn assert_same(before: &Snapshot, after: &Snapshot) {
         }
     }
     assert!(differ.is_empty(), "tasks not put back: {differ:#?}");
+}
+
+/// A top-level cpuset that is not rtlab's whose CPUs include `cpu`.
+fn foreign_cpuset_on(cpu: usize) -> Option<String> {
+    list(CPUSET).into_iter().find_map(|path| {
+        let name = path.rsplit('/').next().unwrap_or_default().to_string();
+        let ours = ["rt", "nrt"].contains(&name.as_str()) || name.starts_with("rtlab");
+        let cpus = read(&format!("{path}/cpuset.cpus")).unwrap_or_default();
+        (!ours && cpus_of(&cpus).contains(&cpu)).then_some(name)
+    })
+}
+
+/// The CPUs of a cpulist (`0-1,3`).
+fn cpus_of(list: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    out
 }
 
 /// The CPU to isolate: the last online one.

@@ -123,7 +123,8 @@ fn siblings_us(root: &SysRoot, parent: &str, name: &str, period: i64) -> i64 {
             && r > 0
             && p > 0
         {
-            let scaled = i128::from(r) * i128::from(period) / i128::from(p);
+            // Rounded up: what is left must fit whatever the rounding.
+            let scaled = (i128::from(r) * i128::from(period) + i128::from(p) - 1) / i128::from(p);
             sum = sum.saturating_add(i64::try_from(scaled).unwrap_or(i64::MAX));
         }
     }
@@ -132,13 +133,13 @@ fn siblings_us(root: &SysRoot, parent: &str, name: &str, period: i64) -> i64 {
 
 /// What `parent` has left for `child` (µs of the child's period): its own
 /// budget scaled to that period, less what the child's siblings hold;
-/// None when a figure is missing. A parent without limit (-1) leaves the
-/// whole period.
+/// None when a figure is missing. A parent without limit (-1) has the
+/// whole period to share among its children.
 pub fn left_for(parent: &RtGroup, child: &RtGroup) -> Option<i64> {
     let period = child.period_us.filter(|&p| p > 0)?;
     let runtime = parent.runtime_us?;
     if runtime < 0 {
-        return Some(period);
+        return Some(period.saturating_sub(child.siblings_us.unwrap_or(0)));
     }
     let parent_period = parent.period_us.filter(|&p| p > 0)?;
     let scaled = i128::from(runtime) * i128::from(period) / i128::from(parent_period);

@@ -109,10 +109,16 @@ pub fn cpu_node(root: &SysRoot, cpu: usize) -> Option<usize> {
         .find_map(|name| name.strip_prefix("node")?.parse().ok())
 }
 
-/// Whether this process's `/dev` is a private one (a `tmpfs`, as a
-/// container's), not the kernel's `devtmpfs`: a device missing there may
-/// only not have been passed in (`--device`).
+/// Whether `/dev/cpu_dma_latency` is missing only from this process's
+/// `/dev`: the kernel has the device (sysfs says so) but `/dev` is a
+/// private one (a `tmpfs`, as a container's), not the kernel's
+/// `devtmpfs`, so it was not passed in (`--device`). A board whose `/dev`
+/// is a tmpfs (busybox mdev) without the device is not one.
 pub fn private_dev(root: &SysRoot) -> bool {
+    root.exists(paths::DMA_LATENCY_CLASS) && private_dev_mount(root)
+}
+
+fn private_dev_mount(root: &SysRoot) -> bool {
     root.read("proc/self/mounts").is_ok_and(|text| {
         text.lines().any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
@@ -229,6 +235,11 @@ mod tests {
             "overlay / overlay rw 0 0\ntmpfs /dev tmpfs rw 0 0\n",
         )
         .unwrap();
+        // A board with busybox's tmpfs /dev and a kernel without the device.
+        assert!(!private_dev(&root));
+        assert!(pm_qos_missing(&root).contains("this kernel"));
+        // A container: the kernel has it (sysfs), its /dev does not.
+        std::fs::create_dir_all(dir.path().join("sys/class/misc/cpu_dma_latency")).unwrap();
         assert!(private_dev(&root));
         assert!(pm_qos_missing(&root).contains("--device /dev/cpu_dma_latency"));
     }

@@ -7,6 +7,9 @@
 
 /// PM QoS request for CPU wake-up latency (held open during a run).
 pub const DMA_LATENCY: &str = "dev/cpu_dma_latency";
+/// The kernel's own record of the PM QoS device (present whatever `/dev`
+/// holds).
+pub const DMA_LATENCY_CLASS: &str = "sys/class/misc/cpu_dma_latency";
 /// The kernel command line.
 pub const CMDLINE: &str = "proc/cmdline";
 /// The load averages (cyclictest's live header).

@@ -12,7 +12,8 @@
 //! limit was asked, or `LATENCY_TEST_RUN` is not true), 6 when a test went
 //! over its limit or failed ([`crate::exit::REGRESSION`], a gate that held),
 //! 2 when the contract or the options are refused before anything ran,
-//! 128+N when stopped by signal N.
+//! 1 when the feature file could not be written, 128+N when stopped by
+//! signal N.
 
 use super::common::Measured;
 use super::{Outcome, Refusal};
@@ -21,7 +22,8 @@ use clap::Args;
 use contract::{Contract, Tool};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub mod contract;
 
@@ -43,8 +45,13 @@ pub struct QualifyArgs {
 /// The CPUs a qualification measures on: the first `LATENCY_TEST_CPUS` of
 /// those it may run on.
 fn chosen_cpus(allowed: &[usize], wanted: Option<usize>) -> Result<Vec<usize>, Refusal> {
+    if allowed.is_empty() {
+        return Err(Refusal::new(
+            "rtlab qualify: cannot read the CPUs this process may run on (sched_getaffinity)",
+        ));
+    }
     let n = wanted.unwrap_or(allowed.len());
-    if allowed.is_empty() || n > allowed.len() {
+    if n > allowed.len() {
         return Err(Refusal::new(format!(
             "rtlab qualify: LATENCY_TEST_CPUS is {n}, but this process may run on {} CPU(s) ({})",
             allowed.len(),
@@ -101,7 +108,14 @@ pub fn main(a: &QualifyArgs) -> Outcome {
         isolated: None,
         time: String::new(),
     };
+    // A signal that comes before a test's run has armed its own handlers
+    // is sent again until the run takes it (Kubernetes' grace period is
+    // shorter than a test).
+    let relay = Relay::start(caught.clone());
     for tool in tools {
+        if caught.load(Ordering::SeqCst) != 0 {
+            break;
+        }
         // A front end pins its main thread (cyclictest's --mainaffinity):
         // each test starts from the CPUs the process was given.
         if let Err(e) = crate::sys::os::set_affinity(0, &allowed) {
@@ -115,11 +129,12 @@ pub fn main(a: &QualifyArgs) -> Outcome {
             q.isolated = result.as_ref().and_then(isolated);
         }
         q.tests.push(outcome);
-        let sig = caught.load(Ordering::SeqCst);
-        if sig != 0 {
-            errln!("rtlab qualify: stopped by signal {sig}: no verdict, no feature file");
-            return Ok(crate::exit::signal(sig as i32));
-        }
+    }
+    drop(relay);
+    let sig = caught.load(Ordering::SeqCst);
+    if sig != 0 {
+        errln!("rtlab qualify: stopped by signal {sig}: no verdict, no feature file");
+        return Ok(crate::exit::signal(sig as i32));
     }
     q.time = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     out!("{}", render::summary(&q));
@@ -137,7 +152,7 @@ pub fn main(a: &QualifyArgs) -> Outcome {
 
 /// Sleeps `LATENCY_TEST_DELAY` (the CPU manager's reconcile loop may move
 /// the pod meanwhile); false when a signal came.
-fn wait(delay_s: u64, caught: &std::sync::atomic::AtomicUsize) -> bool {
+fn wait(delay_s: u64, caught: &AtomicUsize) -> bool {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(delay_s);
     while std::time::Instant::now() < end {
         if caught.load(Ordering::SeqCst) != 0 {
@@ -146,6 +161,43 @@ fn wait(delay_s: u64, caught: &std::sync::atomic::AtomicUsize) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     caught.load(Ordering::SeqCst) == 0
+}
+
+/// A thread that sends the caught signal to this process again every
+/// 200 ms, so that a run arming after it came still ends at once; stopped
+/// when dropped.
+struct Relay {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Relay {
+    fn start(caught: Arc<AtomicUsize>) -> Relay {
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("rtlab-relay".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let sig = caught.load(Ordering::SeqCst);
+                    if sig != 0 {
+                        let _ = crate::sys::os::kill_pid(crate::sys::os::getpid(), sig as i32);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            })
+            .ok();
+        Relay { done, thread }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Runs one test and judges it.
@@ -181,17 +233,27 @@ fn one_test(
             return (outcome, None);
         }
     };
-    outcome.verdict = judge(tool, limit_us, &m);
+    let completed = m
+        .result
+        .as_ref()
+        .is_some_and(|r| matches!(r.end, crate::result::EndReason::Completed));
+    outcome.verdict = if completed {
+        judge(tool, limit_us, &m)
+    } else {
+        // Broken off (a signal, a failure): no verdict on a part.
+        Verdict::Failed(m.status.max(crate::exit::FAILED))
+    };
     outcome.maxima_us = m.maxima_us;
     (outcome, m.result)
 }
 
-/// The verdict: cnf-tests holds each cyclictest and oslat maximum to
-/// `max < limit`; hwlatdetect judges itself (`max > hardlimit` fails,
-/// with the limit as its hard limit).
+/// The verdict of a run that completed: cnf-tests holds each cyclictest
+/// and oslat maximum to `max < limit`; hwlatdetect judges itself
+/// (`max > hardlimit` fails, with the limit as its hard limit).
 fn judge(tool: Tool, limit_us: Option<u64>, m: &Measured) -> Verdict {
     match (tool, limit_us, m.status) {
         (Tool::Hwlatdetect, Some(_), 1) => Verdict::Fail,
+        (Tool::Hwlatdetect, Some(_), 0) => Verdict::Pass,
         (_, _, s) if s != 0 => Verdict::Failed(s),
         (_, None, _) => Verdict::Unchecked,
         (_, Some(l), _) if m.maxima_us.iter().any(|&x| x >= l) => Verdict::Fail,
