@@ -636,3 +636,74 @@ fn cli_functions_return_refusals_not_bare_statuses() {
         "who prints a refusal"
     );
 }
+
+#[test]
+fn the_house_stays_tidy() {
+    // Issue 36's measures of a findable tree: at most 20 entries at the top
+    // of src/, no file of plan/ or dataset/ (the two that grew by appending)
+    // over 500 lines.
+    let top = std::fs::read_dir(workspace().join("src")).unwrap().count();
+    assert!(top <= 20, "src/ has {top} top-level entries (at most 20)");
+    for dir in ["src/plan", "src/dataset"] {
+        for entry in std::fs::read_dir(workspace().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            assert!(
+                lines <= 500,
+                "{}: {lines} lines (at most 500)",
+                path.display()
+            );
+        }
+    }
+}
+
+/// What may be tracked at the repository's root: anything else there is
+/// somebody's scratch or a test's output committed by mistake.
+const ROOT_FILES: [&str; 14] = [
+    ".cargo",
+    ".ci",
+    ".gitignore",
+    "Cargo.lock",
+    "Cargo.toml",
+    "README.md",
+    "assets",
+    "bench",
+    "contrib",
+    "crates",
+    "docs",
+    "examples",
+    "src",
+    "tests",
+];
+
+#[test]
+fn no_tracked_file_is_a_test_output() {
+    // Read from git's index where the tree is a clone (CI's is); a tarball
+    // without .git has no index to check.
+    if !workspace().join(".git").exists() {
+        return;
+    }
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(workspace())
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files failed");
+    let files = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stray: Vec<&str> = files
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .filter(|f| {
+            let top = f.split('/').next().unwrap_or_default();
+            let name = f.rsplit('/').next().unwrap_or_default();
+            !ROOT_FILES.contains(&top)
+                || name.starts_with("rtlab-spike-")
+                || name.ends_with(".pid")
+                || (name.ends_with(".trace.txt") && !f.starts_with("tests/traces/"))
+        })
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "tracked files that look like test output: {stray:?}"
+    );
+}
