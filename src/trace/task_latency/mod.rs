@@ -532,6 +532,11 @@ impl Tracker {
         if !self.is_task(i64::from(e.pid), Some(&e.comm)) {
             return;
         }
+        // Arming its next wait ends the thread's cycle: a loop behind its
+        // releases (an absolute sleep already past) is woken while it
+        // still runs and never switches out asleep, so its sleep alone
+        // would merge a run of missed cycles into one.
+        self.end_cycle(e.pid, e.ts_ns);
         let (Some(timer), Some(soft)) = (e.field("hrtimer"), e.num("softexpires")) else {
             return;
         };
@@ -653,14 +658,22 @@ impl Tracker {
     /// Thread `tid` left its CPU at `at`: asleep (a cycle ends) or
     /// preempted.
     fn left(&mut self, tid: i32, slept: bool, at: u64) {
-        let deadline = self.spec.deadline_ns.or(self.spec.period_ns);
         let Some(t) = self.threads.get_mut(&tid) else {
             return;
         };
         t.running = false;
-        if !slept {
-            return;
+        if slept {
+            self.end_cycle(tid, at);
         }
+    }
+
+    /// Thread `tid`'s cycle, if one is open, ends at `at` (it sleeps, or
+    /// arms its next wait): its run time, and a miss past the deadline.
+    fn end_cycle(&mut self, tid: i32, at: u64) {
+        let deadline = self.spec.deadline_ns.or(self.spec.period_ns);
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
         if let Some(c) = t.cycle.take() {
             t.run_time.record(at.saturating_sub(c.since));
             if deadline.is_some_and(|d| at.saturating_sub(c.release) > d) {

@@ -317,3 +317,42 @@ fn the_live_figures_are_the_results_own() {
         None
     );
 }
+
+#[test]
+fn a_loop_behind_its_releases_misses_every_cycle_it_catches_up() {
+    // Released at 10 ms, held off by the hog until 12.5 ms; the loop's
+    // next two releases (11 and 12 ms) are past when it arms them: each
+    // is woken while the loop still runs (no sleep, no switch), and only
+    // the 13 ms one sleeps. Three cycles ended past the 500 µs deadline,
+    // not one.
+    let mut t = Tracker::new(TaskLatencySpec {
+        thread: Some("loop".into()),
+        ..spec()
+    });
+    let mut lines = cycle(10_000, 5, 12_500, 12_501);
+    // cycle() ends with the sleep at 12.501 ms: take it off, the loop
+    // runs on.
+    lines.truncate(lines.trim_end().rfind('\n').unwrap() + 1);
+    let catch_up = |expiry: u64, at: u64| {
+        format!(
+            "loop-7 [001] d.... 0.{at:06}: hrtimer_start: hrtimer=0000000011 function=hrtimer_wakeup expires={e} softexpires={e} mode=ABS was_armed=0\n\
+             loop-7 [001] d.h.. 0.{a1:06}: hrtimer_expire_entry: hrtimer=0000000011 now={n} function=hrtimer_wakeup/0x0\n\
+             loop-7 [001] d.h.. 0.{a1:06}: sched_waking: comm=loop pid=7 prio=49 target_cpu=001\n\
+             loop-7 [001] d.h.. 0.{a1:06}: hrtimer_expire_exit: hrtimer=0000000011\n",
+            e = expiry * 1000,
+            a1 = at + 1,
+            n = (at + 1) * 1000,
+        )
+    };
+    lines.push_str(&catch_up(11_000, 12_505));
+    lines.push_str(&catch_up(12_000, 12_515));
+    lines.push_str(
+        "loop-7 [001] d.... 0.012525: hrtimer_start: hrtimer=0000000011 function=hrtimer_wakeup expires=13000000 softexpires=13000000 mode=ABS was_armed=0\n\
+         loop-7 [001] d.... 0.012526: sched_switch: prev_comm=loop prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n",
+    );
+    feed(&mut t, &lines);
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    assert_eq!(th.wake_ups, 3);
+    assert_eq!(th.deadline_misses, Some(3));
+}
