@@ -106,7 +106,11 @@ fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, Re
         return Some((Target::Irq { irq }, RemedyClass::Irq));
     }
     Some(match kind {
-        PartKind::TimerThread | PartKind::Tracing | PartKind::Unknown => return None,
+        // The timer thread's own setting: its policy or slack, not the
+        // machine's.
+        PartKind::TimerThread | PartKind::TimerSlack | PartKind::Tracing | PartKind::Unknown => {
+            return None;
+        }
         PartKind::Irq => match irq_number(what) {
             Some(irq) => (Target::Irq { irq }, RemedyClass::Irq),
             None if what == "local timer interrupt" => {

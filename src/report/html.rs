@@ -460,6 +460,7 @@ fn colour(k: PartKind) -> &'static str {
         PartKind::Softirq => "#bcbd22",
         PartKind::TimerLateIdle => "#7f7f7f",
         PartKind::TimerLate => "#8c564b",
+        PartKind::TimerSlack => "#c7c7c7",
         PartKind::TimerThread => "#2ca02c",
         PartKind::Idle => "#c7c7c7",
         PartKind::Unknown => "#9467bd",

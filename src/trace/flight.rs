@@ -230,6 +230,7 @@ impl FlightRecorder {
         if !self.stacks_armed {
             self.arm_stacks(timers);
         }
+        self.learn_slacks(timers);
         self.take_announced(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
         // A wake-up a quarter later than the worst read so far is read now
@@ -242,6 +243,22 @@ impl FlightRecorder {
                 .any(|t| t.pending.is_some() && t.new_max > bar);
         if !limited || urgent {
             self.read_pending(timers);
+        }
+    }
+
+    /// Each timer thread's timer slack, once its TID is known: none for a
+    /// real-time or DEADLINE one, else the kernel's value for the thread.
+    fn learn_slacks(&mut self, timers: &[TimerHandle]) {
+        for (state, t) in self.threads.iter_mut().zip(timers) {
+            let tid = t.live.tid.load(std::sync::atomic::Ordering::Relaxed);
+            if state.slack_ns.is_some() || tid <= 0 {
+                continue;
+            }
+            let realtime = t.spec.deadline.is_some() || t.spec.sched.policy.is_realtime();
+            state.slack_ns = Some(match realtime {
+                true => 0,
+                false => crate::sys::tasks::timer_slack_ns(&self.root, tid).unwrap_or(0),
+            });
         }
     }
 
@@ -418,6 +435,7 @@ impl FlightRecorder {
                     .live
                     .tid
                     .load(std::sync::atomic::Ordering::Relaxed);
+                let slack = state.slack_ns.unwrap_or(0);
                 let marks = to_explain(buffer, latest.marker, after);
                 let room = self
                     .spec
@@ -425,7 +443,7 @@ impl FlightRecorder {
                     .saturating_sub(self.report.explanations.len());
                 let (chosen, passed) = choose(marks, room, self.least_explained());
                 for m in chosen {
-                    self.explain(buffer, cpu, tid, &m);
+                    self.explain(buffer, cpu, (tid, slack), &m);
                 }
                 for m in passed {
                     self.unexplained(&m, not_chosen());
@@ -507,7 +525,7 @@ impl FlightRecorder {
         }
     }
 
-    fn explain(&mut self, buffer: &text::Buffer, cpu: usize, tid: i32, m: &Marker) {
+    fn explain(&mut self, buffer: &text::Buffer, cpu: usize, (tid, slack): (i32, u64), m: &Marker) {
         let (deadline, latency) = (m.deadline_ns, m.latency_ns);
         let to = deadline.saturating_add(latency).saturating_add(50_000);
         let lines = buffer.window_around(deadline, LOOKBACK_NS, to, MAX_EVENTS);
@@ -529,7 +547,7 @@ impl FlightRecorder {
         let mut e = analyze::explain_known(
             &events,
             (m.timer, tid, m.sample),
-            (deadline, latency),
+            (deadline, latency, slack),
             &known,
         );
         e.cpu = cpu;
@@ -587,6 +605,9 @@ struct ThreadState {
     new_max: u64,
     /// The sample of the latest read: markers up to it are done.
     read_upto: Option<u64>,
+    /// Its timer slack (ns), learnt once its TID is known: the stretch of
+    /// a late wake-up its timer could not fire in.
+    slack_ns: Option<u64>,
 }
 
 /// The latest late wake-up a timer thread announced, and its CPU.

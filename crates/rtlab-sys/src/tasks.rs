@@ -99,6 +99,16 @@ pub fn kernel_prio(root: &SysRoot, tid: i32) -> Option<i32> {
     stat_field(&stat, 18)?.parse::<i32>().ok().map(|p| p + 100)
 }
 
+/// Thread `tid`'s timer slack (`/proc/TID/timerslack_ns`, ns): how far
+/// past its asked time the kernel may fire the thread's timers, to batch
+/// wake-ups. A real-time or DEADLINE thread's sleeps have none (the
+/// kernel shows 0 for it from 6.7, and ignores the value before). None
+/// when the file cannot be read.
+pub fn timer_slack_ns(root: &SysRoot, tid: i32) -> Option<u64> {
+    let text = root.read_lossy(&format!("proc/{tid}/timerslack_ns")).ok()?;
+    text.trim().parse().ok()
+}
+
 /// Every process now: (PID, parent's PID, process group), from each
 /// `/proc/PID/stat`.
 pub fn process_table(root: &SysRoot) -> Vec<(i32, i32, i32)> {

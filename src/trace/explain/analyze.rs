@@ -459,7 +459,7 @@ pub fn segments(
     deadline_ns: u64,
     latency_ns: u64,
 ) -> (Vec<Segment>, Option<u64>, Option<u64>) {
-    segments_known(events, tid, deadline_ns, latency_ns, &|_| None)
+    segments_known(events, tid, (deadline_ns, latency_ns, 0), &|_| None)
 }
 
 /// A task's kernel priority known from elsewhere than the window (the
@@ -467,13 +467,13 @@ pub fn segments(
 /// the window does not hold.
 pub type KnownPrio<'a> = &'a dyn Fn(i32) -> Option<i32>;
 
-/// [`segments`], with the priorities `known` gives for the tasks the
-/// window does not show one of.
+/// [`segments`] over `(deadline, latency, the timer thread's timer
+/// slack)`, with the priorities `known` gives for the tasks the window
+/// does not show one of.
 pub fn segments_known(
     events: &[Event],
     tid: i32,
-    deadline_ns: u64,
-    latency_ns: u64,
+    (deadline_ns, latency_ns, slack_ns): (u64, u64, u64),
     known: KnownPrio,
 ) -> (Vec<Segment>, Option<u64>, Option<u64>) {
     let end = deadline_ns.saturating_add(latency_ns);
@@ -523,6 +523,7 @@ pub fn segments_known(
     carved.extend(stack_walks(events, deadline_ns, end));
     carved.sort_by_key(|c| c.0);
     let mut out = carve(unseen(w.out, events, deadline_ns), &carved);
+    out = slack_first(out, deadline_ns, slack_ns, w.woken);
     if let (Some(woken), Some(switched)) = (w.woken, switched) {
         switch_path(&mut out, events, tid, woken, switched);
     }
@@ -566,20 +567,21 @@ pub fn explain(
     deadline_ns: u64,
     latency_ns: u64,
 ) -> Explanation {
-    let window = (deadline_ns, latency_ns);
+    let window = (deadline_ns, latency_ns, 0);
     explain_known(events, (timer, tid, sample), window, &|_| None)
 }
 
 /// [`explain`] of the wake-up `(timer, tid, sample)` over `(deadline,
-/// latency)`, with the priorities `known` gives for the tasks the window
-/// does not show one of.
+/// latency, the timer thread's timer slack)`, with the priorities `known`
+/// gives for the tasks the window does not show one of.
 pub fn explain_known(
     events: &[Event],
     (timer, tid, sample): (usize, i32, u64),
-    (deadline_ns, latency_ns): (u64, u64),
+    (deadline_ns, latency_ns, slack_ns): (u64, u64, u64),
     known: KnownPrio,
 ) -> Explanation {
-    let (segs, woken, switched) = segments_known(events, tid, deadline_ns, latency_ns, known);
+    let window = (deadline_ns, latency_ns, slack_ns);
+    let (segs, woken, switched) = segments_known(events, tid, window, known);
     let prio_of = |pid: i32| prio_in(events, pid).or_else(|| known(pid));
     let mut parts = parts_of(&segs, woken, &prio_of);
     parts.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.kind, p.what.clone()));
@@ -746,7 +748,7 @@ fn parts_of(
 
 mod after;
 mod cause;
-use after::{carve, nmis, stack_walks, switch_path, unseen, unseen_after_wake};
+use after::{carve, nmis, slack_first, stack_walks, switch_path, unseen, unseen_after_wake};
 use cause::cause;
 
 #[cfg(test)]

@@ -16,6 +16,11 @@ pub enum PartKind {
     /// hypervisor. Whoever ran is named, but a thread cannot delay an
     /// interrupt by its priority: the lateness is the interrupt's.
     TimerLate,
+    /// The timer thread's own timer slack: a SCHED_OTHER thread's timer
+    /// may fire up to its slack (`/proc/TID/timerslack_ns`, 50 µs by
+    /// default) past the deadline, the kernel batching wake-ups. Not an
+    /// interrupt's lateness and nobody's fault: a per-thread setting.
+    TimerSlack,
     /// A hardware interrupt handler (device IRQ, local timer, IPI).
     Irq,
     /// A softirq.

@@ -219,3 +219,42 @@ pub(super) fn carve(segs: Vec<Segment>, carved: &[Carved]) -> Vec<Segment> {
     }
     out
 }
+
+/// The timer thread's own timer slack: whatever owned the CPU from the
+/// deadline to `deadline + slack` before the wake-up, the timer could not
+/// fire there (the kernel may fire it anywhere up to its slack). That
+/// stretch is the slack, one segment; what follows keeps its owner.
+pub(super) fn slack_first(
+    segs: Vec<Segment>,
+    deadline_ns: u64,
+    slack_ns: u64,
+    woken: Option<u64>,
+) -> Vec<Segment> {
+    let slack_end = deadline_ns
+        .saturating_add(slack_ns)
+        .min(woken.unwrap_or(u64::MAX));
+    if slack_ns == 0 || segs.first().is_none_or(|s| s.from_ns >= slack_end) {
+        return segs;
+    }
+    let mut out = vec![Segment {
+        from_ns: deadline_ns,
+        to_ns: deadline_ns,
+        kind: PartKind::TimerSlack,
+        what: format!(
+            "timer slack (the timer thread's own, {:.1} µs)",
+            slack_ns as f64 / 1000.0
+        ),
+        pid: None,
+        inferred: false,
+    }];
+    for mut s in segs {
+        if s.from_ns < slack_end {
+            out[0].to_ns = out[0].to_ns.max(s.to_ns.min(slack_end));
+            s.from_ns = slack_end;
+        }
+        if s.to_ns > s.from_ns {
+            out.push(s);
+        }
+    }
+    out
+}

@@ -46,6 +46,13 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
             p.what
                 .replacen("timer interrupt late", "timer interrupt came late", 1)
         ),
+        PartKind::TimerSlack => format!(
+            "the timer thread's own timer slack ({share}): the kernel may fire a \
+             SCHED_OTHER thread's timer up to its slack past the deadline \
+             (/proc/TID/timerslack_ns, 50 µs by default); not an interrupt's lateness: \
+             set the slack with prctl(PR_SET_TIMERSLACK, 1), or give the timer thread \
+             a real-time policy (which has none)"
+        ),
         PartKind::TimerLateIdle => format!(
             "the timer interrupt came {} late ({} in all) while the CPU was idle: no event on this CPU explains it (idle exit, or the hypervisor did not run this CPU)",
             us(p.ns),

@@ -937,7 +937,7 @@ fn a_priority_the_window_does_not_show_is_taken_from_what_is_known_of_the_task()
     let e = explain_known(
         &events(text),
         (0, 50, 1),
-        (100_000_999_000, 1_605_000),
+        (100_000_999_000, 1_605_000, 0),
         &known,
     );
     assert_eq!(total(&e), 1_605_000);
@@ -948,4 +948,52 @@ fn a_priority_the_window_does_not_show_is_taken_from_what_is_known_of_the_task()
     let e = explain(&events(&cut), 0, 50, 1, 100_000_999_000, 1_551_000);
     let tokio = e.parts.iter().find(|p| p.pid == Some(75)).unwrap();
     assert_eq!((tokio.kind, tokio.prio), (PartKind::Thread, None), "{e:#?}");
+}
+
+#[test]
+fn a_normal_timer_threads_slack_is_its_own_part_not_the_interrupts_lateness() {
+    // A SCHED_OTHER timer thread (50 µs of slack) on an idle CPU: its timer
+    // fires 56.3 µs past the deadline. 50 µs are the slack the kernel may
+    // use; only the 6.3 µs past it are the interrupt's.
+    let text = "\
+ rtlab-timer0-50 [001] d..2. 100.000100: sched_switch: prev_comm=rtlab-timer0 prev_pid=50 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ <idle>-0 [001] d.h1. 101.000056: hrtimer_expire_entry: hrtimer=00000000aa now=101000056300 function=hrtimer_wakeup/0x0
+ <idle>-0 [001] d.h2. 101.000057: sched_waking: comm=rtlab-timer0 pid=50 prio=120 target_cpu=001
+ <idle>-0 [001] d.h1. 101.000058: hrtimer_expire_exit: hrtimer=00000000aa
+ <idle>-0 [001] d..2. 101.000060: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtlab-timer0 next_pid=50 next_prio=120
+ rtlab-timer0-50 [001] d..2. 101.000070: sched_switch: prev_comm=rtlab-timer0 prev_pid=50 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+    let (deadline, latency) = (101_000_000_000, 62_000);
+    let ev = events(text);
+    let e = explain_known(&ev, (0, 50, 1), (deadline, latency, 50_000), &|_| None);
+    assert_eq!(total(&e), latency, "{e:#?}");
+    let of = |k: PartKind| {
+        e.parts
+            .iter()
+            .filter(|p| p.kind == k)
+            .map(|p| p.ns)
+            .sum::<u64>()
+    };
+    assert_eq!(of(PartKind::TimerSlack), 50_000, "{e:#?}");
+    assert_eq!(of(PartKind::TimerLateIdle), 7_000, "{e:#?}");
+    assert!(
+        e.cause
+            .starts_with("the timer thread's own timer slack (50.0 µs of 62.0 µs)"),
+        "{}",
+        e.cause
+    );
+    assert!(e.cause.contains("PR_SET_TIMERSLACK"), "{}", e.cause);
+    // Without slack (a real-time thread), all of it is the interrupt's.
+    let e = explain_known(&ev, (0, 50, 1), (deadline, latency, 0), &|_| None);
+    assert_eq!(of_kind(&e, PartKind::TimerSlack), 0);
+    assert_eq!(of_kind(&e, PartKind::TimerLateIdle), 57_000, "{e:#?}");
+    // Woken before its slack ran out (another interrupt expired it): the
+    // slack ends at the wake-up.
+    let e = explain_known(&ev, (0, 50, 1), (deadline, latency, 100_000), &|_| None);
+    assert_eq!(of_kind(&e, PartKind::TimerSlack), 57_000, "{e:#?}");
+    assert_eq!(total(&e), latency);
+}
+
+fn of_kind(e: &Explanation, k: PartKind) -> u64 {
+    e.parts.iter().filter(|p| p.kind == k).map(|p| p.ns).sum()
 }
