@@ -244,7 +244,14 @@ pub fn explain_main(path: &Path) -> Outcome {
         || !run.details.irq_tasks.is_empty()
         || !run.details.task_latency.is_empty();
     let no_spikes = run.threads.iter().all(|t| t.spikes.is_empty());
-    match &run.details.trace {
+    // The flight recorder explains timer threads' wake-ups: without any
+    // (task latency alone) it has nothing to say.
+    match run
+        .details
+        .trace
+        .as_ref()
+        .filter(|_| run.has_timer_threads())
+    {
         Some(trace) => {
             out!("{}", crate::report::explain::all(trace));
             // Without a trace the kept wake-ups are all there is to see.

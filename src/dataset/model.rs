@@ -317,6 +317,14 @@ impl Thread {
 }
 
 impl Run {
+    /// Whether it has timer threads (`T<N>`), the flight recorder's
+    /// subject: a task-latency or IRQ-to-task run alone has none.
+    pub fn has_timer_threads(&self) -> bool {
+        self.threads
+            .iter()
+            .any(|t| t.measures == Measures::WakeUp && t.name.starts_with('T'))
+    }
+
     /// The timer threads' interrupt side (`irq_latency`), all of them
     /// together; None when the run did not measure it.
     pub fn timer_irq(&self) -> Option<Stats> {

@@ -45,6 +45,11 @@ pub trait Machine {
     fn cpu_bandwidth(&self) -> Result<(), BandwidthError>;
     /// Whether process `pid` exists now.
     fn process_exists(&self, pid: i32) -> bool;
+    /// The CPUs the threads of process `pid` may run on now (the union of
+    /// their affinities), if it exists.
+    fn process_cpus(&self, _pid: i32) -> Option<Vec<usize>> {
+        None
+    }
     /// The memory available now (`MemAvailable`, KiB), if known.
     fn mem_available_kib(&self) -> Option<u64>;
     /// The counter a noise loop reads here (CLOCK_MONOTONIC unless told).
@@ -140,6 +145,20 @@ impl Machine for RealMachine {
 
     fn process_exists(&self, pid: i32) -> bool {
         crate::sys::tasks::start_time(&self.root, pid).is_some()
+    }
+
+    fn process_cpus(&self, pid: i32) -> Option<Vec<usize>> {
+        let threads = self.root.list(&format!("proc/{pid}/task")).ok()?;
+        let mut cpus: Vec<usize> = threads
+            .iter()
+            .filter_map(|t| t.parse::<i32>().ok())
+            .filter_map(|t| crate::sys::tasks::status_field(&self.root, t, "Cpus_allowed_list"))
+            .filter_map(|list| crate::cpulist::parse(list.trim()).ok())
+            .flatten()
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        Some(cpus).filter(|c| !c.is_empty())
     }
 
     fn mem_available_kib(&self) -> Option<u64> {

@@ -37,6 +37,8 @@ impl Planner<'_> {
         );
         let audit_cpus = self.cpus(&exp.main.audit_cpus);
         let mut measured = task_latency::measured_cpus(exp, &self.online);
+        let cpus_of = |pid: i32| self.machine.process_cpus(pid);
+        measured.extend(task_latency::pinned_pid_cpus(exp, &self.online, &cpus_of));
         measured.extend(audit_cpus.iter().flatten());
         // A noise thread measures whatever else runs on its CPU: rtlab's
         // own threads too.

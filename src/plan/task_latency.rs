@@ -47,7 +47,8 @@ pub(super) fn specs(p: &mut super::Planner, exp: &Experiment) -> Vec<TaskLatency
 /// The CPUs measured through a task: those of each program a
 /// `task_latency[N]` or `irq_task[N]` measures (its `cpu_affinity`, the
 /// online ones). rtlab's own threads are kept off them as off the audited
-/// CPUs. A task given by PID or name has no CPUs known before the run.
+/// CPUs. A task given by name has no CPUs known before the run; one given
+/// by PID has its own ([`pinned_pid_cpus`]).
 pub(super) fn measured_cpus(exp: &Experiment, online: &[usize]) -> Vec<usize> {
     let tasks = exp
         .task_latency
@@ -68,6 +69,33 @@ pub(super) fn measured_cpus(exp: &Experiment, online: &[usize]) -> Vec<usize> {
     cpus
 }
 
+/// The CPUs of each task given by PID (`task.pid`, `--pid`) that is
+/// pinned: rtlab's own threads are kept off them as off a program's. A
+/// task allowed on every online CPU cannot be kept clear of.
+pub(super) fn pinned_pid_cpus(
+    exp: &Experiment,
+    online: &[usize],
+    cpus_of: &dyn Fn(i32) -> Option<Vec<usize>>,
+) -> Vec<usize> {
+    let tasks = exp
+        .task_latency
+        .iter()
+        .map(|m| &m.task.value)
+        .chain(exp.irq_tasks.iter().map(|m| &m.task.value));
+    let mut out = Vec::new();
+    for task in tasks {
+        let TaskSelector::Pid(pid) = task else {
+            continue;
+        };
+        let Some(cpus) = cpus_of(*pid) else { continue };
+        let cpus: Vec<usize> = cpus.into_iter().filter(|c| online.contains(c)).collect();
+        if cpus.len() < online.len() {
+            out.extend(cpus);
+        }
+    }
+    out
+}
+
 /// Refuses a task given by a PID no process has now (`task.pid`).
 pub(super) fn no_such_process(p: &mut super::Planner, task: &Spanned<TaskSelector>) {
     if let TaskSelector::Pid(pid) = task.value
@@ -85,6 +113,19 @@ pub(super) fn no_such_process(p: &mut super::Planner, task: &Spanned<TaskSelecto
 #[cfg(test)]
 mod tests {
     use crate::plan::{PlanOptions, build, tests::fake};
+
+    #[test]
+    fn rtlab_keeps_off_the_cpus_a_task_given_by_pid_is_pinned_to() {
+        // 4242 is pinned to CPU 1 of the fake machine, 4243 runs anywhere.
+        let main = |pid: i32| {
+            let text = format!("task_latency[0]\n{{\n task.pid {pid}\n}}\n");
+            let exp = crate::config::parse(&text).expect("parses");
+            let plan = build(&exp, &text, &fake(), &PlanOptions::default()).expect("plans");
+            (plan.main.cpus, plan.main.measured_cpus)
+        };
+        assert_eq!(main(4242), (Some(vec![0]), Some(vec![1])));
+        assert_eq!(main(4243), (None, None));
+    }
 
     #[test]
     fn a_process_that_does_not_exist_is_refused_at_its_place() {

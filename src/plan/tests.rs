@@ -100,7 +100,15 @@ impl Machine for Fake {
         Ok(())
     }
     fn process_exists(&self, pid: i32) -> bool {
-        pid == 4242
+        pid == 4242 || pid == 4243
+    }
+    /// 4242 is pinned to CPU 1, 4243 may run anywhere.
+    fn process_cpus(&self, pid: i32) -> Option<Vec<usize>> {
+        match pid {
+            4242 => Some(vec![1]),
+            4243 => Some(self.online.clone()),
+            _ => None,
+        }
     }
     fn mem_available_kib(&self) -> Option<u64> {
         Some(1 << 20)

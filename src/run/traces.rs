@@ -43,11 +43,18 @@ pub(super) fn start_flight(
     };
     match started {
         Ok(f) => {
-            let main_off_timers = plan
-                .main
-                .cpus
-                .as_ref()
-                .is_some_and(|m| !m.iter().any(|c| cpus.contains(c)));
+            // The timer threads' CPUs (not every one `dump_tasks` reads).
+            let timer_cpus: Vec<usize> = plan
+                .timers
+                .iter()
+                .flat_map(|t| t.spec.cpus.clone())
+                .collect();
+            let main_off_timers = timer_cpus.is_empty()
+                || plan
+                    .main
+                    .cpus
+                    .as_ref()
+                    .is_some_and(|m| !m.iter().any(|c| timer_cpus.contains(c)));
             if !main_off_timers {
                 warnings.push(
                     "the flight recorder reads its trace on the main thread, which may run on a \

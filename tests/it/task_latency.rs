@@ -527,7 +527,31 @@ fn rtlab_and_helpers(pid: u32, program: &str) -> (Vec<u32>, Vec<(String, Vec<usi
 
 #[test]
 fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
-    let test = test_name!();
+    kept_off(test_name!(), false);
+}
+
+#[test]
+fn rtlab_keeps_off_the_cpu_of_a_task_given_by_pid() {
+    // The new-user check: with `--pid`, rtlab's main thread ran on the
+    // pinned task's CPU (970 switch-ins in 6 s) and was blamed.
+    kept_off(test_name!(), true);
+}
+
+/// A child killed and reaped when dropped (a test that fails leaves none).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// task-latency of a SCHED_OTHER loop on the last CPU, started by rtlab
+/// (`--cpu`) or by the test, pinned there, and given by PID: rtlab's
+/// threads and helpers are never allowed on that CPU nor blamed, and
+/// `rtlab explain` of the result says nothing of timer threads.
+fn kept_off(test: &str, by_pid: bool) {
     let _machine = crate::fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let Some((cyclic, _)) = ready(test, dir.path()) else {
@@ -536,16 +560,32 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
     let cpus = online_cpus();
     let measured = *cpus.last().unwrap();
     let own = dir.path().join("own");
-    // A SCHED_OTHER loop, every wake-up explained (threshold 1 µs).
-    let child = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+    let mut program = None;
+    let mut rtlab = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+    rtlab
         .args(["task-latency", "--duration", "3s", "--period", "1ms"])
-        .args(["--threshold", "1us", "--json", "a.json", "--cpu"])
-        .arg(measured.to_string())
-        .arg("--")
-        .arg(&cyclic)
-        .args(["sleep", "1000", "2000"])
-        .arg(&own)
-        .arg("0")
+        .args(["--threshold", "1us", "--json", "a.json"]);
+    if by_pid {
+        let p = Command::new("taskset")
+            .args(["-c", &measured.to_string()])
+            .arg(&cyclic)
+            .args(["sleep", "1000", "6000"])
+            .arg(&own)
+            .arg("0")
+            .spawn()
+            .unwrap();
+        rtlab.args(["--pid", &p.id().to_string()]);
+        program = Some(Killed(p));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    } else {
+        rtlab.args(["--cpu", &measured.to_string(), "--"]);
+        rtlab
+            .arg(&cyclic)
+            .args(["sleep", "1000", "2000"])
+            .arg(&own)
+            .arg("0");
+    }
+    let child = rtlab
         .current_dir(dir.path())
         .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
         .stdout(std::process::Stdio::null())
@@ -555,14 +595,19 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let (tids, seen) = rtlab_and_helpers(child.id(), "cyclic");
     let out = child.wait_with_output().unwrap();
+    drop(program);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stderr}");
     let r: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
     if cpus.len() == 1 {
-        // Nowhere else to go: said, not hidden.
+        // Nowhere else to go: said, not hidden (a task pinned to the one
+        // CPU there is runs anywhere rtlab can).
         let warnings = r["warnings"].to_string();
-        assert!(warnings.contains("may run on measured CPU"), "{warnings}");
+        assert!(
+            by_pid || warnings.contains("may run on measured CPU"),
+            "{warnings}"
+        );
         path_taken(
             test,
             "one CPU: rtlab stays on the measured CPU, and the run says so",
@@ -570,6 +615,7 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
         return;
     }
     assert!(stderr.contains("off the measured CPU(s)"), "{stderr}");
+    assert!(!stderr.contains("may run on a measured CPU"), "{stderr}");
     assert!(seen.iter().any(|(n, _)| n == "rtlab"), "{seen:?}");
     for (name, allowed) in &seen {
         assert!(
@@ -592,6 +638,16 @@ fn rtlab_keeps_its_own_threads_off_the_measured_cpu_and_is_never_blamed() {
         }
     }
     assert!(explained > 0, "{}", brief(&r));
+    let shown = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["explain", "a.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(
+        !shown.contains("Why late"),
+        "no timer thread, no verdict on one: {shown}"
+    );
     path_taken(
         test,
         &format!(
