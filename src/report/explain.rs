@@ -28,6 +28,25 @@ pub fn verdict_in(r: &TraceReport, outdir: &std::path::Path) -> String {
     verdict(&r)
 }
 
+/// What the flight recorder's reads cost the main thread, in words.
+pub fn reads_cost(r: &TraceReport) -> String {
+    let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+    match r.analysis_ns {
+        0 => format!(
+            "{} reads of the trace buffer, {} of the main thread's CPU in all",
+            r.reads,
+            ms(r.read_ns)
+        ),
+        all => format!(
+            "{} reads of the trace buffer: {} of the main thread's CPU for the reads, {} with \
+             their analyses (held to 5 % of a CPU: the reads are spaced by it)",
+            r.reads,
+            ms(r.read_ns),
+            ms(all)
+        ),
+    }
+}
+
 /// The verdict: how many wake-ups crossed the threshold, the culprits,
 /// and the worst explained wake-up.
 pub fn verdict(r: &TraceReport) -> String {
@@ -49,11 +68,7 @@ pub fn verdict(r: &TraceReport) -> String {
     ));
     worst_unexplained(&mut out, r, true);
     if r.reads > 0 {
-        out.push_str(&format!(
-            "  {} reads of the trace buffer, {:.1} ms of the main thread's CPU in all\n",
-            r.reads,
-            r.read_ns as f64 / 1e6
-        ));
+        out.push_str(&format!("  {}\n", reads_cost(r)));
     }
     if !r.events_missing.is_empty() {
         out.push_str(&format!(

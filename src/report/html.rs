@@ -263,15 +263,13 @@ fn why_late(out: &mut String, r: &crate::trace::explain::TraceReport, steal: &[S
     let _ = writeln!(
         out,
         "<p>{} wake-ups of {} µs or more, {} explained, {} not (overwritten before a read, \
-         more than {} in one read, or <code>trace.max_spikes</code>); {} reads of the trace \
-         buffer, {:.1} ms of the main thread in all.</p>",
+         more than {} in one read, or <code>trace.max_spikes</code>); {}.</p>",
         r.over_threshold,
         micros(r.threshold_ns),
         r.explanations.len(),
         r.not_explained,
         crate::trace::flight::MAX_PER_READ,
-        r.reads,
-        r.read_ns as f64 / 1e6
+        escape(&crate::report::explain::reads_cost(r))
     );
     out.push_str("<div class=\"beside\">\n");
     culprits(out, &r.culprits);

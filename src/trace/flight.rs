@@ -458,7 +458,9 @@ impl FlightRecorder {
         if self.spec.dump_tasks && self.report.explanations.len() > explained_before {
             self.dump_tasks(explained_before);
         }
-        let spent = Duration::from_nanos(crate::sys::os::thread_cpu_ns().saturating_sub(started));
+        let spent_ns = crate::sys::os::thread_cpu_ns().saturating_sub(started);
+        self.report.analysis_ns = self.report.analysis_ns.saturating_add(spent_ns);
+        let spent = Duration::from_nanos(spent_ns);
         self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));
     }
 

@@ -83,6 +83,11 @@ pub struct TraceReport {
     /// formats the whole buffer for each.
     #[serde(default)]
     pub read_ns: u64,
+    /// The CPU time of the reads with their analyses (explanations,
+    /// `dump_tasks`) on the main thread (ns): what the read budget counts
+    /// (0 in older results).
+    #[serde(default)]
+    pub analysis_ns: u64,
     /// When each CPU's buffer was read (at most [`MAX_READS_KEPT`]): they
     /// tell why a wake-up was not explained.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -167,7 +172,9 @@ impl TraceReport {
             Some(at) => format!(
                 "overwritten before it was read: the next read of {buffer} buffer, {:.1} ms \
                  after the deadline, no longer held it (more events than the buffer holds \
-                 between reads: a larger `trace.buffer_kb`, or fewer events)",
+                 between reads, which are spaced to keep them and their analyses within 5 % \
+                 of a CPU: a larger `trace.buffer_kb`, fewer events, or a higher \
+                 `trace.threshold`)",
                 at.saturating_sub(deadline_ns) as f64 / 1e6
             ),
             None if self.reads_at.len() >= MAX_READS_KEPT => format!(
