@@ -345,6 +345,9 @@ fn relative(v: f64, b: f64) -> f64 {
 /// A value for display: µs with one decimal for latencies, counts as is.
 pub fn show(metric: Metric, value: Option<f64>) -> String {
     match value {
+        // Deadline misses are task latency's: a timer thread has none to
+        // count, which is not an unknown.
+        None if metric == Metric::DeadlineMisses => "-".to_string(),
         None => "?".to_string(),
         Some(v) if metric.is_latency() => format!("{:.1}", v / 1000.0),
         // A share read at 99.9% and finer.
