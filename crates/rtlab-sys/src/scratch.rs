@@ -44,6 +44,11 @@ pub enum Removed {
     /// Emptied; its name in the parent no longer is it (moved away, or
     /// something else put there): left where it is now.
     MovedAway,
+    /// Emptied; another empty directory was swapped in at its name
+    /// between the look and the removal, and went instead (its owner, the
+    /// owner of the parent, could remove it anyway): rtlab's, empty, is
+    /// left where it was moved.
+    SwappedAtTheEnd,
 }
 
 fn io_error(e: OutputError) -> io::Error {
@@ -181,6 +186,9 @@ impl ScratchDir {
         // name change between the look and the removal, nothing of anyone
         // else's is lost.
         match rustix::fs::unlinkat(&self.parent, &self.name, AtFlags::REMOVEDIR) {
+            // What went is known after: the directory rtlab holds has no
+            // link left only if it was the one removed.
+            Ok(()) if still_linked(&self.dir) => Ok(Removed::SwappedAtTheEnd),
             Ok(()) => Ok(Removed::Whole),
             Err(Errno::NOENT | Errno::NOTDIR | Errno::NOTEMPTY | Errno::EXIST) => {
                 Ok(Removed::MovedAway)
@@ -190,9 +198,31 @@ impl ScratchDir {
     }
 }
 
+/// Whether a directory held open still has a name somewhere (a removed
+/// one has no link left).
+fn still_linked(dir: &OwnedFd) -> bool {
+    rustix::fs::fstat(dir).is_ok_and(|st| st.st_nlink > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_swapped_in_at_the_last_moment_is_told_from_its_own() {
+        // What remove() finds after its unlinkat: the directory it holds
+        // has no link left only if it was the one removed.
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = tmp.path().join("d");
+        std::fs::create_dir(&ours).unwrap();
+        let fd: OwnedFd = std::fs::File::open(&ours).unwrap().into();
+        std::fs::rename(&ours, tmp.path().join("d.moved")).unwrap();
+        std::fs::create_dir(&ours).unwrap();
+        std::fs::remove_dir(&ours).unwrap();
+        assert!(still_linked(&fd), "the swapped-in one went, ours is left");
+        std::fs::remove_dir(tmp.path().join("d.moved")).unwrap();
+        assert!(!still_linked(&fd), "ours went");
+    }
     use std::io::{Read, Write};
 
     #[test]

@@ -32,9 +32,15 @@ pub fn running_at(events: &[Event], at: u64) -> Option<CpuTask> {
         .rev()
         .find(|e| e.name == "sched_switch")
         .filter(|s| !task.inferred && s.num("next_pid") == Some(i64::from(task.pid)));
+    // Idle by the kernel's one name for it (the text's line heads say
+    // `<idle>`, its switches `swapper/N`).
+    let comm = match task.pid {
+        0 => format!("swapper/{}", first.cpu),
+        _ => task.comm,
+    };
     Some(CpuTask {
         cpu: first.cpu,
-        comm: task.comm,
+        comm,
         pid: task.pid,
         prio: switch_in.and_then(|s| s.num("next_prio")).map(|p| p as i32),
         running_for_ns: switch_in.map(|s| at - s.ts_ns),

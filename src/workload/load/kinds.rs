@@ -102,6 +102,9 @@ impl Started {
             Ok(Removed::MovedAway) => Some(format!(
                 "{path} was moved away or replaced during the load: its files were removed through the directory rtlab made, and the directory, empty, is left where it is now"
             )),
+            Ok(Removed::SwappedAtTheEnd) => Some(format!(
+                "{path} was swapped for another empty directory as rtlab removed it: that one was removed (empty; the owner of its parent could remove it anyway), and the directory rtlab made, emptied, is left where it was moved"
+            )),
             Err(e) => Some(format!("{path}: cannot remove it: {e}")),
         }
     }
