@@ -72,10 +72,9 @@ pub fn main(args: &TraceReadersArgs) -> Outcome {
         && asked > available / crate::plan::TRACE_MEMORY_SHARE
     {
         return Err(Refusal::new(format!(
-            "rtlab: --buffer-kb {} × {cpus} CPUs is {} MiB, more than a quarter of the {} MiB available",
+            "rtlab: --buffer-kb {} × {cpus} CPUs is {asked} KiB, more than {} KiB, a quarter of the {available} KiB available",
             args.buffer_kb,
-            asked / 1024,
-            available / 1024
+            available / crate::plan::TRACE_MEMORY_SHARE
         ))
         .hint("give a smaller --buffer-kb"));
     }

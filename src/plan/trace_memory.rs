@@ -68,9 +68,8 @@ pub(super) fn check(p: &mut Planner, exp: &Experiment, timers: &[TimerPlan]) {
         Diagnostic::new(
             pos,
             format!(
-                "the trace buffers would take {} MiB ({parts}), more than a quarter of the {} MiB this machine has available",
-                asked / 1024,
-                available / 1024
+                "the trace buffers would take {asked} KiB ({parts}), more than {} KiB, a quarter of the {available} KiB this machine has available",
+                available / SHARE
             ),
         )
         .with_hint(Some(hint(available, stream_kib, recorder_cpus))),
@@ -102,7 +101,7 @@ mod tests {
         assert!(
             r.iter()
                 .any(|m| m.starts_with("4:")
-                    && m.contains("512 MiB (trace.buffer_kb 262144 × 2 CPUs)")),
+                    && m.contains("524288 KiB (trace.buffer_kb 262144 × 2 CPUs), more than 262144 KiB, a quarter of the 1048576 KiB")),
             "{r:?}"
         );
         let fits =
