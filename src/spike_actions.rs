@@ -293,7 +293,8 @@ pub fn describe(a: &SpikeAction) -> String {
         SpikeAction::Signal { pid, signal } => format!("signal {pid} {signal}"),
         SpikeAction::Run { argv } => format!(
             "run {}",
-            crate::config::values::quote_cmdline(argv).unwrap_or_else(|| argv.join(" "))
+            crate::config::values::quote_cmdline(argv)
+                .unwrap_or_else(|| crate::config::values::shell_join(argv))
         ),
     }
 }

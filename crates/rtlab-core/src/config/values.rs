@@ -348,9 +348,25 @@ pub fn quote_cmdline(argv: &[String]) -> Option<String> {
     (cmdline(&text).ok()? == argv).then_some(text)
 }
 
+/// An argv quoted as `sh` reads it back, whatever it holds (where
+/// [`quote_cmdline`] cannot write it as a `cmdline`, the words stay
+/// apart).
+pub fn shell_join(argv: &[String]) -> String {
+    shell_words::join(argv)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argv_with_quotes_is_joined_as_sh_reads_it() {
+        let argv: Vec<String> = ["sh", "-c", "trap '' TERM; sleep 3002 &"]
+            .map(String::from)
+            .to_vec();
+        let text = shell_join(&argv);
+        assert_eq!(shell_words::split(&text).unwrap(), argv, "{text}");
+    }
 
     #[test]
     fn an_argv_is_quoted_back_to_itself_or_refused() {
