@@ -166,6 +166,28 @@ impl Machine for RealMachine {
     }
 }
 
+/// Why command `name` cannot be run, and a hint: a path that is there
+/// but is not an executable file (a directory, no execute permission) is
+/// said so, not "not found".
+pub(super) fn command_missing(name: &str) -> (String, String) {
+    if !name.contains('/') {
+        return (
+            format!("command `{name}` not found"),
+            format!("install `{name}` or give its full path; PATH is searched as a shell would"),
+        );
+    }
+    match Path::new(name).symlink_metadata() {
+        Ok(_) => (
+            format!("`{name}` is not an executable file"),
+            "give the path of an executable file (a directory, or a file without execute permission, cannot run)".into(),
+        ),
+        Err(_) => (
+            format!("command `{name}` not found"),
+            "check the path, and that the file is executable".into(),
+        ),
+    }
+}
+
 /// Resolves a command name like `execvp` does.
 pub fn find_in_path(name: &str, path_var: &std::ffi::OsStr) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;

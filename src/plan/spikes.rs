@@ -82,17 +82,9 @@ fn needs_its_keys(p: &mut Planner, exp: &Experiment, first: &Spanned<SpikeAction
 fn executable(p: &mut Planner, at: &Spanned<SpikeAction>, argv: &[String]) -> PathBuf {
     let name = argv.first().cloned().unwrap_or_default();
     p.machine.find_command(&name).unwrap_or_else(|| {
-        p.diags.push(
-            Diagnostic::new(at.pos, format!("on_spike run: command `{name}` not found")).with_hint(
-                Some(if name.contains('/') {
-                    "check the path, and that the file is executable".into()
-                } else {
-                    format!(
-                        "install `{name}` or give its full path; PATH is searched as a shell would"
-                    )
-                }),
-            ),
-        );
+        let (why, hint) = super::machine::command_missing(&name);
+        p.diags
+            .push(Diagnostic::new(at.pos, format!("on_spike run: {why}")).with_hint(Some(hint)));
         PathBuf::from(&name)
     })
 }
@@ -120,6 +112,15 @@ mod tests {
         assert!(
             r.iter()
                 .any(|m| m.starts_with("5:") && m.contains("no process 999999")),
+            "{r:?}"
+        );
+        // A path that is there but cannot run is said so.
+        let dir = std::env::temp_dir().display().to_string();
+        let text = format!("main\n{{\n spikes.threshold 1 ms\n on_spike run {dir}\n}}\n{TIMER}");
+        let r = refusals(&text);
+        assert!(
+            r.iter()
+                .any(|m| m.starts_with("4:") && m.contains("is not an executable file")),
             "{r:?}"
         );
         let ok = format!(

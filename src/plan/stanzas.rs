@@ -213,16 +213,10 @@ impl Planner<'_> {
         for prog in &exp.programs {
             let name = prog.argv.value.first().cloned().unwrap_or_default();
             let executable = self.machine.find_command(&name).unwrap_or_else(|| {
+                let (why, hint) = super::machine::command_missing(&name);
                 self.diags.push(
-                    Diagnostic::new(
-                        prog.argv.pos,
-                        format!("program[{}]: command `{name}` not found", prog.index),
-                    )
-                    .with_hint(Some(if name.contains('/') {
-                        "check the path, and that the file is executable".into()
-                    } else {
-                        format!("install `{name}` or give its full path; PATH is searched as a shell would")
-                    })),
+                    Diagnostic::new(prog.argv.pos, format!("program[{}]: {why}", prog.index))
+                        .with_hint(Some(hint)),
                 );
                 PathBuf::from(&name)
             });
