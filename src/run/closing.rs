@@ -19,7 +19,44 @@ pub const CLOSINGS: &[Closing] = &[
     task_latency,
     isolation_audit,
     trace_figures,
+    spike_actions,
 ];
+
+/// What the `on_spike` actions did: rounds, programs started and not, and
+/// the signals not sent (a process given by PID that ended), which the
+/// result alone said before.
+fn spike_actions(result: &RunResult) -> Option<String> {
+    let s = result.on_spike.as_ref()?;
+    let rounds = s.rounds.len() as u64 + s.rounds_not_listed;
+    let mut out = format!(
+        "\nOn late wake-ups ({}): {} announced, {rounds} rounds of actions, {} passed over by the rate limit\n",
+        s.actions.join("; "),
+        s.spikes,
+        s.suppressed
+    );
+    if s.programs_started + s.programs_not_started > 0 {
+        out.push_str(&format!(
+            "  programs started {}, not started {} (at most {} alive at once, {} a run)\n",
+            s.programs_started,
+            s.programs_not_started,
+            crate::spike_actions::MAX_ALIVE,
+            crate::spike_actions::MAX_PROGRAM_RUNS
+        ));
+    }
+    let not_sent: Vec<&String> = s
+        .rounds
+        .iter()
+        .flat_map(|r| &r.outcomes)
+        .filter(|o| o.contains(" not sent: "))
+        .collect();
+    if let Some(first) = not_sent.first() {
+        out.push_str(&format!(
+            "  signals not sent in {} listed rounds: {first}\n",
+            not_sent.len()
+        ));
+    }
+    Some(out)
+}
 
 /// Every closing text of `result`, in order, as printed.
 pub fn closing_texts(result: &RunResult) -> String {
@@ -110,6 +147,8 @@ mod tests {
         if let Some(a) = &r.audit {
             out.push_str(&report::audit::audit(a));
         }
+        // Added since, last: what the spike actions did.
+        out.extend(spike_actions(r));
         out
     }
 
