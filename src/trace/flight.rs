@@ -230,8 +230,10 @@ impl FlightRecorder {
         if !self.stacks_armed {
             self.arm_stacks(timers);
         }
-        self.learn_slacks(timers);
+        // After the threads' states are made (the first look makes them):
+        // the first read's explanations need the slack too.
         self.take_announced(timers);
+        self.learn_slacks(timers);
         let limited = self.next_read.is_some_and(|at| Instant::now() < at);
         // A wake-up a quarter later than the worst read so far is read now
         // (from 10 µs to 10 ms, at most 31 such reads).
