@@ -439,6 +439,10 @@ impl Tracker {
         if self.tids.remove(&tid) && self.spec.task == TaskSelector::Pid(tid) {
             self.ended = Some(Ended::At(e.ts_ns));
         }
+        // Its way out is no cycle: its last stretch is not counted.
+        if let Some(t) = self.threads.get_mut(&tid) {
+            t.cycle = None;
+        }
     }
 
     /// What it measures.
@@ -716,6 +720,7 @@ impl Tracker {
         } else if t.wakers.len() < MAX_WAKERS || t.wakers.contains_key(&p.waker) {
             *t.wakers.entry(p.waker.clone()).or_default() += 1;
         }
+        let first = t.last_switch_in.is_none();
         if let Some(last) = t.last_switch_in.replace(at) {
             let seen = at.saturating_sub(last);
             t.period.record(seen);
@@ -723,7 +728,10 @@ impl Tracker {
                 t.jitter.record(seen.abs_diff(stated));
             }
         }
-        t.cycle = Some(Cycle {
+        // A thread's first wake-up that no timer of its own made (a program
+        // let go by rtlab's start, its set-up before its first timer) opens
+        // no cycle: its release is not known.
+        t.cycle = (!first || p.kind == WakeKind::Timer).then_some(Cycle {
             since: at,
             release: p.release,
         });

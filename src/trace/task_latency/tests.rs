@@ -356,3 +356,33 @@ fn a_loop_behind_its_releases_misses_every_cycle_it_catches_up() {
     assert_eq!(th.wake_ups, 3);
     assert_eq!(th.deadline_misses, Some(3));
 }
+
+#[test]
+fn a_threads_start_and_its_exit_are_no_cycles() {
+    // The new-user check: a program rtlab starts is let go by a wake-up of
+    // no timer of its own, sets up for 2 ms, then arms its first timer; and
+    // its exit path after its last wake-up took 2.5 ms. Neither is a cycle
+    // past its 500 µs deadline.
+    let mut t = Tracker::new(TaskLatencySpec {
+        thread: Some("loop".into()),
+        ..spec()
+    });
+    let start = "\
+ rtlab-5 [001] d.... 0.008000: sched_waking: comm=loop pid=7 prio=120 target_cpu=001
+ rtlab-5 [001] d.... 0.008001: sched_switch: prev_comm=rtlab prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=loop next_pid=7 next_prio=120
+";
+    let mut lines = start.to_string();
+    // Its first cycle on time (released at 10 ms, runs at 10.02 ms) after
+    // 2 ms of set-up, the cycle's own arming at 9.1 ms ending nothing.
+    lines.push_str(&cycle(10_000, 5, 10_020, 10_030));
+    // Its last wake-up, then its exit: 2.5 ms to the final switch.
+    lines.push_str(&cycle(11_000, 5, 11_020, 11_030).replace(
+        "loop-7 [001] d.... 0.011030: sched_switch: prev_comm=loop prev_pid=7 prev_prio=49 prev_state=S",
+        "loop-7 [001] d.... 0.011029: sched_process_exit: comm=loop pid=7 prio=120\n loop-7 [001] d.... 0.013530: sched_switch: prev_comm=loop prev_pid=7 prev_prio=49 prev_state=X",
+    ));
+    feed(&mut t, &lines);
+    let r = t.finish(0, &[]);
+    let th = &r.threads[0];
+    assert_eq!(th.wake_ups, 3, "{th:?}");
+    assert_eq!(th.deadline_misses, Some(0), "{th:?}");
+}
