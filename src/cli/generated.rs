@@ -43,7 +43,7 @@ pub(crate) fn one_line(what: &str, value: &str) -> Result<String, Refusal> {
         return Err(Refusal::new(format!(
             "rtlab: {what} {value:?} cannot be written in an experiment file"
         ))
-        .hint("write the experiment file yourself (`rtlab audit --print` shows one)"));
+        .hint("write the experiment file yourself (`--print` shows the one these options make)"));
     }
     Ok(value.trim().to_string())
 }

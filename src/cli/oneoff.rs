@@ -182,6 +182,15 @@ fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), Ref
             Some(_) if key.is_flag() => {
                 g.from(format!("  {}", key.name), &option, "");
             }
+            // An action's command line keeps its quotes, as in a file.
+            Some((_, values)) if key.name == "on_spike" => {
+                for v in values {
+                    if !crate::config::values::cmdline_on_a_line(v) {
+                        return one_line(&option, v).map(|_| ());
+                    }
+                    g.from(format!("  {} {}", key.name, v.trim()), &option, v.trim());
+                }
+            }
             Some((_, values)) => {
                 for v in values {
                     let v = one_line(&option, v)?;
@@ -447,6 +456,33 @@ mod tests {
         let cmd = OneOff::augment_args(Command::new("run").arg(Arg::new("file")));
         let m = cmd.try_get_matches_from([&["run"], args].concat()).unwrap();
         OneOff::from_arg_matches(&m).unwrap()
+    }
+
+    #[test]
+    fn an_actions_command_line_keeps_its_quotes_as_a_file_does() {
+        // The new-user check: `--on-spike 'run sh -c "echo hi"'` was
+        // refused, though the file takes that very line.
+        let o = parse(&[
+            "--trace-threshold",
+            "50us",
+            "--on-spike",
+            r#"run sh -c "echo hi""#,
+        ]);
+        let text = experiment(&o, &[0], &[]).unwrap().text();
+        assert!(
+            text.contains("  on_spike run sh -c \"echo hi\"\n"),
+            "{text}"
+        );
+        let exp = crate::config::parse(&text).expect("reads back");
+        assert_eq!(
+            exp.main.on_spike.first().map(|a| a.value.clone()),
+            Some(crate::config::SpikeAction::Run {
+                argv: vec!["sh".into(), "-c".into(), "echo hi".into()]
+            })
+        );
+        // A comment outside quotes would cut it: refused.
+        let o = parse(&["--trace-threshold", "50us", "--on-spike", "run echo # x"]);
+        assert!(experiment(&o, &[0], &[]).is_err());
     }
 
     #[test]

@@ -46,7 +46,7 @@ struct Stanza {
 }
 
 /// Byte index where a `#` comment starts, outside quotes; or the line length.
-fn comment_start(line: &str) -> usize {
+pub(crate) fn comment_start(line: &str) -> usize {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for (i, c) in line.char_indices() {

@@ -348,6 +348,16 @@ pub fn quote_cmdline(argv: &[String]) -> Option<String> {
     (cmdline(&text).ok()? == argv).then_some(text)
 }
 
+/// Whether a command line (an `on_spike run` action, a `cmdline`) written
+/// after its key on one line of an experiment file reads back as itself:
+/// no control character, no comment outside quotes, its quotes balanced.
+pub fn cmdline_on_a_line(value: &str) -> bool {
+    !value.trim().is_empty()
+        && !value.chars().any(char::is_control)
+        && super::parse::comment_start(value) == value.len()
+        && shell_words::split(value).is_ok()
+}
+
 /// An argv quoted as `sh` reads it back, whatever it holds (where
 /// [`quote_cmdline`] cannot write it as a `cmdline`, the words stay
 /// apart).
@@ -358,6 +368,17 @@ pub fn shell_join(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_command_line_is_written_on_a_line_unless_it_would_read_otherwise() {
+        assert!(cmdline_on_a_line(r#"run sh -c "echo hi""#));
+        assert!(cmdline_on_a_line("run sh -c 'echo #1'"));
+        assert!(!cmdline_on_a_line("run echo # comment"));
+        assert!(!cmdline_on_a_line("run sh -c 'echo"));
+        assert!(!cmdline_on_a_line("run a\nb"), "a line break");
+        assert!(cmdline_on_a_line(r"run echo a\ b"), "an escaped blank");
+        assert!(!cmdline_on_a_line(" "));
+    }
 
     #[test]
     fn an_argv_with_quotes_is_joined_as_sh_reads_it() {
