@@ -39,7 +39,8 @@ pub fn reads_cost(r: &TraceReport) -> String {
         ),
         all => format!(
             "{} reads of the trace buffer: {} of the main thread's CPU for the reads, {} with \
-             their analyses (held to 5 % of a CPU: the reads are spaced by it)",
+             their analyses (the reads are spaced to hold that to about 5 % of a CPU during \
+             the run; the last, at its end, is not)",
             r.reads,
             ms(r.read_ns),
             ms(all)

@@ -468,7 +468,7 @@ pub const KEYS: &[KeySpec] = &[
         syntax: "(flag)",
         value: "flag",
         default: "off",
-        meaning: "the flight recorder traces every online CPU (not only the timer threads'), and each explained wake-up also says what every CPU was running at its deadline, and for how long (rtla's `--dump-tasks`); costs a read of every CPU's buffer per read that explains",
+        meaning: "the flight recorder traces every online CPU (not only the timer threads'), and each explained wake-up of a timer thread also says what every CPU was running at its deadline, and for how long (rtla's `--dump-tasks`; task latency's explanations are the trace stream's and do not have it); costs a read of every CPU's buffer per read that explains",
         extension: true,
         repeatable: false,
         option: None,
