@@ -536,11 +536,15 @@ impl Tracker {
         if !self.is_task(i64::from(e.pid), Some(&e.comm)) {
             return;
         }
-        // Arming its next wait ends the thread's cycle: a loop behind its
-        // releases (an absolute sleep already past) is woken while it
-        // still runs and never switches out asleep, so its sleep alone
-        // would merge a run of missed cycles into one.
-        self.end_cycle(e.pid, e.ts_ns);
+        // Arming its next wait (a sleeper's timer, `hrtimer_wakeup`) ends
+        // the thread's cycle: a loop behind its releases (an absolute sleep
+        // already past) is woken while it still runs and never switches
+        // out asleep, so its sleep alone would merge a run of missed cycles
+        // into one. Other timers armed in its context (the tick restarted
+        // at an interrupt's exit, a timer it sets for later) end nothing.
+        if e.field("function") == Some("hrtimer_wakeup") {
+            self.end_cycle(e.pid, e.ts_ns);
+        }
         let (Some(timer), Some(soft)) = (e.field("hrtimer"), e.num("softexpires")) else {
             return;
         };

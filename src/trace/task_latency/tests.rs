@@ -424,3 +424,22 @@ fn the_cpu_is_held_by_the_largest_part_or_by_nobody_named() {
         .collect();
     assert_eq!(blames, vec![None, Some("hog-9".to_string())]);
 }
+
+#[test]
+fn a_timer_armed_in_the_threads_context_that_is_no_wait_ends_no_cycle() {
+    // The tick restarted at an interrupt's exit (nohz_full), logged under
+    // the running thread, is not the thread's next wait: its cycle,
+    // released at 10 ms and asleep at 10.7 ms, is a miss of its 500 µs.
+    let mut t = Tracker::new(TaskLatencySpec {
+        thread: Some("loop".into()),
+        ..spec()
+    });
+    let lines = cycle(10_000, 5, 10_020, 10_700).replace(
+        "loop-7 [001] d.... 0.010700: sched_switch",
+        "loop-7 [001] d.h.. 0.010030: hrtimer_start: hrtimer=0000000022 function=tick_nohz_handler expires=10031000 softexpires=10031000 mode=ABS|PINNED_HARD was_armed=0\n loop-7 [001] d.... 0.010700: sched_switch",
+    );
+    assert!(lines.contains("tick_nohz_handler"), "{lines}");
+    feed(&mut t, &lines);
+    let r = t.finish(0, &[]);
+    assert_eq!(r.threads[0].deadline_misses, Some(1));
+}
