@@ -185,10 +185,13 @@ fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), Ref
             // An action's command line keeps its quotes, as in a file.
             Some((_, values)) if key.name == "on_spike" => {
                 for v in values {
-                    if !crate::config::values::cmdline_on_a_line(v) {
-                        return one_line(&option, v).map(|_| ());
-                    }
-                    g.from(format!("  {} {}", key.name, v.trim()), &option, v.trim());
+                    // Else as any value: refused here, or written for the
+                    // parser to refuse at its line (a blank action).
+                    let v = match crate::config::values::cmdline_on_a_line(v) {
+                        true => v.trim().to_string(),
+                        false => one_line(&option, v)?,
+                    };
+                    g.from(format!("  {} {v}", key.name), &option, &v);
                 }
             }
             Some((_, values)) => {
@@ -483,6 +486,19 @@ mod tests {
         // A comment outside quotes would cut it: refused.
         let o = parse(&["--trace-threshold", "50us", "--on-spike", "run echo # x"]);
         assert!(experiment(&o, &[0], &[]).is_err());
+        // A blank one is written for the parser to refuse, and the actions
+        // after it are kept.
+        let o = parse(&[
+            "--trace-threshold",
+            "50us",
+            "--on-spike",
+            " ",
+            "--on-spike",
+            "stop",
+        ]);
+        let text = experiment(&o, &[0], &[]).unwrap().text();
+        assert!(text.contains("  on_spike stop\n"), "{text}");
+        assert!(crate::config::parse(&text).is_err(), "{text}");
     }
 
     #[test]

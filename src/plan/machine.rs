@@ -148,11 +148,9 @@ impl Machine for RealMachine {
     }
 
     fn process_cpus(&self, pid: i32) -> Option<Vec<usize>> {
-        let threads = self.root.list(&format!("proc/{pid}/task")).ok()?;
-        let mut cpus: Vec<usize> = threads
+        let lists = crate::sys::tasks::threads_allowed_cpus(&self.root, pid)?;
+        let mut cpus: Vec<usize> = lists
             .iter()
-            .filter_map(|t| t.parse::<i32>().ok())
-            .filter_map(|t| crate::sys::tasks::status_field(&self.root, t, "Cpus_allowed_list"))
             .filter_map(|list| crate::cpulist::parse(list.trim()).ok())
             .flatten()
             .collect();
@@ -176,7 +174,7 @@ pub(super) fn command_missing(name: &str) -> (String, String) {
             format!("install `{name}` or give its full path; PATH is searched as a shell would"),
         );
     }
-    match Path::new(name).symlink_metadata() {
+    match Path::new(name).metadata() {
         Ok(_) => (
             format!("`{name}` is not an executable file"),
             "give the path of an executable file (a directory, or a file without execute permission, cannot run)".into(),

@@ -51,7 +51,7 @@ fn spike_actions(result: &RunResult) -> Option<String> {
         .collect();
     if let Some(first) = not_sent.first() {
         out.push_str(&format!(
-            "  signals not sent in {} listed rounds: {first}\n",
+            "  {} signals not sent in the listed rounds, the first: {first}\n",
             not_sent.len()
         ));
     }

@@ -248,12 +248,14 @@ impl FlightRecorder {
         }
     }
 
-    /// Each timer thread's timer slack, once its TID is known: none for a
-    /// real-time or DEADLINE one, else the kernel's value for the thread.
+    /// Each timer thread's timer slack, once it has announced a late
+    /// wake-up (its TID is known and its policy set: the slack it
+    /// inherited may change with its policy): none for a real-time or
+    /// DEADLINE one, else the kernel's value for the thread.
     fn learn_slacks(&mut self, timers: &[TimerHandle]) {
         for (state, t) in self.threads.iter_mut().zip(timers) {
             let tid = t.live.tid.load(std::sync::atomic::Ordering::Relaxed);
-            if state.slack_ns.is_some() || tid <= 0 {
+            if state.slack_ns.is_some() || tid <= 0 || state.announced == 0 {
                 continue;
             }
             let realtime = t.spec.deadline.is_some() || t.spec.sched.policy.is_realtime();
@@ -558,8 +560,10 @@ impl FlightRecorder {
         let stem = format!("{WINDOWS_DIR}/rtlab-spike-T{}-{}", m.timer, m.sample);
         let json = format!("{stem}.json");
         let raw = format!("{stem}.trace.txt");
-        self.windows
-            .push((json.clone(), trace_events(&events, tid, deadline, latency)));
+        self.windows.push((
+            json.clone(),
+            trace_events(&events, tid, (deadline, latency, slack)),
+        ));
         self.windows.push((raw.clone(), ftrace_text(&lines)));
         e.trace_file = Some(json);
         e.trace_text = Some(raw);
@@ -582,6 +586,7 @@ impl FlightRecorder {
     pub fn finish(mut self, timers: &[TimerHandle]) -> (TraceReport, Vec<(String, String)>) {
         // The last announced wake-ups are read whatever the rate limit.
         self.take_announced(timers);
+        self.learn_slacks(timers);
         self.read_pending(timers);
         let r = &mut self.report;
         r.explanations.sort_by_key(|e| (e.deadline_ns, e.timer));
@@ -691,10 +696,10 @@ const OWNER_TRACK: i64 = -1;
 pub fn trace_events(
     events: &[crate::trace::event::Event],
     tid: i32,
-    deadline: u64,
-    latency: u64,
+    (deadline, latency, slack): (u64, u64, u64),
 ) -> String {
-    let (segments, _, _) = analyze::segments(events, tid, deadline, latency);
+    let window = (deadline, latency, slack);
+    let (segments, _, _) = analyze::segments_known(events, tid, window, &|_| None);
     let us = |ns: u64| ns as f64 / 1000.0;
     let cpu = events.first().map_or(0, |e| e.cpu);
     let mut out: Vec<serde_json::Value> = vec![
@@ -831,7 +836,7 @@ mod tests {
         let events: Vec<crate::trace::event::Event> = text.lines().filter_map(text::line).collect();
         let (deadline, latency) = (11_692_596_928_077, 2_075_000);
         let doc: serde_json::Value =
-            serde_json::from_str(&trace_events(&events, 16157, deadline, latency)).unwrap();
+            serde_json::from_str(&trace_events(&events, 16157, (deadline, latency, 0))).unwrap();
         let all = doc["traceEvents"].as_array().unwrap();
         let slices: Vec<&serde_json::Value> = all.iter().filter(|e| e["ph"] == "X").collect();
         // The owner track covers the latency, in µs, without gaps.

@@ -574,9 +574,18 @@ fn kept_off(test: &str, by_pid: bool) {
             .arg("0")
             .spawn()
             .unwrap();
-        rtlab.args(["--pid", &p.id().to_string()]);
+        let pid = p.id();
+        rtlab.args(["--pid", &pid.to_string()]);
         program = Some(Killed(p));
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // rtlab plans from the task's affinity: wait for taskset's.
+        let pinned = || {
+            let threads = crate::trace_experiments::allowed_cpus(pid);
+            !threads.is_empty() && threads.iter().all(|(_, cpus)| cpus == &vec![measured])
+        };
+        let since = std::time::Instant::now();
+        while !pinned() && since.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     } else {
         rtlab.args(["--cpu", &measured.to_string(), "--"]);
         rtlab

@@ -99,10 +99,24 @@ pub fn kernel_prio(root: &SysRoot, tid: i32) -> Option<i32> {
     stat_field(&stat, 18)?.parse::<i32>().ok().map(|p| p + 100)
 }
 
+/// Each thread of process `pid`: its `Cpus_allowed_list` (cpulist text).
+/// None when the process is gone; a thread that ends meanwhile is left
+/// out.
+pub fn threads_allowed_cpus(root: &SysRoot, pid: i32) -> Option<Vec<String>> {
+    let threads = root.list(&format!("proc/{pid}/task")).ok()?;
+    Some(
+        threads
+            .iter()
+            .filter_map(|t| t.parse::<i32>().ok())
+            .filter_map(|t| status_field(root, t, "Cpus_allowed_list"))
+            .collect(),
+    )
+}
+
 /// Thread `tid`'s timer slack (`/proc/TID/timerslack_ns`, ns): how far
 /// past its asked time the kernel may fire the thread's timers, to batch
-/// wake-ups. A real-time or DEADLINE thread's sleeps have none (the
-/// kernel shows 0 for it from 6.7, and ignores the value before). None
+/// wake-ups. A real-time or DEADLINE thread's sleeps have none (newer
+/// kernels show 0 for it, older ones ignore the value it shows). None
 /// when the file cannot be read.
 pub fn timer_slack_ns(root: &SysRoot, tid: i32) -> Option<u64> {
     let text = root.read_lossy(&format!("proc/{tid}/timerslack_ns")).ok()?;

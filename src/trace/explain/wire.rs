@@ -19,7 +19,8 @@ pub enum PartKind {
     /// The timer thread's own timer slack: a SCHED_OTHER thread's timer
     /// may fire up to its slack (`/proc/TID/timerslack_ns`, 50 µs by
     /// default) past the deadline, the kernel batching wake-ups. Not an
-    /// interrupt's lateness and nobody's fault: a per-thread setting.
+    /// interrupt's lateness and no thread's doing: a per-thread setting,
+    /// counted in the culprits under its own name.
     TimerSlack,
     /// A hardware interrupt handler (device IRQ, local timer, IPI).
     Irq,

@@ -352,7 +352,9 @@ pub fn quote_cmdline(argv: &[String]) -> Option<String> {
 /// after its key on one line of an experiment file reads back as itself:
 /// no control character, no comment outside quotes, its quotes balanced.
 pub fn cmdline_on_a_line(value: &str) -> bool {
+    // A `{` or `}` ending it would read as a stanza's brace.
     !value.trim().is_empty()
+        && !value.trim_end().ends_with(['{', '}'])
         && !value.chars().any(char::is_control)
         && super::parse::comment_start(value) == value.len()
         && shell_words::split(value).is_ok()
@@ -378,6 +380,7 @@ mod tests {
         assert!(!cmdline_on_a_line("run a\nb"), "a line break");
         assert!(cmdline_on_a_line(r"run echo a\ b"), "an escaped blank");
         assert!(!cmdline_on_a_line(" "));
+        assert!(!cmdline_on_a_line("run echo {"));
     }
 
     #[test]

@@ -48,7 +48,7 @@ fn main_cause(p: &Part, own_prio: Option<i32>, latency_ns: u64, share: &str) -> 
         ),
         PartKind::TimerSlack => format!(
             "the timer thread's own timer slack ({share}): the kernel may fire a \
-             SCHED_OTHER thread's timer up to its slack past the deadline \
+             normal-policy (OTHER, BATCH, IDLE) thread's timer up to its slack past the deadline \
              (/proc/TID/timerslack_ns, 50 µs by default); not an interrupt's lateness: \
              set the slack with prctl(PR_SET_TIMERSLACK, 1), or give the timer thread \
              a real-time policy (which has none)"

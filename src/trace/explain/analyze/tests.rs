@@ -953,8 +953,9 @@ fn a_priority_the_window_does_not_show_is_taken_from_what_is_known_of_the_task()
 #[test]
 fn a_normal_timer_threads_slack_is_its_own_part_not_the_interrupts_lateness() {
     // A SCHED_OTHER timer thread (50 µs of slack) on an idle CPU: its timer
-    // fires 56.3 µs past the deadline. 50 µs are the slack the kernel may
-    // use; only the 6.3 µs past it are the interrupt's.
+    // fires 56.3 µs past the deadline (the thread is woken at 57 µs). 50
+    // µs are the slack the kernel may use; only the 7 µs past it, to the
+    // wake-up, are the interrupt's.
     let text = "\
  rtlab-timer0-50 [001] d..2. 100.000100: sched_switch: prev_comm=rtlab-timer0 prev_pid=50 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
  <idle>-0 [001] d.h1. 101.000056: hrtimer_expire_entry: hrtimer=00000000aa now=101000056300 function=hrtimer_wakeup/0x0
