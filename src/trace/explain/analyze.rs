@@ -456,25 +456,15 @@ fn held_off_words(own_prio: Option<i32>) -> String {
     }
 }
 
-/// Walks `events` (one CPU, in time order) over `[deadline, deadline +
-/// latency]` of timer thread `tid`: the segments of the window and the
-/// wake-up and switch-in times of the thread.
-pub fn segments(
-    events: &[Event],
-    tid: i32,
-    deadline_ns: u64,
-    latency_ns: u64,
-) -> (Vec<Segment>, Option<u64>, Option<u64>) {
-    segments_known(events, tid, (deadline_ns, latency_ns, 0), &|_| None)
-}
-
 /// A task's kernel priority known from elsewhere than the window (the
 /// task as it is now, in `/proc`), for a task whose switch-in and wake-up
 /// the window does not hold.
 pub type KnownPrio<'a> = &'a dyn Fn(i32) -> Option<i32>;
 
-/// [`segments`] over `(deadline, latency, the timer thread's timer
-/// slack)`, with the priorities `known` gives for the tasks the window
+/// Walks `events` (one CPU, in time order) over `[deadline, deadline +
+/// latency]` of timer thread `tid`, whose timer slack is `slack`: the
+/// segments of the window and the wake-up and switch-in times of the
+/// thread, with the priorities `known` gives for the tasks the window
 /// does not show one of.
 pub fn segments_known(
     events: &[Event],
