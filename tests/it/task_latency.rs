@@ -168,18 +168,27 @@ fn agrees(mode: &str, r: &Value, own: &[(i64, i64)]) -> Vec<(i64, Value)> {
     let mut matched = Vec::new();
     for &(expiry, lateness) in own {
         // A timerfd (read, or waited on with epoll) that expired again
-        // before its task ran (a deadline
-        // miss) wakes it once: the program counts from the last expiry,
-        // rtlab from the one that woke it, which ran after this one.
+        // before its task ran (a deadline miss) wakes it once: the program
+        // counts from the last expiry, rtlab from the one that woke it,
+        // which ran after this one. So does one that expires while its
+        // task, woken late in its period, still works: its next read
+        // returns at once, no wake-up to see (CI: woken 994 µs late, 4.7
+        // µs before the next expiry).
         let coalesced = || {
             by_expiry
                 .values()
                 .filter(|w| w["expiry_ns"].as_i64() < Some(expiry))
                 .max_by_key(|w| w["expiry_ns"].as_i64())
-                .filter(|w| mode != "sleep" && w["run_at_ns"].as_i64() >= Some(expiry))
+                .filter(|w| {
+                    let previous = w["expiry_ns"].as_i64().unwrap_or(0);
+                    let late_in_its_period = previous + (expiry - previous) / 2;
+                    mode != "sleep" && w["run_at_ns"].as_i64() >= Some(late_in_its_period)
+                })
         };
         if !by_expiry.contains_key(&expiry) && coalesced().is_some() {
-            eprintln!("{mode}: the cycle of expiry {expiry} ran after a deadline miss");
+            eprintln!(
+                "{mode}: the cycle of expiry {expiry} began without a wait (a late cycle before it)"
+            );
             continue;
         }
         let w = by_expiry
