@@ -622,15 +622,32 @@ fn binary_trace_decoder() {
                 }
                 None => pages = mutate(&pages, &mutations),
             }
-            let events = guarded(&(k, &mutations), || {
-                let mut out = Vec::new();
-                if let Some(mut d) =
+            let (events, located) = guarded(&(k, &mutations), || {
+                let decoder = || {
                     rtlab::trace::rawtrace::Decoder::new(&header, &formats, symbols.clone(), &known)
-                {
+                };
+                let mut out = Vec::new();
+                if let Some(mut d) = decoder() {
                     d.pages(0, &pages, &mut out);
                 }
-                out
+                // The flight recorder's way: located first, decoded later.
+                let mut later = Vec::new();
+                if let Some(mut d) = decoder() {
+                    for page in pages.chunks(4096) {
+                        let mut at = Vec::new();
+                        d.locate(0, page, &mut at, |_| ());
+                        later.extend(at.iter().filter_map(|a| d.decode_at(0, page, a)));
+                    }
+                }
+                (out, later)
             })?;
+            prop_assert_eq!(events.len(), located.len());
+            for (e, l) in events.iter().zip(&located) {
+                prop_assert_eq!(
+                    (e.ts_ns, e.pid, &e.name, &e.fields),
+                    (l.ts_ns, l.pid, &l.name, &l.fields)
+                );
+            }
             for e in &events {
                 prop_assert!(e.fields.len() <= 64 << 10, "{} bytes", e.fields.len());
                 for (key, value) in e.pairs() {
@@ -671,10 +688,16 @@ fn trace_text_reader() {
                         }
                     }
                 }
-                let buffer = parse::Buffer::new(&folded, 100_000);
+                let events = parse::events(&folded);
+                let buffer = rtlab::trace::event::Recent::new(&events);
                 let _ = buffer.idle_switches();
                 let _ = buffer.markers().count();
                 let _ = buffer.window(0, u64::MAX, 1000);
+                let _ = buffer.window_around(u64::MAX / 2, u64::MAX, u64::MAX, 1000);
+                let mut text = String::new();
+                for e in &events {
+                    parse::kernel_text(e, &mut text);
+                }
             })
         })
         .unwrap();

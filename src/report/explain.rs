@@ -37,14 +37,32 @@ pub fn reads_cost(r: &TraceReport) -> String {
             r.reads,
             ms(r.read_ns)
         ),
-        all => format!(
-            "{} reads of the trace buffer: {} of the main thread's CPU for the reads, {} with \
-             their analyses (the reads are spaced to hold that to about 5 % of a CPU during \
-             the run; the last, at its end, is not)",
-            r.reads,
-            ms(r.read_ns),
-            ms(all)
-        ),
+        all => {
+            let mut text = format!(
+                "{} reads of the trace buffer: {} of the main thread's CPU for the reads, {} with \
+                 their analyses (the reads are spaced to hold that to about 5 % of a CPU during \
+                 the run; the last, at its end, is not)",
+                r.reads,
+                ms(r.read_ns),
+                ms(all)
+            );
+            if r.windows_ns > 0 {
+                text.push_str(&format!(
+                    "; writing the windows at the end, {}",
+                    ms(r.windows_ns)
+                ));
+            }
+            if let Some(each) = all
+                .saturating_add(r.windows_ns)
+                .checked_div(r.explanations.len() as u64)
+            {
+                text.push_str(&format!(
+                    "; {:.0} µs per explained wake-up in all",
+                    each as f64 / 1000.0
+                ));
+            }
+            text
+        }
     }
 }
 
@@ -61,7 +79,7 @@ pub fn verdict(r: &TraceReport) -> String {
         return out;
     }
     out.push_str(&format!(
-        "  {} at or above, {} explained, {} not (overwritten before a read, more than {} in one read, or trace.max_spikes)\n",
+        "  {} at or above, {} explained, {} not (overwritten before a read, more than {} of a timer thread in one read, or trace.max_spikes)\n",
         r.over_threshold,
         r.explanations.len(),
         r.not_explained,

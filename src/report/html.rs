@@ -263,7 +263,7 @@ fn why_late(out: &mut String, r: &crate::trace::explain::TraceReport, steal: &[S
     let _ = writeln!(
         out,
         "<p>{} wake-ups of {} µs or more, {} explained, {} not (overwritten before a read, \
-         more than {} in one read, or <code>trace.max_spikes</code>); {}.</p>",
+         more than {} of a timer thread in one read, or <code>trace.max_spikes</code>); {}.</p>",
         r.over_threshold,
         micros(r.threshold_ns),
         r.explanations.len(),

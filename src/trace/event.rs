@@ -240,3 +240,138 @@ pub const SYS_EXIT: Tracepoint = Tracepoint::filtered(&["raw_syscalls/sys_exit"]
 /// The timers armed, filtered to the tasks followed: each gives the
 /// expiry a timer wake-up is late from.
 pub const TIMER_START: Tracepoint = Tracepoint::filtered(&["timer/hrtimer_start"]);
+
+/// A late wake-up as its timer thread marked it in the trace
+/// (`tracing_mark_write: rtlab T0 sample N deadline NS latency NS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    /// The timer thread's index.
+    pub timer: usize,
+    /// The thread that wrote it.
+    pub pid: i32,
+    /// The sample's number.
+    pub sample: u64,
+    /// Its deadline (CLOCK_MONOTONIC, ns).
+    pub deadline_ns: u64,
+    /// How late it woke (ns).
+    pub latency_ns: u64,
+}
+
+/// The name both readers give a `trace_marker` write.
+const MARK_WRITE: &str = "tracing_mark_write";
+
+impl Marker {
+    /// The marker event `e` holds, if it is one.
+    pub fn of(e: &Event) -> Option<Marker> {
+        if e.name != MARK_WRITE {
+            return None;
+        }
+        Marker::parse(e.pid, &e.fields)
+    }
+
+    /// The marker written by task `pid` as `text` (`rtlab T0 sample N
+    /// deadline NS latency NS`), if the text is one.
+    pub fn parse(pid: i32, text: &str) -> Option<Marker> {
+        let mut words = text.strip_prefix("rtlab T")?.split(' ');
+        let timer = words.next()?.parse().ok()?;
+        let mut value = |key: &str| -> Option<u64> {
+            (words.next()? == key).then_some(())?;
+            words.next()?.trim_end().parse().ok()
+        };
+        let sample = value("sample")?;
+        let deadline_ns = value("deadline")?;
+        let latency_ns = value("latency")?;
+        Some(Marker {
+            timer,
+            pid,
+            sample,
+            deadline_ns,
+            latency_ns,
+        })
+    }
+}
+
+/// One CPU's recent events, in time order, as the flight recorder holds
+/// them: each wake-up's window is a slice found by time (two binary
+/// searches), never read or parsed again.
+#[derive(Debug, Clone, Copy)]
+pub struct Recent<'a> {
+    events: &'a [Event],
+}
+
+impl<'a> Recent<'a> {
+    /// The events of one CPU, in the order its buffer gave them (time).
+    pub fn new(events: &'a [Event]) -> Self {
+        Recent { events }
+    }
+
+    /// The times of its oldest and newest events (ns), if it holds any.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        Some((self.events.first()?.ts_ns, self.events.last()?.ts_ns))
+    }
+
+    /// The events in `[from_ns, to_ns]`, at most `max` (those nearest the
+    /// end of the window are dropped).
+    pub fn window(&self, from_ns: u64, to_ns: u64, max: usize) -> &'a [Event] {
+        let start = self.events.partition_point(|e| e.ts_ns < from_ns);
+        self.from(start, to_ns, max)
+    }
+
+    /// The events from index `start` up to time `to_ns`, at most `max`.
+    fn from(&self, start: usize, to_ns: u64, max: usize) -> &'a [Event] {
+        let rest = &self.events[start.min(self.events.len())..];
+        let through = rest.partition_point(|e| e.ts_ns <= to_ns).min(max);
+        &rest[..through]
+    }
+
+    /// The events of a wake-up's window: from `lookback_ns` before
+    /// `deadline_ns` to `to_ns`, and from the last event at or before the
+    /// deadline if the lookback holds none (a CPU quiet for longer: its
+    /// last event says who owned it), at most `max`: a lookback that holds
+    /// more (a flood) starts later, never past that last event, so that
+    /// the events after the deadline are kept.
+    pub fn window_around(
+        &self,
+        deadline_ns: u64,
+        lookback_ns: u64,
+        to_ns: u64,
+        max: usize,
+    ) -> &'a [Event] {
+        let at = |t: u64| self.events.partition_point(|e| e.ts_ns <= t);
+        let by_lookback = self
+            .events
+            .partition_point(|e| e.ts_ns < deadline_ns.saturating_sub(lookback_ns));
+        let last_before = at(deadline_ns).saturating_sub(1);
+        let through = at(to_ns);
+        let start = by_lookback.max(through.saturating_sub(max));
+        self.from(start.min(last_before), to_ns, max)
+    }
+
+    /// Switches into idle and out of it that the buffer logs: a kernel
+    /// that logs the first and never the second hides which task ran after
+    /// idle (this VM's 6.18 kernel on one of its CPUs).
+    pub fn idle_switches(&self) -> (usize, usize) {
+        let switches = self.events.iter().filter(|e| e.name == "sched_switch");
+        let (mut into, mut out_of) = (0, 0);
+        for e in switches {
+            into += usize::from(e.num("next_pid") == Some(0));
+            out_of += usize::from(e.num("prev_pid") == Some(0));
+        }
+        (into, out_of)
+    }
+
+    /// The late wake-ups marked at or after `since_ns`, oldest first,
+    /// with the time of each marker.
+    pub fn markers_since(&self, since_ns: u64) -> impl Iterator<Item = (u64, Marker)> + 'a {
+        let start = self.events.partition_point(|e| e.ts_ns < since_ns);
+        let events = &self.events[start..];
+        events
+            .iter()
+            .filter_map(|e| Some((e.ts_ns, Marker::of(e)?)))
+    }
+
+    /// The late wake-ups marked in it, oldest first.
+    pub fn markers(&self) -> impl Iterator<Item = Marker> + 'a {
+        self.markers_since(0).map(|(_, m)| m)
+    }
+}

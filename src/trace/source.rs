@@ -6,10 +6,10 @@
 //! `RTLAB_TRACE_READER=text` forces the text reader (to compare the two).
 
 use crate::sys::SysRoot;
-use crate::sys::trace::{self, Instance, Pipe, RawPipes};
-use crate::trace::event::Event;
+use crate::sys::trace::{self, Instance, Pipe, RAW_PAGE, RawPipes};
+use crate::trace::event::{Event, Marker, Recent};
 use crate::trace::fields;
-use crate::trace::rawtrace::{Decoder, Symbols};
+use crate::trace::rawtrace::{Decoder, Found, Located, Symbols};
 use crate::trace::text;
 
 /// Events newer than this (ns before the read began) wait for the next
@@ -206,166 +206,222 @@ fn text_line(text: &str, lost: &mut u64, feed: &mut impl FnMut(&Event)) {
     }
 }
 
-/// Appends event `e` as the kernel's text shows it, one line: a task may
-/// name itself with a line break (and forge a marker line with it), which
-/// is shown as `?`; the name right-aligned in 16 columns, as the kernel
-/// writes it, so that the text reader takes the name from there, whatever
-/// it holds.
-fn kernel_line(e: &Event, out: &mut String) {
-    use std::fmt::Write;
-    let one = |s: &str| s.replace(['\n', '\r'], "?");
-    let mut comm = one(&e.comm);
-    let mut cut = comm.len().min(16);
-    while !comm.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    comm.truncate(cut);
-    let _ = writeln!(
-        out,
-        "{:>16}-{} [{:03}] ..... {}.{:09}: {}: {}",
-        Padded(&comm),
-        e.pid,
-        e.cpu,
-        e.ts_ns / 1_000_000_000,
-        e.ts_ns % 1_000_000_000,
-        e.name,
-        one(&e.fields)
-    );
-}
-
-/// A name padded to its width in bytes, as the kernel's `%16s` does (a
-/// `char` count would put a name of multi-byte letters out of its
-/// columns).
-struct Padded<'a>(&'a str);
-
-impl std::fmt::Display for Padded<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let width = f.width().unwrap_or(0);
-        for _ in self.0.len()..width {
-            f.write_str(" ")?;
-        }
-        f.write_str(self.0)
-    }
-}
-
-/// A CPU's recent events as the flight recorder reads them: its binary
-/// pages consumed at each read and decoded, kept as the kernel's text
-/// lines (ns timestamps), at most `max_bytes` (the oldest go first). The
-/// text reader's `per_cpu/cpuN/trace` formatted the whole buffer at every
-/// read; this formats only what came since the last.
+/// The flight recorder's CPUs, as their binary pages came: each read
+/// consumes the pages written since the last and keeps them (the oldest
+/// go first), with every record located (its time, its place) but not
+/// decoded, and the trace-marker writes found. A window's records are
+/// decoded when it is wanted: a read costs a few dozen nanoseconds per
+/// new event, an explanation the events of its window. The text reader's
+/// `per_cpu/cpuN/trace` formatted, and rtlab parsed, the whole buffer at
+/// every read.
 pub struct Tails {
     pipes: RawPipes,
     decoder: Box<Decoder>,
-    /// Per CPU of the pipes: the text kept.
-    kept: Vec<String>,
+    /// Per CPU of the pipes.
+    kept: Vec<CpuPages>,
     /// Reused between reads.
     raw: Vec<u8>,
-    events: Vec<Event>,
-    max_bytes: usize,
+    /// Most bytes of pages read at once (the buffer's size: more pages
+    /// than it holds are newer than the read).
+    max_read: usize,
+    /// Pages kept per CPU.
+    keep_pages: usize,
+}
+
+/// One CPU's kept pages, their records located, its markers.
+#[derive(Default)]
+pub struct CpuPages {
+    /// The pages, oldest first; `first` numbers the oldest.
+    pages: std::collections::VecDeque<Vec<u8>>,
+    first: u64,
+    /// Every record of the pages, in time order, with its page's number.
+    records: std::collections::VecDeque<(u64, Located)>,
+    /// The trace-marker writes, with their times.
+    markers: std::collections::VecDeque<(u64, Marker)>,
+    /// Switches into idle and out of it, since the start.
+    idle_switches: (usize, usize),
 }
 
 impl Tails {
-    /// The binary pages of `cpus` (an overwrite-mode instance), or why not.
+    /// The binary pages of `cpus` (an overwrite-mode instance), or why
+    /// not: reads of at most `max_read` bytes, `keep_pages` pages kept per
+    /// CPU.
     pub fn open(
         root: &SysRoot,
         instance: &Instance,
         cpus: &[usize],
-        events: &[&'static str],
-        extra: &[String],
-        max_bytes: usize,
+        (events, extra): (&[&'static str], &[String]),
+        max_read: usize,
+        keep_pages: usize,
     ) -> Result<Tails, String> {
         let Source::Raw { pipes, decoder, .. } = Source::raw(root, instance, cpus, events, extra)?
         else {
             return Err("no binary pages".into());
         };
         Ok(Tails {
-            kept: vec![String::new(); cpus.len()],
+            kept: (0..cpus.len()).map(|_| CpuPages::default()).collect(),
             pipes,
             decoder,
             raw: Vec::new(),
-            events: Vec::new(),
-            max_bytes,
+            max_read,
+            keep_pages: keep_pages.max(1),
         })
     }
 
-    /// CPU `cpu`'s events up to now, as text lines, lent: give them back
-    /// with [`Tails::give_back`] (the next read appends to them).
-    pub fn read_cpu(&mut self, cpu: usize) -> Result<String, String> {
-        let index = self
-            .pipes
-            .cpus()
-            .iter()
+    fn index(&self, cpu: usize) -> Result<usize, String> {
+        let cpus = self.pipes.cpus();
+        cpus.iter()
             .position(|&c| c == cpu)
-            .ok_or_else(|| format!("CPU {cpu} is not traced"))?;
-        self.raw.clear();
-        self.events.clear();
-        self.pipes
-            .read_into(index, &mut self.raw, self.max_bytes)
-            .map_err(|e| format!("cannot read the binary trace pipe: {e}"))?;
-        self.decoder.pages(cpu, &self.raw, &mut self.events);
-        let kept = &mut self.kept[index];
-        for e in &self.events {
-            kernel_line(e, kept);
-        }
-        if let Some(cut) = kept.len().checked_sub(self.max_bytes).filter(|c| *c > 0) {
-            let at = kept[cut..].find('\n').map_or(kept.len(), |n| cut + n + 1);
-            kept.drain(..at);
-        }
-        Ok(std::mem::take(kept))
+            .ok_or_else(|| format!("CPU {cpu} is not traced"))
     }
 
-    /// Takes back what [`Tails::read_cpu`] lent.
-    pub fn give_back(&mut self, cpu: usize, text: String) {
-        if let Some(index) = self.pipes.cpus().iter().position(|&c| c == cpu) {
-            self.kept[index] = text;
+    /// Consumes the pages CPU `cpu` wrote since the last read and locates
+    /// their records: its events up to now are then at hand
+    /// ([`Tails::held`]). Ok: how many records came.
+    pub fn read_cpu(&mut self, cpu: usize) -> Result<u64, String> {
+        let index = self.index(cpu)?;
+        let began = crate::sys::os::monotonic_ns();
+        let kept = &mut self.kept[index];
+        let mut located = Vec::new();
+        let mut came = 0;
+        // A page at a time, at most the buffer's pages, and no further
+        // than the moment the read began: what comes after is the read's
+        // own trace (a tracepoint on the reading CPU feeds itself).
+        for _ in 0..self.max_read / RAW_PAGE {
+            self.raw.clear();
+            let read = self.pipes.read_into(index, &mut self.raw, RAW_PAGE);
+            let read = read.map_err(|e| format!("cannot read the binary trace pipe: {e}"))?;
+            if read == 0 {
+                break;
+            }
+            located.clear();
+            let number = kept.first + kept.pages.len() as u64;
+            let (markers, idle) = (&mut kept.markers, &mut kept.idle_switches);
+            self.decoder
+                .locate(cpu, &self.raw, &mut located, |found| match found {
+                    Found::Mark(e) => {
+                        if let Some(m) = Marker::of(&e) {
+                            markers.push_back((e.ts_ns, m));
+                        }
+                    }
+                    Found::Switch { from_idle, to_idle } => {
+                        idle.0 += usize::from(to_idle);
+                        idle.1 += usize::from(from_idle);
+                    }
+                });
+            came += located.len() as u64;
+            kept.records.extend(located.iter().map(|l| (number, *l)));
+            kept.pages.push_back(self.raw.clone());
+            if located.last().is_none_or(|l| l.ts >= began) {
+                break;
+            }
         }
+        while kept.pages.len() > self.keep_pages {
+            kept.pages.pop_front();
+            kept.first += 1;
+        }
+        while kept.records.front().is_some_and(|r| r.0 < kept.first) {
+            kept.records.pop_front();
+        }
+        let oldest = kept.records.front().map_or(u64::MAX, |r| r.1.ts);
+        while kept.markers.front().is_some_and(|m| m.0 < oldest) {
+            kept.markers.pop_front();
+        }
+        Ok(came)
+    }
+
+    /// CPU `cpu`'s events as its last read left them.
+    pub fn held(&mut self, cpu: usize) -> Result<Held<'_>, String> {
+        let index = self.index(cpu)?;
+        Ok(Held::Pages {
+            decoder: &mut self.decoder,
+            cpu,
+            kept: &self.kept[index],
+        })
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// One CPU's recent events as a read of the flight recorder holds them:
+/// the text reader's whole buffer, parsed, or the binary reader's kept
+/// pages, decoded a window at a time.
+pub enum Held<'a> {
+    /// Parsed events, in time order.
+    Parsed(Recent<'a>),
+    /// Located records.
+    Pages {
+        /// The decoder of the window's records.
+        decoder: &'a mut Decoder,
+        /// The CPU.
+        cpu: usize,
+        /// Its pages.
+        kept: &'a CpuPages,
+    },
+}
 
-    #[test]
-    fn a_decoded_event_read_back_as_text_keeps_every_field_whatever_its_task_is_named() {
-        for name in [
-            " next_pid=5",
-            "a [1] 2.0: x:",
-            "\u{e9}t\u{e9} 42",
-            "a\nb",
-            "<idle>",
-            "x-1 [0] 1.0: e:",
-        ] {
-            let fields = format!(
-                "prev_comm={name} prev_pid=77 prev_prio=120 prev_state=S next_comm=rtlab-timer0 next_pid=4243 next_prio=9"
-            );
-            let spans = match crate::trace::fields::read("sched_switch", &fields) {
-                crate::trace::fields::Read::Fields(s) => s,
-                other => panic!("{other:?}"),
-            };
-            let e = Event {
-                comm: name.into(),
-                pid: 77,
-                cpu: 1,
-                ts_ns: 12_000_000_001,
-                name: "sched_switch".into(),
-                fields,
-                spans,
-            };
-            let mut line = String::new();
-            kernel_line(&e, &mut line);
-            let back = text::line(line.trim_end()).unwrap_or_else(|| panic!("{line}"));
-            let shown = name.replace('\n', "?");
-            assert_eq!(back.comm.as_ref(), shown.trim_start(), "{line}");
-            assert_eq!(
-                (back.pid, back.cpu, back.ts_ns),
-                (77, 1, 12_000_000_001),
-                "{line}"
-            );
-            assert_eq!(back.num("next_pid"), Some(4243), "{line}");
-            assert_eq!(back.num("prev_pid"), Some(77), "{line}");
-            assert_eq!(back.field("next_comm"), Some("rtlab-timer0"), "{line}");
-            assert_eq!(back.field("prev_comm"), Some(shown.trim()), "{line}");
+impl Held<'_> {
+    /// The times of its oldest and newest events (ns), if it holds any.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        match self {
+            Held::Parsed(r) => r.span(),
+            Held::Pages { kept, .. } => {
+                Some((kept.records.front()?.1.ts, kept.records.back()?.1.ts))
+            }
+        }
+    }
+
+    /// The late wake-ups marked at or after `since_ns`, oldest first, with
+    /// the time of each marker.
+    pub fn markers_since(&self, since_ns: u64) -> Vec<(u64, Marker)> {
+        match self {
+            Held::Parsed(r) => r.markers_since(since_ns).collect(),
+            Held::Pages { kept, .. } => {
+                let from = kept.markers.partition_point(|m| m.0 < since_ns);
+                kept.markers.range(from..).copied().collect()
+            }
+        }
+    }
+
+    /// The events of a wake-up's window (as [`Recent::window_around`]).
+    pub fn window_around(
+        &mut self,
+        deadline_ns: u64,
+        lookback_ns: u64,
+        to_ns: u64,
+        max: usize,
+    ) -> std::borrow::Cow<'_, [Event]> {
+        match self {
+            Held::Parsed(r) => r.window_around(deadline_ns, lookback_ns, to_ns, max).into(),
+            Held::Pages { decoder, cpu, kept } => {
+                let records = &kept.records;
+                let at = |t: u64| records.partition_point(|r| r.1.ts <= t);
+                let by_lookback =
+                    records.partition_point(|r| r.1.ts < deadline_ns.saturating_sub(lookback_ns));
+                let last_before = at(deadline_ns).saturating_sub(1);
+                let through = at(to_ns);
+                let start = by_lookback
+                    .max(through.saturating_sub(max))
+                    .min(last_before);
+                let end = through.min(start.saturating_add(max)).max(start);
+                let mut out = Vec::with_capacity(end - start);
+                for (number, at) in records.range(start..end) {
+                    let page = number
+                        .checked_sub(kept.first)
+                        .and_then(|i| kept.pages.get(i as usize));
+                    if let Some(e) = page.and_then(|p| decoder.decode_at(*cpu, p, at)) {
+                        out.push(e);
+                    }
+                }
+                out.into()
+            }
+        }
+    }
+
+    /// Switches into idle and out of it that the buffer logs (as
+    /// [`Recent::idle_switches`]; the binary reader's, since the start).
+    pub fn idle_switches(&self) -> (usize, usize) {
+        match self {
+            Held::Parsed(r) => r.idle_switches(),
+            Held::Pages { kept, .. } => kept.idle_switches,
         }
     }
 }

@@ -110,42 +110,12 @@ pub fn line(text: &str) -> Option<Event> {
     })
 }
 
-/// A late wake-up as its timer thread marked it in the trace
-/// (`tracing_mark_write: rtlab T0 sample N deadline NS latency NS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Marker {
-    /// The timer thread's index.
-    pub timer: usize,
-    /// The thread that wrote it.
-    pub pid: i32,
-    /// The sample's number.
-    pub sample: u64,
-    /// Its deadline (CLOCK_MONOTONIC, ns).
-    pub deadline_ns: u64,
-    /// How late it woke (ns).
-    pub latency_ns: u64,
-}
+pub use super::event::Marker;
 
 /// The marker of a late wake-up on this line, if it holds one.
 pub fn marker(text: &str) -> Option<Marker> {
     let (_, pid, _, _, rest) = split(text)?;
-    let mark = rest.strip_prefix("tracing_mark_write: rtlab T")?;
-    let mut words = mark.split(' ');
-    let timer = words.next()?.parse().ok()?;
-    let mut value = |key: &str| -> Option<u64> {
-        (words.next()? == key).then_some(())?;
-        words.next()?.trim_end().parse().ok()
-    };
-    let sample = value("sample")?;
-    let deadline_ns = value("deadline")?;
-    let latency_ns = value("latency")?;
-    Some(Marker {
-        timer,
-        pid,
-        sample,
-        deadline_ns,
-        latency_ns,
-    })
+    Marker::parse(pid, rest.strip_prefix("tracing_mark_write: ")?)
 }
 
 /// The kernel's text shows a `stacktrace` trigger's record as a
@@ -226,99 +196,93 @@ fn timestamp_ns(text: &str) -> Option<u64> {
     s.checked_mul(1_000_000_000)?.checked_add(frac * scale)
 }
 
-/// A CPU's buffer text, its event lines indexed by time once, so that
-/// each window and each marker is found without reading the text again.
-pub struct Buffer<'a> {
-    /// Each event line with its time (ns), in the buffer's (time) order.
-    lines: Vec<(u64, &'a str)>,
+/// The events of a CPU's buffer text (the text reader's whole buffer),
+/// in its order, tasks shown as `<...>` named from the events' own fields.
+pub fn events(text: &str) -> Vec<Event> {
+    let mut events: Vec<Event> = fields::event_lines(text)
+        .0
+        .into_iter()
+        .filter_map(line)
+        .collect();
+    crate::trace::event::name_tasks(&mut events);
+    events
 }
 
-impl<'a> Buffer<'a> {
-    /// The times of its oldest and newest events (ns), if it holds any.
-    pub fn span(&self) -> Option<(u64, u64)> {
-        Some((self.lines.first()?.0, self.lines.last()?.0))
-    }
+/// Appends event `e` as the kernel's text shows it, one line: a task may
+/// name itself with a line break (and forge a marker line with it), which
+/// is shown as `?`; the name right-aligned in 16 columns, as the kernel
+/// writes it, so that the text reader takes the name from there, whatever
+/// it holds. Written piece by piece (no formatting machinery: the saved
+/// windows hold thousands of lines).
+pub fn kernel_line(e: &Event, out: &mut String) {
+    kernel_head(e, out);
+    out.push_str(": ");
+    out.push_str(&e.name);
+    out.push_str(": ");
+    one_line(&e.fields, out);
+    out.push('\n');
+}
 
-    /// Indexes the event lines of `text` (at most `max` of them: a CPU's
-    /// buffer holds far fewer; past it the newest are dropped).
-    pub fn new(text: &'a str, max: usize) -> Self {
-        let lines = fields::event_lines(text)
-            .0
-            .into_iter()
-            .filter_map(|l| {
-                let (_, _, _, ts, rest) = split(l)?;
-                rest.contains(':').then_some((ts, l))
-            })
-            .take(max)
-            .collect();
-        Buffer { lines }
+/// Appends event `e` as the kernel's text shows it, a `kernel_stack`
+/// (folded into one event by the readers) as the kernel does: a `<stack
+/// trace>` line, then one ` => function` line per frame.
+pub fn kernel_text(e: &Event, out: &mut String) {
+    if e.name != "kernel_stack" {
+        return kernel_line(e, out);
     }
-
-    /// The event lines in `[from_ns, to_ns]`, as the kernel wrote them, at
-    /// most `max` (those nearest the end of the window are dropped).
-    pub fn window(&self, from_ns: u64, to_ns: u64, max: usize) -> Vec<&'a str> {
-        let start = self.lines.partition_point(|&(ts, _)| ts < from_ns);
-        self.lines_from(start, to_ns, max)
+    kernel_head(e, out);
+    out.push_str(": <stack trace>\n");
+    for f in e
+        .fields
+        .split("=>")
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
+        out.push_str(" => ");
+        one_line(f, out);
+        out.push('\n');
     }
+}
 
-    /// The lines from index `start` up to time `to_ns`, at most `max`.
-    fn lines_from(&self, start: usize, to_ns: u64, max: usize) -> Vec<&'a str> {
-        self.lines[start..]
-            .iter()
-            .take_while(|&&(ts, _)| ts <= to_ns)
-            .take(max)
-            .map(|&(_, l)| l)
-            .collect()
+/// `COMM-PID [CPU] ..... SECONDS.NANOS`, as the kernel's text begins.
+fn kernel_head(e: &Event, out: &mut String) {
+    let comm = if e.comm.contains(['\n', '\r']) {
+        e.comm.replace(['\n', '\r'], "?").into()
+    } else {
+        std::borrow::Cow::Borrowed(&*e.comm)
+    };
+    let mut cut = comm.len().min(NAME_COLUMNS);
+    while !comm.is_char_boundary(cut) {
+        cut -= 1;
     }
+    // Padded to its width in bytes, as the kernel's `%16s` does (a `char`
+    // count would put a name of multi-byte letters out of its columns).
+    out.extend(std::iter::repeat_n(' ', NAME_COLUMNS - cut));
+    out.push_str(&comm[..cut]);
+    out.push('-');
+    let mut number = itoa::Buffer::new();
+    out.push_str(number.format(e.pid));
+    out.push_str(" [");
+    zero_padded(out, e.cpu as u64, 3);
+    out.push_str("] ..... ");
+    out.push_str(number.format(e.ts_ns / 1_000_000_000));
+    out.push('.');
+    zero_padded(out, e.ts_ns % 1_000_000_000, 9);
+}
 
-    /// The event lines of a wake-up's window: from `lookback_ns` before
-    /// `deadline_ns` to `to_ns`, and from the last event at or before the
-    /// deadline if the lookback holds none (a CPU quiet for longer: its
-    /// last event says who owned it), at most `max`: a lookback that holds
-    /// more (a flood) starts later, never past that last event, so that
-    /// the events after the deadline are kept.
-    pub fn window_around(
-        &self,
-        deadline_ns: u64,
-        lookback_ns: u64,
-        to_ns: u64,
-        max: usize,
-    ) -> Vec<&'a str> {
-        let by_lookback = self
-            .lines
-            .partition_point(|&(ts, _)| ts < deadline_ns.saturating_sub(lookback_ns));
-        let last_before = self
-            .lines
-            .partition_point(|&(ts, _)| ts <= deadline_ns)
-            .saturating_sub(1);
-        let through = self.lines.partition_point(|&(ts, _)| ts <= to_ns);
-        let start = by_lookback.max(through.saturating_sub(max));
-        self.lines_from(start.min(last_before), to_ns, max)
-    }
+/// `n` in decimal, with leading zeros up to `width` digits.
+fn zero_padded(out: &mut String, n: u64, width: usize) {
+    let mut number = itoa::Buffer::new();
+    let digits = number.format(n);
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(digits.len())));
+    out.push_str(digits);
+}
 
-    /// Switches into idle and out of it that the buffer logs: a kernel
-    /// that logs the first and never the second hides which task ran after
-    /// idle (this VM's 6.18 kernel on one of its CPUs).
-    pub fn idle_switches(&self) -> (usize, usize) {
-        let (mut into, mut out_of) = (0, 0);
-        for (_, l) in &self.lines {
-            if !l.contains(" sched_switch: ") {
-                continue;
-            }
-            if let Some(e) = line(l).filter(|e| e.name == "sched_switch") {
-                into += usize::from(e.num("next_pid") == Some(0));
-                out_of += usize::from(e.num("prev_pid") == Some(0));
-            }
-        }
-        (into, out_of)
-    }
-
-    /// The late wake-ups marked in the buffer, oldest first.
-    pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
-        self.lines
-            .iter()
-            .filter(|(_, l)| l.contains("tracing_mark_write: rtlab T"))
-            .filter_map(|&(_, l)| marker(l))
+/// `text` with its line breaks shown as `?`.
+fn one_line(text: &str, out: &mut String) {
+    match text.contains(['\n', '\r']) {
+        true => out.push_str(&text.replace(['\n', '\r'], "?")),
+        false => out.push_str(text),
     }
 }
 
@@ -326,6 +290,77 @@ impl<'a> Buffer<'a> {
 mod tests {
     use super::*;
     use crate::trace::event::{Names, UNKNOWN_TASK, name_tasks};
+
+    #[test]
+    fn a_decoded_event_read_back_as_text_keeps_every_field_whatever_its_task_is_named() {
+        for name in [
+            " next_pid=5",
+            "a [1] 2.0: x:",
+            "\u{e9}t\u{e9} 42",
+            "a\nb",
+            "<idle>",
+            "x-1 [0] 1.0: e:",
+        ] {
+            let fields = format!(
+                "prev_comm={name} prev_pid=77 prev_prio=120 prev_state=S next_comm=rtlab-timer0 next_pid=4243 next_prio=9"
+            );
+            let spans = match crate::trace::fields::read("sched_switch", &fields) {
+                crate::trace::fields::Read::Fields(s) => s,
+                other => panic!("{other:?}"),
+            };
+            let e = Event {
+                comm: name.into(),
+                pid: 77,
+                cpu: 1,
+                ts_ns: 12_000_000_001,
+                name: "sched_switch".into(),
+                fields,
+                spans,
+            };
+            let mut line = String::new();
+            kernel_line(&e, &mut line);
+            let back = super::line(line.trim_end()).unwrap_or_else(|| panic!("{line}"));
+            let shown = name.replace('\n', "?");
+            assert_eq!(back.comm.as_ref(), shown.trim_start(), "{line}");
+            assert_eq!(
+                (back.pid, back.cpu, back.ts_ns),
+                (77, 1, 12_000_000_001),
+                "{line}"
+            );
+            assert_eq!(back.num("next_pid"), Some(4243), "{line}");
+            assert_eq!(back.num("prev_pid"), Some(77), "{line}");
+            assert_eq!(back.field("next_comm"), Some("rtlab-timer0"), "{line}");
+            assert_eq!(back.field("prev_comm"), Some(shown.trim()), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_stack_is_written_as_the_kernel_does_and_read_back_folded() {
+        let e = Event {
+            comm: "dd".into(),
+            pid: 4377,
+            cpu: 1,
+            ts_ns: 5_000_000_123,
+            name: "kernel_stack".into(),
+            fields: "=> __schedule => __cond_resched => vfs_write".into(),
+            spans: Default::default(),
+        };
+        let mut out = String::new();
+        kernel_text(&e, &mut out);
+        assert_eq!(
+            out,
+            "              dd-4377 [001] ..... 5.000000123: <stack trace>\n => __schedule\n => \
+             __cond_resched\n => vfs_write\n"
+        );
+        let back = events(&fold_stacks(out));
+        assert_eq!(back.len(), 1);
+        assert_eq!(
+            (&*back[0].comm, back[0].pid, back[0].ts_ns),
+            ("dd", 4377, 5_000_000_123)
+        );
+        assert_eq!(back[0].name, "kernel_stack");
+        assert_eq!(back[0].fields, e.fields);
+    }
 
     #[test]
     fn a_task_shown_unknown_is_named_from_the_events_fields() {

@@ -573,9 +573,21 @@ pub fn explain(
 pub fn explain_known(
     events: &[Event],
     (timer, tid, sample): (usize, i32, u64),
-    (deadline_ns, latency_ns, slack_ns): (u64, u64, u64),
+    window: (u64, u64, u64),
     known: KnownPrio,
 ) -> Explanation {
+    explain_segments(events, (timer, tid, sample), window, known).0
+}
+
+/// [`explain_known`], with the stretches of the window and who owned the
+/// CPU in each (all of them: the explanation's timeline keeps at most
+/// [`MAX_SLICES`]), as the saved window draws them.
+pub fn explain_segments(
+    events: &[Event],
+    (timer, tid, sample): (usize, i32, u64),
+    (deadline_ns, latency_ns, slack_ns): (u64, u64, u64),
+    known: KnownPrio,
+) -> (Explanation, Vec<Segment>) {
     let window = (deadline_ns, latency_ns, slack_ns);
     let (segs, woken, switched) = segments_known(events, tid, window, known);
     let prio_of = |pid: i32| prio_in(events, pid).or_else(|| known(pid));
@@ -603,7 +615,7 @@ pub fn explain_known(
             top.join(" <- ")
         ));
     }
-    Explanation {
+    let e = Explanation {
         timer,
         sample,
         cpu: events.first().map_or(0, |e| e.cpu),
@@ -632,7 +644,8 @@ pub fn explain_known(
             .collect(),
         stacks,
         cpus_at_deadline: Vec::new(),
-    }
+    };
+    (e, segs)
 }
 
 /// The kernel stacks the window holds for this wake-up: a `kernel_stack`

@@ -88,6 +88,14 @@ pub struct TraceReport {
     /// (0 in older results).
     #[serde(default)]
     pub analysis_ns: u64,
+    /// The events those reads brought (the binary reader's new records;
+    /// the text reader's whole buffer each time; 0 in older results).
+    #[serde(default)]
+    pub events_read: u64,
+    /// The CPU time of writing the explained windows' trace files (ns),
+    /// done once at the end of the run (0 in older results).
+    #[serde(default)]
+    pub windows_ns: u64,
     /// When each CPU's buffer was read (at most [`MAX_READS_KEPT`]): they
     /// tell why a wake-up was not explained.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -21,10 +21,10 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// A hasher for PIDs: one multiplication (the default hasher costs more
-/// than the rest of an event's decoding).
+/// A hasher for PIDs and kernel addresses: one multiplication (the
+/// default hasher costs more than the rest of an event's decoding).
 #[derive(Default)]
-struct PidHasher(u64);
+pub(crate) struct PidHasher(u64);
 
 impl Hasher for PidHasher {
     fn finish(&self) -> u64 {
@@ -37,6 +37,12 @@ impl Hasher for PidHasher {
     }
     fn write_i32(&mut self, v: i32) {
         self.0 = u64::from(v as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    // Addresses (the symbols' names): one multiplication too, its high
+    // bits folded down (aligned addresses have no low ones).
+    fn write_u64(&mut self, v: u64) {
+        let x = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = x ^ (x >> 32);
     }
 }
 
@@ -61,6 +67,32 @@ fn remember(comms: &mut Pids<Arc<str>>, pid: i32, comm: &[u8]) {
         comms.clear();
     }
     comms.insert(pid, name.into());
+}
+
+/// A record of a page, located and not decoded: its time and where its
+/// bytes lie in the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    /// The trace clock's time (ns).
+    pub ts: u64,
+    /// Where its bytes start in the page.
+    pub at: u16,
+    /// How many.
+    pub len: u16,
+}
+
+/// What [`Decoder::locate`] tells of the records it locates.
+#[derive(Debug)]
+pub enum Found {
+    /// A trace-marker write, decoded.
+    Mark(Event),
+    /// A task switch, from idle or to it (or neither).
+    Switch {
+        /// The task that left is idle.
+        from_idle: bool,
+        /// The task that came is idle.
+        to_idle: bool,
+    },
 }
 
 /// Decodes pages of one instance into events.
@@ -138,6 +170,11 @@ impl Decoder {
         remember(&mut self.comms, pid, comm.as_bytes());
     }
 
+    /// The name task `pid` has had in the events decoded so far.
+    pub fn comm(&self, pid: i32) -> Option<&Arc<str>> {
+        self.comms.get(&pid)
+    }
+
     /// The page size of these pages (header and data).
     pub fn page_size(&self) -> usize {
         4096
@@ -153,6 +190,77 @@ impl Decoder {
                 None => self.unknown = self.unknown.saturating_add(1),
             }
         }
+    }
+
+    /// The records of one page, each located (its time, where it lies),
+    /// not decoded: what the flight recorder keeps until a window is
+    /// wanted. The task names the records carry are learnt and the events
+    /// lost before the page counted, as decoding would; each trace-marker
+    /// write is decoded and given to `found`, and each switch into or out
+    /// of idle told (read from its PIDs alone).
+    pub fn locate(
+        &mut self,
+        cpu: usize,
+        bytes: &[u8],
+        out: &mut Vec<Located>,
+        mut found: impl FnMut(Found),
+    ) {
+        let (head, records) = page::records(&self.layout, bytes);
+        self.missed = self.missed.saturating_add(head.missed.unwrap_or(0));
+        for r in records {
+            let (Ok(at), Ok(len)) = (u16::try_from(r.at), u16::try_from(r.data.len())) else {
+                continue;
+            };
+            let id = page::uint_at(r.data, 0, 2).map(|id| id as u16);
+            let Some(format) = id.and_then(|id| self.formats.iter().find(|f| f.id == id)) else {
+                self.unknown = self.unknown.saturating_add(1);
+                continue;
+            };
+            match format.name.as_str() {
+                "print" => {
+                    if let Some(e) = self.record(cpu, r) {
+                        found(Found::Mark(e));
+                    }
+                }
+                name => {
+                    if name == "sched_switch" {
+                        let pid = |key: &str| {
+                            let field = &format.fields[format.field(key)?];
+                            render::int(field, r.data)
+                        };
+                        if let (Some(prev), Some(next)) = (pid("prev_pid"), pid("next_pid")) {
+                            found(Found::Switch {
+                                from_idle: prev == 0,
+                                to_idle: next == 0,
+                            });
+                        }
+                    }
+                    for (p, c) in render::comms(format, r.data) {
+                        remember(&mut self.comms, p, c);
+                    }
+                }
+            }
+            out.push(Located { ts: r.ts, at, len });
+        }
+    }
+
+    /// The record `at` locates in `page` (where [`Decoder::locate`] found
+    /// it), decoded; None (counted unknown) if it is not one.
+    pub fn decode_at(&mut self, cpu: usize, page: &[u8], at: &Located) -> Option<Event> {
+        let start = usize::from(at.at);
+        let data = page.get(start..start + usize::from(at.len));
+        let e = data.and_then(|data| {
+            let r = page::Record {
+                ts: at.ts,
+                data,
+                at: start,
+            };
+            self.record(cpu, r)
+        });
+        if e.is_none() {
+            self.unknown = self.unknown.saturating_add(1);
+        }
+        e
     }
 
     /// Decodes a run of whole pages (what `trace_pipe_raw` reads give).

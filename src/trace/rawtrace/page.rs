@@ -65,6 +65,8 @@ pub struct Record<'a> {
     pub ts: u64,
     /// The event's bytes, `common_type` first.
     pub data: &'a [u8],
+    /// Where they start in the page.
+    pub at: usize,
 }
 
 /// What a page's header says.
@@ -171,7 +173,12 @@ pub fn records<'a>(layout: &PageLayout, page: &'a [u8]) -> (PageHeader, Vec<Reco
                 else {
                     break;
                 };
-                out.push(Record { ts, data: bytes });
+                let at = layout.data_offset + start;
+                out.push(Record {
+                    ts,
+                    data: bytes,
+                    at,
+                });
                 start.checked_add(len.div_ceil(4) * 4)
             }
             n => {
@@ -181,7 +188,12 @@ pub fn records<'a>(layout: &PageLayout, page: &'a [u8]) -> (PageHeader, Vec<Reco
                 else {
                     break;
                 };
-                out.push(Record { ts, data: bytes });
+                let at = layout.data_offset + start;
+                out.push(Record {
+                    ts,
+                    data: bytes,
+                    at,
+                });
                 start.checked_add(len)
             }
         };

@@ -13,7 +13,7 @@ pub struct Symbols {
     sorted: Vec<(u64, String)>,
     /// Addresses already named (`%ps`, `%pS`): a trace names the same
     /// few functions again and again.
-    named: HashMap<(u64, bool), String>,
+    named: HashMap<(u64, bool), String, std::hash::BuildHasherDefault<super::PidHasher>>,
     /// The decoder's scratch line (kept here: every render has it).
     scratch: String,
 }
@@ -49,7 +49,7 @@ impl Symbols {
         sorted.dedup_by_key(|s| s.0);
         Symbols {
             sorted,
-            named: HashMap::new(),
+            named: HashMap::default(),
             scratch: String::new(),
         }
     }
@@ -235,7 +235,7 @@ fn value(
 }
 
 /// An integer field, sign-extended when signed. None for other storage.
-fn int(field: &Field, data: &[u8]) -> Option<i64> {
+pub(super) fn int(field: &Field, data: &[u8]) -> Option<i64> {
     let Storage::Int { signed } = field.storage else {
         return None;
     };

@@ -385,3 +385,49 @@ fn a_name_with_other_bytes_or_a_line_feed_reads_the_same_from_pages_and_from_tex
     }
     assert_eq!((text.comm.as_ref(), text.pid), (pages.comm.as_ref(), 77));
 }
+
+#[test]
+fn records_located_then_decoded_are_the_events_decoded_at_once() {
+    let dir = fixture();
+    for cpu in ["cpu0.raw", "cpu1.raw"] {
+        let pages = std::fs::read(dir.join(cpu)).unwrap();
+        let mut at_once = Vec::new();
+        decoder(&dir).pages(1, &pages, &mut at_once);
+        let mut d = decoder(&dir);
+        let (mut later, mut marks, mut switches) = (Vec::new(), 0, (0, 0));
+        for page in pages.chunks(4096) {
+            let mut located = Vec::new();
+            d.locate(1, page, &mut located, |found| match found {
+                Found::Mark(e) => marks += usize::from(e.name == "tracing_mark_write"),
+                Found::Switch { from_idle, to_idle } => {
+                    switches.0 += usize::from(to_idle);
+                    switches.1 += usize::from(from_idle);
+                }
+            });
+            later.extend(located.iter().filter_map(|a| d.decode_at(1, page, a)));
+        }
+        assert!(!at_once.is_empty());
+        assert_eq!(later.len(), at_once.len(), "{cpu}");
+        for (l, e) in later.iter().zip(&at_once) {
+            // Named as the kernel's text names them, by the name the task
+            // has last had (an exec renames a task from then on): what was
+            // unknown when the event came is named.
+            let latest = d.comm(l.pid).map(|c| &**c);
+            let named = l.comm == e.comm || Some(&*l.comm) == latest;
+            assert!(named, "{cpu}: {} against {}", l.comm, e.comm);
+            let (l, e) = (
+                (l.ts_ns, l.pid, &l.name, &l.fields),
+                (e.ts_ns, e.pid, &e.name, &e.fields),
+            );
+            assert_eq!(l, e, "{cpu}");
+        }
+        // What locating tells is what the decoded events say.
+        let recent = crate::trace::event::Recent::new(&at_once);
+        assert_eq!(switches, recent.idle_switches(), "{cpu}");
+        let printed = at_once
+            .iter()
+            .filter(|e| e.name == "tracing_mark_write")
+            .count();
+        assert_eq!(marks, printed, "{cpu}");
+    }
+}

@@ -389,7 +389,7 @@ pub const KEYS: &[KeySpec] = &[
         syntax: "N",
         value: "1..10000",
         default: "100",
-        meaning: "most wake-ups the flight recorder explains in a run (at most 10 from one read of the trace buffer); the others are counted",
+        meaning: "most wake-ups the flight recorder explains in a run (at most 250 of a timer thread from one read of the trace buffer); the others are counted",
         extension: true,
         repeatable: false,
         option: None,
