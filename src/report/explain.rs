@@ -52,6 +52,12 @@ pub fn reads_cost(r: &TraceReport) -> String {
                     ms(r.windows_ns)
                 ));
             }
+            if r.symbols_ns > 0 {
+                text.push_str(&format!(
+                    "; reading the kernel's symbols once, {}",
+                    ms(r.symbols_ns)
+                ));
+            }
             if let Some(each) = all
                 .saturating_add(r.windows_ns)
                 .checked_div(r.explanations.len() as u64)

@@ -408,8 +408,15 @@ impl FlightRecorder {
         if self.spec.dump_tasks && !made.is_empty() {
             self.dump_tasks(&mut tails, &made);
         }
+        // The kernel's symbols, read once when first needed, are a cost of
+        // their own: not the reads' (nor the budget's).
+        let symbols_ns = tails.as_ref().map_or(0, |t| t.symbols_ns);
+        let newly = symbols_ns.saturating_sub(self.report.symbols_ns);
+        self.report.symbols_ns = symbols_ns;
         self.tails = tails;
-        let spent_ns = crate::sys::os::thread_cpu_ns().saturating_sub(started);
+        let spent_ns = crate::sys::os::thread_cpu_ns()
+            .saturating_sub(started)
+            .saturating_sub(newly);
         self.report.analysis_ns = self.report.analysis_ns.saturating_add(spent_ns);
         let spent = Duration::from_nanos(spent_ns);
         self.next_read = Some(Instant::now() + MIN_GAP.max(spent * READ_BUDGET));

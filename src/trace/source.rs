@@ -66,7 +66,7 @@ impl Source {
     ) -> Result<Source, trace::TraceError> {
         let forced_text = std::env::var("RTLAB_TRACE_READER").is_ok_and(|v| v == "text");
         if !forced_text {
-            match Self::raw(root, instance, cpus, events, &[]) {
+            match Self::raw(root, instance, cpus, events, &[], false) {
                 Ok(raw) => return Ok(raw),
                 Err(why) => crate::messages::debug(1, &format!("trace read as text: {why}")),
             }
@@ -84,6 +84,7 @@ impl Source {
         cpus: &[usize],
         events: &[&'static str],
         extra: &[String],
+        symbols_later: bool,
     ) -> Result<Source, String> {
         let all: Vec<&str> = events
             .iter()
@@ -92,19 +93,26 @@ impl Source {
             .collect();
         let formats = instance.formats(&all).map_err(|e| e.to_string())?;
         // Addresses are named as the text names them: by the kernel's
-        // symbols (read once; hidden addresses give hex).
-        let symbols = trace::kallsyms(root)
-            .map(|k| Symbols::parse(&k))
-            .unwrap_or_default();
+        // symbols (read once; hidden addresses give hex). Later: only
+        // whether they are shown is read now.
+        let kallsyms = match symbols_later {
+            false => trace::kallsyms(root),
+            true => trace::kallsyms_head(root),
+        };
+        let shown = kallsyms.map(|k| Symbols::parse(&k)).unwrap_or_default();
         // Without names, the pages' addresses (functions, stacks) could
         // only be shown raw: the kernel's text names them itself.
-        if symbols.is_empty() {
+        if shown.is_empty() {
             return Err(
                 "the kernel hides its addresses in kallsyms (kernel.kptr_restrict): the kernel's \
                  text, which names them itself, is read instead"
                     .into(),
             );
         }
+        let symbols = match symbols_later {
+            false => shown,
+            true => Symbols::default(),
+        };
         let mut decoder = Decoder::new(&formats.header_page, &formats.events, symbols, events)
             .ok_or("the page layout (events/header_page) is not one rtlab reads")?;
         decoder.learn_comms(&instance.saved_cmdlines());
@@ -226,6 +234,12 @@ pub struct Tails {
     max_read: usize,
     /// Pages kept per CPU.
     keep_pages: usize,
+    /// Where the kernel's symbols are read, the first time a window is
+    /// decoded (a run without a late wake-up never reads them: formatting
+    /// and indexing them costs 50 to 90 ms).
+    symbols_from: Option<SysRoot>,
+    /// The CPU time reading and indexing them took (ns; 0 until then).
+    pub symbols_ns: u64,
 }
 
 /// One CPU's kept pages, their records located, its markers.
@@ -254,11 +268,13 @@ impl Tails {
         max_read: usize,
         keep_pages: usize,
     ) -> Result<Tails, String> {
-        let Source::Raw { pipes, decoder, .. } = Source::raw(root, instance, cpus, events, extra)?
-        else {
+        let raw = Source::raw(root, instance, cpus, events, extra, true)?;
+        let Source::Raw { pipes, decoder, .. } = raw else {
             return Err("no binary pages".into());
         };
         Ok(Tails {
+            symbols_from: Some(root.clone()),
+            symbols_ns: 0,
             kept: (0..cpus.len()).map(|_| CpuPages::default()).collect(),
             pipes,
             decoder,
@@ -333,6 +349,12 @@ impl Tails {
     /// CPU `cpu`'s events as its last read left them.
     pub fn held(&mut self, cpu: usize) -> Result<Held<'_>, String> {
         let index = self.index(cpu)?;
+        if let Some(root) = self.symbols_from.take() {
+            let started = crate::sys::os::thread_cpu_ns();
+            let symbols = trace::kallsyms(&root).map(|k| Symbols::parse(&k));
+            self.decoder.set_symbols(symbols.unwrap_or_default());
+            self.symbols_ns = crate::sys::os::thread_cpu_ns().saturating_sub(started);
+        }
         Ok(Held::Pages {
             decoder: &mut self.decoder,
             cpu,

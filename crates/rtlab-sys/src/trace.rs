@@ -243,6 +243,15 @@ pub fn kallsyms(root: &SysRoot) -> Option<String> {
     root.read_opt(paths::KALLSYMS)
 }
 
+/// The first symbols of `/proc/kallsyms` (a page of them: whether the
+/// kernel shows its addresses, without formatting the 100 000 others).
+pub fn kallsyms_head(root: &SysRoot) -> Option<String> {
+    let head = root.read_large(paths::KALLSYMS, 4096).ok()?;
+    // The last line may be cut.
+    let whole = head.rfind('\n').map_or(0, |n| n + 1);
+    Some(head[..whole].to_string())
+}
+
 /// Events the kernel could not keep in CPU `cpu`'s buffer (the `overrun`
 /// and `dropped events` lines of `per_cpu/cpuN/stats`).
 pub fn parse_lost(stats: &str) -> u64 {

@@ -92,6 +92,11 @@ pub struct TraceReport {
     /// the text reader's whole buffer each time; 0 in older results).
     #[serde(default)]
     pub events_read: u64,
+    /// The CPU time of reading and indexing the kernel's symbols (ns):
+    /// once, when the first window is decoded (the binary reader; 0 in
+    /// older results and with the text reader).
+    #[serde(default)]
+    pub symbols_ns: u64,
     /// The CPU time of writing the explained windows' trace files (ns),
     /// done once at the end of the run (0 in older results).
     #[serde(default)]

@@ -170,6 +170,12 @@ impl Decoder {
         remember(&mut self.comms, pid, comm.as_bytes());
     }
 
+    /// Names addresses by `symbols` from now on (a table read when first
+    /// needed).
+    pub fn set_symbols(&mut self, symbols: Symbols) {
+        self.symbols = symbols;
+    }
+
     /// The name task `pid` has had in the events decoded so far.
     pub fn comm(&self, pid: i32) -> Option<&Arc<str>> {
         self.comms.get(&pid)
