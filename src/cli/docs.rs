@@ -4,8 +4,8 @@
 //! the one command-line definition (`clap_mangen`, `clap_complete`) and
 //! from docs/config-format.md, so that they cannot drift from the binary.
 
-use super::{Cli, Outcome, Refusal};
-use clap::{Args, CommandFactory};
+use super::{Outcome, Refusal};
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 /// `rtlab man`.
@@ -30,7 +30,7 @@ const CONFIG_FORMAT: &str = include_str!("../../docs/config-format.md");
 /// Every command rtlab documents: rtlab itself, its visible subcommands,
 /// and cyclictest's and hwlatdetect's front ends with their own options.
 fn commands() -> Vec<(String, clap::Command)> {
-    let top = Cli::command().name("rtlab");
+    let top = super::whole_command().name("rtlab");
     let mut out = vec![("rtlab".to_string(), top.clone())];
     for sub in top.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("rtlab-{}", sub.get_name());
@@ -87,7 +87,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), Refusal> {
 
 /// `rtlab completions SHELL`: the script on stdout.
 pub fn completions_main(a: &CompletionsArgs) -> Outcome {
-    let mut cmd = Cli::command();
+    let mut cmd = super::whole_command();
     let mut bytes = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "rtlab", &mut bytes);
     out!("{}", String::from_utf8_lossy(&bytes));

@@ -195,8 +195,26 @@ pub(super) fn check_json(args: &RunArgs) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// Lets go of the pages of rtlab's binary that the steps of a run so far
+/// touched (the command line, the experiment, the plan; at the end, the
+/// run's closing), so that they do not add up to its peak memory (said at
+/// debug level 1).
+pub(super) fn let_go_of_what_start_up_touched() {
+    match crate::sys::memory::release_early_pages(&SysRoot::real()) {
+        Ok(r) => messages::debug(
+            1,
+            &format!(
+                "start-up pages let go: {} KiB in {} mappings",
+                r.kib, r.mappings
+            ),
+        ),
+        Err(e) => messages::debug(1, &format!("start-up pages kept: {e}")),
+    }
+}
+
 /// `rtlab run` (and the systress form `rtlab -c FILE`).
 pub(super) fn run_main(args: &RunArgs, dbg_level: Option<u8>) -> Outcome {
+    let_go_of_what_start_up_touched();
     let (text, name, origins) = if args.oneoff.given() {
         let root = SysRoot::real();
         let parts = partitions(&root);
@@ -237,6 +255,7 @@ pub(super) fn execute_plan(
     cyclictest: Option<crate::report::cyclictest::View>,
     exports: &mut run::ExportSet,
 ) -> Result<crate::result::RunResult, Refusal> {
+    let_go_of_what_start_up_touched();
     let journal_dir = crate::sys::journal::default_dir();
     journal_dir_trusted(&journal_dir)?;
     let json_option = if cyclictest.is_some() {
@@ -291,6 +310,7 @@ pub(super) fn run_plan(
     for w in &result.warnings {
         messages::warn(w);
     }
+    let_go_of_what_start_up_touched();
     run::write_outputs(&result, &exports).map_err(|e| Refusal::failed(format!("rtlab: {e:#}")))?;
     let held = show::run_gate(&result, args.json.as_deref(), &args.fail_if);
     tell_end(&result);

@@ -63,7 +63,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an experiment file, or the built-in experiment (one FIFO 99 timer
     /// thread per online CPU at 1 ms for 10 s) when no file is given.
-    Run(RunArgs),
+    Run(Deferred<RunArgs>),
     /// Check an experiment file against this machine without running it.
     Check {
         /// The experiment file.
@@ -72,7 +72,7 @@ pub enum Command {
     /// CPU partitions with cgroup cpusets: `create CPUS`, `show`, `undo`,
     /// `run rt|nrt -- CMD`.
     #[command(subcommand)]
-    Partition(partition::PartitionCommand),
+    Partition(DeferredCommands<partition::PartitionCommand>),
     /// Put back every system setting rtlab changed (the partition, and what
     /// a run that died left), from the journal.
     Restore {
@@ -82,15 +82,15 @@ pub enum Command {
     },
     /// Interrupts: counts per CPU, affinities, threads; `--watch` for rates;
     /// `move CPUS [IRQ...|all]`.
-    Irq(tune::IrqArgs),
+    Irq(Deferred<tune::IrqArgs>),
     /// Every thread with its policy, priority, CPUs (`--rt`, `--cpu`,
     /// `--match`); `set PATTERN|TID --policy P --priority N`.
-    Threads(tune::ThreadsArgs),
+    Threads(Deferred<tune::ThreadsArgs>),
     /// cpufreq policies and governors; `set GOVERNOR`; `ramp`, the governor
     /// experiment.
-    Cpufreq(tune::CpufreqArgs),
+    Cpufreq(Deferred<tune::CpufreqArgs>),
     /// cpuidle states per CPU; `set --max-latency US`.
-    Cstates(tune::CstatesArgs),
+    Cstates(Deferred<tune::CstatesArgs>),
     /// What a latency report must state about this machine.
     Sysinfo {
         /// Print as JSON (the snapshot the run result embeds).
@@ -99,56 +99,56 @@ pub enum Command {
     },
     /// A CPU hog that prints its loops per second (a load for the CPU
     /// bandwidth experiment).
-    Hog(tune::HogArgs),
+    Hog(Deferred<tune::HogArgs>),
     /// Built-in loads that print their throughput: cpu (duty cycle),
     /// memory (bandwidth), io (files), ipc (hackbench), net (loopback),
     /// timers; `cmdline rtlab load ipc --groups 10` in an experiment.
-    Load(load::LoadArgs),
+    Load(Deferred<load::LoadArgs>),
     /// Draw runs: overlaid histograms (log count axis), percentile curves,
     /// latency over time, as SVG or PNG; `--gnuplot FILE` for a script.
-    Plot(show::PlotArgs),
+    Plot(Deferred<show::PlotArgs>),
     /// One self-contained HTML report of runs: summary, plots, per-run
     /// latency tables, system, configuration, what rtlab changed.
-    Report(show::ReportArgs),
+    Report(Deferred<show::ReportArgs>),
     /// One table, a column per run, with differences against the first;
     /// `--fail-if 'p99>+10%'` gates CI on regressions (exit status 6).
-    Compare(show::CompareArgs),
+    Compare(Deferred<show::CompareArgs>),
     /// LAVA's test cases of runs, as Linaro's rt-tests parser names and
     /// judges cyclictest's: t<N>-min/avg/max-latency per thread, the max
     /// failing at or above --max-latency (exit status 6); inside a LAVA
     /// test shell each is reported by lava-test-case.
-    Lava(lava::LavaArgs),
+    Lava(Deferred<lava::LavaArgs>),
     /// Monitoring: run until stopped (FILE, or one FIFO 99 timer thread per
     /// CPU), exporting metrics for Prometheus (`/metrics`, a node_exporter
     /// textfile) and each window's histogram to a file.
-    Monitor(monitor::MonitorArgs),
+    Monitor(Deferred<monitor::MonitorArgs>),
     /// Isolation audit: count every interruption of CPUS by its source for
     /// a while, and check what isolcpus, nohz_full and the partition
     /// promised.
-    Audit(trace::AuditArgs),
+    Audit(Deferred<trace::AuditArgs>),
     /// IRQ-to-task latency: from each handler of an IRQ to the switch-in of
     /// the task that waits for its data (`-- CMD` starts that task).
     #[command(name = "irq-task")]
-    IrqTask(trace::IrqTaskArgs),
+    IrqTask(Deferred<trace::IrqTaskArgs>),
     /// How late any task wakes up, unmodified (`--pid`, `--name`, or a
     /// command after `--`): each wake-up's timer lateness, wake-to-run and
     /// latency, run time, period, deadline misses, and who held the CPU.
     #[command(name = "task-latency")]
-    TaskLatency(task_latency::TaskLatencyArgs),
+    TaskLatency(Deferred<task_latency::TaskLatencyArgs>),
     /// OS noise: one thread per CPU that never sleeps reads the CPU's
     /// counter; every gap is time the OS or the hardware took (oslat's
     /// method), with rtla osnoise's figures per period and, as root, the
     /// cause of every gap (IRQ, softirq, NMI, thread, or unseen).
-    Noise(noise::NoiseArgs),
+    Noise(Deferred<noise::NoiseArgs>),
     /// Close the loop: run the experiment with the flight recorder, propose
     /// one remedy per cause of its late wake-ups, apply each through the
     /// journal and keep it only when interleaved rounds prove it helped;
     /// `rtlab restore` undoes what was kept.
-    Fix(fix::FixArgs),
+    Fix(Deferred<fix::FixArgs>),
     /// One trace buffer read as the kernel's text and as its binary pages,
     /// timed and compared (the binary trace engine's benchmark and check).
     #[command(name = "trace-readers", hide = true)]
-    TraceReaders(trace_readers::TraceReadersArgs),
+    TraceReaders(Deferred<trace_readers::TraceReadersArgs>),
     /// Why wake-ups were late: the culprits of a run with `trace.threshold`
     /// and every explained wake-up, or the worst wake-ups it kept.
     Explain {
@@ -199,15 +199,148 @@ pub enum Command {
     /// (LATENCY_TEST_RUN, LATENCY_TEST_RUNTIME, LATENCY_TEST_DELAY,
     /// LATENCY_TEST_CPUS, MAXIMUM_LATENCY, CYCLICTEST_MAXIMUM_LATENCY, ...);
     /// `--nfd-file` writes Node Feature Discovery's labels.
-    Qualify(qualify::QualifyArgs),
+    Qualify(Deferred<qualify::QualifyArgs>),
     /// Write the man pages (rtlab.1, rtlab-SUBCOMMAND.1, rtlab.conf.5) into
     /// a man directory.
-    Man(docs::ManArgs),
+    Man(Deferred<docs::ManArgs>),
     /// Print the shell completion script (bash, zsh, fish).
-    Completions(docs::CompletionsArgs),
+    Completions(Deferred<docs::CompletionsArgs>),
     /// Internal: the guard process that cleans up if rtlab is killed.
     #[command(name = "__guard", hide = true)]
     Guard,
+}
+
+/// A subcommand's options, built only when that subcommand is the one
+/// given (clap's `Command::defer`): `rtlab run` builds its own options,
+/// not the thirty other commands'. Their code and memory, touched at
+/// start-up, were most of what a run's binary had resident at its peak.
+#[derive(Debug, Default)]
+pub struct Deferred<T>(pub T);
+
+impl<T> std::ops::Deref for Deferred<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        match eager() {
+            true => with_own_about::<T, false>(cmd),
+            false => cmd.defer(with_own_about::<T, false>),
+        }
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        match eager() {
+            true => with_own_about::<T, true>(cmd),
+            false => cmd.defer(with_own_about::<T, true>),
+        }
+    }
+}
+
+/// `T`'s options added to `cmd`, which keeps its own description (the
+/// options' type may bring one, which the subcommand's doc replaced when
+/// the options came first).
+fn with_own_about<T: Args, const UPDATE: bool>(cmd: clap::Command) -> clap::Command {
+    let (about, long) = (cmd.get_about().cloned(), cmd.get_long_about().cloned());
+    let cmd = match UPDATE {
+        false => T::augment_args(cmd),
+        true => T::augment_args_for_update(cmd),
+    };
+    restore_about(cmd, (about, long))
+}
+
+/// `T`'s subcommands added to `cmd`, which keeps its own description.
+fn with_own_about_sub<T: Subcommand, const UPDATE: bool>(cmd: clap::Command) -> clap::Command {
+    let (about, long) = (cmd.get_about().cloned(), cmd.get_long_about().cloned());
+    let cmd = match UPDATE {
+        false => T::augment_subcommands(cmd),
+        true => T::augment_subcommands_for_update(cmd),
+    };
+    restore_about(cmd, (about, long))
+}
+
+/// `cmd` with the descriptions it had before its options were added.
+fn restore_about(
+    cmd: clap::Command,
+    (about, long): (
+        Option<clap::builder::StyledStr>,
+        Option<clap::builder::StyledStr>,
+    ),
+) -> clap::Command {
+    let cmd = match about {
+        Some(about) => cmd.about(about),
+        None => cmd,
+    };
+    match long {
+        Some(long) => cmd.long_about(long),
+        None => cmd,
+    }
+}
+
+/// Whether the commands built from now on defer nothing (set for the
+/// whole description: the man pages and the completion scripts).
+static EAGER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a subcommand's parts are built with it, not when it is used.
+fn eager() -> bool {
+    EAGER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The whole command line, nothing deferred (what the man pages and the
+/// completion scripts describe: `help`'s own tree of subcommands is made
+/// from the subcommands there are when the top command is built).
+pub(crate) fn whole_command() -> clap::Command {
+    EAGER.store(true, std::sync::atomic::Ordering::Relaxed);
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// A subcommand's own subcommands, built only when it is the one given.
+#[derive(Debug)]
+pub struct DeferredCommands<T>(pub T);
+
+impl<T> std::ops::Deref for DeferredCommands<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for DeferredCommands<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(DeferredCommands)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl<T: Subcommand> Subcommand for DeferredCommands<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        match eager() {
+            true => with_own_about_sub::<T, false>(cmd),
+            false => cmd.defer(with_own_about_sub::<T, false>),
+        }
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        match eager() {
+            true => with_own_about_sub::<T, true>(cmd),
+            false => cmd.defer(with_own_about_sub::<T, true>),
+        }
+    }
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
 }
 
 /// Options of `rtlab run`.

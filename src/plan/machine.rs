@@ -12,6 +12,10 @@ use super::tuning;
 /// What the planner needs to know about the machine. The real one reads the
 /// kernel; tests use a fake.
 pub trait Machine {
+    /// The experiment is read, the checks against the machine come: the
+    /// real machine lets go of the binary's pages that reading touched
+    /// (see [`crate::sys::memory::release_early_pages`]).
+    fn read_done(&self) {}
     /// Online CPUs.
     fn online_cpus(&self) -> Vec<usize>;
     /// Privileges of this process.
@@ -69,6 +73,10 @@ pub struct RealMachine {
 }
 
 impl Machine for RealMachine {
+    fn read_done(&self) {
+        let _ = crate::sys::memory::release_early_pages(&self.root);
+    }
+
     fn counter(&self) -> crate::sys::counter_choice::CounterFacts {
         crate::sys::counter_choice::choose(&self.root)
     }

@@ -88,6 +88,7 @@ pub fn plan_text(
     opts: &PlanOptions,
 ) -> Result<RunPlan, Vec<Diagnostic>> {
     let (exp, mut diags) = config::parse_all(text);
+    machine.read_done();
     if diags.is_empty() {
         return build(&exp, name, machine, opts);
     }

@@ -103,6 +103,9 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         isolation: IsolationState::read(root, &opts.journal_dir),
         online: crate::sys::online_cpus(root).unwrap_or_default(),
     };
+    // Reading the machine's state touched code of its own: let go of it
+    // before arming (see `release_early_pages`).
+    let _ = crate::sys::memory::release_early_pages(root);
     // The endpoint is bound first: an address in use refuses the run before
     // anything is changed.
     let exporting = Exporting::start(opts, &before)?;
@@ -119,6 +122,9 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
         warnings.extend(x.finish(&armed, &watch.load));
     }
     let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
+    // Nothing measures any more: what the run touched goes before its end
+    // touches more (the closing text, the result).
+    let _ = crate::sys::memory::release_early_pages(root);
     watch.check_partitions(root, false);
     watch.finish(
         &stopped.final_rows,

@@ -37,15 +37,26 @@ pub fn config_preempt_mode(config: &str) -> Option<&'static str> {
     .map(|(_, mode)| mode)
 }
 
-/// `/proc/config.gz`, decompressed, when the kernel offers it.
+/// The `CONFIG_PREEMPT*` lines of `/proc/config.gz`, when the kernel
+/// offers it: decompressed a line at a time, the rest of the kernel's
+/// configuration (a quarter of a megabyte) never held.
 fn kernel_config(root: &SysRoot) -> Option<String> {
-    use std::io::Read;
+    use std::io::BufRead;
     let file = std::fs::File::open(root.path("proc/config.gz")).ok()?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+    let mut lines = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+    let (mut line, mut kept) = (Vec::new(), String::new());
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) if line.starts_with(b"CONFIG_PREEMPT") => {
+                kept.push_str(&String::from_utf8_lossy(&line));
+            }
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(kept)
 }
 
 /// The PREEMPT_DYNAMIC mode and where it was found: debugfs, `preempt=`

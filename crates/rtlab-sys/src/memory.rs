@@ -155,13 +155,29 @@ fn mapping_header(line: &str) -> Option<Option<(CleanExeMapping, &str)>> {
 /// this process (a fake tree): this very function must lie in one of the
 /// executable mappings found.
 pub fn release_startup_pages(root: &SysRoot, hot: &[usize]) -> io::Result<Released> {
+    release_pages(root, hot, false)
+}
+
+/// Drops this process's page table entries for the pages of its own
+/// binary that it never wrote, code and read-only data alike, while no
+/// thread of it measures yet: each step of a start-up (the command line,
+/// the experiment and its plan, arming) touches code all over the binary,
+/// and the kernel maps 64 KB or more around each page it faults in. Let
+/// go between the steps, they do not add up to the peak of a run's
+/// memory; a page needed again is read again from the page cache.
+pub fn release_early_pages(root: &SysRoot) -> io::Result<Released> {
+    release_pages(root, &[], true)
+}
+
+/// [`release_startup_pages`], and the read-only data too if `rodata`.
+fn release_pages(root: &SysRoot, hot: &[usize], rodata: bool) -> io::Result<Released> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
     let smaps = root
         .read(crate::paths::SELF_SMAPS)
         .map_err(|e| io::Error::other(e.to_string()))?;
     let mappings = clean_exe_mappings(&smaps, &exe);
-    let here = release_startup_pages as fn(&SysRoot, &[usize]) -> io::Result<Released> as usize;
+    let here = release_pages as fn(&SysRoot, &[usize], bool) -> io::Result<Released> as usize;
     if !mappings
         .iter()
         .any(|m| m.executable && m.around(here, 0).is_some())
@@ -173,7 +189,7 @@ pub fn release_startup_pages(root: &SysRoot, hot: &[usize]) -> io::Result<Releas
     let mut released = Released::default();
     for m in mappings
         .iter()
-        .filter(|m| m.executable && (!m.locked || m.lock_on_fault))
+        .filter(|m| (m.executable || rodata) && (!m.locked || m.lock_on_fault))
     {
         let keep: Vec<(usize, usize)> = hot
             .iter()
