@@ -87,12 +87,13 @@ def locked_kb(pid):
 
 
 def rss_of(cmd, cwd):
-    """(VmRSS, Locked) in KiB, 3 s into the run."""
+    """(VmRSS, Locked) in KiB, 3 s into the run, and the peak RSS of the
+    whole run (the kernel's ru_maxrss, what /usr/bin/time prints)."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(3)
     kb = (rss_kb(p.pid), locked_kb(p.pid))
-    p.wait()
-    return kb
+    _, _, usage = os.wait4(p.pid, 0)
+    return kb + (usage.ru_maxrss,)
 
 
 def memory(rtlabs, cpu, tmp):
@@ -228,11 +229,13 @@ def main():
         for memlock in (() if args.no_memory else (False, True)):
             label = "memlock / -m" if memlock else "no lock"
             c = mem[("cyclictest", memlock)]
-            print(f"{label}: cyclictest RSS {c[0] / 1024:.1f} MB, locked {c[1] / 1024:.1f} MB")
+            print(f"{label}: cyclictest RSS {c[0] / 1024:.1f} MB, locked {c[1] / 1024:.1f} MB, "
+                  f"peak {c[2] / 1024:.1f} MB")
             for name, _ in rtlabs:
                 r = mem[(name, memlock)]
                 print(f"{label}: {name} RSS {r[0] / 1024:.1f} MB, locked {r[1] / 1024:.1f} MB; "
-                      f"RSS difference {(r[0] - c[0]) / 1024:+.1f} MB")
+                      f"RSS difference {(r[0] - c[0]) / 1024:+.1f} MB; peak {r[2] / 1024:.1f} MB, "
+                      f"{(r[2] - c[2]) / 1024:+.1f} MB against cyclictest's")
         print(f"user-space instructions per sample ({loops[1]} minus {loops[0]} loops at "
               f"100 us): measuring thread, whole process")
         ct = per_sample(cyclictest_cmd(cpu), tmp, "cyclictest", loops)

@@ -54,3 +54,14 @@ impl Measured {
         }
     }
 }
+
+/// A duration option's value (`500us`, `10m`: the command line's units),
+/// for clap: its error with the hint.
+pub(super) fn cli_duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::values::cli_duration_ns(text)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|e| match e.hint {
+            Some(hint) => format!("{} ({hint})", e.message),
+            None => e.message,
+        })
+}

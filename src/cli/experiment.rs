@@ -45,6 +45,12 @@ fn rendered_diagnostics(
     for d in diags {
         let origin = d.pos.line.checked_sub(1).and_then(|i| origins.get(i));
         let text = match origin {
+            // On the command line `m` is minutes: its hint says so.
+            Some(Some(option)) if d.hint.as_deref() == Some(crate::config::values::UNITS_HINT) => {
+                let mut d = d.clone();
+                d.hint = Some(crate::config::values::CLI_UNITS_HINT.into());
+                d.render_at(&format!("{file}: {option}"))
+            }
             Some(Some(option)) => d.render_at(&format!("{file}: {option}")),
             _ => d.render(file),
         };

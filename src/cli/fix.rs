@@ -154,6 +154,7 @@ fn with_threshold(text: &str, name: &str, threshold: Option<&str>) -> Result<Str
                 .hint("leave out --threshold, or the key"),
         );
     }
+    let t = super::generated::duration("--threshold", t)?;
     Ok(fix::with_main_keys(text, &[format!("trace.threshold {t}")]))
 }
 

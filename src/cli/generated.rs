@@ -48,6 +48,15 @@ pub(crate) fn one_line(what: &str, value: &str) -> Result<String, Refusal> {
     Ok(value.trim().to_string())
 }
 
+/// A duration given on the command line, for one line of the generated
+/// file: in the file's grammar where the command line's reads it (`10m`
+/// is `10min`), else as given, for the file's parser to refuse at its
+/// line, naming the option.
+pub(crate) fn duration(what: &str, value: &str) -> Result<String, Refusal> {
+    let v = one_line(what, value)?;
+    Ok(crate::config::values::cli_duration_for_file(&v).unwrap_or(v))
+}
+
 /// The task of a measurement written from options: `task.name` (from
 /// `name_option`), `task.pid`, or `task.program 0` for the command after
 /// `--`.
@@ -112,7 +121,7 @@ pub(crate) fn main_with_duration(
         ));
     }
     g.line("main").line("{");
-    let d = one_line("the duration", duration)?;
+    let d = self::duration("the duration", duration)?;
     g.from(format!("  lifetime.duration {d}"), "--duration", duration);
     Ok(())
 }

@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn duration(text: &str) -> Result<Duration, String> {
-    crate::config::values::duration_ns(text)
-        .map(Duration::from_nanos)
-        .map_err(|e| e.message)
+    super::common::cli_duration(text)
 }
 
 /// A size in bytes: a number with an optional K, M or G (powers of 1024).

@@ -47,16 +47,13 @@ pub struct MonitorArgs {
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
-    crate::config::values::duration_ns(text)
-        .map(Duration::from_nanos)
-        .map_err(|e| e.message)
-        .and_then(|d| {
-            if d < Duration::from_secs(1) {
-                Err("a window lasts at least 1 s".into())
-            } else {
-                Ok(d)
-            }
-        })
+    super::common::cli_duration(text).and_then(|d| {
+        if d < Duration::from_secs(1) {
+            Err("a window lasts at least 1 s".into())
+        } else {
+            Ok(d)
+        }
+    })
 }
 
 fn spec(a: &MonitorArgs) -> Result<MonitorSpec, Refusal> {

@@ -72,7 +72,7 @@ fn text(a: &NoiseArgs) -> Result<Generated, Refusal> {
     })?;
     let mut g = Generated::default();
     g.line("main").line("{");
-    let duration = one_line("the duration", &a.duration)?;
+    let duration = super::generated::duration("the duration", &a.duration)?;
     g.from(
         format!("  lifetime.duration {duration}"),
         "--duration",
@@ -82,13 +82,13 @@ fn text(a: &NoiseArgs) -> Result<Generated, Refusal> {
     for (i, cpu) in cpus.iter().enumerate() {
         g.line(format!("noise_thread[{i}]")).line("{");
         g.from(format!("  cpu_affinity {cpu}"), "CPUS", &a.cpus);
-        let threshold = one_line("the threshold", &a.threshold)?;
+        let threshold = super::generated::duration("the threshold", &a.threshold)?;
         g.from(
             format!("  noise.threshold {threshold}"),
             "--threshold",
             &a.threshold,
         );
-        let period = one_line("the period", &a.period)?;
+        let period = super::generated::duration("the period", &a.period)?;
         g.from(format!("  noise.period {period}"), "--period", &a.period);
         if let Some(r) = &a.runtime {
             let runtime = one_line("the runtime", r)?;

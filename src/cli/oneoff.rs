@@ -196,7 +196,10 @@ fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), Ref
             }
             Some((_, values)) => {
                 for v in values {
-                    let v = one_line(&option, v)?;
+                    let v = match key.syntax.starts_with("DURATION") && v.trim() != "off" {
+                        true => super::generated::duration(&option, v)?,
+                        false => one_line(&option, v)?,
+                    };
                     g.from(format!("  {} {v}", key.name), &option, &v);
                 }
             }

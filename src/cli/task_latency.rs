@@ -87,7 +87,7 @@ fn text(a: &TaskLatencyArgs) -> Result<Generated, Refusal> {
     let mut g = Generated::default();
     main_with_duration(&mut g, &a.duration, a.cpu.as_ref(), &a.command)?;
     if let Some(t) = &a.threshold {
-        let v = one_line("the threshold", t)?;
+        let v = super::generated::duration("the threshold", t)?;
         g.from(format!("  trace.threshold {v}"), "--threshold", t);
     }
     g.line("}").line("task_latency[0]").line("{");
@@ -98,7 +98,10 @@ fn text(a: &TaskLatencyArgs) -> Result<Generated, Refusal> {
         ("thread", "--thread", &a.thread),
     ] {
         if let Some(v) = value {
-            let line = one_line(key, v)?;
+            let line = match key {
+                "thread" => one_line(key, v)?,
+                _ => super::generated::duration(key, v)?,
+            };
             g.from(format!("  {key} {line}"), option, v);
         }
     }

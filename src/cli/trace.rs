@@ -82,7 +82,7 @@ fn audit_text(a: &AuditArgs) -> Result<Generated, Refusal> {
     g.line("main").line("{");
     let cpus = one_line("the CPU list", &a.cpus)?;
     g.from(format!("  audit.cpus {cpus}"), "CPUS", &a.cpus);
-    let duration = one_line("the duration", &a.duration)?;
+    let duration = super::generated::duration("the duration", &a.duration)?;
     g.from(
         format!("  lifetime.duration {duration}"),
         "--duration",

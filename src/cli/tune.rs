@@ -17,9 +17,7 @@ use std::time::Duration;
 use crate::exit::{PARTIAL as EXIT_PARTIAL, UNAVAILABLE as EXIT_UNAVAILABLE};
 
 fn duration(text: &str) -> Result<Duration, String> {
-    crate::config::values::duration_ns(text)
-        .map(Duration::from_nanos)
-        .map_err(|e| e.message)
+    super::common::cli_duration(text)
 }
 
 /// `rtlab irq`.

@@ -45,7 +45,9 @@ pub const DURATION_UNITS: [(&str, u128); 6] = [
     ("h", 3_600_000_000_000),
 ];
 
-const UNITS_HINT: &str = "durations take a unit: ns, us, ms, s, min, h (e.g. `1500 ms`, `1.5s`)";
+/// The hint of a duration in an experiment file.
+pub const UNITS_HINT: &str =
+    "durations take a unit: ns, us, ms, s, min, h (e.g. `1500 ms`, `1.5s`)";
 
 /// Parses a duration (`1500 ms`, `1.5s`, `10 min`) into nanoseconds.
 /// Decimals are exact (no floating point); sub-nanosecond parts are dropped.
@@ -90,6 +92,45 @@ pub fn duration_ns(text: &str) -> Result<u64, ValueError> {
         .and_then(|w| w.checked_add(frac))
         .and_then(|ns| u64::try_from(ns).ok())
         .ok_or_else(|| ValueError::new(format!("duration `{text}` is too long")).hint(LONGEST_HINT))
+}
+
+/// The hint of a duration given on the command line.
+pub const CLI_UNITS_HINT: &str =
+    "durations take a unit: ns, us, ms, s, m (or min), h, d (e.g. `500us`, `1.5s`, `10m`)";
+
+/// Parses a duration given on the command line: the experiment file's
+/// units, and `m` for minutes (as cyclictest's `-D`, Prometheus and most
+/// tools write them) and `d` for days. Files keep systress's grammar, in
+/// which `m` is not a unit (`min` is).
+pub fn cli_duration_ns(text: &str) -> Result<u64, ValueError> {
+    let t = text.trim();
+    let number = t
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_end();
+    let unit = t[number.len()..].trim();
+    let (scale, unit) = match unit {
+        _ if number.is_empty() => return duration_ns(t),
+        "m" => (1u128, "min"),
+        "d" => (24, "h"),
+        _ => {
+            return duration_ns(t).map_err(|mut e| {
+                if e.hint.as_deref() == Some(UNITS_HINT) {
+                    e.hint = Some(CLI_UNITS_HINT.to_string());
+                }
+                e
+            });
+        }
+    };
+    let ns = duration_ns(&format!("{number} {unit}"))?;
+    u64::try_from(u128::from(ns) * scale)
+        .map_err(|_| ValueError::new(format!("duration `{t}` is too long")).hint(LONGEST_HINT))
+}
+
+/// A duration given on the command line, as an experiment file writes it
+/// (`10m` is `10min`, `1d` is `24h`): what the options of `rtlab run` and
+/// of the commands that write an experiment put in it.
+pub fn cli_duration_for_file(text: &str) -> Result<String, ValueError> {
+    cli_duration_ns(text).map(format_duration)
 }
 
 /// The hint of a duration beyond what a `u64` of nanoseconds holds.
@@ -439,6 +480,40 @@ mod tests {
         assert!(duration_ns("ms").is_err());
         assert!(duration_ns("1.2.3 s").is_err());
         assert!(duration_ns("99999999999999999999999 h").is_err());
+    }
+
+    #[test]
+    fn the_command_line_reads_m_as_minutes_and_d_as_days() {
+        for (text, ns) in [
+            ("1m", 60_000_000_000u64),
+            ("1.5m", 90_000_000_000),
+            ("10 m", 600_000_000_000),
+            ("2d", 172_800_000_000_000),
+            ("10min", 600_000_000_000),
+            ("500ms", 500_000_000),
+            ("1h", 3_600_000_000_000),
+        ] {
+            assert_eq!(cli_duration_ns(text).unwrap(), ns, "{text}");
+        }
+        assert_eq!(cli_duration_for_file("1m").unwrap(), "1min");
+        assert_eq!(cli_duration_for_file("1d").unwrap(), "24h");
+        assert_eq!(cli_duration_for_file("90s").unwrap(), "90s");
+        // What it writes, the file reads as the same duration.
+        for text in ["1m", "0.25m", "3d", "7us", "1.5s"] {
+            let file = cli_duration_for_file(text).unwrap();
+            assert_eq!(
+                duration_ns(&file).unwrap(),
+                cli_duration_ns(text).unwrap(),
+                "{text}"
+            );
+        }
+        // The file's grammar has no `m`: its hint names `min`.
+        assert!(duration_ns("1m").unwrap_err().hint.unwrap().contains("min"));
+        let e = cli_duration_ns("2x").unwrap_err();
+        assert!(e.hint.unwrap().contains("m (or min)"));
+        for bad in ["m", "1", "1mm", "1.2.3m", "999999999999999d", ""] {
+            assert!(cli_duration_ns(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
