@@ -49,11 +49,14 @@ pub(crate) fn one_line(what: &str, value: &str) -> Result<String, Refusal> {
 }
 
 /// A duration given on the command line, for one line of the generated
-/// file: in the file's grammar where the command line's reads it (`10m`
-/// is `10min`), else as given, for the file's parser to refuse at its
-/// line, naming the option.
+/// file: as given when the file reads it so, else in the file's grammar
+/// where the command line's reads it (`10m` is `10min`), else as given,
+/// for the file's parser to refuse at its line, naming the option.
 pub(crate) fn duration(what: &str, value: &str) -> Result<String, Refusal> {
     let v = one_line(what, value)?;
+    if crate::config::values::duration_ns(&v).is_ok() {
+        return Ok(v);
+    }
     Ok(crate::config::values::cli_duration_for_file(&v).unwrap_or(v))
 }
 

@@ -195,12 +195,12 @@ fn write_keys(g: &mut Generated, o: &OneOff, kind: StanzaKind) -> Result<(), Ref
                 }
             }
             Some((_, values)) => {
-                for v in values {
-                    let v = match key.syntax.starts_with("DURATION") && v.trim() != "off" {
-                        true => super::generated::duration(&option, v)?,
-                        false => one_line(&option, v)?,
+                for given in values {
+                    let v = match key.syntax.starts_with("DURATION") && given.trim() != "off" {
+                        true => super::generated::duration(&option, given)?,
+                        false => one_line(&option, given)?,
                     };
-                    g.from(format!("  {} {v}", key.name), &option, &v);
+                    g.from(format!("  {} {v}", key.name), &option, given.trim());
                 }
             }
             None => {
@@ -356,6 +356,25 @@ mod tests {
             std::fs::write("tests/golden/run-print.txt", &got).unwrap();
         }
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_duration_in_the_command_lines_units_is_written_in_the_files() {
+        let g = experiment(
+            &parse(&["--duration", "10m", "--period", "0.5m"]),
+            &[0],
+            &[],
+        )
+        .unwrap();
+        let text = g.text();
+        assert!(text.contains("  lifetime.duration 10min\n"), "{text}");
+        assert!(text.contains("  timer.period 30s\n"), "{text}");
+        let origins: Vec<String> = g.origins().into_iter().flatten().collect();
+        assert!(
+            origins.contains(&"--duration 10m".to_string()),
+            "{origins:?}"
+        );
+        crate::config::parse(&text).unwrap();
     }
 
     /// `rtlab run` as the command line defines it.
