@@ -59,7 +59,8 @@ pub enum LoadKind {
         threads: usize,
     },
     /// Memory bandwidth: copies between two buffers of SIZE each (default:
-    /// 4 × the last-level cache, so that every copy goes to memory).
+    /// 4 × the last-level cache, so that every copy goes to memory, within
+    /// a sixteenth of the available memory per thread).
     Memory {
         /// Each buffer's size (64M, 1G).
         #[arg(long, value_parser = size)]
@@ -187,6 +188,16 @@ fn workers_option(k: &LoadKind) -> (&'static str, usize, String) {
 /// The buffers of `memory` when the cache size is unknown.
 const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
 
+/// Each buffer's default size: 4 × the last-level cache (64M when unknown),
+/// at most MAX_SIZE, and at most a sixteenth of the available memory per
+/// thread (two buffers each: an eighth in all), so that a board with a
+/// large cache and little memory is loaded, not pushed into reclaim.
+fn default_memory_bytes(llc: Option<u64>, available: Option<u64>, threads: usize) -> u64 {
+    let cache = llc.map_or(DEFAULT_MEMORY_BYTES, |c| 4 * c).min(MAX_SIZE);
+    let share = available.map_or(u64::MAX, |a| a / 16 / threads.max(1) as u64);
+    cache.min(share).max(1 << 20)
+}
+
 fn kind_of(k: &LoadKind) -> (Kind, usize) {
     match k {
         LoadKind::Cpu {
@@ -201,10 +212,13 @@ fn kind_of(k: &LoadKind) -> (Kind, usize) {
             *threads,
         ),
         LoadKind::Memory { size, threads } => {
-            let llc = crate::sys::llc_bytes(&crate::sys::SysRoot::real());
-            let bytes = size.unwrap_or_else(|| llc.map_or(DEFAULT_MEMORY_BYTES, |c| 4 * c));
-            // The default (4 × the cache) is kept to MAX_SIZE too; a larger
-            // --size was refused.
+            let root = crate::sys::SysRoot::real();
+            let bytes = size.unwrap_or_else(|| {
+                let llc = crate::sys::llc_bytes(&root);
+                let available = crate::sys::memory::available_kib(&root).map(|k| k * 1024);
+                default_memory_bytes(llc, available, *threads)
+            });
+            // A larger --size was refused.
             let bytes = usize::try_from(bytes.min(MAX_SIZE)).unwrap_or(1 << 30);
             (Kind::Memory { bytes }, *threads)
         }
@@ -262,6 +276,23 @@ pub fn load_main(a: &LoadArgs) -> super::Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_default_is_four_caches_within_the_memory() {
+        // 4 × a 256M cache is 1G, the limit.
+        assert_eq!(default_memory_bytes(Some(256 << 20), None, 2), 1 << 30);
+        assert_eq!(
+            default_memory_bytes(Some(8 << 20), Some(24 << 30), 2),
+            32 << 20
+        );
+        assert_eq!(default_memory_bytes(None, None, 1), 64 << 20);
+        // A board of 512M available, 2 threads: 16M each.
+        assert_eq!(
+            default_memory_bytes(Some(64 << 20), Some(512 << 20), 2),
+            16 << 20
+        );
+        assert_eq!(default_memory_bytes(Some(1 << 20), Some(0), 0), 1 << 20);
+    }
 
     #[test]
     fn sizes_with_units() {

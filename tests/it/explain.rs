@@ -463,15 +463,19 @@ fn an_instance_is_removed_after_tracefs_was_unmounted_under_the_run() {
     // Put tracefs back where it was, with its options (nosuid, nodev,
     // noexec where the system mounted it so), before anything else is
     // checked.
+    // The source too: `nodev` as systemd mounts it, `tracefs` where
+    // debugfs mounted it at debug/tracing.
     for m in &mounts_before {
-        let mut fields = m.split_whitespace().skip(1);
-        let (at, options) = (fields.next().unwrap(), fields.nth(1).unwrap_or("rw"));
+        let mut fields = m.split_whitespace();
+        let source = fields.next().unwrap();
+        let at = fields.next().unwrap();
+        let options = fields.nth(1).unwrap_or("rw");
         if !tracefs_mounts()
             .iter()
             .any(|l| l.split_whitespace().nth(1) == Some(at))
         {
             let _ = Command::new("mount")
-                .args(["-t", "tracefs", "-o", options, "nodev", at])
+                .args(["-t", "tracefs", "-o", options, source, at])
                 .status();
         }
     }

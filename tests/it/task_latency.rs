@@ -375,7 +375,11 @@ fn late_wake_ups_under_a_pinned_higher_priority_hog_are_blamed_on_it() {
         // task: only the hog, above it on that CPU, can have done it. (An
         // interrupt or softirq may be named; never another task.)
         let blame = e["blame"].as_str().unwrap_or("");
-        if w["kind"] == "timer" && w["wake_to_run_ns"].as_u64() > Some(HELD_NS as u64) {
+        // A timer itself late by more than the hold (a vCPU not run, seen
+        // in CI: 2.7 ms late, then 1.5 ms of the hog) makes the timer the
+        // larger part, and nobody the one to blame.
+        let timely = w["timer_late_ns"].as_u64() < Some(HELD_NS as u64);
+        if w["kind"] == "timer" && timely && w["wake_to_run_ns"].as_u64() > Some(HELD_NS as u64) {
             let by_irq = blame.starts_with("IRQ ") || blame.starts_with("softirq ");
             // A stretch with no event at all (a vCPU the hypervisor did
             // not run) blames nobody: seen once in CI.

@@ -194,13 +194,34 @@ fn cpu(s: &Shared, duty: u32, period: Duration) {
     }
 }
 
+/// A copy's step: between two steps the worker counts and looks for the
+/// stop, so that a buffer of a gigabyte (4 × a large cache) neither hides
+/// the rate of a short run nor holds its end.
+const MEMORY_STEP: usize = 1 << 20;
+
 fn memory(s: &Shared, bytes: usize) {
-    let (mut a, mut b) = (vec![1u8; bytes], vec![2u8; bytes]);
+    let step = MEMORY_STEP.min(bytes.max(1));
+    // Zeroed buffers are mapped lazily; each page is written once, a step
+    // at a time, before copying (a page never written reads as the shared
+    // zero page, which is cache, not memory).
+    let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
+    for (x, y) in a.chunks_mut(step).zip(b.chunks_mut(step)) {
+        if s.stopping() {
+            return;
+        }
+        x.fill(1);
+        y.fill(2);
+    }
     while !s.stopping() {
-        b.copy_from_slice(&a);
-        std::hint::black_box(&mut b);
+        for (from, to) in a.chunks(step).zip(b.chunks_mut(step)) {
+            if s.stopping() {
+                return;
+            }
+            to.copy_from_slice(from);
+            std::hint::black_box(&mut *to);
+            s.add(from.len() as u64);
+        }
         std::mem::swap(&mut a, &mut b);
-        s.add(bytes as u64);
     }
 }
 
