@@ -7,14 +7,14 @@
 //! directly (no shell) with each argument an item of its own.
 //!
 //! Exit status: 0 when no case failed (skipped ones aside), 6 when one
-//! failed (a max at or above `--max-latency`, or a thread without samples),
-//! 2 when an input or
-//! flag is refused or the helper is wanted and not on the PATH (nothing is
+//! failed (a return code not 0; with `--max-latency`, a max at or above
+//! it, or a thread without samples), 2 when an input or flag is refused or the helper is wanted and not on the PATH (nothing is
 //! printed), 1 when the helper failed for some case (LAVA lacks it).
 
 use super::show::Inputs;
 use super::{Outcome, Refusal};
-use crate::report::lava::{self, Case, Verdict};
+use crate::dataset::{Format, Run, rt_tests};
+use crate::report::lava::{self, Case, Verdict, linaro};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -37,11 +37,17 @@ pub struct LavaArgs {
     /// character but letters, digits, `.`, `_` and `-` becomes `_`).
     #[arg(long = "label", value_name = "NAME")]
     labels: Vec<String>,
-    /// MAX_LATENCY of Linaro's rt-tests parser (whole µs): a thread's
-    /// max-latency case fails when its max is at or above it (min and avg
-    /// always pass). Without it no max fails.
+    /// MAX_LATENCY of Linaro's rt-tests parser until 2021 (whole µs): a
+    /// thread's max-latency case fails when its max is at or above it (min
+    /// and avg always pass), each figure in whole µs. Without it the lines
+    /// are today's parser's, byte for byte: every figure passes with the
+    /// JSON's own value, then the test's line from its return code.
     #[arg(long, value_name = "US")]
     max_latency: Option<u64>,
+    /// The test's own line without --max-latency (`cyclictest pass`): the
+    /// name Linaro's script gives the parser.
+    #[arg(long, value_name = "NAME", default_value = "cyclictest")]
+    test_name: String,
     /// Report each case with LAVA's lava-test-case helper: `auto` inside a
     /// LAVA test shell (LAVA_RESULT_DIR set), `always`, or `never` (print
     /// the lines only).
@@ -68,21 +74,27 @@ pub fn main(args: &LavaArgs) -> Outcome {
         labels: args.labels.clone(),
     })?;
     let several = runs.len() > 1;
+    let test = lava::prefix(&args.test_name);
     let mut all = Vec::new();
-    for run in &runs {
+    for (run, path) in runs.iter().zip(&args.results) {
         let prefix = several.then(|| lava::prefix(&run.label));
-        let made = lava::cases(run, args.max_latency, prefix.as_deref());
-        if made.cases.is_empty() {
-            return Err(Refusal::new(format!(
-                "rtlab: {}: no timer thread: nothing for LAVA",
-                run.path
-            ))
-            .hint("give a run of timer threads (rtlab's or cyclictest's)"));
-        }
-        for note in &made.left_out {
+        let (cases, left_out) = match args.max_latency {
+            Some(_) => {
+                let made = lava::cases(run, args.max_latency, prefix.as_deref());
+                if made.cases.is_empty() {
+                    return Err(no_timer_thread(run));
+                }
+                (made.cases, made.left_out)
+            }
+            None => {
+                let doc = linaro_document(run, path)?;
+                linaro::cases(&doc, &test, prefix.as_deref())
+            }
+        };
+        for note in &left_out {
             errln!("rtlab: {}: {note}", run.path);
         }
-        all.extend(made.cases);
+        all.extend(cases);
     }
     let mut helper_failed = 0usize;
     for case in &all {
@@ -106,6 +118,35 @@ pub fn main(args: &LavaArgs) -> Outcome {
     } else {
         crate::exit::OK
     })
+}
+
+/// What today's parser reads of `run`: an rt-tests JSON file as it wrote
+/// its figures, any other result as `rtlab cyclictest --json` would have.
+fn linaro_document(run: &Run, path: &Path) -> Result<linaro::Document, Refusal> {
+    let refused = |why: String| {
+        Refusal::new(format!("rtlab: {}: {why}", run.path))
+            .hint("give a whole rt-tests JSON file (Linaro's parser stops on this one too)")
+    };
+    if run.format == Format::CyclictestJson {
+        let doc = rt_tests::load(path).map_err(|e| Refusal::with_hint_line(e.to_string()))?;
+        return linaro::from_rt_tests(&doc).map_err(refused);
+    }
+    let (doc, left_out) = linaro::from_run(run);
+    for note in &left_out {
+        errln!("rtlab: {}: {note}", run.path);
+    }
+    if doc.threads.is_empty() {
+        return Err(no_timer_thread(run));
+    }
+    Ok(doc)
+}
+
+fn no_timer_thread(run: &Run) -> Refusal {
+    Refusal::new(format!(
+        "rtlab: {}: no timer thread: nothing for LAVA",
+        run.path
+    ))
+    .hint("give a run of timer threads (rtlab's or cyclictest's)")
 }
 
 /// The helper to run for each case, if any: refused when it is wanted and

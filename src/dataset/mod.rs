@@ -13,6 +13,7 @@ mod windows;
 mod distribution;
 mod model;
 mod reading;
+pub mod rt_tests;
 
 pub(crate) use distribution::Distribution;
 use distribution::{per_us, sum_counts};

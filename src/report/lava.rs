@@ -1,21 +1,25 @@
-//! LAVA's test cases of a finished run, named and judged as Linaro's
-//! rt-tests parser names and judges cyclictest's (test-definitions,
-//! `automated/lib/parse_rt_tests_results.py`): per timer thread N, in the
-//! order of N, `tN-min-latency`, `tN-avg-latency` and `tN-max-latency`,
-//! each with its figure in whole µs. Only the max can fail: it fails when it
-//! is at or above the threshold (`MAX_LATENCY`, Linaro's `int(max) >=
-//! int(MAX_LATENCY)`); without a threshold no max fails, as Linaro's
-//! parser has reported since it dropped `MAX_LATENCY`.
+//! LAVA's test cases of a finished run, as Linaro's rt-tests parser
+//! (test-definitions, `automated/lib/parse_rt_tests_results.py`) makes
+//! them of cyclictest's results, in two forms:
 //!
-//! The figures are cyclictest's: whole µs truncated, as cyclictest
-//! truncates each sample and as `rtlab cyclictest` prints its `T:` lines
-//! (rtlab's ns figures divided by 1000, the mean first cut to whole ns).
-//! The avg is the `T:` line's `Avg` (a whole number), not the two
-//! decimals of cyclictest's `--json`.
+//! - as it is today ([`linaro`]): every figure `pass` with the JSON's own
+//!   value, then the test's line from the return code; what `rtlab lava`
+//!   prints without `--max-latency`;
+//! - judged ([`cases`], `--max-latency`): per timer thread N, in the order
+//!   of N, `tN-min-latency`, `tN-avg-latency` and `tN-max-latency`, each
+//!   with its figure in whole µs. Only the max can fail: it fails when it
+//!   is at or above the threshold (`MAX_LATENCY`, the parser's judgement
+//!   until 2021, `int(max) >= int(MAX_LATENCY)`).
 //!
-//! A thread without samples fails its three cases, without figures; a
-//! figure the input does not hold (a windows file keeps the max alone) has
-//! its case skipped (`skip`, LAVA's word), without a figure.
+//! The judged figures are cyclictest's `T:` lines': whole µs truncated, as
+//! cyclictest truncates each sample and as `rtlab cyclictest` prints them
+//! (rtlab's ns figures divided by 1000, the mean first cut to whole ns):
+//! the avg is the `T:` line's `Avg` (a whole number), not the two decimals
+//! of cyclictest's `--json`.
+//!
+//! A thread without samples fails its three judged cases, without figures;
+//! a figure the input does not hold (a windows file keeps the max alone)
+//! has its case skipped (`skip`, LAVA's word), without a figure.
 //!
 //! Names are made here from thread numbers and, with several runs, a
 //! prefix of letters, digits, `.`, `_` and `-` only: nothing a result file
@@ -53,33 +57,43 @@ pub struct Case {
     pub name: String,
     /// Its result.
     pub verdict: Verdict,
-    /// Its figure in whole µs; None for a thread that measured nothing or
-    /// a figure the input does not hold.
-    pub measurement_us: Option<u64>,
+    /// Its figure as the line writes it (`52`, `17.98`); None for a thread
+    /// that measured nothing, a figure the input does not hold, or the
+    /// test's own line.
+    pub measurement: Option<String>,
+    /// The figure's units (`us`; pi_stress's inversions: `count`).
+    pub units: &'static str,
+    /// An empty line follows (the parser's `inversion` line ends so).
+    pub blank_after: bool,
 }
 
 impl Case {
     /// The result line, as Linaro's parser prints it and its
     /// `send-to-lava.sh` reads it: `t0-max-latency fail 52 us` (`NAME fail`
-    /// or `NAME skip` without a figure).
+    /// or `NAME skip` without a figure), with the empty line that follows
+    /// it when there is one.
     pub fn line(&self) -> String {
-        match self.measurement_us {
-            Some(v) => format!("{} {} {v} us", self.name, self.verdict.word()),
+        let mut line = match &self.measurement {
+            Some(v) => format!("{} {} {v} {}", self.name, self.verdict.word(), self.units),
             None => format!("{} {}", self.name, self.verdict.word()),
+        };
+        if self.blank_after {
+            line.push('\n');
         }
+        line
     }
 
     /// The arguments of LAVA's `lava-test-case` helper for it, one item
-    /// each: `NAME --result R [--measurement V --units us]`.
+    /// each: `NAME --result R [--measurement V --units U]`.
     pub fn helper_args(&self) -> Vec<String> {
         let mut args = vec![
             self.name.clone(),
             "--result".to_string(),
             self.verdict.word().to_string(),
         ];
-        if let Some(v) = self.measurement_us {
-            args.extend(["--measurement".into(), v.to_string()]);
-            args.extend(["--units".into(), "us".into()]);
+        if let Some(v) = &self.measurement {
+            args.extend(["--measurement".into(), v.clone()]);
+            args.extend(["--units".into(), self.units.into()]);
         }
         args
     }
@@ -137,7 +151,9 @@ pub fn cases(run: &Run, max_latency_us: Option<u64>, prefix: Option<&str>) -> Ca
             out.cases.push(Case {
                 name: format!("{head}t{n}-{what}-latency"),
                 verdict,
-                measurement_us: value.filter(|_| !nothing),
+                measurement: value.filter(|_| !nothing).map(|v| v.to_string()),
+                units: "us",
+                blank_after: false,
             });
         }
     }
@@ -190,6 +206,8 @@ pub fn prefix(label: &str) -> String {
         .collect();
     if kept.is_empty() { "run".into() } else { kept }
 }
+
+pub mod linaro;
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,11 @@
 //! `rtlab lava` and `contrib/lava` against Linaro's reading of cyclictest:
 //! the test cases Linaro's rt-tests parser makes of cyclictest's text (its
 //! `MAX_LATENCY` era, before test-definitions' commit fd3a2149 of 2020),
-//! implemented here on its own from its rules, compared with `rtlab lava`
-//! over the same run: the real cyclictest's `--json` file, and rtlab's
-//! `--rtlab-json`. Then the test definition run as LAVA runs it, with a
+//! implemented here on its own from its rules, compared with `rtlab lava
+//! --max-latency` over the same run: the real cyclictest's `--json` file,
+//! and rtlab's `--rtlab-json`; and the parser as it is today, run by
+//! python3 (tests/support/linaro), compared byte for byte with `rtlab
+//! lava` on the same files. Then the test definition run as LAVA runs it, with a
 //! fake `lava-test-case`, and hostile inputs. The measuring tests need root
 //! and the machine alone (FIFO threads on every CPU).
 
@@ -166,6 +168,7 @@ fn the_real_cyclictests_run_gives_linaros_cases_and_verdicts() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let unjudged = linaro_cases(&stdout, i64::MAX);
     assert_eq!(unjudged.len(), 6, "two threads: {stdout}");
+    todays_parser_agrees(name, &json, &[&json]);
     // cyclictest's own two outputs may disagree: its text's last `T:` line
     // can count one wake-up more than its JSON (C: 2859 against cycles
     // 2858, Max 499890 against 4910, seen once on a loaded machine). rtlab
@@ -194,17 +197,72 @@ fn the_real_cyclictests_run_gives_linaros_cases_and_verdicts() {
         let failed = theirs.iter().any(|l| l.contains(" fail "));
         assert_eq!(status, Some(if failed { 6 } else { 0 }), "limit {limit}");
     }
-    // Without a threshold every case passes, under the names Linaro's
-    // JSON-era parser gives (t{tid}-{key}-latency, tid 0..num_threads).
-    let (ours, status) = rtlab_lava(&json, None);
-    let threads = doc["num_threads"].as_u64().unwrap();
-    let names: Vec<String> = (0..threads)
-        .flat_map(|t| ["min", "avg", "max"].map(|k| format!("t{t}-{k}-latency")))
-        .collect();
-    let ours_names: Vec<&str> = ours.iter().map(|l| parts(l).0).collect();
-    assert_eq!(ours_names, names);
-    assert!(ours.iter().all(|l| parts(l).1 == "pass"));
-    assert_eq!(status, Some(0));
+}
+
+/// Without a threshold `rtlab lava` prints what Linaro's parser as it is
+/// today (tests/support/linaro) prints of the rt-tests JSON file `json`,
+/// byte for byte, for each of `files` (that file, or rtlab's result of the
+/// same run); where python3 is missing, the names and verdicts it gives.
+fn todays_parser_agrees(test: &str, json: &Path, files: &[&Path]) {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let theirs = if fixtures::has_command("python3") {
+        let parser = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/support/linaro/parse_rt_tests_results.py");
+        let o = Command::new("python3")
+            .arg(parser)
+            .arg("cyclictest")
+            .arg(json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        Some(o.stdout)
+    } else {
+        fixtures::path_taken(
+            test,
+            "no python3: Linaro's parser not run, its names checked",
+        );
+        None
+    };
+    for file in files {
+        let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .arg("lava")
+            .arg(file)
+            .args(["--lava-test-case", "never"])
+            .env_remove("LAVA_RESULT_DIR")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        match &theirs {
+            Some(theirs) => assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(theirs),
+                "{}",
+                file.display()
+            ),
+            None => {
+                let threads = doc["num_threads"].as_u64().unwrap();
+                let mut names: Vec<String> = (0..threads)
+                    .flat_map(|t| ["min", "avg", "max"].map(|k| format!("t{t}-{k}-latency pass")))
+                    .collect();
+                names.push("cyclictest pass".into());
+                let ours: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+                    .collect();
+                assert_eq!(ours, names, "{}", file.display());
+            }
+        }
+    }
+    if theirs.is_some() {
+        fixtures::path_taken(
+            test,
+            &format!(
+                "Linaro's parser run: the same bytes from {} files",
+                files.len()
+            ),
+        );
+    }
 }
 
 /// Where cyclictest's text (Linaro's cases of it) and its JSON give a
@@ -268,6 +326,7 @@ fn rtlabs_own_run_gives_the_cases_linaro_reads_in_its_text() {
     let _machine = fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("r.json");
+    let json = dir.path().join("ct.json");
     let args = [
         "cyclictest",
         "-q",
@@ -281,6 +340,8 @@ fn rtlabs_own_run_gives_the_cases_linaro_reads_in_its_text() {
         "-D",
         "2",
         "-m",
+        "--json",
+        json.to_str().unwrap(),
         "--rtlab-json",
         result.to_str().unwrap(),
     ];
@@ -297,6 +358,8 @@ fn rtlabs_own_run_gives_the_cases_linaro_reads_in_its_text() {
         let failed = theirs.iter().any(|l| l.contains(" fail "));
         assert_eq!(status, Some(if failed { 6 } else { 0 }), "limit {limit}");
     }
+    // Its cyclictest JSON and its own result: today's parser's lines.
+    todays_parser_agrees(name, &json, &[&json, &result]);
 }
 
 /// The directory `rtlab-cyclictest.sh` looks in for this machine's rtlab
@@ -616,8 +679,9 @@ fn a_failing_helper_is_said_and_ends_with_status_1() {
         stderr.contains("lava-test-case t1-avg-latency: exited with status 1"),
         "{stderr}"
     );
-    assert!(stderr.contains("failed for 1 of 6 test cases"), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 6);
+    // Six figures and the test's own case (`cyclictest pass`).
+    assert!(stderr.contains("failed for 1 of 7 test cases"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 7);
 }
 
 /// Files no run wrote: each refused (2) or read; never a panic, never a
@@ -657,12 +721,18 @@ fn hostile_results_never_panic_nor_inject_a_line() {
         dir.path().join("helpers").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for (i, body) in files.iter().enumerate() {
+    let modes: [&[&str]; 2] = [&["--max-latency", "5"], &[]];
+    for ((i, body), mode) in files
+        .iter()
+        .enumerate()
+        .flat_map(|f| modes.iter().map(move |m| (f, *m)))
+    {
         let file = dir.path().join(format!("hostile{i}.json"));
         std::fs::write(&file, body).unwrap();
         let _ = std::fs::remove_file(&calls);
         let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-            .args(["lava", "--max-latency", "5"])
+            .arg("lava")
+            .args(mode)
             .arg(&file)
             .env("PATH", &path)
             .env("LAVA_RESULT_DIR", dir.path())
@@ -681,8 +751,9 @@ fn hostile_results_never_panic_nor_inject_a_line() {
             .map(str::to_string)
             .collect();
         for line in &lines {
-            assert!(well_formed(line), "{body:?}: {line:?}");
+            assert!(well_formed(line), "{body:?} {mode:?}: {line:?}");
         }
+        assert_eq!(recorded(&calls).len(), lines.len(), "{body:?} {mode:?}");
         if o.status.code() == Some(2) {
             assert!(lines.is_empty() && recorded(&calls).is_empty(), "{body:?}");
         }
@@ -690,9 +761,18 @@ fn hostile_results_never_panic_nor_inject_a_line() {
 }
 
 /// `tN-(min|avg|max)-latency (pass|fail|skip)`, or with ` V us` after
-/// pass or fail; N and V digits.
+/// pass or fail, N digits and V a number (digits, or as Python writes a
+/// float: `3.5`, `1e+308`); or the test's own `cyclictest pass|fail`.
 fn well_formed(line: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let number = |s: &str| {
+        s.parse::<f64>().is_ok()
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || b"+-.e".contains(&b))
+    };
+    if matches!(line, "cyclictest pass" | "cyclictest fail") {
+        return true;
+    }
     let words: Vec<&str> = line.split(' ').collect();
     let name = words[0];
     let Some((t, kind)) = name
@@ -705,8 +785,72 @@ fn well_formed(line: &str) -> bool {
     let head = digits(t) && ["min", "avg", "max"].contains(&kind);
     head && match words[1..] {
         ["pass" | "fail" | "skip"] => true,
-        ["pass" | "fail", v, "us"] => digits(v),
+        ["pass" | "fail", v, "us"] => number(v),
         _ => false,
+    }
+}
+
+/// Labels and a test name with spaces, line feeds and shell syntax, inside
+/// a LAVA shell: each name is letters, digits, `.`, `_` and `-` only, the
+/// helper gets each argument apart, and nothing is run.
+#[test]
+fn hostile_labels_and_test_names_run_nothing_inside_lava() {
+    let _machine = fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    fake_helper(&dir.path().join("helpers"), &calls);
+    let mark = dir.path().join("injected");
+    let evil = |n: u8| {
+        format!(
+            "b{n} $(touch {0}) `touch {0}`;touch {0}\nt0-max-latency fail 1 us|&>'\"",
+            mark.display()
+        )
+    };
+    let file = dir.path().join("ct.json");
+    std::fs::write(&file, CYCLICTEST_JSON).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().join("helpers").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for mode in [&["--max-latency", "100"][..], &[]] {
+        let _ = std::fs::remove_file(&calls);
+        let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .arg("lava")
+            .args(mode)
+            .args([&file, &file])
+            .args(["--label", &evil(1), "--label", &evil(2)])
+            .args(["--test-name", &evil(3)])
+            .env("PATH", &path)
+            .env("LAVA_RESULT_DIR", dir.path())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 6)), "{}", text(&o));
+        assert!(!mark.exists(), "a label ran: {}", text(&o));
+        let calls = recorded(&calls);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with("<LAVA")).collect();
+        assert_eq!(calls.len(), lines.len(), "{stdout}");
+        assert_eq!(
+            calls.len(),
+            if mode.is_empty() { 14 } else { 12 },
+            "{stdout}"
+        );
+        for (call, line) in calls.iter().zip(&lines) {
+            let name = &call[0];
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+                "{name:?}"
+            );
+            assert!(
+                name.starts_with("b1_") || name.starts_with("b2_"),
+                "{name:?}"
+            );
+            assert_eq!(line.split(' ').next(), Some(name.as_str()));
+            assert_eq!(call[1], "--result");
+        }
     }
 }
 

@@ -163,7 +163,9 @@ fn the_helpers_arguments_are_one_item_each() {
     let none = Case {
         name: "t0-avg-latency".into(),
         verdict: Verdict::Fail,
-        measurement_us: None,
+        measurement: None,
+        units: "us",
+        blank_after: false,
     };
     assert_eq!(none.helper_args(), ["t0-avg-latency", "--result", "fail"]);
     assert_eq!(none.line(), "t0-avg-latency fail");
@@ -273,11 +275,7 @@ fn hostile_threads_never_panic_nor_make_a_malformed_line() {
         // The thread without samples fails its three cases; a figure the
         // file lacks (or a mean that is no number) skips its case; both
         // without a figure.
-        let figureless: Vec<&Case> = c
-            .cases
-            .iter()
-            .filter(|c| c.measurement_us.is_none())
-            .collect();
+        let figureless: Vec<&Case> = c.cases.iter().filter(|c| c.measurement.is_none()).collect();
         let failed: Vec<&str> = figureless
             .iter()
             .filter(|c| c.verdict == Verdict::Fail)
@@ -322,4 +320,116 @@ proptest::proptest! {
             proptest::prop_assert!(c.name.starts_with(&head), "{:?}", c.name);
         }
     }
+}
+
+/// Today's parser's lines of a document, as `rtlab lava` prints them.
+fn linaro_text(doc: &linaro::Document, test: &str) -> String {
+    let (cases, _) = linaro::cases(doc, test, None);
+    cases.iter().map(|c| c.line() + "\n").collect()
+}
+
+fn rt_tests(json: &str) -> dataset::rt_tests::RtTestsJson {
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn todays_parser_prints_each_value_as_the_json_holds_it_then_the_test() {
+    let doc = linaro::from_rt_tests(&rt_tests(CYCLICTEST_JSON)).unwrap();
+    assert_eq!(
+        linaro_text(&doc, "cyclictest"),
+        "t0-min-latency pass 15 us\nt0-avg-latency pass 32.56 us\nt0-max-latency pass 1328 us\n\
+         t1-min-latency pass 18 us\nt1-avg-latency pass 40.67 us\nt1-max-latency pass 174 us\n\
+         cyclictest pass\n"
+    );
+    let failed = CYCLICTEST_JSON.replace("\"return_code\": 0", "\"return_code\": 1");
+    let doc = linaro::from_rt_tests(&rt_tests(&failed)).unwrap();
+    assert!(
+        linaro_text(&doc, "cyclictest").ends_with("t1-max-latency pass 174 us\ncyclictest fail\n")
+    );
+}
+
+#[test]
+fn receivers_irqs_and_inversions_are_read_where_the_parser_reads_them() {
+    // pmqtest: the receiver's figures; an avg of 18.000 is Python's 18.0.
+    let pmq = r#"{"num_threads": 1, "thread": {"0": {"min": 1, "avg": 2.5, "max": 3,
+        "receiver": {"min": 7, "avg": 18.000, "max": 40}}}, "return_code": 0}"#;
+    let doc = linaro::from_rt_tests(&rt_tests(pmq)).unwrap();
+    assert_eq!(
+        linaro_text(&doc, "pmqtest"),
+        "t0-min-latency pass 7 us\nt0-avg-latency pass 18.0 us\nt0-max-latency pass 40 us\npmqtest pass\n"
+    );
+    // rtla timerlat: IRQs after threads, and no inversion line with them.
+    let rtla = r#"{"num_threads": 0, "num_irqs": 1, "irq": {"0": {"min": 1, "avg": 1e-05, "max": 9}},
+        "inversion": 4, "return_code": "0"}"#;
+    let doc = linaro::from_rt_tests(&rt_tests(rtla)).unwrap();
+    assert_eq!(
+        linaro_text(&doc, "rtla-timerlat"),
+        "i0-min-latency pass 1 us\ni0-avg-latency pass 1e-05 us\ni0-max-latency pass 9 us\nrtla-timerlat pass\n"
+    );
+    // pi_stress: the inversion line, then the empty line its print makes.
+    let pi = r#"{"inversion": 12, "return_code": 2}"#;
+    let doc = linaro::from_rt_tests(&rt_tests(pi)).unwrap();
+    assert_eq!(
+        linaro_text(&doc, "pi-stress"),
+        "inversion pass 12 count\n\npi-stress fail\n"
+    );
+}
+
+#[test]
+fn where_the_parser_stops_rtlab_refuses_and_a_text_value_makes_no_line() {
+    for (json, why) in [
+        (
+            r#"{"num_threads": 2, "thread": {"0": {}}, "return_code": 0}"#,
+            "thread 1 missing",
+        ),
+        (r#"{"num_threads": 0}"#, "no return_code"),
+        (r#"{"num_threads": "x", "return_code": 0}"#, "num_threads"),
+        (r#"{"return_code": [0]}"#, "return_code"),
+    ] {
+        let e = linaro::from_rt_tests(&rt_tests(json)).unwrap_err();
+        assert!(e.contains(why), "{json}: {e}");
+    }
+    // A huge count with one thread: refused at the second, no loop.
+    let huge = r#"{"num_threads": 18446744073709551615, "thread": {"0": {}}, "return_code": 0}"#;
+    assert!(linaro::from_rt_tests(&rt_tests(huge)).is_err());
+    let text = r#"{"num_threads": 1, "thread": {"0": {"min": "3\nt9-max-latency fail", "avg": "4.5",
+        "max": 7}}, "return_code": 0}"#;
+    let doc = linaro::from_rt_tests(&rt_tests(text)).unwrap();
+    assert_eq!(
+        linaro_text(&doc, "cyclictest"),
+        "t0-min-latency skip\nt0-avg-latency pass 4.5 us\nt0-max-latency pass 7 us\ncyclictest pass\n"
+    );
+}
+
+#[test]
+fn any_other_result_gets_the_figures_rtlab_cyclictest_writes() {
+    let rtlab: Run = dataset::parse_bytes(
+        include_bytes!("../../../tests/seeds/rtlab-result-irq-latency.json"),
+        Path::new("r.json"),
+    )
+    .unwrap();
+    let (doc, left_out) = linaro::from_run(&rtlab);
+    assert!(!doc.threads.is_empty());
+    for ((n, [min, avg, max]), t) in doc
+        .threads
+        .iter()
+        .zip(rtlab.threads.iter().filter(|t| number(t).is_ok()))
+    {
+        assert_eq!(Some(*n), number(t).ok());
+        assert_eq!(
+            min.as_deref(),
+            t.stats.min_ns.map(|v| (v / 1000).to_string()).as_deref()
+        );
+        assert_eq!(
+            max.as_deref(),
+            t.stats.max_ns.map(|v| (v / 1000).to_string()).as_deref()
+        );
+        let mean_us = t.stats.mean_ns.unwrap() / 1000.0;
+        let printed: f64 = avg.as_deref().unwrap().parse().unwrap();
+        assert!(
+            (printed - mean_us).abs() <= 0.005 + 1e-9,
+            "{printed} {mean_us}"
+        );
+    }
+    assert_eq!(left_out.len(), rtlab.threads.len() - doc.threads.len());
 }
