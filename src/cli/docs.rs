@@ -44,14 +44,147 @@ fn commands() -> Vec<(String, clap::Command)> {
     out
 }
 
-/// A man page of `cmd` in roff.
-fn page(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
+/// A man page of `cmd` in roff: clap_mangen's, with the synopsis written
+/// as man pages write it (`[--threshold DURATION]`, where clap_mangen
+/// names the option alone) and the help's markdown code spans in bold.
+fn page(mut cmd: clap::Command) -> std::io::Result<Vec<u8>> {
+    cmd.build();
     let mut bytes = Vec::new();
-    clap_mangen::Man::new(cmd)
+    clap_mangen::Man::new(cmd.clone())
         .source(format!("rtlab {}", env!("CARGO_PKG_VERSION")))
         .manual("rtlab manual")
         .render(&mut bytes)?;
-    Ok(bytes)
+    let text = String::from_utf8_lossy(&bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut section = "";
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix(".SH ") {
+            section = name;
+        }
+        if line == ".SH SYNOPSIS" {
+            out.push_str(&synopsis(&cmd));
+            // clap_mangen's line (or lines) up to the next section, dropped.
+            for next in lines.by_ref() {
+                if next.starts_with(".SH ") {
+                    section = next.trim_start_matches(".SH ");
+                    out.push_str(next);
+                    out.push('\n');
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push_str(&code_spans(line, section != "NAME"));
+        out.push('\n');
+    }
+    Ok(out.into_bytes())
+}
+
+/// Escapes a word for roff text: `\` and `-` (a hyphen, not a minus).
+fn roff_word(word: &str) -> String {
+    word.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// The SYNOPSIS section of `cmd` (built): the optional options, the
+/// required ones, the operands, then the subcommand.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut line = format!("\\fB{}\\fR", roff_word(cmd.get_name()));
+    let mut options: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .collect();
+    options.sort_by_key(|a| a.is_required_set());
+    for a in options {
+        line.push(' ');
+        line.push_str(&synopsis_option(a));
+    }
+    for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let value = format!("\\fI{}\\fR", roff_word(&value_name(a)));
+        let many = a.get_num_args().is_some_and(|r| r.max_values() > 1);
+        let dots = if many { "..." } else { "" };
+        if a.is_required_set() {
+            line.push_str(&format!(" {value}{dots}"));
+        } else {
+            line.push_str(&format!(" [{value}]{dots}"));
+        }
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        line.push_str(" \\fICOMMAND\\fR [\\fIARGS\\fR]");
+    }
+    format!(".SH SYNOPSIS\n{line}\n")
+}
+
+/// `[-p|--priority PRIO]`, `--threshold DURATION`, `[-a|--affinity [CPUSET]]`,
+/// `[--label NAME]...`.
+fn synopsis_option(a: &clap::Arg) -> String {
+    let flag = match (a.get_short(), a.get_long()) {
+        (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR|\\fB\\-\\-{}\\fR", roff_word(l)),
+        (Some(s), None) => format!("\\fB\\-{}\\fR", roff_word(&s.to_string())),
+        (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff_word(l)),
+        (None, None) => return String::new(),
+    };
+    let value = match a.get_num_args() {
+        Some(r) if r.takes_values() => {
+            let name = format!("\\fI{}\\fR", roff_word(&value_name(a)));
+            if r.min_values() == 0 {
+                format!(" [{name}]")
+            } else {
+                format!(" {name}")
+            }
+        }
+        _ => String::new(),
+    };
+    let repeated = matches!(
+        a.get_action(),
+        clap::ArgAction::Append | clap::ArgAction::Count
+    );
+    let dots = if repeated { "..." } else { "" };
+    if a.is_required_set() {
+        format!("{flag}{value}{dots}")
+    } else {
+        format!("[{flag}{value}]{dots}")
+    }
+}
+
+/// The name of an argument's value: its value names, else its id in
+/// capitals.
+fn value_name(a: &clap::Arg) -> String {
+    match a.get_value_names() {
+        Some(names) if !names.is_empty() => names
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => a.get_id().as_str().to_uppercase(),
+    }
+}
+
+/// A roff text line with its markdown code spans (`` `rtlab restore` ``)
+/// in bold, or without their backticks where bold does not belong (the
+/// NAME line, which `apropos` reads); requests and a backtick without its
+/// pair are left as they are.
+fn code_spans(line: &str, bold: bool) -> String {
+    if line.starts_with(['.', '\'']) || !line.contains('`') {
+        return line.to_string();
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else {
+            break;
+        };
+        let code = &rest[open + 1..open + 1 + len];
+        out.push_str(&rest[..open]);
+        if bold && !code.is_empty() {
+            out.push_str(&format!("\\fB{code}\\fR"));
+        } else {
+            out.push_str(code);
+        }
+        rest = &rest[open + 2 + len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `rtlab man --dir DIR`.
@@ -107,8 +240,8 @@ fn roff_text(line: &str) -> String {
 
 /// The markdown of docs/config-format.md as a man page: headings become
 /// sections, code blocks and tables stay as they are written (no fill),
-/// the rest is filled text. Markup that roff cannot show is left as
-/// written, which reads well in a terminal.
+/// the rest is filled text, its code spans in bold. Other markup is left
+/// as written, which reads well in a terminal.
 pub fn markdown_to_roff(md: &str, title: &str, section: &str) -> String {
     let mut out = format!(
         ".TH {title} {section} \"\" \"rtlab {}\" \"rtlab manual\"\n",
@@ -141,7 +274,7 @@ pub fn markdown_to_roff(md: &str, title: &str, section: &str) -> String {
         } else if line.trim().is_empty() {
             out.push_str(".PP\n");
         } else {
-            out.push_str(&roff_text(line));
+            out.push_str(&code_spans(&roff_text(line), true));
             out.push('\n');
         }
     }
@@ -188,6 +321,58 @@ mod tests {
             roff.contains("hardlimit") && roff.contains("cpu\\-list"),
             "{roff}"
         );
+    }
+
+    fn page_of(name: &str) -> String {
+        let cmd = commands().into_iter().find(|c| c.0 == name).unwrap().1;
+        String::from_utf8(page(cmd).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_help_markup_is_roff_and_the_synopsis_names_values() {
+        let fix = page_of("rtlab-fix");
+        let name = fix
+            .split(".SH NAME\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap();
+        assert!(name.contains("rtlab restore") && !name.contains('`') && !name.contains("\\fB"));
+        assert!(fix.contains("\\fBrtlab restore\\fR"), "{fix}");
+        assert!(fix.contains("\\fBtrace.threshold\\fR"), "{fix}");
+        assert!(!fix.contains('`'), "{fix}");
+        let synopsis = fix
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap();
+        assert!(synopsis.starts_with("\\fBrtlab\\-fix\\fR ["), "{synopsis}");
+        assert!(
+            synopsis.contains("[\\fB\\-\\-threshold\\fR \\fIDURATION\\fR]"),
+            "{synopsis}"
+        );
+        assert!(
+            synopsis.contains("[\\fB\\-h\\fR|\\fB\\-\\-help\\fR]"),
+            "{synopsis}"
+        );
+        assert!(synopsis.ends_with(" \\fIFILE\\fR"), "{synopsis}");
+        assert_eq!(fix.matches(".SH SYNOPSIS").count(), 1);
+        assert!(fix.contains(".SH DESCRIPTION"));
+        // Optional values, repeated options and the subcommand.
+        let ct = page_of("rtlab-cyclictest");
+        assert!(
+            ct.contains("[\\fB\\-a\\fR|\\fB\\-\\-affinity\\fR [\\fI"),
+            "{ct}"
+        );
+        assert!(page_of("rtlab-lava").contains("\\fIRESULT\\fR..."));
+        assert!(page_of("rtlab").contains("\\fICOMMAND\\fR [\\fIARGS\\fR]"));
+        // A lone backtick is left as it is; a request line is never touched.
+        assert_eq!(code_spans("a `b` c ` d", true), "a \\fBb\\fR c ` d");
+        assert_eq!(code_spans(".TP `x`", true), ".TP `x`");
+        assert_eq!(code_spans("`x` and `y`", false), "x and y");
     }
 
     #[test]

@@ -45,6 +45,39 @@ fn man_pages_render_through_man_after_the_install_step() {
             text(&o)
         );
     }
+    // Read as a user reads it: no markdown left, bold where the help had
+    // code; the synopsis names each option's value.
+    for page in ["rtlab-fix", "rtlab-lava", "rtlab-monitor", "rtlab-run"] {
+        let shown = |pager: &str| {
+            let o = std::process::Command::new("man")
+                .args(["-P", pager, "1", page])
+                .env("MANPATH", dir.path().join("man"))
+                .env("MANWIDTH", "2000")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "man {page}: {}", text(&o));
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let plain = shown("cat");
+        assert!(!plain.contains('`'), "man {page} shows markdown: {plain}");
+        let synopsis = plain
+            .split("SYNOPSIS")
+            .nth(1)
+            .and_then(|s| s.split("DESCRIPTION").next())
+            .unwrap_or_default();
+        if page == "rtlab-fix" {
+            assert!(
+                synopsis.contains("[--threshold DURATION]")
+                    && synopsis.contains("[--rounds ROUNDS]")
+                    && synopsis.contains(" FILE"),
+                "{synopsis}"
+            );
+        }
+        if page == "rtlab-lava" {
+            assert!(synopsis.contains("[--label NAME]..."), "{synopsis}");
+            assert!(synopsis.contains("RESULT..."), "{synopsis}");
+        }
+    }
 }
 
 #[test]
