@@ -1,4 +1,4 @@
-//! The boards' release binaries on their instruction sets, under QEMU
+//! The boards' binaries (debug builds) under QEMU
 //! user-mode emulation (Debian's `qemu-user-static`): a static aarch64
 //! musl binary and a 32-bit ARM glibc one run a real experiment (a timer
 //! thread and a program), check it, plot and compare the result; the
@@ -7,7 +7,7 @@
 //! emulation means nothing; behaviour does.
 //!
 //! Needs `qemu-aarch64-static`/`qemu-arm-static` (`.ci/run` installs them)
-//! and the rustup targets; builds the release binaries when they are not
+//! and the rustup targets; builds the binaries when they are not
 //! built yet. Without them it says what is missing.
 
 use crate::fixtures::{has_command, path_taken, text};
@@ -43,9 +43,9 @@ const BOARDS: [Board; 2] = [
     },
 ];
 
-/// The board's release binary (see [`crate::fixtures::release_binary`]).
+/// The board's debug binary (see [`crate::fixtures::board_binary`]).
 fn binary(b: &Board) -> Result<PathBuf, String> {
-    crate::fixtures::release_binary(b.target)
+    crate::fixtures::board_binary(b.target)
 }
 
 fn emulated(b: &Board, bin: &Path, dir: &Path, args: &[&str]) -> Output {

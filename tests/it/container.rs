@@ -148,7 +148,7 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
-/// Builds the image from the release binary and the Containerfile in a
+/// Builds the image from the static release binary and the Containerfile in a
 /// directory of its own, and picks the runtime; None (said) when the
 /// machine lacks what it takes.
 fn setup(test: &str) -> Option<Setup> {

@@ -302,10 +302,49 @@ pub fn rtlab_unprivileged(dir: &std::path::Path) -> Option<std::process::Command
     if !opened.success() {
         return None;
     }
+    let exe = exe_for_others_in(dir).ok()?;
     let mut c = Command::new("setpriv");
     c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
-    c.arg(env!("CARGO_BIN_EXE_rtlab"));
+    c.arg(exe);
     Some(c)
+}
+
+/// Whether every directory above `path` lets other users through.
+fn reachable_by_others(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .skip(1)
+        .filter(|d| !d.as_os_str().is_empty())
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// rtlab's binary for another user (nobody) to run: the binary itself
+/// where every directory above it lets others through (the usual
+/// checkout), else a copy in `dir` (which must let them through), in a
+/// directory of root's, mode 0755: a clone in a 0700 directory, or under
+/// /root, is reachable by root alone.
+pub fn exe_for_others_in(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rtlab"));
+    if reachable_by_others(exe) {
+        return Ok(exe.to_path_buf());
+    }
+    let bin = dir.join("rtlab-bin");
+    std::fs::create_dir_all(&bin)?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))?;
+    let copy = bin.join("rtlab");
+    std::fs::copy(exe, &copy)?;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))?;
+    Ok(copy)
+}
+
+/// [`exe_for_others_in`] a temporary directory of its own (mode 0755),
+/// kept while the returned guard lives.
+pub fn exe_for_others() -> (std::path::PathBuf, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    (exe_for_others_in(dir.path()).unwrap(), dir)
 }
 
 /// A systress result file's histogram: (µs, count) of each line that has
@@ -320,10 +359,23 @@ pub fn result_histogram(file: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The release binary for `target` (a rustup target triple), built in this
-/// test's target directory (cargo rebuilds it only if the sources changed);
-/// or why there is none.
+/// The release binary for `target` (a rustup target triple), as shipped
+/// (fat LTO: the locked-memory test finds the timer threads' code by
+/// address, which holds for that build), built in this test's target
+/// directory (cargo rebuilds it only if the sources changed); or why
+/// there is none.
 pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
+    built_binary(target, true)
+}
+
+/// A board's debug binary for `target` (the boards' behaviour under QEMU,
+/// where latency means nothing; it shares its dependencies with the
+/// boards' unit tests, which `.ci/run` builds first).
+pub fn board_binary(target: &str) -> Result<std::path::PathBuf, String> {
+    built_binary(target, false)
+}
+
+fn built_binary(target: &str, release: bool) -> Result<std::path::PathBuf, String> {
     use std::path::Path;
     use std::process::Command;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -345,8 +397,12 @@ pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
     if !installed {
         return Err(format!("rustup target {target} not installed"));
     }
-    let o = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--target", target])
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--target", target]);
+    if release {
+        build.arg("--release");
+    }
+    let o = build
         .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(root)
         .output()
@@ -354,7 +410,8 @@ pub fn release_binary(target: &str) -> Result<std::path::PathBuf, String> {
     if !o.status.success() {
         return Err(format!("cannot build for {target}: {}", text(&o)));
     }
-    Ok(target_dir.join(target).join("release/rtlab"))
+    let profile = if release { "release" } else { "debug" };
+    Ok(target_dir.join(target).join(profile).join("rtlab"))
 }
 
 /// Each CPU's steal time in `/proc/stat` (USER_HZ ticks), one read: time

@@ -499,9 +499,10 @@ fn mistakes_are_refused_with_a_reason_and_change_nothing() {
         );
     }
     // Not root: refused before anything.
+    let (exe, _bin) = crate::fixtures::exe_for_others();
     let out = Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .arg(exe)
         .args(["partition", "create", &rt.to_string()])
         .env("RTLAB_JOURNAL_DIR", bench.journal_dir())
         .output()

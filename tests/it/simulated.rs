@@ -27,7 +27,7 @@ fn rtlab_as_user(test: &str, dir: &Path, args: &[&str]) -> Output {
     let mut cmd = if drop_root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_rtlab"));
+            .arg(crate::fixtures::exe_for_others_in(dir).unwrap());
         c
     } else {
         Command::new(env!("CARGO_BIN_EXE_rtlab"))
