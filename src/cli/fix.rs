@@ -424,6 +424,15 @@ impl drive::Bench for RunBench {
         Ok((d, proposals))
     }
 
+    fn companion(&mut self, p: &fix::Proposal) -> Option<fix::Proposal> {
+        if p.class != fix::RemedyClass::Thread {
+            return None;
+        }
+        let idle = fix::remedies::idle_companion(self.facts.as_ref()?)?;
+        outln!("  the move alone cut the count, not the tail: tried again with the idle remedy");
+        Some(idle)
+    }
+
     fn planned(&mut self, decisions: &[fix::Decision], first: usize) {
         if let Some(d) = &self.last {
             outln!(

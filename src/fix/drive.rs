@@ -31,6 +31,13 @@ pub trait Bench {
     /// The decisions a diagnosis added, from `first` on, before any is
     /// tried (to show the plan).
     fn planned(&mut self, _decisions: &[Decision], _first: usize) {}
+    /// The remedy to try together with `p` when `p` alone cuts the count
+    /// but not the tail: for a thread moved off a measured CPU, disabling
+    /// that CPU's idle states with an exit latency (the CPU it empties
+    /// idles, and a host wakes an idle vCPU late); None when there is none.
+    fn companion(&mut self, _p: &Proposal) -> Option<Proposal> {
+        None
+    }
 }
 
 /// How the proof goes.
@@ -71,8 +78,53 @@ impl Proof<'_> {
         Ok(figures)
     }
 
-    /// Each remedy's rounds; the decision.
+    /// Each remedy's rounds; the decision. A remedy that cut the count
+    /// and not the tail is tried again with its companion before it is
+    /// undone ([`Bench::companion`]).
     fn trial(&mut self, i: usize, p: &Proposal) -> Result<Decision, String> {
+        let alone = self.rounds(i, p)?;
+        if alone.verdict != Verdict::Undone || !self.cut_count_only(&alone) {
+            return Ok(alone);
+        }
+        let Some(companion) = self.bench.companion(p) else {
+            return Ok(alone);
+        };
+        let both = p.with(&companion);
+        let mut d = self.rounds(i, &both)?;
+        let first = alone.why.trim_start_matches("undone: ");
+        d.why = match d.verdict {
+            Verdict::Kept => format!(
+                "kept with {}: alone it cut the count, not the tail ({first}); the CPU it empties \
+                 idles, and a host wakes an idle vCPU late; together: {}",
+                companion.change,
+                d.why.trim_start_matches("kept: ")
+            ),
+            _ => format!(
+                "undone: alone, {first}; with {} too, {}",
+                companion.change,
+                d.why.trim_start_matches("undone: ")
+            ),
+        };
+        if d.verdict != Verdict::Kept {
+            // The remedy as proposed, with its own rounds and the tale of both.
+            let why = d.why.clone();
+            d = alone;
+            d.why = why;
+        }
+        Ok(d)
+    }
+
+    /// Whether the rounds of `d` cut the count beyond the margin while the
+    /// whole was not better (a tail figure no better, or worse).
+    fn cut_count_only(&self, d: &Decision) -> bool {
+        let figures = &self.settings.figures;
+        figures.contains(&Figure::Over)
+            && figures.len() > 1
+            && compare(&d.without, &d.with, &[Figure::Over], &self.out.spreads).better
+    }
+
+    /// The interleaved rounds of one proposal; the decision.
+    fn rounds(&mut self, i: usize, p: &Proposal) -> Result<Decision, String> {
         let mut d = decision(p, Verdict::Undone, String::new());
         for _ in 0..self.settings.rounds.max(1) {
             d.without.push(self.measure(format!("without #{i}"))?);

@@ -80,6 +80,16 @@ pub struct Proposal {
 }
 
 impl Proposal {
+    /// This proposal and `other` applied as one: its class and causes,
+    /// both changes and all their actions and checks.
+    pub fn with(&self, other: &Proposal) -> Proposal {
+        let mut both = self.clone();
+        both.change = format!("{}, with {}", self.change, other.change);
+        both.actions.extend(other.actions.iter().cloned());
+        both.checks.extend(other.checks.iter().cloned());
+        both
+    }
+
     /// The time of the causes it answers (ns).
     pub fn weight_ns(&self) -> u64 {
         self.answers.iter().map(|a| a.total_ns).sum()
@@ -581,11 +591,17 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
             why,
         ));
     }
+    Some(disable_idle_states(causes, &deep))
+}
+
+/// The proposal that disables `deep` (idle states with an exit latency),
+/// answering `causes`.
+fn disable_idle_states(causes: &[&Cause], deep: &[&super::facts::IdleFact]) -> Proposal {
     let names: Vec<String> = deep
         .iter()
         .map(|s| format!("CPU {} {} ({} µs)", s.cpu, s.name, s.latency_us))
         .collect();
-    Some(live(
+    live(
         RemedyClass::Idle,
         causes,
         format!(
@@ -598,7 +614,20 @@ fn idle(causes: &[&Cause], f: &Facts) -> Option<Proposal> {
                 value: "1".into(),
             })
             .collect(),
-    ))
+    )
+}
+
+/// The idle remedy a thread's move is tried with when the move alone cuts
+/// the count but not the tail (the CPU it empties idles): the measured
+/// CPUs' idle states with an exit latency, still enabled, disabled; None
+/// when none is left.
+pub fn idle_companion(f: &Facts) -> Option<Proposal> {
+    let deep: Vec<_> = f
+        .idle
+        .iter()
+        .filter(|s| s.latency_us > 0 && !s.disabled)
+        .collect();
+    (!deep.is_empty()).then(|| disable_idle_states(&[], &deep))
 }
 
 /// What lifting RT throttling costs, in words.

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Does `rtlab fix` decide the same twice? N runs against two known culprits.
+
+The culprits, on the measured CPU (the last online one):
+  - a FIFO 95 `rtlab hog --burst 1500us --every 15ms` (above the FIFO 90
+    timer thread);
+  - a normal-priority stress-ng mmap worker (`--mmap 1 --mmap-bytes 64M`):
+    page faults, the kernel's time, in a loop.
+Each run: `rtlab fix exp.cfg` (3 s runs, FIFO 90 timer thread at 1 kHz,
+trace.threshold 100 us, default --rounds), its decisions reduced to what
+they act on (class, target without PIDs, verdict), rtlab's own verification
+(over and p99.9, baseline against final state), then `rtlab restore`, with
+every file a remedy may touch compared before and after. The culprits are
+started again for each run.
+
+    python3 bench/fix_repeat.py [--runs 5]
+
+Run as root. Needs stress-ng and chrt/taskset (util-linux). Builds rtlab in
+release mode.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def online_cpus():
+    text = open("/sys/devices/system/cpu/online").read().strip()
+    cpus = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        cpus.extend(range(int(a), int(b or a) + 1))
+    return cpus
+
+
+def settings():
+    """Every file a remedy of these culprits may touch, as it reads now."""
+    files = glob.glob("/sys/devices/system/cpu/cpu*/cpuidle/state*/disable")
+    files += glob.glob("/proc/irq/*/smp_affinity_list")
+    files += ["/sys/devices/virtual/workqueue/cpumask", "/proc/sys/kernel/sched_rt_runtime_us"]
+    out = {}
+    for f in files:
+        try:
+            out[f] = open(f).read()
+        except OSError:
+            pass
+    return out
+
+
+def inject(rtlab, m):
+    hog = subprocess.Popen(["chrt", "-f", "95", "taskset", "-c", str(m), rtlab, "hog",
+                            "--burst", "1500us", "--every", "15ms", "--duration", "3600s"],
+                           stdout=subprocess.DEVNULL)
+    faults = subprocess.Popen(["taskset", "-c", str(m), "stress-ng", "--mmap", "1",
+                               "--mmap-bytes", "64M", "--timeout", "3600s", "--quiet"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    return [hog, faults]
+
+
+def stop(procs):
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    subprocess.run(["pkill", "-f", "stress-ng --mmap"], stdout=subprocess.DEVNULL)
+
+
+def decision(d):
+    """What a decision acts on, without PIDs, and its verdict."""
+    change = re.sub(r"\b(pid|tid|TID|PID) \d+", r"\1 N", d["proposal"]["change"])
+    change = re.sub(r"stress-ng[-\w]*", "stress-ng", change)
+    return f'{d["verdict"]:8} {d["proposal"]["class"]:6} {change}'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
+    rtlab = os.path.join(REPO, "target/release/rtlab")
+    cpus = online_cpus()
+    m, l = cpus[-1], cpus[0]
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "exp.cfg"), "w") as f:
+            f.write(f"main\n{{\n  cpu_affinity {l}\n  trace.threshold 100 us\n}}\n"
+                    f"timer_thread[0]\n{{\n  cpu_affinity {m}\n  sched.policy FIFO\n"
+                    f"  sched.priority 90\n  timer.period 1 ms\n  lifetime.duration 3 s\n}}\n")
+        for run in range(args.runs):
+            before = settings()
+            procs = inject(rtlab, m)
+            start = time.monotonic()
+            try:
+                subprocess.run([rtlab, "fix", "exp.cfg", "--json", "fix.json"], cwd=d,
+                               stdout=subprocess.DEVNULL, env=dict(os.environ,
+                               RTLAB_JOURNAL_DIR=os.path.join(d, "journal")))
+                wall = time.monotonic() - start
+                fx = json.load(open(os.path.join(d, "fix.json")))
+            finally:
+                stop(procs)
+                subprocess.run([rtlab, "restore"], stdout=subprocess.DEVNULL,
+                               env=dict(os.environ, RTLAB_JOURNAL_DIR=os.path.join(d, "journal")))
+            after = settings()
+            changed = [f for f in before if before[f] != after.get(f)]
+            ver = fx.get("verification") or {}
+            mean = lambda rs, k: sum(r[k] for r in rs) / max(len(rs), 1)
+            figures = None
+            if ver:
+                figures = (mean(ver["baseline"], "over"), mean(ver["fixed"], "over"),
+                           mean(ver["baseline"], "p999_ns") / 1000,
+                           mean(ver["fixed"], "p999_ns") / 1000, ver["undone"])
+            decisions = sorted(decision(x) for x in fx["decisions"]
+                               if x["verdict"] != "not_applied")
+            results.append((wall, decisions, figures, changed))
+            print(f"run {run + 1}: {wall:.0f} s", flush=True)
+    print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
+          f"{len(cpus)} CPUs, measured CPU {m}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    first = results[0][1]
+    for i, (wall, decisions, figures, changed) in enumerate(results):
+        same = "same decisions as run 1" if decisions == first else "OTHER DECISIONS"
+        print(f"run {i + 1}: {wall:.0f} s, {same}")
+        for line in decisions:
+            print(f"    {line}")
+        if figures:
+            b_over, f_over, b_p, f_p, undone = figures
+            print(f"  verification: over {b_over:.1f} -> {f_over:.1f}, p99.9 {b_p:.1f} -> "
+                  f"{f_p:.1f} us{' (all undone: worse)' if undone else ''}")
+        print(f"  after rtlab restore: {'every setting as before' if not changed else changed}")
+    same = sum(r[1] == first for r in results)
+    print(f"same decisions in {same} of {len(results)} runs")
+
+
+if __name__ == "__main__":
+    main()
