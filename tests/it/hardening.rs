@@ -62,6 +62,10 @@ fn outputs() -> Vec<(&'static str, Vec<&'static str>)> {
         ("pic.png", vec!["plot", "seed.json", "-o", "pic.png"]),
         ("plot.gp", vec!["plot", "seed.json", "--gnuplot", "plot.gp"]),
         ("r.html", vec!["report", "seed.json", "-o", "r.html"]),
+        ("kept.cfg", vec!["fix", "exp.cfg", "--kept", "kept.cfg"]),
+        ("fix.json", vec!["fix", "exp.cfg", "--json", "fix.json"]),
+        ("fix.html", vec!["fix", "exp.cfg", "--html", "fix.html"]),
+        ("nfd", vec!["qualify", "cyclictest", "--nfd-file", "nfd"]),
     ]
 }
 

@@ -948,3 +948,375 @@ fn no_child_outlives_rtlab_killed_at_any_moment() {
         ),
     );
 }
+
+/// `rtlab qualify --nfd-file` into a directory another user (nobody) owns:
+/// a link of theirs at the feature file's name is refused before anything
+/// runs, and links at the names rtlab stages the file under (its PID
+/// handed to it, so that the names are known) are neither followed nor
+/// taken over; the victim they point at is never written.
+#[test]
+fn the_feature_file_never_goes_through_another_users_links() {
+    let test = test_name!();
+    if !is_root() {
+        path_taken(test, "not root: another user's directory cannot be made");
+        return;
+    }
+    // It measures (cyclictest, 1 s): alone.
+    let _machine = crate::fixtures::machine_exclusive();
+    let victim_dir = tempfile::tempdir().unwrap();
+    let victim = victim_dir.path().join("precious");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let theirs = tempfile::tempdir().unwrap();
+    chown(theirs.path(), Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plant = |name: &str| {
+        let link = theirs.path().join(name);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    };
+    let nfd = theirs.path().join("rtlab");
+    let qualify = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+        c.args(["qualify", "cyclictest", "--nfd-file"])
+            .arg(&nfd)
+            .env("LATENCY_TEST_RUN", "true")
+            .env("LATENCY_TEST_RUNTIME", "1")
+            .env("LATENCY_TEST_CPUS", "1")
+            .env("RTLAB_JOURNAL_DIR", victim_dir.path().join("journal"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    // At the target: refused before anything.
+    plant("rtlab");
+    let o = qualify().output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is a symbolic link"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_file(&nfd).unwrap();
+    // At the staging names of the process that will write it.
+    let pid = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .map(|p| p + 500);
+    let mut staged = Vec::new();
+    if let Some(pid) = pid {
+        for n in 0..8 {
+            let name = format!(".rtlab-{pid}-{n}.tmp");
+            plant(&name);
+            staged.push(name);
+        }
+    }
+    let child = pid.and_then(|pid| spawn_as_pid(pid, &mut qualify()));
+    let handed = child.is_some();
+    let child = child.unwrap_or_else(|| qualify().spawn().unwrap());
+    let o = wait_output_within(child, Duration::from_secs(60));
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "precious\n",
+        "{}",
+        text(&o)
+    );
+    for name in &staged {
+        let link = theirs.path().join(name);
+        let meta = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            meta.file_type().is_symlink(),
+            "{name} taken over: {}",
+            text(&o)
+        );
+    }
+    // Written whole beside their links: its staging name has a part they
+    // cannot foretell (a name they could plant refused it once).
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let written = std::fs::symlink_metadata(&nfd).is_ok_and(|m| m.file_type().is_file());
+    assert!(written, "{}", text(&o));
+    assert!(
+        std::fs::read_to_string(&nfd)
+            .unwrap()
+            .starts_with("# rtlab qualify")
+    );
+    path_taken(
+        test,
+        &format!(
+            "a link at the target refused; {} staging names taken by links{}: {}",
+            staged.len(),
+            if handed {
+                ", rtlab given their PID"
+            } else {
+                " (PID not handed: names unknown)"
+            },
+            if written {
+                "the file written beside them".to_string()
+            } else {
+                format!(
+                    "refused: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                )
+            }
+        ),
+    );
+}
+
+/// Command lines for `rtlab oslat` and `rtlab hwlat`, drawn (seeded) from
+/// their options, real and mangled values, and bytes no option has: none
+/// panics, none hangs (a run still going after two seconds ends within
+/// five of a SIGTERM), and none leaves a process, a trace instance or a
+/// journal behind.
+#[test]
+fn fuzzed_oslat_and_hwlat_command_lines_panic_hang_and_leave_nothing() {
+    let test = test_name!();
+    let _machine = crate::fixtures::machine_exclusive();
+    const OSLAT: &[&str] = &[
+        "-D",
+        "-D1",
+        "2s",
+        "-D0",
+        "-D1h",
+        "-c",
+        "0",
+        "1",
+        "0-1",
+        "-f",
+        "99",
+        "-b",
+        "-T",
+        "5",
+        "-m",
+        "1M",
+        "-q",
+        "-z",
+        "-w",
+        "--duration",
+        "--cpu-list",
+        "--rtprio",
+        "--bucket-size",
+        "--json",
+        "out.json",
+        "-x",
+        "--",
+        "-",
+        "\u{1b}[2J",
+        "9999999999999999999",
+        "-1",
+        "--workload",
+        "memmove",
+        "--workload-mem",
+        "4G",
+        "-s",
+    ];
+    const HWLAT: &[&str] = &[
+        "--duration",
+        "1",
+        "2s",
+        "--threshold",
+        "--hardlimit",
+        "--window",
+        "--width",
+        "--report",
+        "r.txt",
+        "--cpu-list",
+        "0",
+        "0-1",
+        "--debug",
+        "--quiet",
+        "--watch",
+        "--",
+        "-",
+        "--w",
+        "--thr=",
+        "--duration=1",
+        "--cpu-list=",
+        "-5",
+        "10ms",
+        "1w",
+        "\u{7f}",
+        "1000000",
+        "999999999999",
+        "--window=1000",
+        "--width=2000",
+    ];
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_rtlab")).unwrap();
+    let mut seed: u64 = 0x5eed_2026_1129;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    let (mut refused, mut ran, mut stopped) = (0, 0, 0);
+    for (tool, words) in [("oslat", OSLAT), ("hwlat", HWLAT)] {
+        for _ in 0..12 {
+            let line: Vec<&str> = (0..next(6)).map(|_| words[next(words.len())]).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = Command::new(&exe)
+                .arg(tool)
+                .args(&line)
+                .current_dir(dir.path())
+                .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let done = crate::fixtures::wait_until(Duration::from_secs(2), || {
+                matches!(child.try_wait(), Ok(Some(_)))
+            });
+            if !done {
+                // Still running: a run as the line asked, stopped as a user would.
+                let _ = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .status();
+            }
+            let o = wait_output_within(child, Duration::from_secs(5));
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(!stderr.contains("panicked"), "{tool} {line:?}: {stderr}");
+            assert!(
+                o.status.code().is_some() || !done,
+                "{tool} {line:?}: {}",
+                text(&o)
+            );
+            match (done, o.status.code()) {
+                (false, _) => stopped += 1,
+                (true, Some(2)) => refused += 1,
+                _ => ran += 1,
+            }
+            let journals: Vec<_> = std::fs::read_dir(dir.path().join("journal"))
+                .map(|d| d.flatten().map(|e| e.file_name()).collect())
+                .unwrap_or_default();
+            assert!(journals.is_empty(), "{tool} {line:?}: {journals:?}");
+            assert!(
+                crate::fixtures::leftover_instances().is_empty(),
+                "{tool} {line:?}: a trace instance left"
+            );
+            let alive: Vec<_> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|p| p == exe))
+                .map(|e| e.file_name())
+                .collect();
+            assert!(alive.is_empty(), "{tool} {line:?}: left running {alive:?}");
+        }
+    }
+    path_taken(
+        test,
+        &format!(
+            "24 command lines: {refused} refused, {ran} ended, {stopped} stopped by SIGTERM; nothing left"
+        ),
+    );
+}
+
+/// CPU time (utime + stime, clock ticks) of process `pid`, from its stat.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// A FIFO 99 noise poller given all of every period (`--runtime` equal to
+/// `--period`) is refused before it starts, naming RT throttling; given
+/// the most throttling allows, a normal-priority process on its CPU still
+/// gets what throttling (or the fair server) keeps for it, by the kernel's
+/// own accounting, and the poller dies with a SIGKILLed rtlab.
+#[test]
+fn a_fifo_99_poller_with_the_whole_period_starves_nothing_throttling_keeps() {
+    let test = test_name!();
+    if !is_root() {
+        path_taken(test, "not root: no FIFO 99");
+        return;
+    }
+    let _machine = crate::fixtures::machine_exclusive();
+    let cpu = crate::fixtures::measured_cpu();
+    let knob = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    let (rt_runtime, rt_period) = (
+        knob("sched_rt_runtime_us").unwrap_or(-1),
+        knob("sched_rt_period_us").unwrap_or(1_000_000),
+    );
+    if rt_runtime < 0 || rt_runtime >= rt_period {
+        path_taken(
+            test,
+            "RT throttling off here: a FIFO 99 poller may starve its CPU; not run",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let poller = |runtime: &str| -> Vec<String> {
+        [
+            "noise",
+            &cpu.to_string(),
+            "--priority",
+            "99",
+            "--period",
+            "1s",
+            "--runtime",
+            runtime,
+        ]
+        .into_iter()
+        .chain(["--duration", "30s", "--no-attribute"])
+        .map(String::from)
+        .collect()
+    };
+    // The whole period: refused, nothing started.
+    let whole = poller("1s");
+    let args: Vec<&str> = whole.iter().map(String::as_str).collect();
+    let o = wait_output_within(in_background(dir.path(), &args), Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("RT throttling"),
+        "{}",
+        text(&o)
+    );
+    // The most throttling allows: it runs, and the normal task runs too.
+    let most = poller(&format!("{}us", rt_runtime));
+    let args: Vec<&str> = most.iter().map(String::as_str).collect();
+    let mut victim = Command::new("taskset")
+        .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let mut rtlab = in_background(dir.path(), &args);
+    std::thread::sleep(Duration::from_secs(1));
+    if let Ok(Some(_)) = rtlab.try_wait() {
+        let o = wait_output_within(rtlab, Duration::from_secs(5));
+        let _ = victim.kill();
+        let _ = victim.wait();
+        panic!("the most throttling allows was refused: {}", text(&o));
+    }
+    let before = cpu_ticks(victim.id()).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let after = cpu_ticks(victim.id()).unwrap();
+    let pid = rtlab.id();
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    let o = wait_output_within(rtlab, Duration::from_secs(5));
+    let _ = victim.kill();
+    let _ = victim.wait();
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{}", text(&o));
+    // What throttling keeps for others: (period - runtime) of each period;
+    // half of it is asked, the kernel's ticks (USER_HZ, 100) being coarse.
+    let got = (after - before) as f64 / 100.0 / 3.0;
+    let kept = (rt_period - rt_runtime) as f64 / rt_period as f64;
+    assert!(
+        got >= kept / 2.0,
+        "the normal task got {got:.3} of its CPU; throttling keeps {kept:.3}"
+    );
+    path_taken(
+        test,
+        &format!(
+            "FIFO 99 over the whole period refused; over {rt_runtime} µs of each {rt_period} on CPU {cpu}: \
+             a normal task got {:.1}% (throttling keeps {:.1}%); gone with rtlab",
+            got * 100.0,
+            kept * 100.0
+        ),
+    );
+}

@@ -446,8 +446,16 @@ impl Staged {
         path: &Path,
         journal: Option<&mut Journal>,
     ) -> Result<Staged, OutputError> {
+        // A part no other user can foretell: a name they could plant
+        // (their link, their file) would refuse the output (EEXIST).
+        let unforeseeable = {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        };
         let tmp = OsString::from(format!(
-            ".rtlab-{}-{}.tmp",
+            ".rtlab-{}-{}-{unforeseeable:016x}.tmp",
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)
         ));

@@ -85,6 +85,13 @@ pub fn main(a: &QualifyArgs) -> Outcome {
     let contract = Contract::read(|k| std::env::var(k).ok())
         .map_err(|e| Refusal::new(format!("rtlab qualify: {e}")))?;
     let tools = tests_asked(&a.tests)?;
+    // The output is checked first, skipped or not: a path that cannot be
+    // written (another user's link) is refused before anything.
+    if let Some(p) = &a.nfd_file
+        && let Err(e) = crate::sys::outfile::check(p, false)
+    {
+        return Err(Refusal::output("rtlab qualify: --nfd-file ", &e));
+    }
     if !contract.run {
         outln!(
             "rtlab qualify: LATENCY_TEST_RUN is not true: the latency tests are skipped (set LATENCY_TEST_RUN=true)"
@@ -93,11 +100,6 @@ pub fn main(a: &QualifyArgs) -> Outcome {
     }
     let allowed = crate::sys::os::get_affinity(0).unwrap_or_default();
     let cpus = chosen_cpus(&allowed, contract.cpus)?;
-    if let Some(p) = &a.nfd_file
-        && let Err(e) = crate::sys::outfile::check(p, false)
-    {
-        return Err(Refusal::output("rtlab qualify: --nfd-file ", &e));
-    }
     let caught = super::common::catch_signals();
     if !wait(contract.delay_s, &caught) {
         return Ok(crate::exit::signal(caught.load(Ordering::SeqCst) as i32));

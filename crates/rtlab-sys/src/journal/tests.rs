@@ -445,6 +445,14 @@ fn the_knobs_rtlab_writes_are_accepted_by_name() {
 fn a_staged_output_is_named_exactly_and_removed_only_if_it_is_rtlabs() {
     let staged = |path: &str| check_change(&Change::StagedFile { path: path.into() }, &[]);
     assert!(staged("/var/lib/rtlab/.rtlab-4242-0.tmp").is_ok());
+    assert!(staged("/var/lib/rtlab/.rtlab-4242-0-00ff00ff00ff00ff.tmp").is_ok());
+    for bad in [
+        ".rtlab-4242-0-00ff.tmp",
+        ".rtlab-4242-0-zzzzzzzzzzzzzzzz.tmp",
+        ".rtlab-4242-x.tmp",
+    ] {
+        assert!(staged(&format!("/var/lib/rtlab/{bad}")).is_err(), "{bad}");
+    }
     for bad in [
         "var/lib/rtlab/.rtlab-4242-0.tmp",
         "/var/lib/../etc/.rtlab-1-0.tmp",

@@ -136,14 +136,22 @@ fn is_rtlab_cgroup_knob(path: &str, mounts: &[String]) -> bool {
     })
 }
 
-/// `.rtlab-PID-N.tmp`: the name of a file rtlab is writing (see
-/// `outfile::Staged`).
+/// `.rtlab-PID-N-R.tmp` (R: 16 hex digits, random), or `.rtlab-PID-N.tmp`
+/// as journals before it wrote them: the name of a file rtlab is writing
+/// (see `outfile::Staged`).
 fn is_staged_name(name: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
+    let random = |s: &str| s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit());
     name.strip_prefix(".rtlab-")
         .and_then(|n| n.strip_suffix(".tmp"))
         .and_then(|n| n.split_once('-'))
-        .is_some_and(|(pid, n)| digits(pid) && digits(n))
+        .is_some_and(|(pid, rest)| {
+            digits(pid)
+                && match rest.split_once('-') {
+                    Some((n, r)) => digits(n) && random(r),
+                    None => digits(rest),
+                }
+        })
 }
 
 /// Whether `change` stays within the kernel interfaces rtlab changes:
