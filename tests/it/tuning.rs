@@ -876,8 +876,11 @@ impl Sleeper {
             .arg("600")
             .spawn()
             .unwrap();
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
-        assert_eq!(comm.trim(), name);
+        // The kernel names it during exec, after spawn may have returned
+        // (the parent resumes once the new memory is in place): waited for.
+        let comm = || std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+        crate::fixtures::wait_until(std::time::Duration::from_secs(5), || comm().trim() == name);
+        assert_eq!(comm().trim(), name);
         Sleeper { child, name }
     }
 }

@@ -141,7 +141,11 @@ fn sizes_with_oslats_suffixes() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    // 2000 cases, or PROPTEST_CASES where it is set (the boards' runs
+    // under QEMU, .ci/run).
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+    ))]
     /// No command line panics: random words, and words built from
     /// oslat's own options and values.
     #[test]
