@@ -89,7 +89,9 @@ fn roff_word(word: &str) -> String {
 /// The SYNOPSIS section of `cmd` (built): the optional options, the
 /// required ones, the operands, then the subcommand.
 fn synopsis(cmd: &clap::Command) -> String {
-    let mut line = format!("\\fB{}\\fR", roff_word(cmd.get_name()));
+    // The page is rtlab-fix(1); the command typed is `rtlab fix`.
+    let typed = cmd.get_name().replacen("rtlab-", "rtlab ", 1);
+    let mut line = format!("\\fB{}\\fR", roff_word(&typed));
     let mut options: Vec<&clap::Arg> = cmd
         .get_arguments()
         .filter(|a| !a.is_hide_set() && !a.is_positional())
@@ -270,15 +272,62 @@ pub fn markdown_to_roff(md: &str, title: &str, section: &str) -> String {
         } else if let Some(h) = line.strip_prefix("### ") {
             out.push_str(&format!(".SS \"{}\"\n", h.replace('"', "'")));
         } else if line.starts_with('|') {
-            out.push_str(&format!(".nf\n{}\n.fi\n", roff_text(line)));
+            // A table's rule (`|---|---|`) says nothing in a terminal.
+            if line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
+                continue;
+            }
+            out.push_str(&format!(".nf\n{}\n.fi\n", inline_markup(&roff_text(line))));
         } else if line.trim().is_empty() {
             out.push_str(".PP\n");
         } else {
-            out.push_str(&code_spans(&roff_text(line), true));
+            out.push_str(&inline_markup(&roff_text(line)));
             out.push('\n');
         }
     }
     out
+}
+
+/// A filled markdown line's inline markup as roff: links as their text,
+/// `**strong**` and code spans in bold.
+fn inline_markup(line: &str) -> String {
+    let mut text = String::with_capacity(line.len());
+    let mut rest = line;
+    // [text](target) -> text
+    while let Some(open) = rest.find('[') {
+        // The first `]` after it must open the target: `timer_thread[0]`
+        // is text.
+        let mid = rest[open..].find(']').map(|m| open + m);
+        let target = mid.filter(|&m| rest[m + 1..].starts_with('('));
+        let close = target.and_then(|m| rest[m..].find(')').map(|c| m + c));
+        match (target, close) {
+            (Some(mid), Some(close)) => {
+                text.push_str(&rest[..open]);
+                text.push_str(&rest[open + 1..mid]);
+                rest = &rest[close + 1..];
+            }
+            _ => {
+                text.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    text.push_str(rest);
+    let mut strong = String::with_capacity(text.len());
+    let mut parts = text.split("**");
+    if let Some(first) = parts.next() {
+        strong.push_str(first);
+    }
+    let rest: Vec<&str> = parts.collect();
+    // Pairs only: an odd `**` is left as written.
+    let pairs = rest.len() / 2 * 2;
+    for (i, part) in rest.iter().enumerate() {
+        match (i < pairs, i % 2) {
+            (true, 0) => strong.push_str(&format!("\\fB{part}")),
+            (true, _) => strong.push_str(&format!("\\fR{part}")),
+            (false, _) => strong.push_str(&format!("**{part}")),
+        }
+    }
+    code_spans(&strong, true)
 }
 
 #[cfg(test)]
@@ -349,7 +398,7 @@ mod tests {
             .lines()
             .next()
             .unwrap();
-        assert!(synopsis.starts_with("\\fBrtlab\\-fix\\fR ["), "{synopsis}");
+        assert!(synopsis.starts_with("\\fBrtlab fix\\fR ["), "{synopsis}");
         assert!(
             synopsis.contains("[\\fB\\-\\-threshold\\fR \\fIDURATION\\fR]"),
             "{synopsis}"
@@ -373,6 +422,16 @@ mod tests {
         assert_eq!(code_spans("a `b` c ` d", true), "a \\fBb\\fR c ` d");
         assert_eq!(code_spans(".TP `x`", true), ".TP `x`");
         assert_eq!(code_spans("`x` and `y`", false), "x and y");
+        assert_eq!(
+            inline_markup("timer_thread[0]: see [Cpusets](#cpusets), **only** `x` and ** left"),
+            "timer_thread[0]: see Cpusets, \\fBonly\\fR \\fBx\\fR and ** left"
+        );
+        let conf = markdown_to_roff(CONFIG_FORMAT, "RTLAB.CONF", "5");
+        let text: Vec<&str> = conf.lines().filter(|l| !l.starts_with('.')).collect();
+        for l in &text {
+            assert!(!l.contains("](#"), "{l}");
+            assert!(!l.starts_with("|---"), "{l}");
+        }
     }
 
     #[test]

@@ -69,17 +69,64 @@ enum When {
 /// `rtlab lava`.
 pub fn main(args: &LavaArgs) -> Outcome {
     let helper = helper(args.when)?;
+    let test = lava::prefix(&args.test_name);
+    let all = match rt_tests_only(args)? {
+        Some(all) => all,
+        None => cases_of_runs(args, &test)?,
+    };
+    report_all(&all, helper.as_deref())
+}
+
+/// Without `--max-latency`, when every file is an rt-tests JSON document
+/// (pi_stress's holds no thread, which no run loader takes): each read as
+/// Linaro's parser reads it, named by its `--label` or its file name.
+fn rt_tests_only(args: &LavaArgs) -> Result<Option<Vec<Case>>, Refusal> {
+    if args.max_latency.is_some() || args.labels.len() > args.results.len() {
+        return Ok(None);
+    }
+    let mut docs = Vec::new();
+    for path in &args.results {
+        match rt_tests::load(path) {
+            Ok(doc) if doc.is_document() => docs.push(doc),
+            _ => return Ok(None),
+        }
+    }
+    let several = docs.len() > 1;
+    let test = lava::prefix(&args.test_name);
+    let mut all = Vec::new();
+    for (i, (doc, path)) in docs.iter().zip(&args.results).enumerate() {
+        let label = args.labels.get(i).cloned().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+        let prefix = several.then(|| lava::prefix(&label));
+        let doc = linaro::from_rt_tests(doc).map_err(|why| {
+            Refusal::new(format!("rtlab: {}: {why}", path.display()))
+                .hint("give a whole rt-tests JSON file (Linaro's parser stops on this one too)")
+        })?;
+        let (cases, left_out) = linaro::cases(&doc, &test, prefix.as_deref());
+        for note in &left_out {
+            errln!("rtlab: {}: {note}", path.display());
+        }
+        all.extend(cases);
+    }
+    Ok(Some(all))
+}
+
+/// The cases of the runs the files hold (any result rtlab reads).
+fn cases_of_runs(args: &LavaArgs, test: &str) -> Result<Vec<Case>, Refusal> {
     let runs = super::show::load(&Inputs {
         results: args.results.clone(),
         labels: args.labels.clone(),
     })?;
     let several = runs.len() > 1;
-    let test = lava::prefix(&args.test_name);
     let mut all = Vec::new();
     for (run, path) in runs.iter().zip(&args.results) {
         let prefix = several.then(|| lava::prefix(&run.label));
         let (cases, left_out) = match args.max_latency {
             Some(_) => {
+                judged_program(run, path)?;
                 let made = lava::cases(run, args.max_latency, prefix.as_deref());
                 if made.cases.is_empty() {
                     return Err(no_timer_thread(run));
@@ -88,7 +135,7 @@ pub fn main(args: &LavaArgs) -> Outcome {
             }
             None => {
                 let doc = linaro_document(run, path)?;
-                linaro::cases(&doc, &test, prefix.as_deref())
+                linaro::cases(&doc, test, prefix.as_deref())
             }
         };
         for note in &left_out {
@@ -96,10 +143,15 @@ pub fn main(args: &LavaArgs) -> Outcome {
         }
         all.extend(cases);
     }
+    Ok(all)
+}
+
+/// Prints each case and reports it through the helper, if any.
+fn report_all(all: &[Case], helper: Option<&Path>) -> Outcome {
     let mut helper_failed = 0usize;
-    for case in &all {
+    for case in all {
         outln!("{}", case.line());
-        if let Some(helper) = &helper
+        if let Some(helper) = helper
             && let Err(why) = report(helper, case)
         {
             errln!("rtlab: {HELPER} {}: {why}", case.name);
@@ -139,6 +191,27 @@ fn linaro_document(run: &Run, path: &Path) -> Result<linaro::Document, Refusal> 
         return Err(no_timer_thread(run));
     }
     Ok(doc)
+}
+
+/// `--max-latency` judges cyclictest's threads, as the parser of 2020 read
+/// cyclictest's text: an rt-tests file another program wrote (pmqtest's
+/// threads count no cycles of their own) is refused, saying what reads it.
+fn judged_program(run: &Run, path: &Path) -> Result<(), Refusal> {
+    if run.format != Format::CyclictestJson {
+        return Ok(());
+    }
+    let program = rt_tests::load(path)
+        .ok()
+        .and_then(|d| d.program().map(str::to_string));
+    match program.as_deref() {
+        Some(p) if p != "cyclictest" && p != "rtlab" => Err(Refusal::new(format!(
+            "rtlab: {}: --max-latency judges cyclictest's threads; this file is {}'s",
+            run.path,
+            lava::prefix(p)
+        ))
+        .hint("without --max-latency its lines are Linaro's parser's of today")),
+        _ => Ok(()),
+    }
 }
 
 fn no_timer_thread(run: &Run) -> Refusal {

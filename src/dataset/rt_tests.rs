@@ -47,6 +47,14 @@ pub struct RtTestsJson {
 }
 
 impl RtTestsJson {
+    /// Whether it holds what Linaro's parser reads (a return code, or the
+    /// threads, IRQs or inversions it prints): an rt-tests document, not
+    /// another JSON file that happens to parse.
+    pub fn is_document(&self) -> bool {
+        self.return_code.is_some()
+            && (self.num_threads.is_some() || self.num_irqs.is_some() || self.inversion.is_some())
+    }
+
     /// The program that wrote it (`cyclictest`), from its command line.
     pub fn program(&self) -> Option<&str> {
         let first = self.cmdline.as_deref()?.split_whitespace().next()?;
@@ -180,5 +188,14 @@ mod tests {
             assert_eq!(t.as_deref(), Some(w));
         }
         assert_eq!(texts[6], None);
+        // Read to the f64 Python reads (serde_json's float_roundtrip).
+        let v: Value = serde_json::from_str("[0.9999999999999999, 43.449999999999996]").unwrap();
+        let texts: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(python_text)
+            .collect();
+        assert_eq!(texts, ["0.9999999999999999", "43.449999999999996"]);
     }
 }

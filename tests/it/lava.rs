@@ -877,3 +877,69 @@ fn the_definitions_parameters_never_reach_a_shell() {
         assert!(!mark.exists(), "{option} {evil:?} ran: {}", text(&o));
     }
 }
+
+/// pi_stress's JSON holds no thread, only its inversions: `rtlab lava`
+/// prints what Linaro's parser prints of it (run here where python3 is),
+/// its inversion line, the empty line after it, and the test's case; a
+/// float as Python reads it (0.9999999999999999, not 1.0).
+#[test]
+fn pi_stress_and_rtla_files_give_the_parsers_very_lines() {
+    let test = test_name!();
+    let _machine = fixtures::machine_shared();
+    let dir = tempfile::tempdir().unwrap();
+    let pi = dir.path().join("pis.json");
+    std::fs::write(
+        &pi,
+        "{\n  \"file_version\": 1,\n  \"cmdline:\": \"pi_stress --duration=1 -q --json=pis.json\",\n  \
+         \"rt_test_version:\": \"2.40\",\n  \"return_code\": 0,\n  \"inversion\": 131600\n}\n",
+    )
+    .unwrap();
+    let rtla = dir.path().join("rtla.json");
+    std::fs::write(
+        &rtla,
+        r#"{"num_threads": 1, "thread": {"0": {"min": 2, "avg": 43.449999999999996, "max": 9}},
+           "num_irqs": 1, "irq": {"0": {"min": 1, "avg": 0.9999999999999999, "max": 4}}, "return_code": 1}"#,
+    )
+    .unwrap();
+    for (file, name, want) in [
+        (
+            &pi,
+            "pi_stress",
+            "inversion pass 131600 count\n\npi_stress pass\n",
+        ),
+        (
+            &rtla,
+            "rtla-timerlat",
+            "t0-min-latency pass 2 us\nt0-avg-latency pass 43.449999999999996 us\nt0-max-latency pass 9 us\n\
+             i0-min-latency pass 1 us\ni0-avg-latency pass 0.9999999999999999 us\ni0-max-latency pass 4 us\n\
+             rtla-timerlat fail\n",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .args(["lava", "--lava-test-case", "never", "--test-name", name])
+            .arg(file)
+            .env_remove("LAVA_RESULT_DIR")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{}", text(&o));
+        let fail = want.contains(" fail\n");
+        assert_eq!(
+            o.status.code(),
+            Some(if fail { 6 } else { 0 }),
+            "{}",
+            text(&o)
+        );
+        if fixtures::has_command("python3") {
+            let parser = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support/linaro/parse_rt_tests_results.py");
+            let theirs = Command::new("python3")
+                .arg(parser)
+                .arg(name)
+                .arg(file)
+                .output()
+                .unwrap();
+            assert_eq!(o.stdout, theirs.stdout, "{}", text(&theirs));
+        }
+    }
+    fixtures::path_taken(test, "pi_stress's and rtla's documents: the parser's lines");
+}
