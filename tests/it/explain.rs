@@ -687,11 +687,14 @@ fn the_worst_wake_ups_of_a_flooded_run_are_the_ones_explained() {
     // A wake-up a quarter later than any read is read at once: the worst
     // explained is within a quarter of the worst, unless the buffer no
     // longer held the worst one (then it is listed with that reason).
-    let lost = trace["unexplained"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|u| u["sample"] == worst["sample"]);
+    // Listed in the unexplained ones, or among the worst of them (the
+    // list of every one is bounded; a CI run lost a 2.35 ms wake-up to a
+    // buffer overwritten before its read, named there with that reason).
+    let lost = ["unexplained", "worst_unexplained"].iter().any(|list| {
+        trace[*list].as_array().into_iter().flatten().any(|u| {
+            u["sample"] == worst["sample"] && u["why"].as_str().is_some_and(|w| !w.is_empty())
+        })
+    });
     assert!(
         explained_max + explained_max / 4 >= max || lost,
         "the worst ({max} ns) is not explained and no explained one comes near: {trace}"

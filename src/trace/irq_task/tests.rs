@@ -288,6 +288,11 @@ fn direct_io_with_races(cycles: usize, seed: u64) -> String {
 
 #[test]
 fn a_task_woken_while_still_running_is_task_running_and_nothing_pairs_late() {
+    // Under emulation (.ci/run's boards) its size takes a minute: the
+    // host's run of the same test is the one that counts.
+    if std::env::var_os("RTLAB_TEST_EMULATED").is_some() {
+        return;
+    }
     for seed in [1, 7, 1234567] {
         let text = direct_io_with_races(3000, seed);
         let t = truth(&text, "36", "dd");

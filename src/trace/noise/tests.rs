@@ -268,6 +268,11 @@ rtlab-noise0-100 [001] d.h1. 1.000050000: local_timer_entry: vector=236
 /// its start until it is attributed.
 #[test]
 fn the_timeline_is_let_go_once_no_gap_needs_it() {
+    // Under emulation (.ci/run's boards) its size takes a minute: the
+    // host's run of the same test is the one that counts.
+    if std::env::var_os("RTLAB_TEST_EMULATED").is_some() {
+        return;
+    }
     let (mut a, ring) = attr();
     let ticks = |a: &mut NoiseAttr, from_ms: u64, to_ms: u64| {
         for us in (from_ms * 1000..to_ms * 1000).step_by(100) {
