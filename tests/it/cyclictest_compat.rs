@@ -746,8 +746,11 @@ fn an_rteval_like_loaded_run_needs_nothing_but_rtlab() {
     }
     for mix in mixes {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // 2 s: a load stopped before it has set its own SIGTERM handler
+        // (a start slowed by the other loads) ends without its totals; 0.5 s
+        // left the memory load's file empty once in CI.
         let line = format!(
-            "-i100 -qmu -h 3500 -p95 -t{{n}} -a{{cpus}} -l 5000 --rtlab-load {mix} --rtlab-outdir {{dir}}/out"
+            "-i100 -qmu -h 3500 -p95 -t{{n}} -a{{cpus}} -l 20000 --rtlab-load {mix} --rtlab-outdir {{dir}}/out"
         );
         let o = rtlab_ct(&line, dir.path());
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -756,7 +759,7 @@ fn an_rteval_like_loaded_run_needs_nothing_but_rtlab() {
         let buckets = rteval_buckets(&stdout, n);
         assert_eq!(
             buckets[0].iter().map(|b| b.1).sum::<u64>() + overflows[0],
-            5000
+            20000
         );
         assert_eq!(buckets.len(), totals.len());
         let outputs: Vec<_> = std::fs::read_dir(dir.path().join("out"))
