@@ -25,8 +25,10 @@ pub struct FixArgs {
     /// file's `trace.threshold`).
     #[arg(long, value_name = "DURATION")]
     pub threshold: Option<String>,
-    /// Runs of each state per remedy (without, with, without, with...).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=20))]
+    /// Runs of each state per remedy (without, with, without, with...);
+    /// as many again when they leave a figure undecided. 3 to 20: the
+    /// rank test cannot decide at 5% on fewer.
+    #[arg(long, default_value_t = 3)]
     pub rounds: u16,
     /// A figure a remedy must improve: over (the count at or above the
     /// threshold), p99, p99.9, max. Repeatable; default over and p99.9.
@@ -73,6 +75,19 @@ pub fn main(args: &FixArgs) -> Outcome {
             c.name()
         ))
         .hint("give each class once: --only keeps those, --skip leaves those out"));
+    }
+    if !(3..=20).contains(&args.rounds) {
+        return Err(Refusal::new(format!(
+            "rtlab: fix: --rounds {}: {}",
+            args.rounds,
+            if args.rounds < 3 {
+                "too few to decide: at 2 rounds of each state, the rounds of one state fall \
+                 apart from the other's one time in 6 by chance, and the rank test asks 1 in 20"
+            } else {
+                "more than 20 (each is a run of the experiment, for each state of each remedy)"
+            }
+        ))
+        .hint("give --rounds from 3 to 20 (3 by default; as many again are run when they leave a figure undecided)"));
     }
     need_root("rtlab fix")?;
     for out in [&args.json, &args.html, &args.kept].into_iter().flatten() {
@@ -398,7 +413,9 @@ impl drive::Bench for RunBench {
         if let Some(why) = &trace.unavailable {
             return Err(format!("no trace, so no cause: {why}"));
         }
-        let mut causes = fix::causes::causes(&trace.explanations);
+        let root = &self.root;
+        let kernel = |tid: i32| crate::sys::threads::by_tid(root, tid).map(|t| t.kernel);
+        let mut causes = fix::causes::causes(&trace.explanations, &kernel);
         causes.extend(fix::causes::slack_causes(&run.task_latency));
         let mut facts = fix::facts::read(&self.root, &run, &causes);
         facts.exclude(&self.exclude);
@@ -453,7 +470,8 @@ impl drive::Bench for RunBench {
                 };
             let each = self.rounds.planned_length_ns().unwrap_or(0) as f64 / 1e9;
             outln!(
-                "trying {todo} remedies: at least {runs} runs of about {each:.1} s (more if a remedy is tried again)"
+                "trying {todo} remedies: at least {runs} runs of about {each:.1} s (more if rounds \
+                 leave a figure undecided or a remedy is tried again)"
             );
         }
     }

@@ -92,15 +92,29 @@ pub fn micros(ns: u64) -> String {
     }
 }
 
+/// Whether a thread is the kernel's, as the machine says now (`PF_KTHREAD`):
+/// None when it cannot say (the thread has ended).
+pub type KernelThread<'a> = &'a dyn Fn(i32) -> Option<bool>;
+
 /// The target of one part, and the class of remedy that answers it (None:
 /// the timer thread's own time, the trace's, or time nothing recorded).
-fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, RemedyClass)> {
+/// A kernel thread's name (`irq/38-eth0`, `kworker/1:1`, `rcuc/1`) says
+/// what it does only when the thread is the kernel's: a user's process may
+/// take any name, and is then moved as the thread it is.
+fn target_of(
+    kind: PartKind,
+    what: &str,
+    pid: Option<i32>,
+    kernel: KernelThread<'_>,
+) -> Option<(Target, RemedyClass)> {
+    let users = pid.is_some_and(|p| p > 0 && kernel(p) == Some(false));
     let thread = || Target::Thread {
         pid: pid.unwrap_or(0),
     };
     // A threaded IRQ's handler (`irq/38-virtio2-input.0`) follows its IRQ:
     // the remedy is the IRQ's.
     if pid.is_some_and(|p| p > 0)
+        && !users
         && let Some(irq) = irq_thread_number(&who(what))
     {
         return Some((Target::Irq { irq }, RemedyClass::Irq));
@@ -121,27 +135,30 @@ fn target_of(kind: PartKind, what: &str, pid: Option<i32>) -> Option<(Target, Re
         PartKind::Nmi => (Target::Interrupt { name: what.into() }, RemedyClass::Ipi),
         PartKind::Softirq => softirq(what.strip_prefix("softirq ").unwrap_or(what)),
         PartKind::TimerLate => match pid {
-            Some(p) if p > 0 => (thread(), thread_class(what)),
+            Some(p) if p > 0 => (thread(), thread_class(what, users)),
             _ => match busy_softirq(what) {
                 Some(name) => softirq(name),
                 None => (Target::Unseen, RemedyClass::Host),
             },
         },
         PartKind::Unseen => match pid {
-            Some(p) if p > 0 => (thread(), thread_class(what)),
+            Some(p) if p > 0 => (thread(), thread_class(what, users)),
             _ => (Target::Unseen, RemedyClass::Host),
         },
-        PartKind::Thread => (thread(), thread_class(what)),
+        PartKind::Thread => (thread(), thread_class(what, users)),
         PartKind::TimerLateIdle | PartKind::Idle => (Target::Idle, RemedyClass::Idle),
         PartKind::HeldOff => (Target::HeldOff, RemedyClass::RtThrottling),
     })
 }
 
 /// The class of a thread's remedy: kworkers are the workqueues', RCU's
-/// and the timers' threads the tick's (boot parameters), others moved off.
-fn thread_class(what: &str) -> RemedyClass {
+/// and the timers' threads the tick's (boot parameters), others (and a
+/// user's thread, `users`, whatever its name) moved off.
+fn thread_class(what: &str, users: bool) -> RemedyClass {
     let comm = who(what);
-    if comm.starts_with("kworker/") {
+    if users {
+        RemedyClass::Thread
+    } else if comm.starts_with("kworker/") {
         RemedyClass::Workqueue
     } else if comm.starts_with("rcuc/") || comm.starts_with("ktimers/") {
         // Per-CPU: RCU's callbacks and timers on this CPU (boot parameters).
@@ -181,8 +198,9 @@ fn irq_number(what: &str) -> Option<u32> {
         .ok()
 }
 
-/// The causes of `explanations`, costliest first.
-pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
+/// The causes of `explanations`, costliest first; `kernel` tells the
+/// kernel's threads from a user's that took their names.
+pub fn causes(explanations: &[Explanation], kernel: KernelThread<'_>) -> Vec<Cause> {
     let mut by: BTreeMap<Target, Cause> = BTreeMap::new();
     for e in explanations {
         let main = e
@@ -190,11 +208,11 @@ pub fn causes(explanations: &[Explanation]) -> Vec<Cause> {
             .iter()
             .filter(|p| !p.kind.is_own())
             .max_by_key(|p| p.ns)
-            .and_then(|p| target_of(p.kind, &p.what, p.pid))
+            .and_then(|p| target_of(p.kind, &p.what, p.pid, kernel))
             .map(|(t, _)| t);
         let mut seen = std::collections::BTreeSet::new();
         for p in &e.parts {
-            let Some((target, class)) = target_of(p.kind, &p.what, p.pid) else {
+            let Some((target, class)) = target_of(p.kind, &p.what, p.pid, kernel) else {
                 continue;
             };
             let c = by.entry(target.clone()).or_insert_with(|| Cause {

@@ -7,7 +7,8 @@
 use super::apply::UndoStep;
 use super::remedies::Proposal;
 use super::trial::{
-    Decision, Diagnosed, Figure, Figures, FixResult, Round, Verdict, Verification, compare, spread,
+    Comparison, Decision, Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Round, SECOND_LOOK,
+    Verdict, Verification, compare, spread,
 };
 
 /// The measuring and the system, as the proof uses them.
@@ -120,47 +121,41 @@ impl Proof<'_> {
         let figures = &self.settings.figures;
         figures.contains(&Figure::Over)
             && figures.len() > 1
-            && compare(&d.without, &d.with, &[Figure::Over], &self.out.spreads).better
+            && self.judge(&d.without, &d.with, &[Figure::Over]).better
     }
 
-    /// The interleaved rounds of one proposal; the decision.
+    /// The rank test's level for `n` rounds of each state: the first look
+    /// at `--rounds`, the second (stricter) at more.
+    fn level(&self, n: usize) -> f64 {
+        if n > self.settings.rounds.max(1) {
+            SECOND_LOOK
+        } else {
+            FIRST_LOOK
+        }
+    }
+
+    fn judge(&self, without: &[Figures], with: &[Figures], figures: &[Figure]) -> Comparison {
+        let level = self.level(without.len().min(with.len()));
+        compare(without, with, figures, &self.out.spreads, level)
+    }
+
+    /// The interleaved rounds of one proposal; the decision. When more
+    /// rounds could change the verdict of the first `--rounds`
+    /// ([`Comparison::undecided`]), as many again are run and all judged
+    /// at the second look's level.
     fn rounds(&mut self, i: usize, p: &Proposal) -> Result<Decision, String> {
         let mut d = decision(p, Verdict::Undone, String::new());
-        for _ in 0..self.settings.rounds.max(1) {
-            d.without.push(self.measure(format!("without #{i}"))?);
-            let steps = match self.bench.apply(p) {
-                Ok(s) => s,
-                Err(why) => {
-                    d.verdict = Verdict::Refused;
-                    d.why = format!("undone: {why}");
-                    return Ok(d);
-                }
-            };
-            let with = self.measure(format!("with #{i}"));
-            let checked = match with {
-                Ok(_) => self.bench.check(p),
-                Err(_) => Ok(()),
-            };
-            let left = self.bench.undo(&steps);
-            d.with.push(with?);
-            if !left.is_empty() {
-                return Err(format!(
-                    "remedy {i} could not be undone: {}",
-                    left.join("; ")
-                ));
-            }
-            if let Err(why) = checked {
-                d.verdict = Verdict::Refused;
-                d.why = format!("undone: {why}");
+        let n = self.settings.rounds.max(1);
+        if self.pairs(i, p, &mut d, n)? {
+            return Ok(d);
+        }
+        let mut c = self.judge(&d.without, &d.with, &self.settings.figures);
+        if c.undecided {
+            if self.pairs(i, p, &mut d, n)? {
                 return Ok(d);
             }
+            c = self.judge(&d.without, &d.with, &self.settings.figures);
         }
-        let c = compare(
-            &d.without,
-            &d.with,
-            &self.settings.figures,
-            &self.out.spreads,
-        );
         if c.better {
             // A culprit that ended since cannot be moved again: said, not a stop.
             match self.bench.apply(p) {
@@ -181,6 +176,47 @@ impl Proof<'_> {
             d.why = format!("undone: {}", c.why);
         }
         Ok(d)
+    }
+
+    /// `n` more pairs of rounds of `p` (without, then with) into `d`; true
+    /// when the kernel refused the remedy (`d` says so).
+    fn pairs(
+        &mut self,
+        i: usize,
+        p: &Proposal,
+        d: &mut Decision,
+        n: usize,
+    ) -> Result<bool, String> {
+        for _ in 0..n {
+            d.without.push(self.measure(format!("without #{i}"))?);
+            let steps = match self.bench.apply(p) {
+                Ok(s) => s,
+                Err(why) => {
+                    d.verdict = Verdict::Refused;
+                    d.why = format!("undone: {why}");
+                    return Ok(true);
+                }
+            };
+            let with = self.measure(format!("with #{i}"));
+            let checked = match with {
+                Ok(_) => self.bench.check(p),
+                Err(_) => Ok(()),
+            };
+            let left = self.bench.undo(&steps);
+            d.with.push(with?);
+            if !left.is_empty() {
+                return Err(format!(
+                    "remedy {i} could not be undone: {}",
+                    left.join("; ")
+                ));
+            }
+            if let Err(why) = checked {
+                d.verdict = Verdict::Refused;
+                d.why = format!("undone: {why}");
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn kept(&self) -> usize {
@@ -288,13 +324,13 @@ impl Proof<'_> {
             return Ok(());
         }
         let (mut baseline, mut fixed) = (Vec::new(), Vec::new());
-        for _ in 0..self.settings.rounds.max(1) {
-            self.undo_kept()?;
-            baseline.push(self.measure("verify: baseline".into())?);
-            self.reapply_kept();
-            fixed.push(self.measure("verify: fixed".into())?);
+        let n = self.settings.rounds.max(1);
+        self.verify_pairs(&mut baseline, &mut fixed, n)?;
+        let mut comparison = self.judge(&baseline, &fixed, &self.settings.figures);
+        if comparison.undecided {
+            self.verify_pairs(&mut baseline, &mut fixed, n)?;
+            comparison = self.judge(&baseline, &fixed, &self.settings.figures);
         }
-        let comparison = compare(&baseline, &fixed, &self.settings.figures, &self.out.spreads);
         let undone = comparison.worse;
         if undone {
             self.undo_kept()?;
@@ -314,6 +350,23 @@ impl Proof<'_> {
             comparison,
             undone,
         });
+        Ok(())
+    }
+
+    /// `n` more pairs of the baseline (every kept remedy undone) and the
+    /// final state.
+    fn verify_pairs(
+        &mut self,
+        baseline: &mut Vec<Figures>,
+        fixed: &mut Vec<Figures>,
+        n: usize,
+    ) -> Result<(), String> {
+        for _ in 0..n {
+            self.undo_kept()?;
+            baseline.push(self.measure("verify: baseline".into())?);
+            self.reapply_kept();
+            fixed.push(self.measure("verify: fixed".into())?);
+        }
         Ok(())
     }
 

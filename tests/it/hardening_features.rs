@@ -388,24 +388,6 @@ fn spike_programs_run_as_programs_do_not_as_the_main_thread() {
     );
 }
 
-/// Starts `cmd` as process `pid` (a number that was another process's),
-/// through the kernel's last-PID counter (root); None when this machine
-/// will not (no counter, not root, or other processes kept taking the
-/// number first).
-fn spawn_as_pid(pid: i32, cmd: &mut Command) -> Option<std::process::Child> {
-    let counter = "/proc/sys/kernel/ns_last_pid";
-    for _ in 0..50 {
-        std::fs::write(counter, (pid - 1).to_string()).ok()?;
-        let mut child = cmd.spawn().ok()?;
-        if child.id() as i32 == pid {
-            return Some(child);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    None
-}
-
 #[test]
 fn a_signal_action_never_reaches_a_process_that_took_the_number() {
     let test = "a_signal_action_never_reaches_a_process_that_took_the_number";
@@ -436,7 +418,7 @@ fn a_signal_action_never_reaches_a_process_that_took_the_number() {
         let _ = first.wait();
     }
     assert!(ended, "the first round never signalled process {pid}");
-    let second = spawn_as_pid(pid, Command::new("sleep").arg("3104"));
+    let second = crate::fixtures::spawn_as_pid(pid, Command::new("sleep").arg("3104"));
     let o = wait_output_within(run, Duration::from_secs(60));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let Some(mut second) = second else {
@@ -743,7 +725,7 @@ fn a_task_given_by_pid_is_never_merged_with_the_process_that_takes_its_number() 
     );
     // The first ends; another program, cyclic too, takes its number.
     let _ = first.wait();
-    let second = spawn_as_pid(pid, &mut cycles(&b_own, "1000"));
+    let second = crate::fixtures::spawn_as_pid(pid, &mut cycles(&b_own, "1000"));
     let o = wait_output_within(run, Duration::from_secs(60));
     let Some(mut second) = second else {
         path_taken(
@@ -1010,7 +992,7 @@ fn the_feature_file_never_goes_through_another_users_links() {
             staged.push(name);
         }
     }
-    let child = pid.and_then(|pid| spawn_as_pid(pid, &mut qualify()));
+    let child = pid.and_then(|pid| crate::fixtures::spawn_as_pid(pid, &mut qualify()));
     let handed = child.is_some();
     let child = child.unwrap_or_else(|| qualify().spawn().unwrap());
     let o = wait_output_within(child, Duration::from_secs(60));

@@ -134,7 +134,17 @@ fn an_option_written_on_every_timer_thread_is_refused_once() {
 fn bad_options_of_the_loads_and_cyclictest_are_refused_with_a_hint() {
     let _machine = fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str, &str); 8] = [
+    let cases: [(&[&str], &str, &str); 10] = [
+        (
+            &["fix", "x.cfg", "--rounds", "2"],
+            "rtlab: fix: --rounds 2: too few to decide",
+            "--rounds from 3 to 20",
+        ),
+        (
+            &["fix", "x.cfg", "--rounds", "21"],
+            "rtlab: fix: --rounds 21: more than 20",
+            "--rounds from 3 to 20",
+        ),
         (
             &["load", "io", "--threads", "0"],
             "rtlab load io: --threads 0",
