@@ -250,17 +250,21 @@ pub fn start(
             handle: Some(handle),
         });
     }
-    ready(&hot_code());
+    ready(&hot_code(false));
     barrier.wait();
     Ok(handles)
 }
 
 /// Where the code a measuring timer thread runs lies: its loop, and the C
 /// library functions it calls (see
-/// [`crate::sys::memory::release_startup_pages`]).
-pub fn hot_code() -> Vec<usize> {
+/// [`crate::sys::memory::release_startup_pages`]); with `noise`, the
+/// noise threads' too (kept resident only in runs that have them: 128 KB
+/// around each of their nine functions is most of a megabyte otherwise).
+pub fn hot_code(noise: bool) -> Vec<usize> {
     let mut hot = timer::hot_code().to_vec();
-    hot.extend(noise::hot_code());
+    if noise {
+        hot.extend(noise::hot_code());
+    }
     hot.extend(os::hot_library_code());
     hot
 }

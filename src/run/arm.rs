@@ -324,7 +324,15 @@ impl Timers {
         let metrics = opts.monitor.is_some();
         // Start-up code is done with when the threads are ready: what stays
         // resident (and locked) is what the run uses from then on.
-        let ready = |hot: &[usize]| release_startup_pages(&opts.root, hot);
+        // The noise threads start after the timers: their code is kept too.
+        let noise = !plan.noise.is_empty();
+        let ready = |hot: &[usize]| {
+            let mut hot = hot.to_vec();
+            if noise {
+                hot.extend(measure::noise::hot_code());
+            }
+            release_startup_pages(&opts.root, &hot)
+        };
         let handles = measure::start(
             specs,
             &opts.root,

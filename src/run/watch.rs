@@ -338,7 +338,8 @@ impl Watch {
                 if !std::mem::replace(&mut self.settled, true) {
                     // What ran once at the start (the header, the first
                     // rows) is done with too.
-                    super::arm::release_startup_pages(root, &crate::measure::hot_code());
+                    let noise = !armed.noise.handles.is_empty();
+                    super::arm::release_startup_pages(root, &crate::measure::hot_code(noise));
                 }
                 next_refresh += self.period;
                 if next_refresh < Instant::now() {

@@ -1137,11 +1137,19 @@ fn fuzzed_oslat_and_hwlat_command_lines_panic_hang_and_leave_nothing() {
         for _ in 0..12 {
             let line: Vec<&str> = (0..next(6)).map(|_| words[next(words.len())]).collect();
             let dir = tempfile::tempdir().unwrap();
+            // Marked, so that rtlab processes of tests running beside this
+            // one are not taken for what this line left.
+            let mark = format!(
+                "RTLAB_FUZZ_LINE={}-{}",
+                std::process::id(),
+                refused + ran + stopped
+            );
             let mut child = Command::new(&exe)
                 .arg(tool)
                 .args(&line)
                 .current_dir(dir.path())
                 .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+                .env("RTLAB_FUZZ_LINE", &mark["RTLAB_FUZZ_LINE=".len()..])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -1180,6 +1188,10 @@ fn fuzzed_oslat_and_hwlat_command_lines_panic_hang_and_leave_nothing() {
                 .unwrap()
                 .flatten()
                 .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|p| p == exe))
+                .filter(|e| {
+                    std::fs::read(e.path().join("environ"))
+                        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == mark.as_bytes()))
+                })
                 .map(|e| e.file_name())
                 .collect();
             assert!(alive.is_empty(), "{tool} {line:?}: left running {alive:?}");
