@@ -620,6 +620,24 @@ fn a_difference_counts_only_beyond_the_margin_and_by_the_rank_test() {
         FIRST_LOOK,
     );
     assert!(c.better && c.undecided, "{c:?}");
+    // A host stall of 8.4 ms in one round with the remedy, and in one of
+    // the two baseline runs (their spread 134%): the shift is the pairs'
+    // (1.5 ms lower), not the means' (1.9 ms higher), and the margin takes
+    // the spread at 50%: undecided, so more rounds are run.
+    let p = |v: &[u64]| v.iter().map(|&ns| f(100, ns)).collect::<Vec<_>>();
+    let c = compare(
+        &p(&[1_997_700, 2_019_800, 1_557_000]),
+        &p(&[40_300, 8_424_000, 62_700]),
+        &[Figure::P999],
+        &[(Figure::P999, 1.34)],
+        FIRST_LOOK,
+    );
+    assert!(!c.better && !c.worse && c.undecided, "{c:?}");
+    assert!(
+        c.why.contains("(rounds overlap; 6 of 9 pairs of rounds lower, p 0.350; shift 1516.7 µs, margin 929.1 µs)"),
+        "{}",
+        c.why
+    );
     // Small counts: 3 -> 1 is within 2·√3, whatever the ranks.
     let c = compare(
         &runs(&[(3, 1); 3]),

@@ -193,13 +193,41 @@ fn values(runs: &[Figures], f: Figure) -> Vec<f64> {
     runs.iter().map(|r| r.get(f)).collect()
 }
 
+/// How much lower `lower` is than `higher`: the median of the differences
+/// of every pair of rounds (the Hodges-Lehmann shift, the rank test's own
+/// measure of a difference). One round hit by a host stall moves it by a
+/// pair's worth, where it would move a mean by the stall's.
+pub fn shift(higher: &[f64], lower: &[f64]) -> f64 {
+    let mut d: Vec<f64> = higher
+        .iter()
+        .flat_map(|h| lower.iter().map(move |l| h - l))
+        .collect();
+    if d.is_empty() {
+        return 0.0;
+    }
+    d.sort_by(f64::total_cmp);
+    let n = d.len();
+    if n % 2 == 1 {
+        d[n / 2]
+    } else {
+        (d[n / 2 - 1] + d[n / 2]) / 2.0
+    }
+}
+
+/// The largest baseline spread a margin is made of: two runs of one state,
+/// one of them hit by a host stall, can differ by more than the figure
+/// itself, which no remedy could then beat; a remedy that halves a figure
+/// is beyond any spread.
+const MAX_SPREAD: f64 = 0.5;
+
 /// Compares `with` against `without` on `figures` at `level` (one of the
 /// looks above): a figure is better (or worse) when the rank test says so
 /// at that level (the rounds interleaved, so that the host's drift falls
-/// on both states alike) and the means differ by more than the margin, the
-/// larger of the baseline's relative spread of that figure times the value
-/// without, and the figure's floor. One odd round (a p99.9 is a run's few
-/// worst samples) moves a rank by one, not a mean's worth.
+/// on both states alike) and the shift ([`shift`]) is larger than the
+/// margin, the larger of the baseline's relative spread of that figure (at
+/// most [`MAX_SPREAD`]) times the value without, and the figure's floor.
+/// One odd round (a p99.9 is a run's few worst samples) moves a rank and
+/// the shift by one pair, not a mean's worth.
 pub fn compare(
     without: &[Figures],
     with: &[Figures],
@@ -213,17 +241,18 @@ pub fn compare(
     for &f in figures {
         let (w, r) = (mean(without, f), mean(with, f));
         let rel = spreads.iter().find(|(g, _)| *g == f).map_or(0.0, |s| s.1);
-        let margin = (rel * w).max(f.floor(w));
+        let margin = (rel.min(MAX_SPREAD) * w).max(f.floor(w));
         // Lower is better for every figure; the test asks in the direction
-        // the means took.
-        let lower = r <= w;
+        // the shift took.
         let (a, b) = (values(without, f), values(with, f));
+        let by = shift(&a, &b);
+        let lower = by >= 0.0;
         let (pairs, all, p) = if lower {
             rank_test(&a, &b)
         } else {
             rank_test(&b, &a)
         };
-        let verdict = match ((w - r).abs() > margin, p <= level) {
+        let verdict = match (by.abs() > margin, p <= level) {
             (true, true) if lower => {
                 better = true;
                 "better"
@@ -241,10 +270,11 @@ pub fn compare(
         };
         let side = if lower { "lower" } else { "higher" };
         words.push(format!(
-            "{} {} -> {} ({verdict}; {pairs} of {all} pairs of rounds {side}, p {p:.3}; margin {})",
+            "{} {} -> {} ({verdict}; {pairs} of {all} pairs of rounds {side}, p {p:.3}; shift {}, margin {})",
             f.name(),
             show(f, w),
             show(f, r),
+            show(f, by.abs()),
             show(f, margin)
         ));
     }

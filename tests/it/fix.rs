@@ -173,11 +173,16 @@ fn impostor(m: usize) -> String {
 }
 
 fn experiment(dir: &Path, m: usize, l: usize) -> PathBuf {
+    experiment_of(dir, m, l, "2 s")
+}
+
+/// The experiment, its runs `lifetime` long.
+fn experiment_of(dir: &Path, m: usize, l: usize, lifetime: &str) -> PathBuf {
     let cfg = dir.join("exp.cfg");
     let text = format!(
         "main\n{{\n  cpu_affinity {l}\n  trace.threshold 50 us\n}}\n\
          timer_thread[0]\n{{\n  cpu_affinity {m}\n  sched.policy FIFO\n  sched.priority 90\n  \
-         timer.period 500 us\n  lifetime.duration 2 s\n}}\n"
+         timer.period 500 us\n  lifetime.duration {lifetime}\n}}\n"
     );
     std::fs::write(&cfg, text).unwrap();
     cfg
@@ -399,55 +404,99 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
     drop(c);
 }
 
+/// SIGKILL in each phase of `rtlab fix` (the diagnosis, a remedy's
+/// rounds, the verification, the end where the kept state is written),
+/// then `rtlab restore` or the next run (a run replays a dead fix's
+/// journal; what a finished fix kept waits for `rtlab restore`): every
+/// file a remedy may touch, and the culprit's CPUs, as before, byte for
+/// byte.
 #[test]
-fn a_killed_fix_is_undone_by_the_next_run() {
-    let test = "a_killed_fix_is_undone_by_the_next_run";
+fn a_fix_killed_in_any_phase_is_undone_by_restore_or_the_next_run() {
+    let test = "a_fix_killed_in_any_phase";
     let Some((m, l)) = machine_can(test) else {
         return;
     };
     let _machine = fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let c = inject(test, m, l);
-    // Dropped before the culprits: rtlab puts back the state it found
-    // (lo's injected mask too), then the culprits' guard the original.
+    // Stopped when dropped, the test failing or not.
+    let culprit = guarded(hog(m).spawn().unwrap());
+    // chrt and taskset set the policy and CPUs, then exec the hog.
+    let pid = culprit.fifo;
+    let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert!(
+        fixtures::wait_until(Duration::from_secs(10), || comm().trim() == "rtlab-hog"),
+        "the culprit did not start"
+    );
     let _restore = Restore(dir.path());
-    experiment(dir.path(), m, l);
-    let before = snapshot(&[c.fifo]);
-    let journal = dir.path().join("journal");
-    let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["fix", "exp.cfg", "--only", "thread"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", &journal)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Killed once a remedy is applied: its change is in the journal.
-    let applied = fixtures::wait_until(Duration::from_secs(60), || {
-        std::fs::read_dir(&journal)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.starts_with("fix-")
-                    && std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"affinity\""))
-            })
-    });
-    let _ = fix.kill();
-    let _ = fix.wait();
-    assert!(applied, "no remedy was applied within a minute");
-    let next = fixtures::rtlab_in(
-        dir.path(),
-        &["run", "--cpus", &l.to_string(), "--duration", "100ms"],
+    // Runs of 1 s judged on the p99 alone: the phases, not the figures,
+    // are what this test asks. The hog's bursts make one wake-up in ten
+    // late (p99 near 1.5 ms, tens of µs once moved); a host stall of 8 ms,
+    // seen here about one run in six, makes 16 of the 2000 (the p99.9 of
+    // one run in six, never the p99); the count over 50 µs moves less on
+    // this VM, whose emptied vCPU the host wakes late.
+    experiment_of(dir.path(), m, l, "1 s");
+    let before = snapshot(&[pid]);
+    type Phase = (&'static str, fn(&str) -> bool, &'static str);
+    let phases: [Phase; 4] = [
+        (
+            "the diagnosis",
+            |l| l.starts_with("diagnosis run"),
+            "restore",
+        ),
+        ("a remedy's rounds", |l| l.contains("(with #"), "run"),
+        ("the verification", |l| l.contains("(verify: fixed)"), "run"),
+        (
+            "the end, the kept state written",
+            |l| l.starts_with("baseline against the final state"),
+            "restore",
+        ),
+    ];
+    let mut said = Vec::new();
+    for (phase, at, then) in phases {
+        let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+            .args(["fix", "exp.cfg", "--only", "thread", "--diagnoses", "1"])
+            .args([
+                "--figure", "p99", "--kept", "kept.cfg", "--json", "fix.json",
+            ])
+            .current_dir(dir.path())
+            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let rx = lines_of(&mut fix);
+        let mut seen = Vec::new();
+        let reached = line_where(&rx, &mut seen, Duration::from_secs(180), at);
+        if phase != "the end, the kept state written" {
+            // Inside the phase, not at its first line.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let _ = fix.kill();
+        let _ = fix.wait();
+        assert!(reached.is_some(), "{phase} never came: {seen:#?}");
+        let journals = std::fs::read_dir(dir.path().join("journal"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        let o = match then {
+            "restore" => fixtures::rtlab_in(dir.path(), &["restore"]),
+            _ => fixtures::rtlab_in(
+                dir.path(),
+                &["run", "--cpus", &l.to_string(), "--duration", "100ms"],
+            ),
+        };
+        assert!(o.status.success(), "{phase}: {}", text(&o));
+        assert_eq!(
+            snapshot(&[pid]),
+            before,
+            "killed in {phase}, then `rtlab {then}`: a file is not as before"
+        );
+        said.push(format!("{phase} ({journals} journal(s), then {then})"));
+    }
+    drop(culprit);
+    path_taken(
+        test,
+        &format!("SIGKILL in {}: every file as before", said.join("; ")),
     );
-    assert!(next.status.success(), "{}", text(&next));
-    assert_eq!(
-        snapshot(&[c.fifo]),
-        before,
-        "the next run did not undo the killed fix"
-    );
-    drop(c);
 }
 
 /// The FIFO 95 culprit, started on `m` (its name `rtlab-hog`).
@@ -467,6 +516,16 @@ fn hog(m: usize) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     c
+}
+
+/// `child` (a FIFO culprit), stopped when dropped.
+fn guarded(child: Child) -> Culprits {
+    Culprits {
+        fifo: child.id(),
+        children: vec![child],
+        rps: None,
+        normal: None,
+    }
 }
 
 /// `rtlab fix`'s lines as they come, for a test that acts between them.
@@ -515,8 +574,8 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     };
     let _machine = fixtures::machine_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let mut culprit = hog(m).spawn().unwrap();
-    let pid = culprit.id() as i32;
+    let mut culprit = guarded(hog(m).spawn().unwrap());
+    let pid = culprit.fifo as i32;
     let _restore = Restore(dir.path());
     experiment(dir.path(), m, l);
     let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
@@ -538,12 +597,14 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     let trying = line_where(&rx, &mut seen, Duration::from_secs(30), |l| {
         l.starts_with("trying ")
     });
-    let _ = culprit.kill();
-    let _ = culprit.wait();
+    for c in &mut culprit.children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
     let impostor = trying
         .and(planned.clone())
         .and_then(|_| fixtures::spawn_as_pid(pid, &mut hog(m)));
-    let Some(mut impostor) = impostor else {
+    let Some(impostor) = impostor.map(guarded) else {
         let _ = fix.kill();
         let _ = fix.wait();
         assert!(planned.is_some(), "the culprit was not planned: {seen:#?}");
@@ -573,13 +634,12 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
         .args(["-TERM", &fix.id().to_string()])
         .status();
     let o = fixtures::wait_output_within(fix, Duration::from_secs(60));
-    let allowed = std::fs::read_to_string(format!("/proc/{}/status", impostor.id()))
+    let allowed = std::fs::read_to_string(format!("/proc/{}/status", impostor.fifo))
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .map(|c| c.trim().to_string());
-    let _ = impostor.kill();
-    let _ = impostor.wait();
+    drop(impostor);
     let v: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("fix.json")).unwrap_or_default())
             .unwrap_or(Value::Null);
