@@ -576,6 +576,20 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     let dir = tempfile::tempdir().unwrap();
     let mut culprit = guarded(hog(m).spawn().unwrap());
     let pid = culprit.fifo as i32;
+    // Beside it, a normal thread named as rtlab's own first timer thread:
+    // rtlab knows its threads by their process, never by their name.
+    let own_name = fixtures::has_command("perl").then(|| {
+        let script = "$0 = 'rtlab-timer0'; while (1) { open(my $f, '<', '/proc/kallsyms') or die; while (<$f>) {} close $f }";
+        let child = Command::new("taskset")
+            .args(["-c", &m.to_string(), "perl", "-e", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let p = child.id();
+        culprit.children.push(child);
+        p
+    });
     let _restore = Restore(dir.path());
     experiment(dir.path(), m, l);
     let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
@@ -597,10 +611,17 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     let trying = line_where(&rx, &mut seen, Duration::from_secs(30), |l| {
         l.starts_with("trying ")
     });
-    for c in &mut culprit.children {
-        let _ = c.kill();
-        let _ = c.wait();
+    // Only the hog ends (the first child); the one named as rtlab's timer
+    // thread was planned as any thread.
+    if let Some(p) = own_name {
+        let plan = format!("remedy [thread]: rtlab-timer0 (pid {p}, OTHER 0)");
+        assert!(
+            seen.iter().any(|l| l.contains(&plan)),
+            "a thread named as rtlab's own was not planned as a thread: {seen:#?}"
+        );
     }
+    let _ = culprit.children[0].kill();
+    let _ = culprit.children[0].wait();
     let impostor = trying
         .and(planned.clone())
         .and_then(|_| fixtures::spawn_as_pid(pid, &mut hog(m)));
@@ -665,7 +686,12 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     path_taken(
         test,
         &format!(
-            "process {pid} ended after the diagnosis and its number was taken: refused as ended, the impostor left on CPU {m}"
+            "process {pid} ended after the diagnosis and its number was taken: refused as ended, the impostor left on CPU {m}; {}",
+            if own_name.is_some() {
+                "a thread named rtlab-timer0 planned as any thread"
+            } else {
+                "no perl: no thread named as rtlab's"
+            }
         ),
     );
 }
