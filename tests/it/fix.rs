@@ -453,18 +453,7 @@ fn a_fix_killed_in_any_phase_is_undone_by_restore_or_the_next_run() {
     ];
     let mut said = Vec::new();
     for (phase, at, then) in phases {
-        let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-            .args(["fix", "exp.cfg", "--only", "thread", "--diagnoses", "1"])
-            .args([
-                "--figure", "p99", "--kept", "kept.cfg", "--json", "fix.json",
-            ])
-            .current_dir(dir.path())
-            .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let rx = lines_of(&mut fix);
+        let (mut fix, rx) = thread_fix(dir.path(), &["--figure", "p99", "--kept", "kept.cfg"]);
         let mut seen = Vec::new();
         let reached = line_where(&rx, &mut seen, Duration::from_secs(180), at);
         if phase != "the end, the kept state written" {
@@ -526,6 +515,23 @@ fn guarded(child: Child) -> Culprits {
         rps: None,
         normal: None,
     }
+}
+
+/// `rtlab fix exp.cfg --only thread --diagnoses 1 --json fix.json` and
+/// `extra` in `dir`, started; its lines as they come.
+fn thread_fix(dir: &Path, extra: &[&str]) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["fix", "exp.cfg", "--only", "thread", "--diagnoses", "1"])
+        .args(["--json", "fix.json"])
+        .args(extra)
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut fix);
+    (fix, rx)
 }
 
 /// `rtlab fix`'s lines as they come, for a test that acts between them.
@@ -592,16 +598,7 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     });
     let _restore = Restore(dir.path());
     experiment(dir.path(), m, l);
-    let mut fix = Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["fix", "exp.cfg", "--only", "thread", "--diagnoses", "1"])
-        .args(["--json", "fix.json"])
-        .current_dir(dir.path())
-        .env("RTLAB_JOURNAL_DIR", dir.path().join("journal"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines_of(&mut fix);
+    let (mut fix, rx) = thread_fix(dir.path(), &[]);
     let mut seen = Vec::new();
     // The plan: the culprit's remedy and its number in the outcome.
     let named = format!("rtlab-hog (pid {pid}, FIFO 95)");
