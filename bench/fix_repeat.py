@@ -6,7 +6,7 @@ The culprits, on the measured CPU (the last online one):
     timer thread);
   - a normal-priority stress-ng mmap worker (`--mmap 1 --mmap-bytes 64M`):
     page faults, the kernel's time, in a loop.
-Each run: `rtlab fix exp.cfg` (3 s runs, FIFO 90 timer thread at 1 kHz,
+Each run: `rtlab fix exp.cfg` (3 s runs by default, `--seconds`, FIFO 90 timer thread at 1 kHz,
 trace.threshold 100 us, default --rounds), its decisions on the two
 culprits reduced to what they act on (class, target without PIDs, verdict;
 a decision on a process of the machine's own is shown apart), rtlab's own verification
@@ -14,7 +14,7 @@ a decision on a process of the machine's own is shown apart), rtlab's own verifi
 every file a remedy may touch compared before and after. The culprits are
 started again for each run.
 
-    python3 bench/fix_repeat.py [--runs 5]
+    python3 bench/fix_repeat.py [--runs 5] [--seconds 3]
 
 Run as root. Needs stress-ng and chrt/taskset (util-linux). Builds rtlab in
 release mode.
@@ -93,6 +93,9 @@ def decision(d):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=3,
+                    help="each measuring run's length (a longer run's p99.9 is set by more "
+                         "samples than a host stall makes late)")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
     rtlab = os.path.join(REPO, "target/release/rtlab")
@@ -103,7 +106,7 @@ def main():
         with open(os.path.join(d, "exp.cfg"), "w") as f:
             f.write(f"main\n{{\n  cpu_affinity {l}\n  trace.threshold 100 us\n}}\n"
                     f"timer_thread[0]\n{{\n  cpu_affinity {m}\n  sched.policy FIFO\n"
-                    f"  sched.priority 90\n  timer.period 1 ms\n  lifetime.duration 3 s\n}}\n")
+                    f"  sched.priority 90\n  timer.period 1 ms\n  lifetime.duration {args.seconds} s\n}}\n")
         for run in range(args.runs):
             before = settings()
             procs = inject(rtlab, m)
@@ -135,7 +138,8 @@ def main():
             results.append((wall, decisions, figures, changed, others, whys))
             print(f"run {run + 1}: {wall:.0f} s", flush=True)
     print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
-          f"{len(cpus)} CPUs, measured CPU {m}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"{len(cpus)} CPUs, measured CPU {m}, runs of {args.seconds} s; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     first = results[0][1]
     for i, (wall, decisions, figures, changed, others, whys) in enumerate(results):
         same = "same decisions as run 1" if decisions == first else "OTHER DECISIONS"
