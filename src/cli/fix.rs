@@ -80,11 +80,17 @@ pub fn main(args: &FixArgs) -> Outcome {
         return Err(Refusal::new(format!(
             "rtlab: fix: --rounds {}: {}",
             args.rounds,
-            if args.rounds < 3 {
-                "too few to decide: at 2 rounds of each state, the rounds of one state fall \
-                 apart from the other's one time in 6 by chance, and the rank test asks 1 in 20"
-            } else {
-                "more than 20 (each is a run of the experiment, for each state of each remedy)"
+            match args.rounds {
+                0 => "no round of each state: nothing to compare".to_string(),
+                n @ 1..=2 => format!(
+                    "too few to decide: with {n} round{} of each state, the rounds of one state \
+                     fall apart from the other's one time in {} by chance, and the rank test asks \
+                     1 in 20",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { 2 } else { 6 }
+                ),
+                _ => "more than 20 (each is a run of the experiment, for each state of each remedy)"
+                    .to_string(),
             }
         ))
         .hint("give --rounds from 3 to 20 (3 by default; as many again are run when they leave a figure undecided)"));

@@ -59,6 +59,8 @@ struct Proof<'a> {
     bench: &'a mut dyn Bench,
     out: &'a mut FixResult,
     settings: &'a Settings<'a>,
+    /// Per decision tried, how many remedies were kept when it was decided.
+    kept_then: std::collections::BTreeMap<usize, usize>,
 }
 
 fn decision(p: &Proposal, verdict: Verdict, why: String) -> Decision {
@@ -291,7 +293,9 @@ impl Proof<'_> {
         added
     }
 
-    /// Tries `which`, then the undone ones again while a pass keeps one.
+    /// Tries `which`, then again each undone remedy decided before a
+    /// remedy kept since (that remedy's cause was still there when it was
+    /// measured), while a pass keeps one.
     fn passes(&mut self, which: Vec<usize>) -> Result<(), String> {
         let mut todo = which;
         loop {
@@ -302,16 +306,21 @@ impl Proof<'_> {
                 let mut d = self.trial(i, &p)?;
                 if !earlier.is_empty() {
                     d.why = format!(
-                        "{}; tried before with larger causes still there: {earlier}",
+                        "{}; tried before, while a cause whose remedy was kept since was still there: {earlier}",
                         d.why
                     );
                 }
                 self.out.decisions[i] = d;
+                self.kept_then.insert(i, self.kept());
             }
+            let kept = self.kept();
             todo = (0..self.out.decisions.len())
-                .filter(|&i| self.out.decisions[i].verdict == Verdict::Undone)
+                .filter(|i| {
+                    self.out.decisions[*i].verdict == Verdict::Undone
+                        && self.kept_then.get(i).is_some_and(|&then| then < kept)
+                })
                 .collect();
-            if self.kept() == before || todo.is_empty() {
+            if kept == before || todo.is_empty() {
                 return Ok(());
             }
         }
@@ -384,6 +393,7 @@ pub fn prove(bench: &mut dyn Bench, settings: &Settings<'_>, out: &mut FixResult
         bench,
         out,
         settings,
+        kept_then: Default::default(),
     };
     if let Err(why) = run(&mut proof) {
         let left = proof.undo_kept();

@@ -985,9 +985,51 @@ fn a_remedy_hidden_by_a_larger_cause_is_tried_again() {
     let (v, why) = verdict(&out, "small");
     assert_eq!(v, Verdict::Kept, "{why}");
     assert!(
-        why.contains("tried before with larger causes still there"),
+        why.contains("tried before, while a cause whose remedy was kept since was still there"),
         "{why}"
     );
+}
+
+#[test]
+fn only_a_remedy_tried_before_a_kept_one_is_tried_again() {
+    // "after" is tried once "large" is kept, and nothing is kept after it:
+    // it is not tried again (nor said to have been); "small", tried before
+    // "large" was kept, is.
+    let mut b = scripted(&[("small", 12), ("large", 980), ("after", 0)]);
+    b.proposals.swap(1, 0);
+    let out = run(&mut b, &|_| None);
+    let (v, why) = verdict(&out, "after");
+    assert_eq!(v, Verdict::Undone);
+    assert!(!why.contains("tried before"), "{why}");
+    let tried = |name: &str| {
+        let i = out
+            .decisions
+            .iter()
+            .position(|d| d.proposal.change == name)
+            .unwrap();
+        out.rounds_run
+            .iter()
+            .filter(|r| r.state == format!("with #{i}"))
+            .count()
+    };
+    assert_eq!((tried("large"), tried("after")), (3, 3));
+    let mut b = scripted(&[("small", 12), ("large", 980), ("after", 0)]);
+    let out = run(&mut b, &|_| None);
+    let tried = |name: &str| {
+        let i = out
+            .decisions
+            .iter()
+            .position(|d| d.proposal.change == name)
+            .unwrap();
+        out.rounds_run
+            .iter()
+            .filter(|r| r.state == format!("with #{i}"))
+            .count()
+    };
+    // "small" tried twice and kept; "after" once with "large" kept, again
+    // once "small" was kept too.
+    assert_eq!(verdict(&out, "small").0, Verdict::Kept);
+    assert_eq!((tried("small"), tried("after")), (6, 6));
 }
 
 #[test]

@@ -134,10 +134,15 @@ fn an_option_written_on_every_timer_thread_is_refused_once() {
 fn bad_options_of_the_loads_and_cyclictest_are_refused_with_a_hint() {
     let _machine = fixtures::machine_shared();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str, &str); 10] = [
+    let cases: [(&[&str], &str, &str); 11] = [
+        (
+            &["fix", "x.cfg", "--rounds", "1"],
+            "rtlab: fix: --rounds 1: too few to decide: with 1 round of each state",
+            "--rounds from 3 to 20",
+        ),
         (
             &["fix", "x.cfg", "--rounds", "2"],
-            "rtlab: fix: --rounds 2: too few to decide",
+            "rtlab: fix: --rounds 2: too few to decide: with 2 rounds of each state",
             "--rounds from 3 to 20",
         ),
         (
