@@ -19,6 +19,8 @@ pub mod remedies;
 pub mod trial;
 
 #[cfg(test)]
+mod proof_tests;
+#[cfg(test)]
 mod tests;
 
 pub use causes::{Cause, Target};
