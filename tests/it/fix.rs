@@ -106,21 +106,8 @@ fn spawn(cmd: &mut Command) -> Child {
 
 /// Starts the culprits on `m`; the flood's sender runs on `l`.
 fn inject(test: &str, m: usize, l: usize) -> Culprits {
-    let rtlab = env!("CARGO_BIN_EXE_rtlab");
     let (ms, ls) = (m.to_string(), l.to_string());
-    let fifo = spawn(
-        Command::new("chrt")
-            .args(["-f", "95", "taskset", "-c", &ms, rtlab])
-            .args([
-                "hog",
-                "--burst",
-                "2ms",
-                "--every",
-                "20ms",
-                "--duration",
-                "900s",
-            ]),
-    );
+    let fifo = hog(m).spawn().unwrap();
     let mut c = Culprits {
         fifo: fifo.id(),
         children: vec![fifo],
