@@ -249,6 +249,74 @@ fn machine_can(test: &str) -> Option<(usize, usize)> {
     Some((m, l))
 }
 
+/// `who`'s decisions hold one kept.
+fn assert_kept(ds: &[&Value], who: &str, out: &str) {
+    assert!(
+        ds.iter().any(|d| d["verdict"] == "kept"),
+        "{who}: not kept: {ds:#?}\n{out}"
+    );
+}
+
+/// The normal culprit `p` (named as a kworker) was moved as a normal
+/// thread: kept (alone, or with the idle remedy when alone it cut the
+/// count and not the tail); or, on a virtual machine whose idle CPU the
+/// host wakes late, undone because moving the busy thread off left the
+/// CPU idle and the tail worse while the count fell, even with the idle
+/// states disabled: what rtlab measured, said.
+fn normal_thread_decided(test: &str, v: &Value, p: u32, m: usize, out: &str) {
+    let ds = moves(v, p);
+    let traded = ds.iter().any(|d| {
+        let why = d["why"].as_str().unwrap_or("");
+        d["verdict"] == "undone"
+            && (why.starts_with("undone: over") || why.starts_with("undone: alone, over"))
+            && why.contains("(better")
+            && (why.contains("(worse") || why.contains("with disable the idle states"))
+    });
+    if traded {
+        path_taken(
+            test,
+            "the normal thread's move cut the count and made p99.9 worse here: undone, said so",
+        );
+    } else {
+        assert_kept(&ds, "the normal-priority thread", out);
+    }
+    // Its kernel-thread name fooled nothing: moved as a normal thread.
+    let change = ds
+        .first()
+        .and_then(|d| d["proposal"]["change"].as_str())
+        .unwrap_or("");
+    assert!(
+        change.starts_with(&format!("{} (pid {p}, OTHER 0)", impostor(m)))
+            && change.contains("a normal thread on a measured CPU"),
+        "{change}"
+    );
+}
+
+/// The HTML report, and the kept state as keys of the file, which a run
+/// applies for its duration (the FIFO thread moved by its name, lo's
+/// steering where it was set), a file `rtlab check` takes.
+fn outputs_hold_the_kept_state(dir: &Path, l: usize, rps: bool) {
+    let html = std::fs::read_to_string(dir.join("fix.html")).unwrap();
+    assert!(
+        html.contains("Remedies, before and after") && html.contains("KEPT"),
+        "{html}"
+    );
+    let kept_cfg = std::fs::read_to_string(dir.join("kept.cfg")).unwrap();
+    assert!(
+        kept_cfg.contains(&format!("threads.affinity rtlab-hog {l}")),
+        "{kept_cfg}"
+    );
+    if rps {
+        assert!(kept_cfg.contains("net.steering lo "), "{kept_cfg}");
+    }
+    let check = fixtures::rtlab_in(dir, &["check", "kept.cfg"]);
+    assert!(
+        check.status.success(),
+        "the kept state's file: {}",
+        text(&check)
+    );
+}
+
 #[test]
 fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
     let test = "fix_finds_the_three_culprits";
@@ -303,46 +371,11 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
         .map(|d| format!("{}", d["verdict"]).replace('"', ""))
         .collect();
     path_taken(test, &format!("{runs} runs; decisions {verdicts:?}"));
-    let kept = |ds: Vec<&Value>, who: &str| {
-        assert!(
-            ds.iter().any(|d| d["verdict"] == "kept"),
-            "{who}: not kept: {ds:#?}\n{}",
-            text(&o)
-        );
-    };
+    let out = text(&o);
+    let kept = |ds: Vec<&Value>, who: &str| assert_kept(&ds, who, &out);
     kept(moves(&v, c.fifo), "the FIFO 95 thread");
     if let Some(p) = c.normal {
-        // Kept (alone, or with the idle remedy when alone it cut the count
-        // and not the tail); or, on a virtual machine whose idle CPU the
-        // host wakes late, undone because moving the busy thread off left
-        // the CPU idle and the tail worse while the count fell, even with
-        // the idle states disabled: what rtlab measured, said.
-        let ds = moves(&v, p);
-        let traded = ds.iter().any(|d| {
-            let why = d["why"].as_str().unwrap_or("");
-            d["verdict"] == "undone"
-                && (why.starts_with("undone: over") || why.starts_with("undone: alone, over"))
-                && why.contains("(better")
-                && (why.contains("(worse") || why.contains("with disable the idle states"))
-        });
-        if traded {
-            path_taken(
-                test,
-                "the normal thread's move cut the count and made p99.9 worse here: undone, said so",
-            );
-        } else {
-            kept(ds.clone(), "the normal-priority thread");
-        }
-        // Its kernel-thread name fooled nothing: moved as a normal thread.
-        let change = ds
-            .first()
-            .and_then(|d| d["proposal"]["change"].as_str())
-            .unwrap_or("");
-        assert!(
-            change.starts_with(&format!("{} (pid {p}, OTHER 0)", impostor(m)))
-                && change.contains("a normal thread on a measured CPU"),
-            "{change}"
-        );
+        normal_thread_decided(test, &v, p, m, &out);
     }
     if c.rps.is_some() {
         kept(steering(&v), "lo's packet steering");
@@ -362,27 +395,7 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
         let (b, f) = (mean(&ver["baseline"], key), mean(&ver["fixed"], key));
         assert!(f * 2.0 <= b, "{key}: baseline {b}, fixed {f}: {ver:#}");
     }
-    let html = std::fs::read_to_string(dir.path().join("fix.html")).unwrap();
-    assert!(
-        html.contains("Remedies, before and after") && html.contains("KEPT"),
-        "{html}"
-    );
-    // The kept state as keys of the file, which a run applies for its
-    // duration: the FIFO thread moved by its name, lo's steering.
-    let kept_cfg = std::fs::read_to_string(dir.path().join("kept.cfg")).unwrap();
-    assert!(
-        kept_cfg.contains(&format!("threads.affinity rtlab-hog {l}")),
-        "{kept_cfg}"
-    );
-    if c.rps.is_some() {
-        assert!(kept_cfg.contains("net.steering lo "), "{kept_cfg}");
-    }
-    let check = fixtures::rtlab_in(dir.path(), &["check", "kept.cfg"]);
-    assert!(
-        check.status.success(),
-        "the kept state's file: {}",
-        text(&check)
-    );
+    outputs_hold_the_kept_state(dir.path(), l, c.rps.is_some());
     assert_ne!(snapshot(&pids), before, "nothing is kept on the system");
 
     let r = fixtures::rtlab_in(dir.path(), &["restore"]);
@@ -555,6 +568,54 @@ fn line_where(
     None
 }
 
+/// A kallsyms reader on `m` named as rtlab's first timer thread, added to
+/// `culprits`; its PID (None without perl).
+fn named_as_rtlabs_timer(m: usize, culprits: &mut Culprits) -> Option<u32> {
+    if !fixtures::has_command("perl") {
+        return None;
+    }
+    let script = "$0 = 'rtlab-timer0'; while (1) { open(my $f, '<', '/proc/kallsyms') or die; while (<$f>) {} close $f }";
+    let child = Command::new("taskset")
+        .args(["-c", &m.to_string(), "perl", "-e", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = child.id();
+    culprits.children.push(child);
+    Some(p)
+}
+
+/// fix.json in `dir` holds one decision on moving `pid`, refused as the
+/// thread's having ended, with no round run with it.
+fn refused_as_ended(dir: &Path, pid: i32, seen: &[String], o: &std::process::Output) {
+    let v: Value = serde_json::from_slice(&std::fs::read(dir.join("fix.json")).unwrap_or_default())
+        .unwrap_or(Value::Null);
+    let d = moves(&v, pid as u32);
+    assert_eq!(d.len(), 1, "{v:#}\n{seen:#?}\n{}", text(o));
+    assert_eq!(d[0]["verdict"], "refused", "{:#}", d[0]);
+    assert_eq!(
+        d[0]["why"],
+        format!("undone: thread {pid} (rtlab-hog) has ended"),
+        "{:#}",
+        d[0]
+    );
+    assert!(
+        d[0]["with"].as_array().is_none_or(Vec::is_empty),
+        "a round ran with it: {:#}",
+        d[0]
+    );
+}
+
+/// The CPUs process `pid` may run on, as its status says.
+fn allowed_cpus(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|c| c.trim().to_string())
+}
+
 /// Between the diagnosis and the remedy, the culprit ends and another
 /// process takes its number: same name, same policy, same CPU. Only its
 /// start time tells them apart, and rtlab never moves it: the remedy is
@@ -571,18 +632,7 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
     let pid = culprit.fifo as i32;
     // Beside it, a normal thread named as rtlab's own first timer thread:
     // rtlab knows its threads by their process, never by their name.
-    let own_name = fixtures::has_command("perl").then(|| {
-        let script = "$0 = 'rtlab-timer0'; while (1) { open(my $f, '<', '/proc/kallsyms') or die; while (<$f>) {} close $f }";
-        let child = Command::new("taskset")
-            .args(["-c", &m.to_string(), "perl", "-e", script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let p = child.id();
-        culprit.children.push(child);
-        p
-    });
+    let own_name = named_as_rtlabs_timer(m, &mut culprit);
     let _restore = Restore(dir.path());
     experiment(dir.path(), m, l);
     let (mut fix, rx) = thread_fix(dir.path(), &[]);
@@ -639,29 +689,9 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
         .args(["-TERM", &fix.id().to_string()])
         .status();
     let o = fixtures::wait_output_within(fix, Duration::from_secs(60));
-    let allowed = std::fs::read_to_string(format!("/proc/{}/status", impostor.fifo))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|c| c.trim().to_string());
+    let allowed = allowed_cpus(impostor.fifo);
     drop(impostor);
-    let v: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("fix.json")).unwrap_or_default())
-            .unwrap_or(Value::Null);
-    let d = moves(&v, pid as u32);
-    assert_eq!(d.len(), 1, "{v:#}\n{seen:#?}\n{}", text(&o));
-    assert_eq!(d[0]["verdict"], "refused", "{:#}", d[0]);
-    assert_eq!(
-        d[0]["why"],
-        format!("undone: thread {pid} (rtlab-hog) has ended"),
-        "{:#}",
-        d[0]
-    );
-    assert!(
-        d[0]["with"].as_array().is_none_or(Vec::is_empty),
-        "a round ran with it: {:#}",
-        d[0]
-    );
+    refused_as_ended(dir.path(), pid, &seen, &o);
     assert_eq!(
         allowed.as_deref(),
         Some(m.to_string().as_str()),
