@@ -482,14 +482,15 @@ impl drive::Bench for RunBench {
         }
     }
 
-    fn measure(&mut self, state: &str) -> Result<fix::Figures, String> {
+    fn measure(&mut self, state: &str) -> Result<fix::trial::Measured, String> {
         let plan = self.rounds.clone();
         self.count += 1;
         let before = fix::facts::irq_counts(&self.root, &self.measured);
         let result = self.run(&plan)?;
         let after = fix::facts::irq_counts(&self.root, &self.measured);
         self.fired = fired(&before, &after);
-        let f = fix::Figures::of(&result);
+        let m = fix::trial::Measured::of(&result);
+        let f = m.figures;
         outln!(
             "  run {:>2} {:<18} over {:>6}, p99.9 {:>9}, max {:>9}",
             self.count,
@@ -498,7 +499,7 @@ impl drive::Bench for RunBench {
             fix::causes::micros(f.p999_ns),
             fix::causes::micros(f.max_ns)
         );
-        Ok(f)
+        Ok(m)
     }
 
     fn apply(&mut self, p: &fix::Proposal) -> Result<Vec<fix::apply::UndoStep>, String> {

@@ -33,19 +33,7 @@ impl Distribution {
     /// The value of the sample of rank ceil(q·n) (hdrhistogram's rule),
     /// None when it lies beyond the buckets or there is no sample.
     fn value_at(&self, quantile: f64) -> Option<u64> {
-        let n = self.total();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((quantile * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0u64;
-        for &(value, count) in &self.buckets {
-            seen = seen.saturating_add(count);
-            if seen >= rank {
-                return Some(value);
-            }
-        }
-        None
+        crate::stats::value_at_rank(&self.buckets, self.total(), quantile)
     }
 
     pub(super) fn quantiles(&self, max_ns: Option<u64>) -> Vec<Quantile> {

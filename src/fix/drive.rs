@@ -7,8 +7,8 @@
 use super::apply::UndoStep;
 use super::remedies::Proposal;
 use super::trial::{
-    Comparison, Decision, Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Round, SECOND_LOOK,
-    Verdict, Verification, compare, spread,
+    Comparison, Decision, Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Measured, Pool, Round,
+    SECOND_LOOK, Verdict, Verification, compare, spread,
 };
 
 /// The measuring and the system, as the proof uses them.
@@ -18,7 +18,7 @@ pub trait Bench {
     fn diagnose(&mut self) -> Result<(Diagnosed, Vec<Proposal>), String>;
     /// One measuring run of the system as it is now (`state` says which,
     /// for the reader); `Err` stops the fix (a signal, a run that failed).
-    fn measure(&mut self, state: &str) -> Result<Figures, String>;
+    fn measure(&mut self, state: &str) -> Result<Measured, String>;
     /// Applies a remedy; `Err` says why not (nothing of it is left
     /// applied).
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String>;
@@ -76,9 +76,15 @@ fn decision(p: &Proposal, verdict: Verdict, why: String) -> Decision {
 
 impl Proof<'_> {
     fn measure(&mut self, state: String) -> Result<Figures, String> {
-        let figures = self.bench.measure(&state)?;
+        Ok(self.measure_all(state)?.figures)
+    }
+
+    /// A measuring run, its latencies too.
+    fn measure_all(&mut self, state: String) -> Result<Measured, String> {
+        let m = self.bench.measure(&state)?;
+        let figures = m.figures;
         self.out.rounds_run.push(Round { state, figures });
-        Ok(figures)
+        Ok(m)
     }
 
     /// Each remedy's rounds; the decision. A remedy that cut the count
@@ -332,13 +338,13 @@ impl Proof<'_> {
         if self.kept() == 0 {
             return Ok(());
         }
-        let (mut baseline, mut fixed) = (Vec::new(), Vec::new());
+        let mut sides = Sides::default();
         let n = self.settings.rounds.max(1);
-        self.verify_pairs(&mut baseline, &mut fixed, n)?;
-        let mut comparison = self.judge(&baseline, &fixed, &self.settings.figures);
+        self.verify_pairs(&mut sides, n)?;
+        let mut comparison = self.judge(&sides.baseline, &sides.fixed, &self.settings.figures);
         if comparison.undecided {
-            self.verify_pairs(&mut baseline, &mut fixed, n)?;
-            comparison = self.judge(&baseline, &fixed, &self.settings.figures);
+            self.verify_pairs(&mut sides, n)?;
+            comparison = self.judge(&sides.baseline, &sides.fixed, &self.settings.figures);
         }
         let undone = comparison.worse;
         if undone {
@@ -354,8 +360,10 @@ impl Proof<'_> {
             }
         }
         self.out.verification = Some(Verification {
-            baseline,
-            fixed,
+            baseline_all: sides.baseline_all.figures(),
+            fixed_all: sides.fixed_all.figures(),
+            baseline: sides.baseline,
+            fixed: sides.fixed,
             comparison,
             undone,
         });
@@ -364,17 +372,16 @@ impl Proof<'_> {
 
     /// `n` more pairs of the baseline (every kept remedy undone) and the
     /// final state.
-    fn verify_pairs(
-        &mut self,
-        baseline: &mut Vec<Figures>,
-        fixed: &mut Vec<Figures>,
-        n: usize,
-    ) -> Result<(), String> {
+    fn verify_pairs(&mut self, sides: &mut Sides, n: usize) -> Result<(), String> {
         for _ in 0..n {
             self.undo_kept()?;
-            baseline.push(self.measure("verify: baseline".into())?);
+            let b = self.measure_all("verify: baseline".into())?;
+            sides.baseline.push(b.figures);
+            sides.baseline_all.add(&b);
             self.reapply_kept();
-            fixed.push(self.measure("verify: fixed".into())?);
+            let f = self.measure_all("verify: fixed".into())?;
+            sides.fixed.push(f.figures);
+            sides.fixed_all.add(&f);
         }
         Ok(())
     }
@@ -384,6 +391,15 @@ impl Proof<'_> {
         self.out.diagnoses.push(d);
         Ok(proposals)
     }
+}
+
+/// The verification's rounds of both states, one by one and pooled.
+#[derive(Default)]
+struct Sides {
+    baseline: Vec<Figures>,
+    fixed: Vec<Figures>,
+    baseline_all: Pool,
+    fixed_all: Pool,
 }
 
 /// Runs the whole proof into `out`. On a stop, every kept remedy is undone

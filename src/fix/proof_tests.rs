@@ -7,7 +7,8 @@ use super::apply::UndoStep;
 use super::drive::{Bench, Settings, prove};
 use super::remedies::{Action, Proposal};
 use super::trial::{
-    Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, SECOND_LOOK, Verdict, compare, rank_test,
+    Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Measured, SECOND_LOOK, Verdict, compare,
+    mean, rank_test,
 };
 use std::collections::BTreeMap;
 
@@ -293,6 +294,22 @@ struct Scripted {
     companion: Option<Proposal>,
     /// Added to the count of the measuring run of this number (from 1).
     jitter: BTreeMap<usize, u64>,
+    /// Samples of the measuring run of this number stalled 8 ms (a host
+    /// that did not run the vCPU).
+    stalled: BTreeMap<usize, u64>,
+}
+
+/// A scripted run's 10 000 samples, by value: 11 at `tail` (its p99.9),
+/// `stalled` at 8 ms, the rest at 20 µs.
+fn samples(tail: u64, stalled: u64) -> Vec<(u64, u64)> {
+    let mut v = vec![
+        (20_000, 10_000 - 11 - stalled),
+        (tail, 11),
+        (8_000_000, stalled),
+    ];
+    v.sort_unstable();
+    v.retain(|b| b.1 > 0);
+    v
 }
 
 impl Bench for Scripted {
@@ -302,7 +319,7 @@ impl Bench for Scripted {
     fn diagnose(&mut self) -> Result<(Diagnosed, Vec<Proposal>), String> {
         Ok((Diagnosed::default(), std::mem::take(&mut self.proposals)))
     }
-    fn measure(&mut self, _state: &str) -> Result<Figures, String> {
+    fn measure(&mut self, _state: &str) -> Result<Measured, String> {
         self.measures += 1;
         if self.stop_after.is_some_and(|n| self.measures > n) {
             return Err("stopped by signal 2".into());
@@ -311,12 +328,18 @@ impl Bench for Scripted {
         let jitter = self.jitter.get(&self.measures).copied().unwrap_or(0);
         let over = self.base.saturating_sub(cut) + jitter;
         let tail: i64 = self.applied.keys().filter_map(|k| self.tails.get(k)).sum();
-        Ok(Figures {
-            samples: 10_000,
-            over,
-            p99_ns: 0,
-            p999_ns: (200_000 + tail).max(0) as u64,
-            max_ns: 0,
+        let stalled = self.stalled.get(&self.measures).copied().unwrap_or(0);
+        let latencies = samples((200_000 + tail).max(0) as u64, stalled);
+        let at = |q| crate::stats::value_at_rank(&latencies, 10_000, q).unwrap_or(0);
+        Ok(Measured {
+            figures: Figures {
+                samples: 10_000,
+                over,
+                p99_ns: at(0.99),
+                p999_ns: at(0.999),
+                max_ns: latencies.last().map_or(0, |b| b.0),
+            },
+            latencies: vec![latencies],
         })
     }
     fn apply(&mut self, p: &Proposal) -> Result<Vec<UndoStep>, String> {
@@ -387,6 +410,7 @@ fn scripted(cuts: &[(&str, u64)]) -> Scripted {
         tails: BTreeMap::new(),
         companion: None,
         jitter: BTreeMap::new(),
+        stalled: BTreeMap::new(),
     }
 }
 
@@ -474,6 +498,37 @@ fn rounds_that_leave_a_figure_undecided_are_doubled_and_judged_again() {
     // The verification decided at its first look: 3 pairs.
     let v = out.verification.as_ref().unwrap();
     assert_eq!((v.baseline.len(), v.fixed.len()), (3, 3));
+}
+
+#[test]
+fn the_final_state_is_shown_over_every_sample_of_its_rounds() {
+    // Runs 1-2 the baseline, 3-8 the remedy's rounds, 9-14 the verification
+    // (baseline, fixed, ...): the first fixed round (10) stalled by the
+    // host, 15 of its samples 8 ms late.
+    let mut b = scripted(&[("helps", 900)]);
+    b.tails.insert("helps".into(), -150_000);
+    b.stalled.insert(10, 15);
+    let out = run(&mut b, &|_| None);
+    let v = out.verification.as_ref().unwrap();
+    assert_eq!(v.fixed[0].p999_ns, 8_000_000, "{v:?}");
+    // Brute force: every sample of the three fixed rounds, sorted; the
+    // p99.9 is the one of rank ceil(0.999 n).
+    let mut all: Vec<u64> = [15, 0, 0]
+        .iter()
+        .flat_map(|&stalled| samples(50_000, stalled))
+        .flat_map(|(value, count)| std::iter::repeat_n(value, count as usize))
+        .collect();
+    all.sort_unstable();
+    let rank = (0.999 * all.len() as f64).ceil() as usize;
+    assert_eq!(v.fixed_all.p999_ns, all[rank - 1]);
+    assert_eq!(v.fixed_all.p999_ns, 50_000);
+    assert_eq!(v.baseline_all.p999_ns, 200_000);
+    assert_eq!(
+        (v.fixed_all.samples, v.fixed_all.over, v.fixed_all.max_ns),
+        (30_000, 300, 8_000_000)
+    );
+    // The rounds' mean would have shown the stall as the state's tail.
+    assert!(mean(&v.fixed, Figure::P999) > 2_000_000.0);
 }
 
 #[test]

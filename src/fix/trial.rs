@@ -67,6 +67,94 @@ impl Figures {
     }
 }
 
+/// One measuring run: its figures and, per timer thread, where its
+/// samples lie (the upper edge of each HDR bucket in ns, and its count,
+/// by value), so that rounds of one state can be pooled ([`Pool`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// Its figures.
+    pub figures: Figures,
+    /// Per timer thread, (latency ns, count), sorted by latency.
+    pub latencies: Vec<Vec<(u64, u64)>>,
+}
+
+impl Measured {
+    /// The figures and latencies of `run`.
+    pub fn of(run: &RunResult) -> Measured {
+        let latencies = run
+            .timers
+            .iter()
+            .map(|t| {
+                let max = t.summary.max_ns;
+                // As a run's own percentiles: a bucket's upper edge, never above the maximum.
+                t.hdr_histogram
+                    .iter()
+                    .map(|b| (b.high_ns.min(max), b.count))
+                    .collect()
+            })
+            .collect();
+        Measured {
+            figures: Figures::of(run),
+            latencies,
+        }
+    }
+}
+
+/// Every sample of several rounds of one state, by timer thread: the
+/// state's percentiles over all of them, as a run's are over its own (a
+/// mean of the rounds' p99.9 is no percentile of anything, and one round
+/// a host stalled moves it by a third).
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    over: u64,
+    samples: u64,
+    max_ns: u64,
+    threads: Vec<std::collections::BTreeMap<u64, u64>>,
+}
+
+impl Pool {
+    /// Adds a round.
+    pub fn add(&mut self, m: &Measured) {
+        self.over = self.over.saturating_add(m.figures.over);
+        self.samples = self.samples.saturating_add(m.figures.samples);
+        self.max_ns = self.max_ns.max(m.figures.max_ns);
+        if self.threads.len() < m.latencies.len() {
+            self.threads
+                .resize_with(m.latencies.len(), Default::default);
+        }
+        for (pool, thread) in self.threads.iter_mut().zip(&m.latencies) {
+            for &(value, count) in thread {
+                let c = pool.entry(value).or_default();
+                *c = c.saturating_add(count);
+            }
+        }
+    }
+
+    /// The figures of every sample: the count over the threshold in all
+    /// rounds, the worst thread's percentiles over all its samples, and the
+    /// largest latency.
+    pub fn figures(&self) -> Figures {
+        let pct = |q: f64| {
+            self.threads
+                .iter()
+                .filter_map(|t| {
+                    let buckets: Vec<(u64, u64)> = t.iter().map(|(&v, &c)| (v, c)).collect();
+                    let n = buckets.iter().fold(0u64, |n, b| n.saturating_add(b.1));
+                    crate::stats::value_at_rank(&buckets, n, q)
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        Figures {
+            samples: self.samples,
+            over: self.over,
+            p99_ns: pct(0.99),
+            p999_ns: pct(0.999),
+            max_ns: self.max_ns,
+        }
+    }
+}
+
 /// A figure a remedy must improve (`--figure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -351,6 +439,13 @@ pub struct Verification {
     pub baseline: Vec<Figures>,
     /// The rounds of the final state.
     pub fixed: Vec<Figures>,
+    /// Every sample of the baseline's rounds ([`Pool`]): what the final
+    /// state is shown against.
+    #[serde(default)]
+    pub baseline_all: Figures,
+    /// Every sample of the final state's rounds.
+    #[serde(default)]
+    pub fixed_all: Figures,
     /// The comparison.
     pub comparison: Comparison,
     /// Everything was undone: the final state was worse.

@@ -5,8 +5,9 @@
 
 use crate::fix::causes::micros;
 use crate::fix::remedies::Action;
+use crate::fix::trial::Verification;
 use crate::fix::trial::{mean, show};
-use crate::fix::{Decision, Diagnosed, Facts, FixResult, Verdict};
+use crate::fix::{Decision, Diagnosed, Facts, Figure, FixResult, Verdict};
 use std::fmt::Write as _;
 
 /// What a diagnosis found, in one line.
@@ -71,6 +72,43 @@ fn figures_cells(out: &FixResult, runs: &[crate::fix::Figures]) -> String {
         .join(", ")
 }
 
+/// Each chosen figure of the baseline against the final state: a count
+/// as its mean over the rounds, a latency over every sample of the rounds
+/// (a result written before these were pooled: the rounds' mean).
+fn verification_figures(out: &FixResult, v: &Verification) -> Vec<String> {
+    let pooled = v.baseline_all.samples > 0 && v.fixed_all.samples > 0;
+    out.figures
+        .iter()
+        .filter_map(|&f| {
+            let (label, b, x) = match f {
+                Figure::Over => ("a run".to_string(), mean(&v.baseline, f), mean(&v.fixed, f)),
+                _ if pooled => (
+                    format!(
+                        "of all {} and {} samples",
+                        v.baseline_all.samples, v.fixed_all.samples
+                    ),
+                    v.baseline_all.get(f),
+                    v.fixed_all.get(f),
+                ),
+                _ => (
+                    "mean of the rounds".to_string(),
+                    mean(&v.baseline, f),
+                    mean(&v.fixed, f),
+                ),
+            };
+            (b > 0.0).then(|| {
+                format!(
+                    "{} ({label}): {} -> {} ({:+.0}%)",
+                    f.name(),
+                    show(f, b),
+                    show(f, x),
+                    100.0 * (x - b) / b
+                )
+            })
+        })
+        .collect()
+}
+
 /// The before/after table per remedy, the verification and the advice.
 pub fn outcome_text(out: &FixResult) -> String {
     let mut s = String::new();
@@ -112,18 +150,8 @@ pub fn outcome_text(out: &FixResult) -> String {
                 ""
             }
         );
-        for &f in &out.figures {
-            let (b, x) = (mean(&v.baseline, f), mean(&v.fixed, f));
-            if b > 0.0 {
-                let _ = writeln!(
-                    s,
-                    "    {}: {} -> {} ({:+.0}%)",
-                    f.name(),
-                    show(f, b),
-                    show(f, x),
-                    100.0 * (x - b) / b
-                );
-            }
+        for line in verification_figures(out, v) {
+            let _ = writeln!(s, "    {line}");
         }
     }
     let advice: Vec<&Decision> = out
@@ -316,8 +344,8 @@ pub fn html(out: &FixResult) -> String {
     let verification: Vec<String> = out
         .verification
         .iter()
-        .map(|v| {
-            format!(
+        .flat_map(|v| {
+            let head = format!(
                 "{} rounds each, interleaved: {}{}",
                 v.baseline.len(),
                 v.comparison.why,
@@ -326,7 +354,8 @@ pub fn html(out: &FixResult) -> String {
                 } else {
                     ""
                 }
-            )
+            );
+            std::iter::once(head).chain(verification_figures(out, v))
         })
         .collect();
     list(
@@ -404,4 +433,70 @@ fn decision_row(out: &FixResult, d: &Decision) -> Vec<String> {
     }
     row.push(d.why.clone());
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fix::trial::Comparison;
+    use crate::fix::{Figures, FixResult};
+
+    fn figures(samples: u64, over: u64, p999_ns: u64) -> Figures {
+        Figures {
+            samples,
+            over,
+            p999_ns,
+            ..Figures::default()
+        }
+    }
+
+    #[test]
+    fn the_verification_shows_the_count_a_run_and_the_tail_over_every_sample() {
+        let mut out = FixResult::new("x.cfg".into(), 50_000, vec![Figure::Over, Figure::P999], 3);
+        // A stalled round (8 ms) among the final state's: its mean p99.9
+        // is above the baseline's, the p99.9 of all its samples is not.
+        let mut v = Verification {
+            baseline: vec![figures(3000, 200, 1_500_000); 3],
+            fixed: vec![
+                figures(3000, 9, 8_000_000),
+                figures(3000, 3, 150_000),
+                figures(3000, 3, 150_000),
+            ],
+            baseline_all: figures(9000, 600, 1_500_000),
+            fixed_all: figures(9000, 15, 160_000),
+            comparison: Comparison {
+                better: true,
+                worse: false,
+                undecided: false,
+                why: "over 200.0 -> 5.0 (better)".into(),
+            },
+            undone: false,
+        };
+        out.verification = Some(v.clone());
+        let text = outcome_text(&out);
+        assert!(
+            text.contains("    over (a run): 200.0 -> 5.0 (-98%)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "    p99.9 (of all 9000 and 9000 samples): 1500.0 µs -> 160.0 µs (-89%)\n"
+            ),
+            "{text}"
+        );
+        let html = html(&out);
+        assert!(
+            html.contains("<li>p99.9 (of all 9000 and 9000 samples)"),
+            "{html}"
+        );
+        // A result written before the rounds were pooled: their mean, said.
+        v.baseline_all = Figures::default();
+        v.fixed_all = Figures::default();
+        out.verification = Some(v);
+        let text = outcome_text(&out);
+        assert!(
+            text.contains("    p99.9 (mean of the rounds): 1500.0 µs -> 2766.7 µs (+84%)\n"),
+            "{text}"
+        );
+    }
 }

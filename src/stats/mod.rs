@@ -211,6 +211,24 @@ pub fn systress_columns(r: &Recorder) -> SystressColumns {
     }
 }
 
+/// The value of the sample of rank ceil(q·n) (hdrhistogram's rule) among
+/// `n` samples placed in `buckets` (value, count), sorted by value; None
+/// when there is no sample or that rank lies beyond the buckets.
+pub fn value_at_rank(buckets: &[(u64, u64)], n: u64, quantile: f64) -> Option<u64> {
+    if n == 0 {
+        return None;
+    }
+    let rank = ((quantile * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0u64;
+    for &(value, count) in buckets {
+        seen = seen.saturating_add(count);
+        if seen >= rank {
+            return Some(value);
+        }
+    }
+    None
+}
+
 /// The quantiles reported over all samples.
 pub const QUANTILES: [(&str, f64); 5] = [
     ("p50", 0.50),
