@@ -337,15 +337,14 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
     let (o, dry) = fix(dir.path(), &["--dry-run"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&pids), before, "--dry-run changed a file");
+    let planned = decisions(&dry);
     assert!(
-        decisions(&dry)
-            .iter()
-            .all(|d| d["verdict"] == "not_applied"),
+        planned.iter().all(|d| d["verdict"] == "not_applied"),
         "{dry:#}"
     );
     assert!(
         !moves(&dry, c.fifo).is_empty(),
-        "the FIFO culprit was not found: {}",
+        "FIFO culprit not found: {}",
         text(&o)
     );
 
@@ -389,17 +388,7 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
             );
         }
     }
-    // The final state against the baseline, interleaved: at least halved,
-    // the count a run and the p99.9 over every sample of the rounds.
-    let ver = &v["verification"];
-    pooled_holds_its_rounds(ver);
-    let (b, f) = (mean(&ver["baseline"], "over"), mean(&ver["fixed"], "over"));
-    assert!(f * 2.0 <= b, "over: baseline {b}, fixed {f}: {ver:#}");
-    let (b, f) = (
-        &ver["baseline_all"]["p999_ns"],
-        &ver["fixed_all"]["p999_ns"],
-    );
-    assert!(f.as_u64() <= b.as_u64().map(|b| b / 2), "p99.9: {ver:#}");
+    final_state_halves_both(&v["verification"]);
     outputs_hold_the_kept_state(dir.path(), l, c.rps.is_some());
     assert_ne!(snapshot(&pids), before, "nothing is kept on the system");
 
@@ -407,6 +396,17 @@ fn fix_finds_the_three_culprits_keeps_their_remedies_and_restore_undoes_them() {
     assert!(r.status.success(), "{}", text(&r));
     assert_eq!(snapshot(&pids), before, "rtlab restore left a file changed");
     drop(c);
+}
+
+/// The final state against the baseline, interleaved: at least halved,
+/// the count a run and the p99.9 over every sample of the rounds.
+fn final_state_halves_both(ver: &Value) {
+    pooled_holds_its_rounds(ver);
+    let (b, f) = (mean(&ver["baseline"], "over"), mean(&ver["fixed"], "over"));
+    assert!(f * 2.0 <= b, "over: baseline {b}, fixed {f}: {ver:#}");
+    let p999 = |side: &str| ver[side]["p999_ns"].as_u64();
+    let (b, f) = (p999("baseline_all"), p999("fixed_all"));
+    assert!(f <= b.map(|b| b / 2), "p99.9: {ver:#}");
 }
 
 /// Each side's figures over every sample of its rounds agree with the
@@ -646,6 +646,28 @@ fn allowed_cpus(pid: u32) -> Option<String> {
         .map(|c| c.trim().to_string())
 }
 
+/// Waits until the remedy of the plan line `planned` (`#N ...`) is
+/// decided: a round of another remedy, or the end. The rest of the proof
+/// is not the caller's.
+fn past_its_rounds(
+    rx: &std::sync::mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+    planned: Option<&str>,
+) {
+    let number = planned
+        .and_then(|p| p.trim_start().strip_prefix('#'))
+        .and_then(|p| p.split(' ').next())
+        .unwrap_or("?");
+    let own = format!("#{number})");
+    let mut past_own = false;
+    let _ = line_where(rx, seen, Duration::from_secs(120), |l| {
+        let ours = l.contains(&own);
+        let done = past_own && l.contains("  run ") && !ours;
+        past_own |= ours;
+        done
+    });
+}
+
 /// Between the diagnosis and the remedy, the culprit ends and another
 /// process takes its number: same name, same policy, same CPU. Only its
 /// start time tells them apart, and rtlab never moves it: the remedy is
@@ -699,22 +721,7 @@ fn a_culprit_whose_number_another_process_took_is_never_moved() {
         );
         return;
     };
-    let number = planned
-        .as_deref()
-        .and_then(|p| p.trim_start().strip_prefix('#'))
-        .and_then(|p| p.split(' ').next())
-        .unwrap_or("?")
-        .to_string();
-    // Once its remedy is decided (a round of another remedy, or the end),
-    // the rest of the proof is not this test's: stopped, outcome written.
-    let own = format!("#{number})");
-    let mut past_own = false;
-    let _ = line_where(&rx, &mut seen, Duration::from_secs(120), |l| {
-        let ours = l.contains(&own);
-        let done = past_own && l.contains("  run ") && !ours;
-        past_own |= ours;
-        done
-    });
+    past_its_rounds(&rx, &mut seen, planned.as_deref());
     let _ = Command::new("kill")
         .args(["-TERM", &fix.id().to_string()])
         .status();
