@@ -141,7 +141,7 @@ pub fn outcome_text(out: &FixResult) -> String {
     if let Some(v) = &out.verification {
         let _ = writeln!(
             s,
-            "baseline against the final state, {} interleaved rounds each: {}{}",
+            "baseline against the final state, {} interleaved rounds each (their means and rank test): {}{}",
             v.baseline.len(),
             v.comparison.why,
             if v.undone {
@@ -346,7 +346,7 @@ pub fn html(out: &FixResult) -> String {
         .iter()
         .flat_map(|v| {
             let head = format!(
-                "{} rounds each, interleaved: {}{}",
+                "{} rounds each, interleaved (their means and rank test): {}{}",
                 v.baseline.len(),
                 v.comparison.why,
                 if v.undone {
