@@ -7,10 +7,20 @@ use super::apply::UndoStep;
 use super::drive::{Bench, Settings, prove};
 use super::remedies::{Action, Proposal};
 use super::trial::{
-    Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Measured, SECOND_LOOK, Verdict, compare,
-    mean, rank_test,
+    Comparison, Diagnosed, FIRST_LOOK, Figure, Figures, FixResult, Measured, SECOND_LOOK, Verdict,
+    compare, mean, rank_test,
 };
 use std::collections::BTreeMap;
+
+/// The comparison at the first look's level.
+fn first_look(
+    without: &[Figures],
+    with: &[Figures],
+    figures: &[Figure],
+    spreads: &[(Figure, f64)],
+) -> Comparison {
+    compare(without, with, figures, spreads, FIRST_LOOK)
+}
 
 /// Rounds of (over, p99.9 in ns).
 fn runs(v: &[(u64, u64)]) -> Vec<Figures> {
@@ -34,12 +44,11 @@ fn a_difference_counts_only_beyond_the_margin_and_by_the_rank_test() {
     // Every round apart: 100 -> 50 is beyond 20% of 100; p99.9 100 µs ->
     // 95 µs is within 10 µs.
     let without = runs(&[(100, 100_000), (104, 101_000), (98, 99_000)]);
-    let c = compare(
+    let c = first_look(
         &without,
         &runs(&[(50, 95_000), (52, 96_000), (49, 94_000)]),
         &figures,
         &spreads,
-        FIRST_LOOK,
     );
     assert!(c.better && !c.worse && !c.undecided, "{c:?}");
     assert!(
@@ -55,32 +64,24 @@ fn a_difference_counts_only_beyond_the_margin_and_by_the_rank_test() {
         c.why
     );
     // Better on one figure, worse on the other: not kept.
-    let c = compare(
+    let c = first_look(
         &without,
         &runs(&[(50, 150_000), (52, 151_000), (49, 149_000)]),
         &figures,
         &spreads,
-        FIRST_LOOK,
     );
     assert!(!c.better && c.worse, "{c:?}");
     // The case a range-wide margin undid (a clean-clone CI run): the rounds
     // without spread over 747 wake-ups, every one above every round with.
-    let c = compare(
+    let c = first_look(
         &runs(&[(992, 0), (245, 0), (537, 0)]),
         &runs(&[(26, 0), (81, 0), (12, 0)]),
         &[Figure::Over],
         &[(Figure::Over, 0.01)],
-        FIRST_LOOK,
     );
     assert!(c.better, "{c:?}");
     // Small counts: 3 -> 1 is within 2·√3, whatever the ranks.
-    let c = compare(
-        &runs(&[(3, 1); 3]),
-        &runs(&[(1, 1); 3]),
-        &figures,
-        &[],
-        FIRST_LOOK,
-    );
+    let c = first_look(&runs(&[(3, 1); 3]), &runs(&[(1, 1); 3]), &figures, &[]);
     assert!(!c.better && !c.undecided, "{c:?}");
 }
 
@@ -91,12 +92,11 @@ fn rounds_that_overlap_are_undecided_where_more_could_change_the_verdict() {
     let (figures, spreads) = (FIGURES, SPREADS);
     // One round of three out of order: undecided at the first look, which
     // asks for more rounds; at 2 of 2 (p 1/6) it could never decide.
-    let c = compare(
+    let c = first_look(
         &runs(&[(500, 0), (80, 0), (600, 0)]),
         &runs(&[(10, 0), (120, 0), (20, 0)]),
         &[Figure::Over],
         &[],
-        FIRST_LOOK,
     );
     assert!(!c.better && !c.worse && c.undecided, "{c:?}");
     assert!(
@@ -109,12 +109,11 @@ fn rounds_that_overlap_are_undecided_where_more_could_change_the_verdict() {
     // count with the tail leaning better too is kept as it is; with the
     // tail leaning worse, undecided (more rounds could make it worse).
     let without = runs(&[(100, 100_000), (104, 300_000), (98, 120_000)]);
-    let c = compare(
+    let c = first_look(
         &without,
         &runs(&[(50, 90_000), (52, 130_000), (49, 95_000)]),
         &figures,
         &spreads,
-        FIRST_LOOK,
     );
     assert!(c.better && !c.undecided, "{c:?}");
     assert!(
@@ -122,12 +121,11 @@ fn rounds_that_overlap_are_undecided_where_more_could_change_the_verdict() {
         "{}",
         c.why
     );
-    let c = compare(
+    let c = first_look(
         &without,
         &runs(&[(50, 310_000), (52, 130_000), (49, 400_000)]),
         &figures,
         &spreads,
-        FIRST_LOOK,
     );
     assert!(c.better && c.undecided, "{c:?}");
     // A host stall of 8.4 ms in one round with the remedy, and in one of
@@ -135,12 +133,11 @@ fn rounds_that_overlap_are_undecided_where_more_could_change_the_verdict() {
     // (1.5 ms lower), not the means' (1.9 ms higher), and the margin takes
     // the spread at 50%: undecided, so more rounds are run.
     let p = |v: &[u64]| runs(&v.iter().map(|&ns| (100, ns)).collect::<Vec<_>>());
-    let c = compare(
+    let c = first_look(
         &p(&[1_997_700, 2_019_800, 1_557_000]),
         &p(&[40_300, 8_424_000, 62_700]),
         &[Figure::P999],
         &[(Figure::P999, 1.34)],
-        FIRST_LOOK,
     );
     assert!(!c.better && !c.worse && c.undecided, "{c:?}");
     assert!(
@@ -481,13 +478,7 @@ fn rounds_that_leave_a_figure_undecided_are_doubled_and_judged_again() {
         d.why
     );
     // The same odd round with nothing more to measure: undone, and said.
-    let c = compare(
-        &d.without[..3],
-        &d.with[..3],
-        &[Figure::Over],
-        &[],
-        FIRST_LOOK,
-    );
+    let c = first_look(&d.without[..3], &d.with[..3], &[Figure::Over], &[]);
     assert!(c.undecided && !c.better, "{c:?}");
     assert!(
         c.why
@@ -545,6 +536,16 @@ fn a_remedy_hidden_by_a_larger_cause_is_tried_again() {
     );
 }
 
+/// The rounds run with the remedy `change`.
+fn rounds_with(out: &FixResult, change: &str) -> usize {
+    let i = out
+        .decisions
+        .iter()
+        .position(|d| d.proposal.change == change);
+    let state = format!("with #{}", i.expect("a decision"));
+    out.rounds_run.iter().filter(|r| r.state == state).count()
+}
+
 #[test]
 fn only_a_remedy_tried_before_a_kept_one_is_tried_again() {
     // "after" is tried once "large" is kept, and nothing is kept after it:
@@ -556,31 +557,11 @@ fn only_a_remedy_tried_before_a_kept_one_is_tried_again() {
     let (v, why) = verdict(&out, "after");
     assert_eq!(v, Verdict::Undone);
     assert!(!why.contains("tried before"), "{why}");
-    let tried = |name: &str| {
-        let i = out
-            .decisions
-            .iter()
-            .position(|d| d.proposal.change == name)
-            .unwrap();
-        out.rounds_run
-            .iter()
-            .filter(|r| r.state == format!("with #{i}"))
-            .count()
-    };
+    let tried = |name: &str| rounds_with(&out, name);
     assert_eq!((tried("large"), tried("after")), (3, 3));
     let mut b = scripted(&[("small", 12), ("large", 980), ("after", 0)]);
     let out = run(&mut b, &|_| None);
-    let tried = |name: &str| {
-        let i = out
-            .decisions
-            .iter()
-            .position(|d| d.proposal.change == name)
-            .unwrap();
-        out.rounds_run
-            .iter()
-            .filter(|r| r.state == format!("with #{i}"))
-            .count()
-    };
+    let tried = |name: &str| rounds_with(&out, name);
     // "small" tried twice and kept; "after" once with "large" kept, again
     // once "small" was kept too.
     assert_eq!(verdict(&out, "small").0, Verdict::Kept);
