@@ -4,8 +4,11 @@
 The culprits, on the measured CPU (the last online one):
   - a FIFO 95 `rtlab hog --burst 1500us --every 15ms` (above the FIFO 90
     timer thread);
-  - a normal-priority stress-ng mmap worker (`--mmap 1 --mmap-bytes 64M`):
-    page faults, the kernel's time, in a loop.
+  - a normal-priority process whose page faults hold the CPU in the kernel:
+    by default bench/page_faulter.py (1 GiB of fresh memory filled in one
+    read, in a loop, one PID); `--faulter stress-ng` takes a stress-ng mmap
+    worker instead (`--mmap 1 --mmap-bytes 64M`), whose harm on this VM is
+    about the size of the margin (docs/benchmarks.md).
 Each run: `rtlab fix exp.cfg` (3 s runs by default, `--seconds`, FIFO 90 timer thread at 1 kHz,
 trace.threshold 100 us, default --rounds), its decisions on the two
 culprits reduced to what they act on (class, target without PIDs, verdict;
@@ -15,9 +18,10 @@ every file a remedy may touch compared before and after. The culprits are
 started again for each run.
 
     python3 bench/fix_repeat.py [--runs 5] [--seconds 3] [--rounds N]
+                                [--faulter page-faulter|stress-ng]
 
-Run as root. Needs stress-ng and chrt/taskset (util-linux). Builds rtlab in
-release mode.
+Run as root. Needs chrt/taskset (util-linux), and stress-ng for
+`--faulter stress-ng`. Builds rtlab in release mode.
 """
 
 import argparse
@@ -57,12 +61,16 @@ def settings():
     return out
 
 
-def inject(rtlab, m):
+def inject(rtlab, m, faulter):
     hog = subprocess.Popen(["chrt", "-f", "95", "taskset", "-c", str(m), rtlab, "hog",
                             "--burst", "1500us", "--every", "15ms", "--duration", "3600s"],
                            stdout=subprocess.DEVNULL)
-    faults = subprocess.Popen(["taskset", "-c", str(m), "stress-ng", "--mmap", "1",
-                               "--mmap-bytes", "64M", "--timeout", "3600s", "--quiet"],
+    if faulter == "stress-ng":
+        command = ["stress-ng", "--mmap", "1", "--mmap-bytes", "64M", "--timeout", "3600s",
+                   "--quiet"]
+    else:
+        command = ["python3", os.path.join(HERE, "page_faulter.py")]
+    faults = subprocess.Popen(["taskset", "-c", str(m), *command],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
     return [hog, faults]
@@ -80,7 +88,7 @@ def stop(procs):
 
 
 # The injected culprits, by name in the proposals.
-CULPRITS = ("rtlab-hog", "stress-ng")
+CULPRITS = ("rtlab-hog", "page-faulter", "stress-ng")
 
 
 def decision(d):
@@ -98,6 +106,8 @@ def main():
                          "samples than a host stall makes late)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rtlab fix --rounds (default: rtlab's own)")
+    ap.add_argument("--faulter", choices=("page-faulter", "stress-ng"), default="page-faulter",
+                    help="the normal-priority culprit")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
     rtlab = os.path.join(REPO, "target/release/rtlab")
@@ -111,7 +121,7 @@ def main():
                     f"  sched.priority 90\n  timer.period 1 ms\n  lifetime.duration {args.seconds} s\n}}\n")
         for run in range(args.runs):
             before = settings()
-            procs = inject(rtlab, m)
+            procs = inject(rtlab, m, args.faulter)
             start = time.monotonic()
             try:
                 rounds = ["--rounds", str(args.rounds)] if args.rounds else []
@@ -146,7 +156,7 @@ def main():
             print(f"run {run + 1}: {wall:.0f} s", flush=True)
     print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
           f"{len(cpus)} CPUs, measured CPU {m}, runs of {args.seconds} s, "
-          f"--rounds {args.rounds or 'default'}; "
+          f"--rounds {args.rounds or 'default'}, normal culprit {args.faulter}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     first = results[0][1]
     for i, (wall, decisions, figures, changed, others, whys) in enumerate(results):
