@@ -475,8 +475,9 @@ impl drive::Bench for RunBench {
                     0
                 };
             let each = self.rounds.planned_length_ns().unwrap_or(0) as f64 / 1e9;
+            let remedies = if todo == 1 { "remedy" } else { "remedies" };
             outln!(
-                "trying {todo} remedies: at least {runs} runs of about {each:.1} s (more if rounds \
+                "trying {todo} {remedies}: at least {runs} runs of about {each:.1} s (more if rounds \
                  leave a figure undecided or a remedy is tried again)"
             );
         }

@@ -50,7 +50,7 @@ pub enum RemedyClass {
     Thread,
     /// kworkers: the unbound workqueues' and writeback's cpumask.
     Workqueue,
-    /// Network softirqs: the NIC's IRQs and the RPS/XPS masks.
+    /// Network softirqs: the NIC's IRQs and the receive-steering (RPS) masks (XPS is left alone).
     Net,
     /// Deep idle states of the measured CPUs: disabled.
     Idle,

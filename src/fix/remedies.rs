@@ -448,7 +448,7 @@ fn workqueue(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
     out
 }
 
-/// The network's softirqs: the RPS/XPS masks that point at the measured
+/// The network's softirqs: the RPS masks that point at the measured
 /// CPUs, and apart (an IRQ the kernel will not move must not sink the
 /// masks) the NIC IRQs delivered there.
 fn net(causes: &[&Cause], f: &Facts) -> Vec<Proposal> {
