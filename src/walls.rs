@@ -530,6 +530,7 @@ const TRACE_LAYERS: &[&[&str]] = &[
         "timer_irq",
         "softirqs",
         "noise",
+        "rt_wakeups",
     ],
     &["stream", "flight"],
 ];

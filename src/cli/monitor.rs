@@ -6,7 +6,7 @@ use super::experiment::{
     builtin_cpus, check_json, load_plan, partitions, plan_from_text, run_plan,
 };
 use super::{Outcome, Refusal, RunArgs};
-use crate::monitor::MonitorSpec;
+use crate::monitor::{MonitorSpec, RtTasks};
 use crate::plan::{self, PlanOptions};
 use clap::Args;
 use std::net::SocketAddr;
@@ -44,6 +44,16 @@ pub struct MonitorArgs {
     /// name has no directory).
     #[arg(long, value_name = "DIR")]
     pub outdir: Option<PathBuf>,
+    /// Also export the wake-up latency of every real-time task of the
+    /// machine (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE), aggregated in the
+    /// kernel by a BPF program: histograms per CPU, policy and priority,
+    /// and the worst tasks by name. Where BPF cannot run, says why.
+    #[arg(long)]
+    pub rt_tasks: bool,
+    /// With --rt-tasks: count every task's wake-ups, not only the
+    /// real-time ones.
+    #[arg(long, requires = "rt_tasks")]
+    pub all_tasks: bool,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -92,6 +102,11 @@ fn spec(a: &MonitorArgs) -> Result<MonitorSpec, Refusal> {
         window: a.window,
         // Set from the plan's `stats.period` once it is read.
         refresh: Duration::from_secs(1),
+        rt_tasks: match (a.rt_tasks, a.all_tasks) {
+            (false, _) => None,
+            (true, false) => Some(RtTasks::RealTime),
+            (true, true) => Some(RtTasks::All),
+        },
     })
 }
 

@@ -141,6 +141,8 @@ pub struct Metrics {
     pub cpu_steal_s: Vec<(usize, f64)>,
     /// Each noise thread.
     pub noise: Vec<NoiseMetrics>,
+    /// Every real-time task's wake-ups (`--rt-tasks`).
+    pub rt_wakeups: Option<crate::trace::rt_wakeups::RtWakeups>,
 }
 
 /// The shared state a scrape reads.
@@ -244,6 +246,7 @@ impl Collector for MetricsCollector {
         s.encode_timers(&mut encoder)?;
         s.encode_tasks(&mut encoder)?;
         s.encode_noise(&mut encoder)?;
+        s.encode_rt_wakeups(&mut encoder)?;
         s.encode_causes_and_programs(&mut encoder)?;
         s.encode_machine(&mut encoder)
     }
@@ -395,6 +398,74 @@ impl Metrics {
             "cycles of a measured task's thread that ended past the deadline (the threads the period or deadline applies to)",
             MetricType::Counter,
             &misses,
+            counter,
+        )
+    }
+
+    /// Every real-time task's wake-ups (`--rt-tasks`): a histogram per
+    /// CPU, policy and priority, their p99 and p99.9, the worst tasks by
+    /// name, and the wake-ups the kernel's maps could not hold.
+    fn encode_rt_wakeups(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let Some(w) = &self.rt_wakeups else {
+            return Ok(());
+        };
+        let labels = |s: &crate::trace::rt_wakeups::RtSeries| {
+            let mut l = self.base();
+            l.push(("cpu".into(), s.cpu.to_string()));
+            l.push(("policy".into(), s.policy.into()));
+            l.push(("priority".into(), s.priority.clone()));
+            l
+        };
+        let hist: Vec<_> = w.series.iter().map(|s| (labels(s), s)).collect();
+        family(
+            encoder,
+            "rtlab_rt_wakeup_latency_seconds",
+            "wake-up latency of every real-time task, from sched_waking to its switch-in, per CPU, policy and priority (BPF, aggregated in the kernel)",
+            MetricType::Histogram,
+            &hist,
+            |m, s| histogram(m, &s.buckets, s.sum_ns),
+        )?;
+        for (name, help, of) in [
+            (
+                "rtlab_rt_wakeup_p99_seconds",
+                "p99 of each series of rtlab_rt_wakeup_latency_seconds, from the kernel's 1 µs buckets (the start of the bucket holding the rank)",
+                (|s| s.p99_ns) as fn(&crate::trace::rt_wakeups::RtSeries) -> u64,
+            ),
+            (
+                "rtlab_rt_wakeup_p999_seconds",
+                "p99.9 of each series of rtlab_rt_wakeup_latency_seconds, from the kernel's 1 µs buckets (the start of the bucket holding the rank)",
+                |s| s.p999_ns,
+            ),
+        ] {
+            let rows: Vec<(Labels, f64)> =
+                w.series.iter().map(|s| (labels(s), secs(of(s)))).collect();
+            family(encoder, name, help, MetricType::Gauge, &rows, gauge)?;
+        }
+        let worst: Vec<(Labels, f64)> = w
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut l = self.base();
+                l.push(("comm".into(), t.comm.clone()));
+                l.push(("policy".into(), t.policy.into()));
+                l.push(("priority".into(), t.priority.to_string()));
+                (l, secs(t.worst_ns))
+            })
+            .collect();
+        family(
+            encoder,
+            "rtlab_rt_task_worst_latency_seconds",
+            "the worst wake-up latency of the real-time tasks with the worst ones (at most 10 rows, one per name, policy and priority)",
+            MetricType::Gauge,
+            &worst,
+            gauge,
+        )?;
+        family(
+            encoder,
+            "rtlab_rt_wakeups_lost",
+            "wake-ups the kernel's maps could not hold (more than 16384 tasks woken and not yet run, or 16384 cells)",
+            MetricType::Counter,
+            &[(self.base(), w.lost)],
             counter,
         )
     }

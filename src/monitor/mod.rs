@@ -32,6 +32,18 @@ pub struct MonitorSpec {
     /// How often the figures refresh (`stats.period`): a window ends at the
     /// refresh nearest its end.
     pub refresh: Duration,
+    /// Also export every real-time task's wake-up latency (the BPF
+    /// source), or every task's.
+    pub rt_tasks: Option<RtTasks>,
+}
+
+/// Whose wake-ups `--rt-tasks` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtTasks {
+    /// SCHED_FIFO, SCHED_RR and SCHED_DEADLINE tasks.
+    RealTime,
+    /// Every task (`--all-tasks`).
+    All,
 }
 
 /// Why monitoring cannot start.

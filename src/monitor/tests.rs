@@ -90,7 +90,73 @@ fn sample() -> Metrics {
             max_gap_ns: 75_000,
             runtime_ns: 9_000_000_000,
         }],
+        rt_wakeups: None,
     }
+}
+
+#[test]
+fn the_exposition_holds_every_rt_tasks_series_and_worst_tasks() {
+    use crate::sys::bpf::{Cell, SeriesSum, TaskWorst, WakeupSnapshot};
+    // FIFO 80 on CPU 1: 3 wake-ups of 4 µs, 1 of 150 µs; one task, whose
+    // name carries a quote and a newline (escaped by the encoder).
+    let cell = |bucket, count| Cell {
+        cpu: 1,
+        policy: 1,
+        priority: 80,
+        bucket,
+        count,
+    };
+    let snap = WakeupSnapshot {
+        cells: vec![cell(4, 3), cell(105, 1)],
+        sums: vec![SeriesSum {
+            cpu: 1,
+            policy: 1,
+            priority: 80,
+            sum_ns: 162_000,
+        }],
+        tasks: vec![TaskWorst {
+            pid: 9,
+            comm: "a\"b\nc".into(),
+            policy: 1,
+            priority: 80,
+            cpu: 1,
+            worst_ns: 150_000,
+            count: 4,
+        }],
+        counted: 4,
+        lost: 2,
+    };
+    let with = Metrics {
+        rt_wakeups: Some(crate::trace::rt_wakeups::summarise(&snap)),
+        ..sample()
+    };
+    let text = metrics::encode(&metrics::registry(Arc::new(Mutex::new(with))));
+    let has = |line: &str| assert!(text.contains(line), "no {line:?} in\n{text}");
+    let labels = r#"host="board-7",kernel="6.18.44",preemption="PREEMPT_RT",cpu="1",policy="fifo",priority="80""#;
+    has(&format!(
+        "rtlab_rt_wakeup_latency_seconds_bucket{{le=\"0.000005\",{labels}}} 3"
+    ));
+    has(&format!(
+        "rtlab_rt_wakeup_latency_seconds_bucket{{le=\"0.0001\",{labels}}} 3"
+    ));
+    has(&format!(
+        "rtlab_rt_wakeup_latency_seconds_bucket{{le=\"0.0002\",{labels}}} 4"
+    ));
+    has(&format!(
+        "rtlab_rt_wakeup_latency_seconds_count{{{labels}}} 4"
+    ));
+    has(&format!(
+        "rtlab_rt_wakeup_latency_seconds_sum{{{labels}}} 0.000162"
+    ));
+    has(&format!("rtlab_rt_wakeup_p99_seconds{{{labels}}} 0.00015"));
+    has(&format!("rtlab_rt_wakeup_p999_seconds{{{labels}}} 0.00015"));
+    has(r#"comm="a\"b\nc",policy="fifo",priority="80"} 0.00015"#);
+    has(
+        r#"rtlab_rt_wakeups_lost_total{host="board-7",kernel="6.18.44",preemption="PREEMPT_RT"} 2"#,
+    );
+    // Without --rt-tasks, none of them.
+    let text = metrics::encode(&metrics::registry(Arc::new(Mutex::new(sample()))));
+    assert!(!text.contains("rtlab_rt_"), "{text}");
 }
 
 #[test]
@@ -300,6 +366,7 @@ fn loopback_only() -> MonitorSpec {
         windows_file: None,
         window: Duration::from_secs(60),
         refresh: SECOND,
+        rt_tasks: None,
     }
 }
 

@@ -20,6 +20,8 @@ pub(super) struct Exporting {
     partitions: Vec<(String, usize)>,
     /// Per timer thread: the max of each refresh of the last minute.
     recent: Vec<VecDeque<(Instant, u64)>>,
+    /// The BPF source of every real-time task's wake-ups (`--rt-tasks`).
+    rt_tasks: Option<crate::sys::bpf::WakeupProbe>,
 }
 
 /// How far back the exported recent max looks.
@@ -36,13 +38,17 @@ impl Exporting {
             machine: machine.clone(),
             ..Metrics::default()
         };
-        let exporter = crate::monitor::Publisher::start(spec, first)?;
+        let mut exporter = crate::monitor::Publisher::start(spec, first)?;
         if let Some(addr) = exporter.listening() {
             messages::note(&format!("metrics at http://{addr}/metrics"));
         }
+        let rt_tasks = spec
+            .rt_tasks
+            .and_then(|whose| rt_tasks_probe(whose, &mut exporter.warnings));
         Ok(Some(Exporting {
             exporter,
             machine,
+            rt_tasks,
             recent: Vec::new(),
             partitions: before
                 .isolation
@@ -127,8 +133,45 @@ impl Exporting {
             tasks: task_metrics(armed),
             cpu_steal_s: sampler.steal_since_boot(),
             noise: armed.noise.handles.iter().map(noise_metrics).collect(),
+            rt_wakeups: self.rt_tasks.as_ref().and_then(|p| match p.read() {
+                Ok(snap) => Some(crate::trace::rt_wakeups::summarise(&snap)),
+                Err(why) => {
+                    messages::debug(1, &format!("BPF maps not read: {why}"));
+                    None
+                }
+            }),
         });
         self.exporter.endpoint_news()
+    }
+}
+
+/// Loads the BPF source of every real-time task's wake-ups, and says so;
+/// where it cannot run, says why (and the result's warnings keep it).
+fn rt_tasks_probe(
+    whose: crate::monitor::RtTasks,
+    warnings: &mut Vec<String>,
+) -> Option<crate::sys::bpf::WakeupProbe> {
+    let all = whose == crate::monitor::RtTasks::All;
+    match crate::sys::bpf::WakeupProbe::start(&crate::sys::SysRoot::real(), all) {
+        Ok(probe) => {
+            let whose = if all {
+                "every task's"
+            } else {
+                "every real-time task's"
+            };
+            messages::note(&format!(
+                "{whose} wake-up latency from BPF (sched_waking to switch-in, counted in the kernel)"
+            ));
+            Some(probe)
+        }
+        Err(why) => {
+            let said = format!(
+                "--rt-tasks: every real-time task's wake-up latency is not exported: {why} (`rtlab task-latency` measures one task from tracefs)"
+            );
+            messages::warn(&said);
+            warnings.push(said);
+            None
+        }
     }
 }
 

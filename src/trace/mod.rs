@@ -7,7 +7,9 @@
 //! was late ([`explain`]), the isolation audit ([`audit`]), IRQ-to-task
 //! latency ([`irq_task`]), task latency ([`task_latency`]), the timer
 //! threads' IRQ side ([`timer_irq`]) and what the noise threads' gaps
-//! were ([`noise`]).
+//! were ([`noise`]). Every real-time task's wake-ups, aggregated in the
+//! kernel by the BPF source (`sys::bpf`), are computed in
+//! [`rt_wakeups`].
 
 pub mod audit;
 pub mod consumer;
@@ -18,6 +20,7 @@ pub mod flight;
 pub mod irq_task;
 pub mod noise;
 pub mod rawtrace;
+pub mod rt_wakeups;
 pub mod softirqs;
 pub mod source;
 pub mod stream;

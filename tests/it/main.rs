@@ -91,6 +91,7 @@ mod noise_inject;
 mod oslat_compat;
 mod refusals;
 mod reports;
+mod rt_tasks;
 mod rt_throttling;
 mod rtla_side_by_side;
 mod run;

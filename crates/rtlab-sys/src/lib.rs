@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod bpf;
 pub mod cgroup;
 pub mod cgroup_rt;
 pub mod counter_choice;

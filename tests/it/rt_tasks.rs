@@ -1,0 +1,155 @@
+//! `rtlab monitor --rt-tasks`: every real-time task's wake-up latency from
+//! the BPF source, against the kernel's own count of the measured
+//! thread's sleeps; and where BPF cannot run (here: its capabilities
+//! taken away), the monitor runs on and says what is missing.
+
+use crate::fixtures::{has_command, path_taken, text, wait_until};
+use crate::monitor::{free_port, http_get};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A FIFO 37 timer thread (a priority nothing else here has), 1000
+/// wake-ups at 1 ms.
+const EXPERIMENT: &str = "main\n{\n  stats.period 200 ms\n}\n\
+    timer_thread[0]\n{\n  sched.policy FIFO\n  sched.priority 37\n  timer.period 1 ms\n  lifetime.loops 1000\n}\n";
+
+/// The sum of `name{...}` over the lines of `text` holding every one of
+/// `labels`.
+fn summed(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|x| l.contains(x)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// `rtlab monitor EXPERIMENT --rt-tasks`, run by `wrapper` (none, or
+/// `setpriv ...`), scraped once its timer thread is done; its exposition
+/// (None: not listening), result and stderr.
+fn monitored(dir: &Path, wrapper: &[&str]) -> (Option<String>, Value, String) {
+    std::fs::write(dir.join("rt.cfg"), EXPERIMENT).unwrap();
+    let port = free_port();
+    let rtlab = env!("CARGO_BIN_EXE_rtlab");
+    let (program, args) = match wrapper.split_first() {
+        Some((w, rest)) => (*w, [rest, &[rtlab]].concat()),
+        None => (rtlab, Vec::new()),
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(program)
+        .args(args)
+        .args(["monitor", "rt.cfg", "--rt-tasks", "--windows", "none"])
+        .args(["--listen", &listen, "--json", "rt.json"])
+        .current_dir(dir)
+        .env("RTLAB_JOURNAL_DIR", dir.join("journal"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = |t: &str| summed(t, "rtlab_latency_seconds_count", &["thread=\"T0\""]);
+    let finished = wait_until(Duration::from_secs(60), || {
+        http_get(port, "/metrics").and_then(|t| done(&t)) == Some(1000.0)
+    });
+    let exposition = finished.then(|| http_get(port, "/metrics")).flatten();
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", text(&o));
+    let result = serde_json::from_slice(&std::fs::read(dir.join("rt.json")).unwrap()).unwrap();
+    (
+        exposition,
+        result,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
+    // Alone: the BPF source counts every FIFO 37 thread of the machine.
+    let _machine = crate::fixtures::machine_exclusive();
+    let test = test_name!();
+    let dir = tempfile::tempdir().unwrap();
+    let refusal = rtlab::sys::bpf::preflight(&rtlab::sys::SysRoot::real());
+    let (exposition, result, stderr) = monitored(dir.path(), &[]);
+    let warnings = result["warnings"].to_string();
+    if let Err(why) = refusal {
+        // No BPF here: said, in the output and the result, with why.
+        assert!(stderr.contains(&why.to_string()), "{stderr}");
+        assert!(warnings.contains("--rt-tasks"), "{warnings}");
+        return path_taken(test, &format!("no BPF here: {why}"));
+    }
+    if stderr.contains("the kernel refused the BPF program") {
+        return path_taken(test, "the kernel refused the BPF program: said");
+    }
+    assert!(stderr.contains("wake-up latency from BPF"), "{stderr}");
+    let exposition = exposition.expect("the timer thread finished");
+    let fifo37 = ["policy=\"fifo\"", "priority=\"37\""];
+    let counted = summed(
+        &exposition,
+        "rtlab_rt_wakeup_latency_seconds_count",
+        &fifo37,
+    )
+    .expect("a FIFO 37 series") as u64;
+    // The kernel's count of the thread's sleeps in its loop (a sleep whose
+    // deadline had passed does not block, and is no wake-up); the thread
+    // is FIFO 37 from its start, and may wait for its release once or
+    // twice before the loop. On this VM BPF has counted up to 0.2% fewer
+    // (docs/ebpf.md, "Known gaps"): within 1% here, and said.
+    let slept = result["timers"][0]["measuring"]["voluntary_switches"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        counted <= slept + 3 && counted + slept / 100 >= slept,
+        "BPF counted {counted} FIFO 37 wake-ups, the thread slept {slept} times in its loop"
+    );
+    let worst = ["comm=\"rtlab-timer0\"", fifo37[0], fifo37[1]];
+    assert!(
+        summed(&exposition, "rtlab_rt_task_worst_latency_seconds", &worst).is_some_and(|w| w > 0.0),
+        "no worst row for rtlab-timer0:\n{exposition}"
+    );
+    if has_command("promtool") {
+        std::fs::write(dir.path().join("rt.prom"), &exposition).unwrap();
+        let o = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(dir.path().join("rt.prom")).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    path_taken(
+        test,
+        &format!("BPF counted {counted} wake-ups of {slept} sleeps"),
+    );
+}
+
+#[test]
+fn without_its_capabilities_the_bpf_source_says_what_is_missing() {
+    let _machine = crate::fixtures::machine_shared();
+    let test = test_name!();
+    if !has_command("setpriv") || rtlab::sys::os::geteuid() != 0 {
+        return path_taken(test, "needs root and setpriv (util-linux)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let drop = [
+        "setpriv",
+        "--bounding-set",
+        "-bpf,-perfmon,-sys_admin",
+        "--",
+    ];
+    let (exposition, result, stderr) = monitored(dir.path(), &drop);
+    // The run went on, its timer thread measured; the BPF source is
+    // refused with the capabilities it lacks (or the build has none).
+    assert_eq!(result["timers"][0]["summary"]["samples"], 1000);
+    let said = if stderr.contains("this build of rtlab has no BPF program") {
+        "this build of rtlab has no BPF program"
+    } else {
+        "lacks CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"
+    };
+    assert!(stderr.contains(said), "{stderr}");
+    assert!(result["warnings"].to_string().contains(said));
+    assert!(!exposition.unwrap_or_default().contains("rtlab_rt_wakeup"));
+    path_taken(test, said);
+}
