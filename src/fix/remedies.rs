@@ -644,12 +644,20 @@ const RT_COST: &str = "a real-time thread that never sleeps then keeps its CPU f
 pub const THROTTLED_STRETCH_NS: u64 = 20_000_000;
 
 /// Whether `c` is a normal thread that held a real-time timer thread off
-/// for a throttling's length.
+/// for a throttling's length. Not where a hypervisor may have taken that
+/// stretch: on a VM whose measured CPUs lost at least as long to the host
+/// in the run (steal time), a vCPU stopped while the thread ran looks the
+/// same from inside, and the real-time load need not be anywhere near the
+/// throttle (a new user's check: a page faulter beside a 10% FIFO load
+/// "held" the CPU 28 ms while the host took 17-28 ms stretches even with
+/// neither on it).
 fn throttled(c: &Cause, f: &Facts) -> bool {
+    let host_may_have = f.virtual_machine && f.steal_ms * 1e6 >= c.max_ns as f64;
     matches!(c.target, Target::Thread { .. })
         && c.prio.is_some_and(|p| p >= 100)
         && f.timer_prio.is_some_and(|t| t < 100)
         && c.max_ns >= THROTTLED_STRETCH_NS
+        && !host_may_have
 }
 
 fn rt_throttling(causes: &[&Cause], f: &Facts, opts: &Options) -> Option<Proposal> {

@@ -588,6 +588,26 @@ fn a_normal_thread_holding_a_real_time_one_off_for_milliseconds_is_throttling() 
         },
     );
     assert!(by_class(&ps, RemedyClass::RtThrottling)[0].live());
+    // On a VM whose measured CPUs lost as long to the host in the run, the
+    // stretch may be the host's: no claim of throttling.
+    let stolen = Facts {
+        steal_ms: 47.6,
+        ..facts()
+    };
+    let ps = propose(&cs, &stolen, &Options::default());
+    assert!(
+        by_class(&ps, RemedyClass::RtThrottling).is_empty(),
+        "{ps:#?}"
+    );
+    let ps = propose(
+        &cs,
+        &Facts {
+            steal_ms: 47.5,
+            ..facts()
+        },
+        &Options::default(),
+    );
+    assert_eq!(by_class(&ps, RemedyClass::RtThrottling).len(), 1);
     // A thread seen only unseen, briefly, with no path: no claim of a path.
     let cs = causes(
         &[explanation(vec![part(

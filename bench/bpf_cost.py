@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""What the BPF source (`rtlab monitor --rt-tasks`) costs at a context-switch load.
+
+Interleaved rounds of `hackbench -p` (rt-tests' pipe ping-pong: every
+message a wake-up and a context switch) under four states:
+  none       no rtlab;
+  monitor    `rtlab monitor` without --rt-tasks (one SCHED_OTHER timer
+             thread at 100 ms: the monitor's own cost, next to nothing);
+  rt-tasks   the same with --rt-tasks (the programs run at every
+             sched_waking and sched_switch; only real-time tasks counted);
+  all-tasks  the same with --rt-tasks --all-tasks (every wake-up counted:
+             hackbench's too).
+For each round: hackbench's own time, the monitor's CPU time (utime +
+stime of the process, /proc/PID/stat) and peak RSS (VmHWM), and for
+each BPF program the kernel's own statistics, read from the monitor's
+program descriptors (/proc/PID/fdinfo: run_time_ns, run_cnt,
+recursion_misses; `kernel.bpf_stats_enabled` is set to 1 for the
+bench and put back after).
+
+    sudo python3 bench/bpf_cost.py [--rounds 5] [--groups 8] [--loops 3000]
+
+Run as root. Needs rt-tests' hackbench. Builds rtlab in release mode.
+"""
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+STATES = ("none", "monitor", "rt-tasks", "all-tasks")
+EXPERIMENT = ("main\n{\n  stats.period 1 s\n}\ntimer_thread[0]\n{\n  sched.policy OTHER\n"
+              "  timer.period 100 ms\n}\n")
+
+
+def hackbench(groups, loops):
+    out = subprocess.run(["hackbench", "-p", "-g", str(groups), "-l", str(loops)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"Time:\s*([\d.]+)", out).group(1))
+
+
+def cpu_s(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hwm_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def programs(pid):
+    """Each BPF program the process holds: name -> (run_time_ns, run_cnt, misses)."""
+    out = {}
+    fd_dir = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fd_dir):
+        try:
+            info = open(os.path.join(fd_dir, fd)).read()
+        except OSError:
+            continue
+        if "prog_tag" not in info:
+            continue
+        field = lambda k: int(re.search(rf"^{k}:\s*(\d+)", info, re.M).group(1)) \
+            if re.search(rf"^{k}:", info, re.M) else 0
+        tag = re.search(r"^prog_tag:\s*(\w+)", info, re.M).group(1)
+        out[tag] = (field("run_time_ns"), field("run_cnt"), field("recursion_misses"))
+    return out
+
+
+def round_of(state, rtlab, cfg, groups, loops):
+    if state == "none":
+        return hackbench(groups, loops), None
+    flags = {"monitor": [], "rt-tasks": ["--rt-tasks"],
+             "all-tasks": ["--rt-tasks", "--all-tasks"]}[state]
+    mon = subprocess.Popen([rtlab, "monitor", cfg, "--listen", "none", "--windows", "none",
+                            *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           cwd=os.path.dirname(cfg))
+    time.sleep(1.5)
+    cpu0, progs0 = cpu_s(mon.pid), programs(mon.pid)
+    wall0 = time.monotonic()
+    took = hackbench(groups, loops)
+    wall = time.monotonic() - wall0
+    cpu1, progs1, hwm = cpu_s(mon.pid), programs(mon.pid), hwm_kib(mon.pid)
+    mon.terminate()
+    mon.wait(timeout=30)
+    runs = {t: tuple(b - a for a, b in zip(progs0.get(t, (0, 0, 0)), v))
+            for t, v in progs1.items()}
+    return took, (100 * (cpu1 - cpu0) / wall, hwm, runs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--loops", type=int, default=3000)
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
+    rtlab = os.path.join(REPO, "target/release/rtlab")
+    stats_file = "/proc/sys/kernel/bpf_stats_enabled"
+    before = open(stats_file).read().strip()
+    results = {s: [] for s in STATES}
+    try:
+        open(stats_file, "w").write("1")
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "exp.cfg")
+            open(cfg, "w").write(EXPERIMENT)
+            for r in range(args.rounds):
+                order = STATES if r % 2 == 0 else tuple(reversed(STATES))
+                for state in order:
+                    results[state].append(round_of(state, rtlab, cfg, args.groups, args.loops))
+                print(f"round {r + 1} done", flush=True)
+    finally:
+        open(stats_file, "w").write(before)
+    print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
+          f"{os.cpu_count()} CPUs; hackbench -p -g {args.groups} -l {args.loops}, "
+          f"{args.rounds} interleaved rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    base = statistics.median(t for t, _ in results["none"])
+    print("| state | hackbench s (median, range) | throughput vs none | monitor CPU % of one CPU "
+          "| monitor VmHWM KiB | BPF ns per run (runs per round) |")
+    print("|---|---|---|---|---|---|")
+    for state in STATES:
+        times = [t for t, _ in results[state]]
+        med = statistics.median(times)
+        extra = [x for _, x in results[state] if x]
+        cpu = f"{statistics.median(e[0] for e in extra):.2f}" if extra else "-"
+        hwm = f"{max(e[1] for e in extra)}" if extra else "-"
+        per_prog = {}
+        for e in extra:
+            for tag, (ns, cnt, miss) in e[2].items():
+                p = per_prog.setdefault(tag, [0, 0, 0, 0])
+                p[0] += ns
+                p[1] += cnt
+                p[2] += miss
+                p[3] += 1
+        bpf = "; ".join(f"{tag[:6]}: {ns / cnt:.0f} ns ({cnt // n}, misses {miss})"
+                        for tag, (ns, cnt, miss, n) in sorted(per_prog.items()) if cnt) or "-"
+        print(f"| {state} | {med:.3f} ({min(times):.3f}-{max(times):.3f}) | "
+              f"{100 * base / med:.1f}% | {cpu} | {hwm} | {bpf} |")
+
+
+if __name__ == "__main__":
+    main()
