@@ -11,7 +11,7 @@ message a wake-up and a context switch) under four states:
   all-tasks  the same with --rt-tasks --all-tasks (every wake-up counted:
              hackbench's too).
 For each round: hackbench's own time, the monitor's CPU time (utime +
-stime of the process, /proc/PID/stat) and peak RSS (VmHWM), and for
+stime of the process, /proc/PID/stat) its RSS and peak RSS (VmRSS, VmHWM), and for
 each BPF program the kernel's own statistics, read from the monitor's
 program descriptors (/proc/PID/fdinfo: run_time_ns, run_cnt,
 recursion_misses; `kernel.bpf_stats_enabled` is set to 1 for the
@@ -49,28 +49,34 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def hwm_kib(pid):
+def memory_kib(pid):
+    """VmRSS and VmHWM (KiB)."""
+    got = {}
     for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            got[line.split(":")[0]] = int(line.split()[1])
+    return got.get("VmRSS", 0), got.get("VmHWM", 0)
 
 
 def programs(pid):
-    """Each BPF program the process holds: name -> (run_time_ns, run_cnt, misses)."""
-    out = {}
+    """Each BPF program the process holds, by the tracepoint its link attaches
+    it to: name -> (run_time_ns, run_cnt, recursion_misses)."""
+    infos = []
     fd_dir = f"/proc/{pid}/fdinfo"
     for fd in os.listdir(fd_dir):
         try:
-            info = open(os.path.join(fd_dir, fd)).read()
+            infos.append(open(os.path.join(fd_dir, fd)).read())
         except OSError:
             continue
-        if "prog_tag" not in info:
+    field = lambda info, k: (re.search(rf"^{k}:\s*(\S+)", info, re.M) or [None, None])[1]
+    names = {field(i, "prog_id"): field(i, "tp_name") for i in infos if field(i, "tp_name")}
+    out = {}
+    for info in infos:
+        if field(info, "run_cnt") is None:
             continue
-        field = lambda k: int(re.search(rf"^{k}:\s*(\d+)", info, re.M).group(1)) \
-            if re.search(rf"^{k}:", info, re.M) else 0
-        tag = re.search(r"^prog_tag:\s*(\w+)", info, re.M).group(1)
-        out[tag] = (field("run_time_ns"), field("run_cnt"), field("recursion_misses"))
+        name = names.get(field(info, "prog_id"), field(info, "prog_tag"))
+        out[name] = tuple(int(field(info, k) or 0)
+                          for k in ("run_time_ns", "run_cnt", "recursion_misses"))
     return out
 
 
@@ -87,12 +93,12 @@ def round_of(state, rtlab, cfg, groups, loops):
     wall0 = time.monotonic()
     took = hackbench(groups, loops)
     wall = time.monotonic() - wall0
-    cpu1, progs1, hwm = cpu_s(mon.pid), programs(mon.pid), hwm_kib(mon.pid)
+    cpu1, progs1, mem = cpu_s(mon.pid), programs(mon.pid), memory_kib(mon.pid)
     mon.terminate()
     mon.wait(timeout=30)
     runs = {t: tuple(b - a for a, b in zip(progs0.get(t, (0, 0, 0)), v))
             for t, v in progs1.items()}
-    return took, (100 * (cpu1 - cpu0) / wall, hwm, runs)
+    return took, (100 * (cpu1 - cpu0) / wall, mem, runs)
 
 
 def main():
@@ -123,14 +129,15 @@ def main():
           f"{args.rounds} interleaved rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     base = statistics.median(t for t, _ in results["none"])
     print("| state | hackbench s (median, range) | throughput vs none | monitor CPU % of one CPU "
-          "| monitor VmHWM KiB | BPF ns per run (runs per round) |")
+          "| monitor VmRSS / VmHWM KiB | BPF ns per run (runs per round) |")
     print("|---|---|---|---|---|---|")
     for state in STATES:
         times = [t for t, _ in results[state]]
         med = statistics.median(times)
         extra = [x for _, x in results[state] if x]
         cpu = f"{statistics.median(e[0] for e in extra):.2f}" if extra else "-"
-        hwm = f"{max(e[1] for e in extra)}" if extra else "-"
+        hwm = (f"{max(e[1][0] for e in extra)} / {max(e[1][1] for e in extra)}"
+               if extra else "-")
         per_prog = {}
         for e in extra:
             for tag, (ns, cnt, miss) in e[2].items():
@@ -139,7 +146,7 @@ def main():
                 p[1] += cnt
                 p[2] += miss
                 p[3] += 1
-        bpf = "; ".join(f"{tag[:6]}: {ns / cnt:.0f} ns ({cnt // n}, misses {miss})"
+        bpf = "; ".join(f"{tag}: {ns / cnt:.0f} ns ({cnt // n}, misses {miss})"
                         for tag, (ns, cnt, miss, n) in sorted(per_prog.items()) if cnt) or "-"
         print(f"| {state} | {med:.3f} ({min(times):.3f}-{max(times):.3f}) | "
               f"{100 * base / med:.1f}% | {cpu} | {hwm} | {bpf} |")

@@ -422,6 +422,19 @@ pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
     Ok(rustix::thread::sched_setaffinity(pid_of(tid), &set)?)
 }
 
+/// Gives the memory the C library's allocator holds freed back to the
+/// kernel: glibc keeps it in its arenas (a parse of the kernel's BTF, tens
+/// of MB, would stay resident); musl's allocator unmaps large blocks as
+/// they are freed.
+pub fn trim_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim takes no pointer; it walks only the allocator's
+    // own free lists, under the allocator's own locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The CPUs thread `tid` (0 = the calling thread) may run on.
 pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
     let set = rustix::thread::sched_getaffinity(pid_of(tid))?;
