@@ -38,6 +38,7 @@
 //! - `oslat_compat`: `rtlab oslat` against the real oslat (shapes).
 //! - `refusals`: bad input of every family refused before anything starts.
 //! - `reports`: `plot`, `report`, `compare` on real runs; cyclictest, Chromium.
+//! - `rt_tasks`: `rtlab monitor --rt-tasks`, the BPF source against the kernel's counts; its refusal.
 //! - `rt_throttling`: a timer thread held off by RT throttling, explained so.
 //! - `rtla_side_by_side`: the flight recorder and `rtla timerlat` on one spike.
 //! - `run`: real runs: placement, programs, signals, refusals, examples, memory.
