@@ -14,14 +14,26 @@ use std::fmt::Write as _;
 pub fn diagnosis_text(d: &Diagnosed, threshold_ns: u64) -> String {
     let f = &d.figures;
     format!(
-        "diagnosis: {} samples, {} at or above {}, p99.9 {}, max {}; {} explained ({} in all)",
+        "diagnosis: {} samples, {} at or above {}, p99.9 {}, max {}; {} explained ({} in all){}",
         f.samples,
         f.over,
         micros(threshold_ns),
         micros(f.p999_ns),
         micros(f.max_ns),
         d.explained,
-        micros(d.explained_ns)
+        micros(d.explained_ns),
+        rest_not_explained(d)
+    )
+}
+
+/// Why fewer were explained than were late, when they were.
+fn rest_not_explained(d: &Diagnosed) -> String {
+    let rest = d.figures.over.saturating_sub(d.explained);
+    if rest == 0 {
+        return String::new();
+    }
+    format!(
+        "; {rest} more not explained: the flight recorder explains the worst `trace.max_spikes` of a run (100 by default), within its read budget"
     )
 }
 
@@ -379,7 +391,7 @@ fn diagnosis_html(s: &mut String, n: usize, d: &Diagnosed, threshold_ns: u64) {
     let f = &d.figures;
     let _ = writeln!(
         s,
-        "<p>Diagnosis {}: {} samples, {} at or above {}, p99.9 {}, max {}; {} wake-ups explained ({}).</p>",
+        "<p>Diagnosis {}: {} samples, {} at or above {}, p99.9 {}, max {}; {} wake-ups explained ({}){}.</p>",
         n + 1,
         f.samples,
         f.over,
@@ -387,7 +399,8 @@ fn diagnosis_html(s: &mut String, n: usize, d: &Diagnosed, threshold_ns: u64) {
         escape(&micros(f.p999_ns)),
         escape(&micros(f.max_ns)),
         d.explained,
-        escape(&micros(d.explained_ns))
+        escape(&micros(d.explained_ns)),
+        escape(&rest_not_explained(d))
     );
     let rows: Vec<Vec<String>> = d
         .causes
@@ -448,6 +461,23 @@ mod tests {
             p999_ns,
             ..Figures::default()
         }
+    }
+
+    #[test]
+    fn a_diagnosis_says_why_fewer_were_explained_than_were_late() {
+        let mut d = Diagnosed {
+            figures: figures(3000, 280, 1_500_000),
+            explained: 100,
+            explained_ns: 90_000_000,
+            causes: Vec::new(),
+        };
+        let text = diagnosis_text(&d, 100_000);
+        assert!(
+            text.ends_with("; 180 more not explained: the flight recorder explains the worst `trace.max_spikes` of a run (100 by default), within its read budget"),
+            "{text}"
+        );
+        d.explained = 280;
+        assert!(!diagnosis_text(&d, 100_000).contains("not explained"));
     }
 
     #[test]
