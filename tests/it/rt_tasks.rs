@@ -10,10 +10,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A FIFO 37 timer thread (a priority nothing else here has), 1000
-/// wake-ups at 1 ms.
-const EXPERIMENT: &str = "main\n{\n  stats.period 200 ms\n}\n\
-    timer_thread[0]\n{\n  sched.policy FIFO\n  sched.priority 37\n  timer.period 1 ms\n  lifetime.loops 1000\n}\n";
+/// A FIFO `priority` timer thread, 1000 wake-ups at 1 ms.
+fn experiment(priority: u32) -> String {
+    format!(
+        "main\n{{\n  stats.period 200 ms\n}}\n\
+         timer_thread[0]\n{{\n  sched.policy FIFO\n  sched.priority {priority}\n  timer.period 1 ms\n  lifetime.loops 1000\n}}\n"
+    )
+}
 
 /// The sum of `name{...}` over the lines of `text` holding every one of
 /// `labels`.
@@ -29,8 +32,8 @@ fn summed(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 /// `rtlab monitor EXPERIMENT --rt-tasks`, run by `wrapper` (none, or
 /// `setpriv ...`), scraped once its timer thread is done; its exposition
 /// (None: not listening), result and stderr.
-fn monitored(dir: &Path, wrapper: &[&str]) -> (Option<String>, Value, String) {
-    std::fs::write(dir.join("rt.cfg"), EXPERIMENT).unwrap();
+fn monitored(dir: &Path, priority: u32, wrapper: &[&str]) -> (Option<String>, Value, String) {
+    std::fs::write(dir.join("rt.cfg"), experiment(priority)).unwrap();
     let port = free_port();
     let rtlab = env!("CARGO_BIN_EXE_rtlab");
     let (program, args) = match wrapper.split_first() {
@@ -68,12 +71,13 @@ fn monitored(dir: &Path, wrapper: &[&str]) -> (Option<String>, Value, String) {
 
 #[test]
 fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
-    // Alone: the BPF source counts every FIFO 37 thread of the machine.
-    let _machine = crate::fixtures::machine_exclusive();
+    // The BPF source counts every FIFO 37 thread of the machine: no other
+    // test runs one (the refusal below runs FIFO 36).
+    let _machine = crate::fixtures::machine_shared();
     let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let refusal = rtlab::sys::bpf::preflight(&rtlab::sys::SysRoot::real());
-    let (exposition, result, stderr) = monitored(dir.path(), &[]);
+    let (exposition, result, stderr) = monitored(dir.path(), 37, &[]);
     let warnings = result["warnings"].to_string();
     if let Err(why) = refusal {
         // No BPF here: said, in the output and the result, with why.
@@ -139,7 +143,7 @@ fn without_its_capabilities_the_bpf_source_says_what_is_missing() {
         "-bpf,-perfmon,-sys_admin",
         "--",
     ];
-    let (exposition, result, stderr) = monitored(dir.path(), &drop);
+    let (exposition, result, stderr) = monitored(dir.path(), 36, &drop);
     // The run went on, its timer thread measured; the BPF source is
     // refused with the capabilities it lacks (or the build has none).
     assert_eq!(result["timers"][0]["summary"]["samples"], 1000);
