@@ -43,6 +43,19 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
     head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
+/// `promtool check metrics` accepts the exposition in `file` (where
+/// promtool is installed).
+pub fn promtool_accepts(file: &Path) {
+    if has_command("promtool") {
+        let o = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(file).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+}
+
 /// The value of `name{...thread="T0"...}` in an exposition.
 fn exposed(text: &str, name: &str) -> Option<f64> {
     text.lines()
@@ -219,14 +232,7 @@ fn a_real_prometheus_stores_rtlabs_exact_counts() {
         Some(t["max_ns"].as_u64().unwrap() as f64 / 1e9)
     );
     // The textfile reads as the Prometheus text format.
-    if has_command("promtool") {
-        let o = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(std::fs::File::open(dir.path().join("rtlab.prom")).unwrap())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-    }
+    promtool_accepts(&dir.path().join("rtlab.prom"));
     // The windows hold every sample once.
     let windows = std::fs::read_to_string(dir.path().join("w.jsonl")).unwrap();
     let ws = rtlab::monitor::windows::parse(&windows).unwrap().windows;
@@ -774,14 +780,7 @@ fn a_monitor_exports_each_noise_thread_as_its_result_says() {
     assert!(last.contains(&format!("{label},cpu=\"{cpu}\"")), "{last}");
     let textfile = std::fs::read_to_string(dir.path().join("rtlab.prom")).unwrap();
     assert!(textfile.contains("rtlab_noise_gaps_total{"), "{textfile}");
-    if has_command("promtool") {
-        let o = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(std::fs::File::open(dir.path().join("rtlab.prom")).unwrap())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-    }
+    promtool_accepts(&dir.path().join("rtlab.prom"));
     path_taken(
         test,
         &format!(
