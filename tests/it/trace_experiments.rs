@@ -558,18 +558,25 @@ fn irq_to_task_on_another_cpu_agrees_with_a_trace_recorded_beside_it() {
     // The max as the p99 below: the sets differ by up to `slack` wake-ups
     // (a wake-up by a timer softirq, a switch-in the kernel did not log),
     // so rtlab's largest logged one is one of the truth's `slack + 1`
-    // largest (an inferred switch-in is not in the truth).
+    // largest (an inferred switch-in is not in the truth), or one of the
+    // wake-ups the two classify apart (under load, a CI run once: 68.2
+    // µs, the truth's largest 65): then its delay from its own handler
+    // exit to the task's switch-in, measured in the trace by brute force.
     let top = &want[want.len().saturating_sub(slack as usize + 1)..];
     let logged_max = m["worst"]
         .as_array()
         .unwrap()
         .iter()
         .find(|w| w["inferred"] != true)
-        .map(|w| n(&w["latency_ns"]));
+        .map(|w| (n(&w["latency_ns"]), n(&w["exit_ns"]) / 1000));
+    let at_its_exit =
+        |exit_us| irq_truth::delay_after_exit(&trace, &irq.to_string(), "dd", exit_us);
     assert!(
-        logged_max.is_none_or(|l| top.iter().any(|&t| within(l, t))),
-        "max: rtlab {logged_max:?} ns, truth {max} µs (the largest: {top:?} µs, {} unlogged)",
-        truth.unlogged
+        logged_max.is_none_or(|(l, exit_us)| top.iter().any(|&t| within(l, t))
+            || at_its_exit(exit_us).is_some_and(|t| within(l, t))),
+        "max: rtlab {logged_max:?} (ns, exit µs), truth {max} µs (the largest: {top:?} µs, {} unlogged), at its exit {:?} µs",
+        truth.unlogged,
+        logged_max.and_then(|(_, e)| at_its_exit(e))
     );
     // The two sets differ by up to `slack` wake-ups: the truth's p99 is
     // taken over the ranks those may shift it to (a long tail under load

@@ -101,3 +101,19 @@ pub fn truth(text: &str, irq: &str, comm: &str) -> Truth {
     }
     out
 }
+
+/// The delay (µs) from the exit of `irq`'s handler at `exit_us` (within
+/// 1 µs, the text's resolution) to `comm`'s next logged switch-in: one
+/// sample, measured by brute force whatever woke the task (a wake-up the
+/// two classify apart, by the IRQ's thread or a timer softirq, is still
+/// a delay both can measure).
+pub fn delay_after_exit(text: &str, irq: &str, comm: &str, exit_us: u64) -> Option<u64> {
+    let ev: Vec<_> = text.lines().filter_map(raw).collect();
+    let i = ev.iter().position(|e| {
+        e.3 == "irq_handler_exit" && value(e.4, "irq") == Some(irq) && e.2.abs_diff(exit_us) <= 1
+    })?;
+    let s = ev[i + 1..]
+        .iter()
+        .find(|e| e.3 == "sched_switch" && value(e.4, "next_comm") == Some(comm))?;
+    Some(s.2 - ev[i].2)
+}

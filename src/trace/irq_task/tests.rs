@@ -151,6 +151,12 @@ fn other_causes_and_a_running_task_are_counted_not_sampled() {
     assert_eq!(c.unresolved, 1);
     assert_eq!((r.from_exit.min_ns, r.from_exit.max_ns), (40_000, 40_000));
     assert_eq!(r.from_entry.max_ns, 50_000);
+    // The integration tests' brute force for one sample at its own exit
+    // (10.000610 s, within the text's 1 µs): the same 40 µs; none where
+    // no handler of that IRQ ended then.
+    let at = |us| irq_truth::delay_after_exit(text, "9", "app", us);
+    assert_eq!((at(10_000_610), at(10_000_611)), (Some(40), Some(40)));
+    assert_eq!(at(10_000_620), None);
 }
 
 #[test]
