@@ -44,7 +44,7 @@ impl Exporting {
         }
         let rt_tasks = spec
             .rt_tasks
-            .and_then(|whose| rt_tasks_probe(whose, &mut exporter.warnings));
+            .and_then(|whose| rt_tasks_probe(&opts.root, whose, &mut exporter.warnings));
         Ok(Some(Exporting {
             exporter,
             machine,
@@ -148,11 +148,12 @@ impl Exporting {
 /// Loads the BPF source of every real-time task's wake-ups, and says so;
 /// where it cannot run, says why (and the result's warnings keep it).
 fn rt_tasks_probe(
+    root: &crate::sys::SysRoot,
     whose: crate::monitor::RtTasks,
     warnings: &mut Vec<String>,
 ) -> Option<crate::sys::bpf::WakeupProbe> {
     let all = whose == crate::monitor::RtTasks::All;
-    match crate::sys::bpf::WakeupProbe::start(&crate::sys::SysRoot::real(), all) {
+    match crate::sys::bpf::WakeupProbe::start(root, all) {
         Ok(probe) => {
             let whose = if all {
                 "every task's"

@@ -68,8 +68,6 @@ pub struct RtWakeups {
     pub series: Vec<RtSeries>,
     /// The worst tasks, worst first.
     pub tasks: Vec<RtTask>,
-    /// Wake-ups counted.
-    pub counted: u64,
     /// Wake-ups the source could not count (its maps full).
     pub lost: u64,
 }
@@ -112,7 +110,6 @@ pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
     RtWakeups {
         series,
         tasks: worst_tasks(snap),
-        counted: snap.counted,
         lost: snap.lost,
     }
 }

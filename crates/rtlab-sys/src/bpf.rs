@@ -199,11 +199,7 @@ pub fn preflight(root: &SysRoot) -> Result<(), BpfRefusal> {
     if !root.exists("sys/kernel/btf/vmlinux") {
         return Err(BpfRefusal::NoBtf);
     }
-    let status = root.read("proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
+    let caps = crate::effective_caps(&root.read("proc/self/status").unwrap_or_default());
     if let Some(caps) = caps {
         let has = |bit: u32| caps & (1u64 << bit) != 0;
         let enough = has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON));

@@ -159,6 +159,14 @@ pub struct Privileges {
     pub user_namespace: Option<String>,
 }
 
+/// The effective capability set (`CapEff:`) of a `/proc/PID/status` text.
+pub fn effective_caps(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+}
+
 /// The effective-capability bit of CAP_SYS_NICE.
 pub const CAP_SYS_NICE: u32 = 23;
 
@@ -172,7 +180,7 @@ impl Privileges {
                 .find_map(|l| l.strip_prefix(name))
                 .map(str::trim)
         };
-        let caps = field("CapEff:").and_then(|hex| u64::from_str_radix(hex, 16).ok());
+        let caps = effective_caps(&status);
         let is_root = os::geteuid() == 0;
         Privileges {
             root: is_root,
