@@ -71,9 +71,10 @@ fn monitored(dir: &Path, priority: u32, wrapper: &[&str]) -> (Option<String>, Va
 
 #[test]
 fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
-    // The BPF source counts every FIFO 37 thread of the machine: no other
-    // test runs one (the refusal below runs FIFO 36).
-    let _machine = crate::fixtures::machine_shared();
+    // Alone: the BPF source counts every FIFO 37 thread of the machine,
+    // and its FIFO timer thread, on no CPU of its own, must not land in
+    // another test's measured CPU (the refusal below runs FIFO 36).
+    let _machine = crate::fixtures::machine_exclusive();
     let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let refusal = rtlab::sys::bpf::preflight(&rtlab::sys::SysRoot::real());
@@ -131,7 +132,8 @@ fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
 
 #[test]
 fn without_its_capabilities_the_bpf_source_says_what_is_missing() {
-    let _machine = crate::fixtures::machine_shared();
+    // Alone, as above: a FIFO timer thread on no CPU of its own.
+    let _machine = crate::fixtures::machine_exclusive();
     let test = test_name!();
     if !has_command("setpriv") || rtlab::sys::os::geteuid() != 0 {
         return path_taken(test, "needs root and setpriv (util-linux)");
