@@ -520,7 +520,7 @@ fn the_graph_sees_every_crate() {
 /// analysis but through the registration list in `trace/mod.rs`.
 const TRACE_LAYERS: &[&[&str]] = &[
     &["event", "fields", "rawtrace", "text"],
-    &["source"],
+    &["source", "bpf_events"],
     &[
         "consumer",
         "explain",
@@ -531,6 +531,7 @@ const TRACE_LAYERS: &[&[&str]] = &[
         "softirqs",
         "noise",
         "rt_wakeups",
+        "rt_late",
     ],
     &["stream", "flight"],
 ];

@@ -54,6 +54,20 @@ pub struct MonitorArgs {
     /// real-time ones.
     #[arg(long, requires = "rt_tasks")]
     pub all_tasks: bool,
+    /// With --rt-tasks: explain each wake-up at least this late (from the
+    /// kernel's record of its CPU's last 64 events, sent by the BPF
+    /// program: who ran, the interrupt handlers and softirqs; at most one
+    /// per CPU per 10 ms, and each CPU's worst so far). `0`: none.
+    #[arg(long, requires = "rt_tasks", value_name = "DURATION", default_value = "100us",
+          value_parser = late_bound)]
+    pub rt_late: Duration,
+}
+
+fn late_bound(text: &str) -> Result<Duration, String> {
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    super::common::cli_duration(text)
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -107,6 +121,7 @@ fn spec(a: &MonitorArgs) -> Result<MonitorSpec, Refusal> {
             (true, false) => Some(RtTasks::RealTime),
             (true, true) => Some(RtTasks::All),
         },
+        rt_late: a.rt_late,
     })
 }
 

@@ -467,6 +467,33 @@ impl Metrics {
             MetricType::Counter,
             &[(self.base(), w.lost)],
             counter,
+        )?;
+        let late: Vec<(Labels, u64)> = w
+            .late_causes
+            .iter()
+            .map(|(k, n)| {
+                let mut l = self.base();
+                l.push(("comm".into(), k.comm.clone()));
+                l.push(("kind".into(), k.kind.clone()));
+                l.push(("cause".into(), k.cause.clone()));
+                (l, *n)
+            })
+            .collect();
+        family(
+            encoder,
+            "rtlab_rt_late_wakeups",
+            "late real-time wake-ups (--rt-late) explained from the kernel's record of their CPU, by task and main cause (at most 64 pairs named, the rest as cause=\"other\"; at most one per CPU per 10 ms, and each CPU's worst so far)",
+            MetricType::Counter,
+            &late,
+            counter,
+        )?;
+        family(
+            encoder,
+            "rtlab_rt_late_wakeups_not_explained",
+            "late real-time wake-ups sent and not explained (the ring buffer full, or the CPU's last 64 events not reaching back to the wake-up)",
+            MetricType::Counter,
+            &[(self.base(), w.late_not_explained)],
+            counter,
         )
     }
 

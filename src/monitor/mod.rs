@@ -35,6 +35,9 @@ pub struct MonitorSpec {
     /// Also export every real-time task's wake-up latency (the BPF
     /// source), or every task's.
     pub rt_tasks: Option<RtTasks>,
+    /// With `rt_tasks`: explain each wake-up at least this late (zero:
+    /// none).
+    pub rt_late: Duration,
 }
 
 /// Whose wake-ups `--rt-tasks` counts.

@@ -125,6 +125,7 @@ fn the_exposition_holds_every_rt_tasks_series_and_worst_tasks() {
         }],
         counted: 4,
         lost: 2,
+        ..WakeupSnapshot::default()
     };
     let with = Metrics {
         rt_wakeups: Some(crate::trace::rt_wakeups::summarise(&snap)),
@@ -367,6 +368,7 @@ fn loopback_only() -> MonitorSpec {
         window: Duration::from_secs(60),
         refresh: SECOND,
         rt_tasks: None,
+        rt_late: Duration::ZERO,
     }
 }
 

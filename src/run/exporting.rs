@@ -21,7 +21,7 @@ pub(super) struct Exporting {
     /// Per timer thread: the max of each refresh of the last minute.
     recent: Vec<VecDeque<(Instant, u64)>>,
     /// The BPF source of every real-time task's wake-ups (`--rt-tasks`).
-    rt_tasks: Option<crate::sys::bpf::WakeupProbe>,
+    rt_tasks: Option<super::rt_tasks::RtTasksSource>,
 }
 
 /// How far back the exported recent max looks.
@@ -42,9 +42,8 @@ impl Exporting {
         if let Some(addr) = exporter.listening() {
             messages::note(&format!("metrics at http://{addr}/metrics"));
         }
-        let rt_tasks = spec
-            .rt_tasks
-            .and_then(|whose| rt_tasks_probe(&opts.root, whose, &mut exporter.warnings));
+        let rt_tasks =
+            super::rt_tasks::RtTasksSource::start(&opts.root, spec, &mut exporter.warnings);
         Ok(Some(Exporting {
             exporter,
             machine,
@@ -61,12 +60,21 @@ impl Exporting {
 
     /// The last figures, once the timer threads have stopped (every sample
     /// in the last window: the same counts as the result's); then the
-    /// endpoint closes. Gives the exporters' warnings.
-    pub(super) fn finish(mut self, armed: &Armed, load: &LoadSampler) -> Vec<String> {
+    /// endpoint closes. Gives the exporters' warnings, and the BPF
+    /// source's figure.
+    pub(super) fn finish(
+        mut self,
+        armed: &Armed,
+        load: &LoadSampler,
+    ) -> (Vec<String>, Option<crate::trace::Figure>) {
         armed.timers.halt();
         armed.noise.halt();
         self.refresh(armed, load);
-        self.exporter.finish()
+        let figure = self
+            .rt_tasks
+            .take()
+            .map(super::rt_tasks::RtTasksSource::figure);
+        (self.exporter.finish(), figure)
     }
 
     /// Publishes the run's figures now. Gives what went wrong with the
@@ -133,46 +141,12 @@ impl Exporting {
             tasks: task_metrics(armed),
             cpu_steal_s: sampler.steal_since_boot(),
             noise: armed.noise.handles.iter().map(noise_metrics).collect(),
-            rt_wakeups: self.rt_tasks.as_ref().and_then(|p| match p.read() {
-                Ok(snap) => Some(crate::trace::rt_wakeups::summarise(&snap)),
-                Err(why) => {
-                    messages::debug(1, &format!("BPF maps not read: {why}"));
-                    None
-                }
-            }),
+            rt_wakeups: self
+                .rt_tasks
+                .as_mut()
+                .and_then(super::rt_tasks::RtTasksSource::read),
         });
         self.exporter.endpoint_news()
-    }
-}
-
-/// Loads the BPF source of every real-time task's wake-ups, and says so;
-/// where it cannot run, says why (and the result's warnings keep it).
-fn rt_tasks_probe(
-    root: &crate::sys::SysRoot,
-    whose: crate::monitor::RtTasks,
-    warnings: &mut Vec<String>,
-) -> Option<crate::sys::bpf::WakeupProbe> {
-    let all = whose == crate::monitor::RtTasks::All;
-    match crate::sys::bpf::WakeupProbe::start(root, all) {
-        Ok(probe) => {
-            let whose = if all {
-                "every task's"
-            } else {
-                "every real-time task's"
-            };
-            messages::note(&format!(
-                "{whose} wake-up latency from BPF (sched_waking to switch-in, counted in the kernel)"
-            ));
-            Some(probe)
-        }
-        Err(why) => {
-            let said = format!(
-                "--rt-tasks: every real-time task's wake-up latency is not exported: {why} (`rtlab task-latency` measures one task from tracefs)"
-            );
-            messages::warn(&said);
-            warnings.push(said);
-            None
-        }
     }
 }
 

@@ -37,6 +37,7 @@ mod collect;
 mod export;
 mod exporting;
 mod noise;
+mod rt_tasks;
 mod traces;
 mod watch;
 
@@ -118,10 +119,14 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     watch.exporter = exporting;
     watch.partitions.clone_from(&before.isolation.partitions);
     let end = watch.run(&mut armed, &rx, root);
+    let mut rt_wakeups = None;
     if let Some(x) = watch.exporter.take() {
-        warnings.extend(x.finish(&armed, &watch.load));
+        let (said, figure) = x.finish(&armed, &watch.load);
+        warnings.extend(said);
+        rt_wakeups = figure;
     }
-    let stopped = armed.stop(&promises(&before.isolation), &mut warnings);
+    let mut stopped = armed.stop(&promises(&before.isolation), &mut warnings);
+    stopped.figures.extend(rt_wakeups);
     // Nothing measures any more: what the run touched goes before its end
     // touches more (the closing text, the result).
     let _ = crate::sys::memory::release_early_pages(root);

@@ -12,6 +12,7 @@
 //! [`rt_wakeups`].
 
 pub mod audit;
+pub mod bpf_events;
 pub mod consumer;
 pub mod event;
 pub mod explain;
@@ -20,6 +21,7 @@ pub mod flight;
 pub mod irq_task;
 pub mod noise;
 pub mod rawtrace;
+pub mod rt_late;
 pub mod rt_wakeups;
 pub mod softirqs;
 pub mod source;

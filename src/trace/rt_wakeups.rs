@@ -70,6 +70,12 @@ pub struct RtWakeups {
     pub tasks: Vec<RtTask>,
     /// Wake-ups the source could not count (its maps full).
     pub lost: u64,
+    /// Late wake-ups explained, by task and main cause
+    /// ([`crate::trace::rt_late`]; set by the reader).
+    pub late_causes: Vec<(crate::trace::rt_late::CauseKey, u64)>,
+    /// Late wake-ups sent and not explained: the ring buffer full, or the
+    /// CPU's ring not reaching back to the wake-up.
+    pub late_not_explained: u64,
 }
 
 /// Fine buckets of one series: (bucket, count).
@@ -111,6 +117,7 @@ pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
         series,
         tasks: worst_tasks(snap),
         lost: snap.lost,
+        ..RtWakeups::default()
     }
 }
 

@@ -10,12 +10,33 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A FIFO `priority` timer thread, 1000 wake-ups at 1 ms.
-fn experiment(priority: u32) -> String {
+/// A FIFO `priority` timer thread on `cpu`, 1000 wake-ups at 1 ms.
+fn experiment(priority: u32, cpu: usize) -> String {
     format!(
         "main\n{{\n  stats.period 200 ms\n}}\n\
-         timer_thread[0]\n{{\n  sched.policy FIFO\n  sched.priority {priority}\n  timer.period 1 ms\n  lifetime.loops 1000\n}}\n"
+         timer_thread[0]\n{{\n  sched.policy FIFO\n  sched.priority {priority}\n  timer.period 1 ms\n  \
+         lifetime.loops 1000\n  cpu_affinity {cpu}\n}}\n"
     )
+}
+
+/// A FIFO 60 program named `rt-hog` on `cpu`: 800 µs of spinning every
+/// 20 ms, until killed.
+fn hog(cpu: usize) -> std::process::Child {
+    let script = format!(
+        "import os, time\n\
+         open('/proc/self/comm', 'w').write('rt-hog')\n\
+         os.sched_setaffinity(0, {{{cpu}}})\n\
+         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(60))\n\
+         while True:\n\
+         \x20   t = time.monotonic() + 0.0008\n\
+         \x20   while time.monotonic() < t: pass\n\
+         \x20   time.sleep(0.02)\n"
+    );
+    Command::new("python3")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// The sum of `name{...}` over the lines of `text` holding every one of
@@ -33,7 +54,8 @@ fn summed(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 /// `setpriv ...`), scraped once its timer thread is done; its exposition
 /// (None: not listening), result and stderr.
 fn monitored(dir: &Path, priority: u32, wrapper: &[&str]) -> (Option<String>, Value, String) {
-    std::fs::write(dir.join("rt.cfg"), experiment(priority)).unwrap();
+    let cpu = crate::fixtures::measured_cpu();
+    std::fs::write(dir.join("rt.cfg"), experiment(priority, cpu)).unwrap();
     let port = free_port();
     let rtlab = env!("CARGO_BIN_EXE_rtlab");
     let (program, args) = match wrapper.split_first() {
@@ -78,7 +100,12 @@ fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
     let test = test_name!();
     let dir = tempfile::tempdir().unwrap();
     let refusal = rtlab::sys::bpf::preflight(&rtlab::sys::SysRoot::real());
+    // A FIFO 60 hog on the timer thread's CPU makes some of its wake-ups
+    // late: each is explained from the kernel's record of the CPU.
+    let mut hog = hog(crate::fixtures::measured_cpu());
     let (exposition, result, stderr) = monitored(dir.path(), 37, &[]);
+    let _ = hog.kill();
+    let _ = hog.wait();
     let warnings = result["warnings"].to_string();
     if let Err(why) = refusal {
         // No BPF here: said, in the output and the result, with why.
@@ -122,12 +149,80 @@ fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
         summed(&exposition, "rtlab_rt_task_worst_latency_seconds", &worst).is_some_and(|w| w > 0.0),
         "no worst row for rtlab-timer0:\n{exposition}"
     );
+    let late = late_explained_by_the_hog(&result, &exposition, hog.id() as i64);
     std::fs::write(dir.path().join("rt.prom"), &exposition).unwrap();
     crate::monitor::promtool_accepts(&dir.path().join("rt.prom"));
     path_taken(
         test,
-        &format!("BPF counted {counted} wake-ups of {slept} sleeps"),
+        &format!("BPF counted {counted} wake-ups of {slept} sleeps; {late}"),
     );
+}
+
+/// The timer thread's late wake-ups the kernel sent are explained, and
+/// those that came while the hog ran are the hog's: named with its PID,
+/// its part no longer than the wait, in the result and the metrics. The
+/// thread's own clock (its max, which adds the timer's expiry and the
+/// return to user space) is no earlier than any of them.
+fn late_explained_by_the_hog(result: &Value, exposition: &str, hog: i64) -> String {
+    let figure = result["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["key"] == "rt_wakeups"))
+        .expect("the rt_wakeups figure");
+    let v = &figure["value"];
+    let own_max = result["timers"][0]["summary"]["max_ns"].as_u64().unwrap();
+    let mine: Vec<&Value> = v["late"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["comm"] == "rtlab-timer0")
+        .collect();
+    let by_hog: Vec<&&Value> = mine
+        .iter()
+        .filter(|l| l["parts"][0]["pid"] == hog)
+        .collect();
+    assert!(
+        !by_hog.is_empty(),
+        "no late wake-up put on the hog ({hog}):\n{v:#}"
+    );
+    for l in &mine {
+        let latency = l["latency_ns"].as_u64().unwrap();
+        let parts: u64 = l["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(parts, latency, "{l:#}");
+        assert!(
+            latency <= own_max,
+            "{latency} > the thread's own max {own_max}"
+        );
+    }
+    for l in &by_hog {
+        let part = &l["parts"][0];
+        assert_eq!(part["what"], "rt-hog", "{l:#}");
+        assert!(
+            l["cause"]
+                .as_str()
+                .unwrap()
+                .contains("real-time priority 60 is above rtlab-timer0's"),
+            "{l:#}"
+        );
+    }
+    let labels = [
+        "comm=\"rtlab-timer0\"",
+        "kind=\"thread\"",
+        "cause=\"rt-hog\"",
+    ];
+    assert!(
+        summed(exposition, "rtlab_rt_late_wakeups_total", &labels).is_some_and(|n| n >= 1.0),
+        "{exposition}"
+    );
+    format!(
+        "{} late wake-ups explained, {} by the hog",
+        v["late_explained"],
+        by_hog.len()
+    )
 }
 
 #[test]

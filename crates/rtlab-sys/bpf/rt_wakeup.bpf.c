@@ -26,9 +26,12 @@ typedef unsigned long long __u64;
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_PERCPU_HASH 5
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_STACK_TRACE 7
 #define BPF_MAP_TYPE_LRU_HASH 9
+#define BPF_MAP_TYPE_RINGBUF 27
 #define BPF_ANY 0
 #define BPF_NOEXIST 1
+#define BPF_F_REUSE_STACKID (1ULL << 10)
 
 // The helpers used, by their stable numbers.
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
@@ -36,13 +39,17 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
+static long (*bpf_get_stackid)(void *ctx, void *map, __u64 flags) = (void *)27;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
 static long (*bpf_probe_read_kernel_str)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)115;
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // Only the fields read; their offsets come from the kernel's BTF.
 struct task_struct {
 	int pid;
+	int prio;
 	unsigned int policy;
 	unsigned int rt_priority;
 	char comm[16];
@@ -52,8 +59,18 @@ struct task_struct {
 #define SCHED_RR 2
 #define SCHED_DEADLINE 6
 
+struct irqaction {
+	const char *name;
+} __attribute__((preserve_access_index));
+
 // Set by the loader: every task, not only the real-time ones.
 const volatile __u32 all_tasks = 0;
+// Set by the loader: a wake-up at least this late (ns) has its CPU's
+// recent events sent to user space to be explained; 0: none is.
+const volatile __u64 late_ns = 0;
+// Set by the loader: at most one such record per CPU per this many ns,
+// unless it is the CPU's latest worst (the worst is always explained).
+const volatile __u64 late_every_ns = 10000000;
 
 // A task's wake-up time, until its switch-in.
 struct {
@@ -92,10 +109,13 @@ struct {
 } tasks SEC(".maps");
 
 // Per CPU: [0] wake-ups counted, [1] wake-ups not stamped (`woken` full),
-// [2] cells not counted (`histogram` full).
+// [2] cells not counted (`histogram` full), [3] late wake-ups sent,
+// [4] late wake-ups not sent (the ring buffer full), [5] late wake-ups
+// not sent (the rate bound).
+#define COUNTERS 6
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, COUNTERS);
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
@@ -111,6 +131,185 @@ static __always_inline int wanted(struct task_struct *p)
 {
 	unsigned int policy = p->policy;
 	return all_tasks || policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE;
+}
+
+// What each CPU did last, for the explanations: the switches and the
+// interrupt handlers and softirqs, in a ring of LOG events per CPU. The
+// record sent for a late wake-up is this whole struct: its head, filled
+// at the late switch-in, and the ring as it then stands.
+#define LOG 64
+#define EV_SWITCH 1
+#define EV_IRQ_ENTRY 2
+#define EV_IRQ_EXIT 3
+#define EV_SOFTIRQ_ENTRY 4
+#define EV_SOFTIRQ_EXIT 5
+
+struct ev {
+	__u64 ts;
+	__u32 kind;
+	// The IRQ number or softirq vector; a switch: 1 if prev was preempted.
+	__u32 arg;
+	int prev_pid;
+	int next_pid;
+	int prev_prio;
+	int next_prio;
+	// A switch: the tasks' names; an IRQ's entry: its handler's name.
+	char prev_comm[16];
+	char next_comm[16];
+};
+
+struct late {
+	__u64 woken_ns;
+	__u64 switched_ns;
+	int pid;
+	int prio;
+	__u32 policy;
+	__u32 rt_priority;
+	__u32 cpu;
+	__u32 pad0;
+	long long stack_id;
+	char comm[16];
+	// Events logged on this CPU so far: the ring's next slot is this % LOG.
+	__u32 logged;
+	__u32 pad;
+	__u64 last_sent_ns;
+	__u64 worst_sent_ns;
+	struct ev log[LOG];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct late);
+} recent SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} late_wakeups SEC(".maps");
+
+#define STACK_DEPTH 32
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64[STACK_DEPTH]);
+} stacks SEC(".maps");
+
+// The CPU's next slot of the ring, or 0 when explanations are off. An
+// interrupt handler's program that runs amid a softirq's, between its
+// two instructions here, takes the same slot: one event of the ring is
+// then lost, rarely; an atomic fetch-and-add would need kernel 5.12.
+static __always_inline struct ev *next_slot(struct late **cpu)
+{
+	if (!late_ns)
+		return 0;
+	__u32 zero = 0;
+	struct late *l = bpf_map_lookup_elem(&recent, &zero);
+	if (!l)
+		return 0;
+	*cpu = l;
+	__u32 at = l->logged;
+	l->logged = at + 1;
+	return &l->log[at & (LOG - 1)];
+}
+
+SEC("tp_btf/irq_handler_entry")
+int on_irq_entry(__u64 *ctx)
+{
+	struct late *l;
+	struct ev *e = next_slot(&l);
+	if (!e)
+		return 0;
+	struct irqaction *action = (void *)ctx[1];
+	e->kind = EV_IRQ_ENTRY;
+	e->arg = (__u32)ctx[0];
+	e->prev_comm[0] = 0;
+	bpf_probe_read_kernel_str(e->prev_comm, sizeof(e->prev_comm), action->name);
+	e->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int log_plain(__u32 kind, __u32 arg)
+{
+	struct late *l;
+	struct ev *e = next_slot(&l);
+	if (!e)
+		return 0;
+	e->kind = kind;
+	e->arg = arg;
+	e->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int on_irq_exit(__u64 *ctx)
+{
+	return log_plain(EV_IRQ_EXIT, (__u32)ctx[0]);
+}
+
+SEC("tp_btf/softirq_entry")
+int on_softirq_entry(__u64 *ctx)
+{
+	return log_plain(EV_SOFTIRQ_ENTRY, (__u32)ctx[0]);
+}
+
+SEC("tp_btf/softirq_exit")
+int on_softirq_exit(__u64 *ctx)
+{
+	return log_plain(EV_SOFTIRQ_EXIT, (__u32)ctx[0]);
+}
+
+static __always_inline void log_switch(__u64 now, __u64 preempt, struct task_struct *prev,
+				       struct task_struct *next)
+{
+	struct late *l;
+	struct ev *e = next_slot(&l);
+	if (!e)
+		return;
+	e->ts = now;
+	e->kind = EV_SWITCH;
+	e->arg = preempt ? 1 : 0;
+	e->prev_pid = prev->pid;
+	e->next_pid = next->pid;
+	e->prev_prio = prev->prio;
+	e->next_prio = next->prio;
+	bpf_probe_read_kernel(e->prev_comm, sizeof(e->prev_comm), prev->comm);
+	bpf_probe_read_kernel(e->next_comm, sizeof(e->next_comm), next->comm);
+}
+
+// Sends the CPU's recent events for the late wake-up of `next`, within
+// the rate bound (the CPU's worst so far is always sent).
+static __always_inline void send_late(void *ctx, struct task_struct *next, __u64 woken,
+				      __u64 now, __u32 policy, __u32 prio)
+{
+	__u32 zero = 0;
+	struct late *l = bpf_map_lookup_elem(&recent, &zero);
+	if (!l)
+		return;
+	__u64 ns = now - woken;
+	if (now - l->last_sent_ns < late_every_ns && ns <= l->worst_sent_ns) {
+		count(5);
+		return;
+	}
+	l->woken_ns = woken;
+	l->switched_ns = now;
+	l->pid = next->pid;
+	l->prio = next->prio;
+	l->policy = policy;
+	l->rt_priority = prio;
+	l->cpu = bpf_get_smp_processor_id();
+	l->stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	bpf_probe_read_kernel(l->comm, sizeof(l->comm), next->comm);
+	if (bpf_ringbuf_output(&late_wakeups, l, sizeof(*l), 0)) {
+		count(4);
+		return;
+	}
+	l->last_sent_ns = now;
+	if (ns > l->worst_sent_ns)
+		l->worst_sent_ns = ns;
+	count(3);
 }
 
 SEC("tp_btf/sched_waking")
@@ -186,14 +385,25 @@ static __always_inline void keep_worst(__u32 pid, struct task_struct *next, __u6
 SEC("tp_btf/sched_switch")
 int on_switch(__u64 *ctx)
 {
+	__u64 preempt = ctx[0] & 0xff;
+	struct task_struct *prev = (void *)ctx[1];
 	struct task_struct *next = (void *)ctx[2];
+	__u64 now = bpf_ktime_get_ns();
+	log_switch(now, preempt, prev, next);
+	// A task preempted was running: a stamp it still has is of a wake-up
+	// while it ran (no switch-in followed), not of this wait.
+	if (preempt && wanted(prev)) {
+		__u32 prev_pid = prev->pid;
+		bpf_map_delete_elem(&woken, &prev_pid);
+	}
 	__u32 pid = next->pid;
 	if (pid == 0)
 		return 0;
 	__u64 *at = bpf_map_lookup_elem(&woken, &pid);
 	if (!at)
 		return 0;
-	__u64 ns = bpf_ktime_get_ns() - *at;
+	__u64 woken_at = *at;
+	__u64 ns = now - woken_at;
 	bpf_map_delete_elem(&woken, &pid);
 	__u32 policy = next->policy & 0xff;
 	__u32 prio = next->rt_priority & 0xff;
@@ -202,5 +412,7 @@ int on_switch(__u64 *ctx)
 	add(series | SUM_BUCKET, ns);
 	keep_worst(pid, next, ns, policy, prio);
 	count(0);
+	if (late_ns && ns >= late_ns)
+		send_late(ctx, next, woken_at, now, policy, prio);
 	return 0;
 }

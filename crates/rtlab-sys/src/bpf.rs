@@ -121,6 +121,150 @@ pub struct WakeupSnapshot {
     /// Wake-ups not counted: their stamp did not fit (16384 tasks woken
     /// and not yet run), or their cell did not (16384 cells).
     pub lost: u64,
+    /// Late wake-ups whose CPU's recent events were sent to be explained.
+    pub late_sent: u64,
+    /// Late wake-ups not sent: the ring buffer was full.
+    pub late_lost: u64,
+    /// Late wake-ups not sent: the rate bound (one per CPU per 10 ms,
+    /// unless the CPU's worst so far).
+    pub late_bounded: u64,
+}
+
+/// Events each CPU keeps for the explanations (`LOG` in the program).
+pub const LATE_LOG: usize = 64;
+
+/// What a CPU's ring of recent events holds in one slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoggedKind {
+    /// A switch; `preempted`: the task switched out was still runnable.
+    Switch {
+        /// Whether the task switched out was preempted.
+        preempted: bool,
+    },
+    /// An interrupt handler began: its IRQ, the handler's name in `prev_comm`.
+    IrqEntry(u32),
+    /// An interrupt handler returned.
+    IrqExit(u32),
+    /// A softirq began: its vector.
+    SoftirqEntry(u32),
+    /// A softirq ended.
+    SoftirqExit(u32),
+}
+
+/// One event of a CPU's ring, as the program logged it. Names are any
+/// bytes a task chose: escape before showing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    /// When (CLOCK_MONOTONIC, ns).
+    pub ts_ns: u64,
+    /// What.
+    pub kind: LoggedKind,
+    /// A switch's task switched out, its PID, kernel priority and name;
+    /// an IRQ's entry: its handler's name in `prev_comm`.
+    pub prev_pid: i32,
+    /// Its kernel priority.
+    pub prev_prio: i32,
+    /// Its name.
+    pub prev_comm: String,
+    /// A switch's task switched in.
+    pub next_pid: i32,
+    /// Its kernel priority.
+    pub next_prio: i32,
+    /// Its name.
+    pub next_comm: String,
+}
+
+/// A late wake-up and what its CPU did before it, as the program sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateWakeup {
+    /// The task's PID, kernel priority (`prio`), policy, real-time
+    /// priority and name.
+    pub pid: i32,
+    /// Its kernel priority (0..99 real-time, as the trace's `prio`).
+    pub prio: i32,
+    /// Its policy.
+    pub policy: u32,
+    /// Its real-time priority.
+    pub priority: u32,
+    /// Its name.
+    pub comm: String,
+    /// The CPU it switched in on.
+    pub cpu: u32,
+    /// Its wake-up (`sched_waking`, CLOCK_MONOTONIC ns).
+    pub woken_ns: u64,
+    /// Its switch-in.
+    pub switched_ns: u64,
+    /// The kernel stack as the CPU switched to it (return addresses,
+    /// innermost first), when the kernel gave one.
+    pub stack: Vec<u64>,
+    /// The CPU's recent events, oldest first (at most [`LATE_LOG`]).
+    pub log: Vec<Logged>,
+}
+
+/// The record's layout (`struct late` and `struct ev` in the program).
+const LATE_HEAD: usize = 88;
+const EV_SIZE: usize = 64;
+/// The size of a record.
+pub const LATE_SIZE: usize = LATE_HEAD + LATE_LOG * EV_SIZE;
+
+/// A name of 16 bytes, up to its NUL.
+fn comm_of(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// A record from the ring buffer's bytes; None if it is not one (its
+/// size). The stack is looked up apart (`stack_id`).
+pub fn late_from_bytes(b: &[u8]) -> Option<(LateWakeup, i64)> {
+    if b.len() != LATE_SIZE {
+        return None;
+    }
+    let u64_at = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    let u32_at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or_default());
+    let i32_at = |i: usize| u32_at(i) as i32;
+    let logged = u32_at(64) as usize;
+    let mut log = Vec::with_capacity(LATE_LOG);
+    // The ring's oldest slot is the next to be written.
+    for k in 0..LATE_LOG {
+        let slot = (logged % LATE_LOG + k) % LATE_LOG;
+        let at = LATE_HEAD + slot * EV_SIZE;
+        let arg = u32_at(at + 12);
+        let kind = match u32_at(at + 8) {
+            1 => LoggedKind::Switch {
+                preempted: arg != 0,
+            },
+            2 => LoggedKind::IrqEntry(arg),
+            3 => LoggedKind::IrqExit(arg),
+            4 => LoggedKind::SoftirqEntry(arg),
+            5 => LoggedKind::SoftirqExit(arg),
+            _ => continue,
+        };
+        log.push(Logged {
+            ts_ns: u64_at(at),
+            kind,
+            prev_pid: i32_at(at + 16),
+            next_pid: i32_at(at + 20),
+            prev_prio: i32_at(at + 24),
+            next_prio: i32_at(at + 28),
+            prev_comm: comm_of(&b[at + 32..at + 48]),
+            next_comm: comm_of(&b[at + 48..at + 64]),
+        });
+    }
+    // A nested handler's event may sit a slot out of order.
+    log.sort_by_key(|e| e.ts_ns);
+    let late = LateWakeup {
+        woken_ns: u64_at(0),
+        switched_ns: u64_at(8),
+        pid: i32_at(16),
+        prio: i32_at(20),
+        policy: u32_at(24),
+        priority: u32_at(28),
+        cpu: u32_at(32),
+        comm: comm_of(&b[48..64]),
+        stack: Vec::new(),
+        log,
+    };
+    Some((late, u64_at(40) as i64))
 }
 
 /// The value layout of the program's `tasks` map (`struct worst`).
@@ -245,14 +389,34 @@ const OBJECT: Option<&[u8]> = None;
 pub struct WakeupProbe {
     #[cfg(rtlab_bpf)]
     ebpf: aya::Ebpf,
+    /// The late wake-ups' records, when explanations are on.
+    #[cfg(rtlab_bpf)]
+    late: Option<aya::maps::RingBuf<aya::maps::MapData>>,
+    /// Their kernel stacks.
+    #[cfg(rtlab_bpf)]
+    stacks: Option<aya::maps::StackTraceMap<aya::maps::MapData>>,
 }
+
+/// The programs and their tracepoints: the counting pair, then those
+/// that keep each CPU's recent events for the explanations.
+#[cfg_attr(not(rtlab_bpf), allow(dead_code))]
+const COUNTING: &[(&str, &str)] = &[("on_waking", "sched_waking"), ("on_switch", "sched_switch")];
+#[cfg_attr(not(rtlab_bpf), allow(dead_code))]
+const LOGGING: &[(&str, &str)] = &[
+    ("on_irq_entry", "irq_handler_entry"),
+    ("on_irq_exit", "irq_handler_exit"),
+    ("on_softirq_entry", "softirq_entry"),
+    ("on_softirq_exit", "softirq_exit"),
+];
 
 #[cfg(rtlab_bpf)]
 impl WakeupProbe {
     /// Loads the program and attaches it to `sched_waking` and
     /// `sched_switch`; `all_tasks` counts every task, not only the
-    /// real-time ones.
-    pub fn start(root: &SysRoot, all_tasks: bool) -> Result<WakeupProbe, BpfRefusal> {
+    /// real-time ones. With `late_ns` > 0, a wake-up at least that late
+    /// sends its CPU's recent events ([`WakeupProbe::drain_late`]); the
+    /// interrupt and softirq tracepoints are then attached too.
+    pub fn start(root: &SysRoot, all_tasks: bool, late_ns: u64) -> Result<WakeupProbe, BpfRefusal> {
         use aya::programs::BtfTracePoint;
         preflight(root)?;
         let object = OBJECT.ok_or(BpfRefusal::NotBuilt)?;
@@ -267,9 +431,11 @@ impl WakeupProbe {
         let mut ebpf = aya::EbpfLoader::new()
             .btf(Some(&btf))
             .override_global("all_tasks", &all, true)
+            .override_global("late_ns", &late_ns, true)
             .load(object)
             .map_err(|e| refused("loading", &e))?;
-        for (name, tracepoint) in [("on_waking", "sched_waking"), ("on_switch", "sched_switch")] {
+        let logging = if late_ns > 0 { LOGGING } else { &[] };
+        for &(name, tracepoint) in COUNTING.iter().chain(logging) {
             let program: &mut BtfTracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| refused(name, &"not in the object"))?
@@ -286,7 +452,44 @@ impl WakeupProbe {
         // a 5.5 MB vmlinux BTF): let the allocator give it back.
         drop(btf);
         crate::os::trim_heap();
-        Ok(WakeupProbe { ebpf })
+        let (mut late, mut stacks) = (None, None);
+        if late_ns > 0 {
+            let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| refused(name, &"no map"));
+            late = Some(
+                aya::maps::RingBuf::try_from(take("late_wakeups")?)
+                    .map_err(|e| refused("late_wakeups", &e))?,
+            );
+            stacks = Some(
+                aya::maps::StackTraceMap::try_from(take("stacks")?)
+                    .map_err(|e| refused("stacks", &e))?,
+            );
+        }
+        Ok(WakeupProbe { ebpf, late, stacks })
+    }
+
+    /// The late wake-ups sent since the last call, at most `max` (the
+    /// rest wait for the next call).
+    pub fn drain_late(&mut self, max: usize) -> Vec<LateWakeup> {
+        let mut out: Vec<(LateWakeup, i64)> = Vec::new();
+        let Some(ring) = self.late.as_mut() else {
+            return Vec::new();
+        };
+        while out.len() < max {
+            let Some(item) = ring.next() else {
+                break;
+            };
+            if let Some(late) = late_from_bytes(&item) {
+                out.push(late);
+            }
+        }
+        for (late, stack_id) in out.iter_mut() {
+            if let (Some(stacks), Ok(id)) = (&self.stacks, u32::try_from(*stack_id))
+                && let Ok(trace) = stacks.get(&id, 0)
+            {
+                late.stack = trace.frames().iter().map(|f| f.ip).collect();
+            }
+        }
+        out.into_iter().map(|(late, _)| late).collect()
     }
 
     /// What the maps hold now.
@@ -330,6 +533,9 @@ impl WakeupProbe {
         let total = |i: u32| counters.get(&i, 0).map(|v| v.iter().sum::<u64>());
         snap.counted = total(0).map_err(|e| e.to_string())?;
         snap.lost = total(1).map_err(|e| e.to_string())? + total(2).map_err(|e| e.to_string())?;
+        snap.late_sent = total(3).map_err(|e| e.to_string())?;
+        snap.late_lost = total(4).map_err(|e| e.to_string())?;
+        snap.late_bounded = total(5).map_err(|e| e.to_string())?;
         Ok(snap)
     }
 }
@@ -337,9 +543,18 @@ impl WakeupProbe {
 #[cfg(not(rtlab_bpf))]
 impl WakeupProbe {
     /// This build has no program: refused with the reason.
-    pub fn start(root: &SysRoot, _all_tasks: bool) -> Result<WakeupProbe, BpfRefusal> {
+    pub fn start(
+        root: &SysRoot,
+        _all_tasks: bool,
+        _late_ns: u64,
+    ) -> Result<WakeupProbe, BpfRefusal> {
         preflight(root)?;
         Err(BpfRefusal::NotBuilt)
+    }
+
+    /// Never reached: no probe starts.
+    pub fn drain_late(&mut self, _max: usize) -> Vec<LateWakeup> {
+        Vec::new()
     }
 
     /// Never reached: no probe starts.
@@ -478,7 +693,7 @@ mod tests {
             assert!(!why.to_string().is_empty());
             return;
         }
-        let probe = match WakeupProbe::start(&root, false) {
+        let probe = match WakeupProbe::start(&root, false, 0) {
             Ok(p) => p,
             // Refused by the kernel (a seccomp filter, a container): said.
             Err(why) => return assert!(why.to_string().contains("refused"), "{why}"),
@@ -536,5 +751,99 @@ mod tests {
             .sum();
         assert!(at_42 >= slept, "{at_42} wake-ups at FIFO 42");
         assert!(snap.counted >= slept);
+    }
+
+    /// A FIFO thread, pinned by a FIFO hog's 3 ms bursts on its CPU.
+    /// Gives its TID and the hog's, or None without real-time priority.
+    fn hogged_sleeper() -> Option<(i32, i32)> {
+        use crate::os::{Policy, Sched};
+        let cpu = *crate::os::get_affinity(0).ok()?.first()?;
+        let fifo = |priority| Sched {
+            policy: Policy::Fifo,
+            priority,
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hog_stop = stop.clone();
+        let hog = std::thread::Builder::new()
+            .name("bpf-hog-61".into())
+            .spawn(move || {
+                crate::os::set_affinity(0, &[cpu]).ok()?;
+                crate::os::set_sched(0, fifo(61)).ok()?;
+                let tid = crate::os::gettid();
+                while !hog_stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let until = crate::os::monotonic_ns() + 3_000_000;
+                    while crate::os::monotonic_ns() < until {}
+                    crate::os::sleep_until_ns(crate::os::monotonic_ns() + 7_000_000);
+                }
+                Some(tid)
+            })
+            .ok()?;
+        let sleeper = std::thread::Builder::new()
+            .name("bpf-late-43".into())
+            .spawn(move || {
+                crate::os::set_affinity(0, &[cpu]).ok()?;
+                crate::os::set_sched(0, fifo(43)).ok()?;
+                let mut at = crate::os::monotonic_ns();
+                for _ in 0..100 {
+                    at += 1_000_000;
+                    crate::os::sleep_until_ns(at);
+                }
+                Some(crate::os::gettid())
+            })
+            .ok()?;
+        let tid = sleeper.join().ok().flatten();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let hog = hog.join().ok().flatten();
+        Some((tid?, hog?))
+    }
+
+    /// On this machine: a wake-up later than the bound sends its CPU's
+    /// recent events, in which the hog that held the CPU is switched in
+    /// before the woken thread's wake-up and switched out to it after.
+    #[test]
+    fn a_late_wake_up_sends_who_held_its_cpu_here() {
+        let root = SysRoot::real();
+        if preflight(&root).is_err() {
+            return;
+        }
+        let Ok(mut probe) = WakeupProbe::start(&root, false, 500_000) else {
+            return;
+        };
+        let Some((tid, hog)) = hogged_sleeper() else {
+            return;
+        };
+        let late = probe.drain_late(1000);
+        let mine: Vec<&LateWakeup> = late.iter().filter(|l| l.pid == tid).collect();
+        assert!(
+            !mine.is_empty(),
+            "no late record of {tid} in {}",
+            late.len()
+        );
+        for l in &mine {
+            assert_eq!(
+                (l.comm.as_str(), l.policy, l.priority, l.prio),
+                ("bpf-late-43", 1, 43, 56)
+            );
+            assert!(l.switched_ns - l.woken_ns >= 500_000);
+            let switch = |e: &&Logged| matches!(e.kind, LoggedKind::Switch { .. });
+            let last = l.log.iter().rfind(switch).expect("its switch-in");
+            assert_eq!((last.next_pid, last.ts_ns), (tid, l.switched_ns));
+            // The hog held the CPU for most of the wait (the two may be
+            // woken together, the hog first).
+            let to_hog = l
+                .log
+                .iter()
+                .filter(switch)
+                .rfind(|e| e.next_pid == hog)
+                .expect("the hog's switch-in");
+            let held = l.switched_ns - to_hog.ts_ns.max(l.woken_ns);
+            assert!(held * 2 >= l.switched_ns - l.woken_ns, "{to_hog:?} {l:?}");
+            assert_eq!(
+                (last.prev_pid, last.prev_comm.as_str(), last.prev_prio),
+                (hog, "bpf-hog-61", 38)
+            );
+        }
+        let snap = probe.read().unwrap();
+        assert!(snap.late_sent >= mine.len() as u64);
     }
 }

@@ -69,6 +69,17 @@ impl Symbols {
         self.sorted.is_empty()
     }
 
+    /// The function `addr` lies in (`name`, `name [module]`), or `?`
+    /// when the table is empty (the addresses hidden).
+    pub fn function(&self, addr: u64) -> String {
+        if self.is_empty() {
+            return "?".into();
+        }
+        let mut out = String::new();
+        self.lookup(addr, false, &mut out);
+        out
+    }
+
     /// `addr` as `%ps` (`name`) or `%pS` (`name+0xOFF/0xSIZE`) show it.
     fn name(&mut self, addr: u64, offset: bool, out: &mut String) {
         if let Some(n) = self.named.get(&(addr, offset)) {
