@@ -532,6 +532,7 @@ const TRACE_LAYERS: &[&[&str]] = &[
         "noise",
         "rt_wakeups",
         "rt_late",
+        "rt_wakeups_trace",
     ],
     &["stream", "flight"],
 ];

@@ -463,7 +463,7 @@ impl Metrics {
         family(
             encoder,
             "rtlab_rt_wakeups_lost",
-            "wake-ups the kernel's maps could not hold (more than 16384 tasks woken and not yet run, or 16384 cells)",
+            "wake-ups not in the histograms: the source's maps full (more than 16384 tasks woken and not yet run, or 16384 cells), or, from tracefs, a switch-in the kernel's trace did not log",
             MetricType::Counter,
             &[(self.base(), w.lost)],
             counter,

@@ -451,6 +451,7 @@ impl Armed {
         opts: &RunOptions,
         online: &[usize],
         tx: mpsc::Sender<Nudge>,
+        rt_fallback: Option<bool>,
         warnings: &mut Vec<String>,
     ) -> anyhow::Result<Self> {
         let root = &opts.root;
@@ -460,7 +461,8 @@ impl Armed {
         let tuning_changes = tune(root, &mut journal, plan, warnings);
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
-        let (stream, stream_unavailable) = start_stream(root, &mut journal, plan, online, warnings);
+        let (stream, stream_unavailable) =
+            start_stream(root, &mut journal, plan, online, rt_fallback, warnings);
         // The guard (and the spike programs) off the measured CPUs too.
         let off_measured = plan.main.cpus.as_ref().filter(|_| plan.main.off_audited);
         let helper_cpus = plan

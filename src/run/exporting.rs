@@ -58,6 +58,12 @@ impl Exporting {
         }))
     }
 
+    /// Every task's (`Some(true)`) or every real-time task's wake-ups to
+    /// count from the trace stream: BPF was refused.
+    pub(super) fn rt_fallback(&self) -> Option<bool> {
+        self.rt_tasks.as_ref().and_then(|s| s.trace_fallback())
+    }
+
     /// The last figures, once the timer threads have stopped (every sample
     /// in the last window: the same counts as the result's); then the
     /// endpoint closes. Gives the exporters' warnings, and the BPF
@@ -70,10 +76,8 @@ impl Exporting {
         armed.timers.halt();
         armed.noise.halt();
         self.refresh(armed, load);
-        let figure = self
-            .rt_tasks
-            .take()
-            .map(super::rt_tasks::RtTasksSource::figure);
+        let stream = armed.stream.as_ref();
+        let figure = self.rt_tasks.take().map(|s| s.figure(stream));
         (self.exporter.finish(), figure)
     }
 
@@ -144,7 +148,7 @@ impl Exporting {
             rt_wakeups: self
                 .rt_tasks
                 .as_mut()
-                .and_then(super::rt_tasks::RtTasksSource::read),
+                .and_then(|s| s.read(armed.stream.as_ref())),
         });
         self.exporter.endpoint_news()
     }

@@ -113,7 +113,9 @@ pub fn execute(plan: &RunPlan, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let mut main = MainThread::arm(root, plan, &mut warnings)?;
     let (tx, rx) = mpsc::channel::<Nudge>();
     let signals = SignalThread::start(tx.clone())?;
-    let mut armed = Armed::arm(plan, opts, &before.online, tx, &mut warnings)?;
+    // Where the BPF source cannot run, the trace stream counts instead.
+    let rt_fallback = exporting.as_ref().and_then(Exporting::rt_fallback);
+    let mut armed = Armed::arm(plan, opts, &before.online, tx, rt_fallback, &mut warnings)?;
     let mut watch = Watch::new(plan, opts, armed.run_start);
     watch.announce_pm_qos(&main.pm_qos);
     watch.exporter = exporting;

@@ -1,15 +1,19 @@
-//! A monitoring run's BPF source of every real-time task's wake-ups
-//! (`--rt-tasks`): loaded at the start (or refused, said aloud), read at
-//! each refresh (the kernel's histograms, and the late wake-ups it sent,
-//! explained), and given to the result as its `rt_wakeups` figure.
+//! A monitoring run's source of every real-time task's wake-ups
+//! (`--rt-tasks`): the BPF program, loaded at the start, read at each
+//! refresh (the kernel's histograms, and the late wake-ups it sent,
+//! explained); where BPF cannot run, said aloud, the trace stream's
+//! consumer of the same measure (`trace::rt_wakeups_trace`). Given to the
+//! result as its `rt_wakeups` figure.
 
 use crate::messages;
 use crate::monitor::{MonitorSpec, RtTasks};
 use crate::sys::SysRoot;
-use crate::sys::bpf::{WakeupProbe, WakeupSnapshot};
+use crate::sys::bpf::{LateWakeup, WakeupProbe, WakeupSnapshot};
 use crate::trace::rawtrace::Symbols;
 use crate::trace::rt_late::LateLog;
 use crate::trace::rt_wakeups::{self, RtWakeups};
+use crate::trace::rt_wakeups_trace::RtWakeupsTrace;
+use crate::trace::stream::TraceStream;
 use std::collections::HashMap;
 
 /// Late wake-ups read per refresh (the rest wait in the ring buffer).
@@ -18,9 +22,17 @@ const LATE_PER_READ: usize = 256;
 /// worst once on stderr); past it the memory starts again.
 const WORST_SAID: usize = 4096;
 
-/// The loaded source and what was read of it.
+/// Where the wake-ups come from.
+enum Source {
+    /// The BPF program.
+    Bpf(Box<WakeupProbe>),
+    /// The trace stream, BPF refused for this reason; every task's or not.
+    Trace { refused: String, all: bool },
+}
+
+/// The source and what was read of it.
 pub(super) struct RtTasksSource {
-    probe: WakeupProbe,
+    source: Source,
     root: SysRoot,
     late_ns: u64,
     late: LateLog,
@@ -44,7 +56,7 @@ impl RtTasksSource {
         let whose = spec.rt_tasks?;
         let all = whose == RtTasks::All;
         let late_ns = u64::try_from(spec.rt_late.as_nanos()).unwrap_or(u64::MAX);
-        match WakeupProbe::start(root, all, late_ns) {
+        let refused = match WakeupProbe::start(root, all, late_ns) {
             Ok(probe) => {
                 let whose = if all {
                     "every task's"
@@ -58,8 +70,8 @@ impl RtTasksSource {
                 messages::note(&format!(
                     "{whose} wake-up latency from BPF (sched_waking to switch-in, counted in the kernel){late}"
                 ));
-                Some(RtTasksSource {
-                    probe,
+                return Some(RtTasksSource {
+                    source: Source::Bpf(Box::new(probe)),
                     root: root.clone(),
                     late_ns,
                     late: LateLog::default(),
@@ -67,28 +79,54 @@ impl RtTasksSource {
                     symbols_ns: 0,
                     said: HashMap::new(),
                     last: None,
-                })
+                });
             }
-            Err(why) => {
-                let said = format!(
-                    "--rt-tasks: every real-time task's wake-up latency is not exported: {why} (`rtlab task-latency` measures one task from tracefs)"
-                );
-                messages::warn(&said);
-                warnings.push(said);
-                None
-            }
+            Err(why) => why.to_string(),
+        };
+        let said = format!(
+            "--rt-tasks: BPF cannot run here: {refused}; every real-time task's wake-ups are counted from tracefs instead (the same measure, with the trace's cost; late wake-ups are not explained: that needs the BPF program)"
+        );
+        messages::warn(&said);
+        warnings.push(said);
+        Some(RtTasksSource {
+            source: Source::Trace { refused, all },
+            root: root.clone(),
+            late_ns: 0,
+            late: LateLog::default(),
+            symbols: None,
+            symbols_ns: 0,
+            said: HashMap::new(),
+            last: None,
+        })
+    }
+
+    /// Every task's (`Some(true)`) or every real-time task's wake-ups
+    /// to count from the trace stream, when BPF was refused.
+    pub(super) fn trace_fallback(&self) -> Option<bool> {
+        match self.source {
+            Source::Trace { all, .. } => Some(all),
+            Source::Bpf(_) => None,
         }
     }
 
     /// The figures now: the kernel's maps, and the late wake-ups sent
     /// since the last read, explained (each task's new worst said).
-    pub(super) fn read(&mut self) -> Option<RtWakeups> {
-        self.explain_sent();
-        let snap = match self.probe.read() {
-            Ok(snap) => snap,
-            Err(why) => {
-                messages::debug(1, &format!("BPF maps not read: {why}"));
-                return None;
+    pub(super) fn read(&mut self, stream: Option<&TraceStream>) -> Option<RtWakeups> {
+        let snap = match &mut self.source {
+            Source::Trace { .. } => stream?.consumers::<RtWakeupsTrace>().next()?.snapshot(),
+            Source::Bpf(probe) => {
+                let sent = probe.drain_late(LATE_PER_READ);
+                self.explain(&sent);
+                let Source::Bpf(probe) = &self.source else {
+                    return None;
+                };
+                match probe.read() {
+                    Ok(snap) => snap,
+                    Err(why) => {
+                        messages::debug(1, &format!("BPF maps not read: {why}"));
+                        return None;
+                    }
+                }
             }
         };
         let mut w = rt_wakeups::summarise(&snap);
@@ -103,8 +141,7 @@ impl RtTasksSource {
         Some(w)
     }
 
-    fn explain_sent(&mut self) {
-        let sent = self.probe.drain_late(LATE_PER_READ);
+    fn explain(&mut self, sent: &[LateWakeup]) {
         if sent.is_empty() {
             return;
         }
@@ -115,7 +152,7 @@ impl RtTasksSource {
             self.symbols_ns = crate::sys::os::thread_cpu_ns().saturating_sub(before);
         }
         let symbols = self.symbols.take().unwrap_or_default();
-        for l in &sent {
+        for l in sent {
             let (explained, before) = (self.late.explained, crate::sys::os::thread_cpu_ns());
             self.late.add(l, &symbols);
             self.late.cpu_ns += crate::sys::os::thread_cpu_ns().saturating_sub(before);
@@ -152,11 +189,17 @@ impl RtTasksSource {
 
     /// The result's `rt_wakeups` figure: the last read's series and
     /// worst tasks, and the late wake-ups explained.
-    pub(super) fn figure(mut self) -> crate::trace::Figure {
-        let w = self.read().unwrap_or_default();
-        let snap = self.last.unwrap_or_default();
+    pub(super) fn figure(mut self, stream: Option<&TraceStream>) -> crate::trace::Figure {
+        let w = self.read(stream).unwrap_or_default();
+        let snap = self.last.take().unwrap_or_default();
         let l = &self.late;
+        let (source, refused) = match &self.source {
+            Source::Bpf(_) => ("bpf", None),
+            Source::Trace { refused, .. } => ("tracefs", Some(refused.clone())),
+        };
         let value = serde_json::json!({
+            "source": source,
+            "bpf_refused": refused,
             "counted": snap.counted,
             "lost": snap.lost,
             "late_bound_ns": self.late_ns,
@@ -182,16 +225,20 @@ impl RtTasksSource {
         crate::trace::Figure {
             key: "rt_wakeups".into(),
             value,
-            closing: closing(&w, l),
+            closing: closing(&w, l, source),
         }
     }
 }
 
 /// The closing text: the worst tasks, and the main causes of the late
 /// wake-ups.
-fn closing(w: &RtWakeups, l: &LateLog) -> String {
+fn closing(w: &RtWakeups, l: &LateLog, source: &str) -> String {
+    let source = match source {
+        "bpf" => "BPF",
+        _ => "tracefs, BPF refused",
+    };
     let mut out =
-        String::from("Every real-time task's wake-ups (BPF, sched_waking to switch-in):\n");
+        format!("Every real-time task's wake-ups ({source}; sched_waking to switch-in):\n");
     for t in w.tasks.iter().take(5) {
         out.push_str(&format!(
             "  {} (pid {}, {} {}): {} wake-ups, worst {:.1} µs on CPU {}\n",
@@ -202,6 +249,12 @@ fn closing(w: &RtWakeups, l: &LateLog) -> String {
             t.wakeups,
             t.worst_ns as f64 / 1000.0,
             t.cpu
+        ));
+    }
+    if source != "BPF" && w.lost > 0 {
+        out.push_str(&format!(
+            "  {} wake-ups not measured: the kernel's trace did not log their switch-in (BPF sees every one)\n",
+            w.lost
         ));
     }
     if l.explained + l.unexplained > 0 {

@@ -87,9 +87,10 @@ pub(super) fn start_stream(
     journal: &mut RunJournal,
     plan: &RunPlan,
     online: &[usize],
+    rt_fallback: Option<bool>,
     warnings: &mut Vec<String>,
 ) -> (Option<TraceStream>, Option<String>) {
-    if !plan.streams() {
+    if !plan.streams() && rt_fallback.is_none() {
         return (None, None);
     }
     let spec = StreamSpec {
@@ -103,6 +104,7 @@ pub(super) fn start_stream(
             .filter(|n| n.attribute)
             .map(|n| n.spec.clone())
             .collect(),
+        rt_wakeups: rt_fallback,
     };
     let started = match journal.0.as_mut() {
         Some(j) => TraceStream::start(root, j, &spec, online).map_err(|e| e.to_string()),

@@ -56,6 +56,9 @@ pub struct StreamSpec {
     pub timer_irq: bool,
     /// The noise threads whose gaps are attributed.
     pub noise: Vec<crate::measure::noise::NoiseSpec>,
+    /// Every real-time task's wake-ups from tracefs, where the BPF source
+    /// cannot run (`Some(true)`: every task's).
+    pub rt_wakeups: Option<bool>,
 }
 
 /// What a stream found, once finished: each consumer fills its own part.

@@ -23,6 +23,7 @@ pub mod noise;
 pub mod rawtrace;
 pub mod rt_late;
 pub mod rt_wakeups;
+pub mod rt_wakeups_trace;
 pub mod softirqs;
 pub mod source;
 pub mod stream;
@@ -40,6 +41,9 @@ pub const STREAM_CONSUMERS: &[consumer::Register] = &[
     timer_irq::register,
     softirqs::register,
     noise::register,
+    // Last: it filters sched_switch only where no consumer above reads it
+    // whole (the first declaration of a tracepoint decides).
+    rt_wakeups_trace::register,
 ];
 
 /// A figure of a consumer that has no part of its own in the result

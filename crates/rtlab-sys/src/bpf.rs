@@ -88,7 +88,7 @@ pub struct SeriesSum {
 }
 
 /// A task's worst wake-up so far.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskWorst {
     /// Its PID (thread id).
     pub pid: u32,

@@ -178,6 +178,14 @@ pub fn with_environ(root: &SysRoot, name: &str, value: &str) -> Vec<i32> {
     out
 }
 
+/// Task `tid`'s scheduling policy (the kernel's number: 1 FIFO, 2 RR, 6
+/// DEADLINE...): `/proc/TID/stat`'s 41st field. None when there is no
+/// such task now.
+pub fn policy(root: &SysRoot, tid: i32) -> Option<u32> {
+    let stat = root.read_lossy(&format!("proc/{tid}/stat")).ok()?;
+    stat_field(&stat, 41)?.parse().ok()
+}
+
 /// The process group of `pid`, if it exists.
 pub fn process_group(root: &SysRoot, pid: i32) -> Option<i32> {
     let stat = root.read_lossy(&format!("proc/{pid}/stat")).ok()?;
@@ -347,5 +355,24 @@ mod tests {
         // This process, as the kernel has it.
         let me = kernel_prio(&SysRoot::real(), crate::os::getpid());
         assert!(me.is_some_and(|p| (-1..140).contains(&p)), "{me:?}");
+    }
+
+    /// The policy is the 41st field, whatever the name holds; this
+    /// process's, as the kernel has it, is SCHED_OTHER (0) or real-time.
+    #[test]
+    fn a_tasks_policy_is_its_stats_41st_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::at(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/70")).unwrap();
+        let mut stat = String::from("70 (a) b (c) S");
+        for n in 4..=40 {
+            stat.push_str(&format!(" {n}"));
+        }
+        stat.push_str(" 2 0 0\n");
+        std::fs::write(dir.path().join("proc/70/stat"), stat).unwrap();
+        assert_eq!(policy(&root, 70), Some(2));
+        assert_eq!(policy(&root, 71), None);
+        let me = policy(&SysRoot::real(), crate::os::getpid());
+        assert!(me.is_some_and(|p| p <= 6), "{me:?}");
     }
 }
