@@ -2,12 +2,15 @@
 """What the BPF source (`rtlab monitor --rt-tasks`) costs at a context-switch load.
 
 Interleaved rounds of `hackbench -p` (rt-tests' pipe ping-pong: every
-message a wake-up and a context switch) under four states:
+message a wake-up and a context switch) under five states:
   none       no rtlab;
   monitor    `rtlab monitor` without --rt-tasks (one SCHED_OTHER timer
              thread at 100 ms: the monitor's own cost, next to nothing);
-  rt-tasks   the same with --rt-tasks (the programs run at every
-             sched_waking and sched_switch; only real-time tasks counted);
+  counting   the same with --rt-tasks --rt-late 0 (the programs run at
+             every sched_waking and sched_switch; only real-time tasks
+             counted; no explanations);
+  rt-tasks   --rt-tasks as it comes (the explanations on: each switch,
+             interrupt handler and softirq also logged in its CPU's ring);
   all-tasks  the same with --rt-tasks --all-tasks (every wake-up counted:
              hackbench's too).
 For each round: hackbench's own time, the monitor's CPU time (utime +
@@ -33,7 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-STATES = ("none", "monitor", "rt-tasks", "all-tasks")
+STATES = ("none", "monitor", "counting", "rt-tasks", "all-tasks")
 EXPERIMENT = ("main\n{\n  stats.period 1 s\n}\ntimer_thread[0]\n{\n  sched.policy OTHER\n"
               "  timer.period 100 ms\n}\n")
 
@@ -83,7 +86,8 @@ def programs(pid):
 def round_of(state, rtlab, cfg, groups, loops):
     if state == "none":
         return hackbench(groups, loops), None
-    flags = {"monitor": [], "rt-tasks": ["--rt-tasks"],
+    flags = {"monitor": [], "counting": ["--rt-tasks", "--rt-late", "0"],
+             "rt-tasks": ["--rt-tasks"],
              "all-tasks": ["--rt-tasks", "--all-tasks"]}[state]
     mon = subprocess.Popen([rtlab, "monitor", cfg, "--listen", "none", "--windows", "none",
                             *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -211,7 +211,8 @@ impl RtTasksSource {
             "symbols_cpu_ns": self.symbols_ns,
             "series": w.series.iter().map(|s| serde_json::json!({
                 "cpu": s.cpu, "policy": s.policy, "priority": s.priority,
-                "count": s.count, "sum_ns": s.sum_ns, "p99_ns": s.p99_ns, "p999_ns": s.p999_ns,
+                "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+                "p999_ns": s.p999_ns,
             })).collect::<Vec<_>>(),
             "tasks": w.tasks.iter().map(|t| serde_json::json!({
                 "comm": t.comm, "pid": t.pid, "policy": t.policy, "priority": t.priority,

@@ -35,8 +35,10 @@ pub struct RtSeries {
     pub sum_ns: u64,
     /// Wake-ups.
     pub count: u64,
-    /// The p99 and p99.9 (ns): the start of the bucket holding the rank
-    /// (exact to 1 µs below 100 µs, to its decade's step above).
+    /// The median, p99 and p99.9 (ns): the start of the bucket holding
+    /// the rank (exact to 1 µs below 100 µs, to its decade's step above).
+    pub p50_ns: u64,
+    /// See `p50_ns`.
     pub p99_ns: u64,
     /// See `p99_ns`.
     pub p999_ns: u64,
@@ -143,6 +145,7 @@ fn series_of(cpu: usize, policy: u32, priority: String, cells: &Fine, sum_ns: u6
         buckets,
         sum_ns,
         count,
+        p50_ns: at_quantile(cells, count, 0.5),
         p99_ns: at_quantile(cells, count, 0.99),
         p999_ns: at_quantile(cells, count, 0.999),
     }
@@ -252,7 +255,7 @@ mod tests {
         }
         let mut sorted = latencies.clone();
         sorted.sort_unstable();
-        for (q, got) in [(0.99, s.p99_ns), (0.999, s.p999_ns)] {
+        for (q, got) in [(0.5, s.p50_ns), (0.99, s.p99_ns), (0.999, s.p999_ns)] {
             let truth = sorted[(q * 10_000f64).ceil() as usize - 1];
             let (lo, hi) = bpf::bucket_bounds_ns(bucket_of_ns(truth));
             assert!(lo == got && truth < hi, "p{q}: {got} for {truth}");
