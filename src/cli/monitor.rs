@@ -47,7 +47,8 @@ pub struct MonitorArgs {
     /// Also export the wake-up latency of every real-time task of the
     /// machine (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE), aggregated in the
     /// kernel by a BPF program: histograms per CPU, policy and priority,
-    /// and the worst tasks by name. Where BPF cannot run, says why.
+    /// and the worst tasks by name. Where BPF cannot run, says why and
+    /// counts from tracefs instead (what the kernel's trace logs).
     #[arg(long)]
     pub rt_tasks: bool,
     /// With --rt-tasks: count every task's wake-ups, not only the

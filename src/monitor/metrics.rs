@@ -420,7 +420,7 @@ impl Metrics {
         family(
             encoder,
             "rtlab_rt_wakeup_latency_seconds",
-            "wake-up latency of every real-time task, from sched_waking to its switch-in, per CPU, policy and priority (BPF, aggregated in the kernel)",
+            "wake-up latency of every real-time task (every task with --all-tasks), from sched_waking to its switch-in, per CPU, policy and priority (BPF, aggregated in the kernel; tracefs where BPF cannot run)",
             MetricType::Histogram,
             &hist,
             |m, s| histogram(m, &s.buckets, s.sum_ns),
@@ -455,7 +455,7 @@ impl Metrics {
         family(
             encoder,
             "rtlab_rt_task_worst_latency_seconds",
-            "the worst wake-up latency of the real-time tasks with the worst ones (at most 10 rows, one per name, policy and priority)",
+            "the worst wake-up latency of the tasks counted (real-time ones; every task with --all-tasks) with the worst ones (at most 10 rows, one per name, policy and priority)",
             MetricType::Gauge,
             &worst,
             gauge,
@@ -490,9 +490,26 @@ impl Metrics {
         family(
             encoder,
             "rtlab_rt_late_wakeups_not_explained",
-            "late real-time wake-ups sent and not explained (the ring buffer full, or the CPU's last 64 events not reaching back to the wake-up)",
+            "late real-time wake-ups sent and not explained (the CPU's last 64 events not reaching back to the wake-up)",
             MetricType::Counter,
             &[(self.base(), w.late_not_explained)],
+            counter,
+        )?;
+        let (ring_full, bounded) = w.late_not_sent;
+        let reason = |r: &str| {
+            let mut l = self.base();
+            l.push(("reason".into(), r.into()));
+            l
+        };
+        family(
+            encoder,
+            "rtlab_rt_late_wakeups_not_sent",
+            "late real-time wake-ups not sent to be explained: reason=\"rate_bound\" (at most one per CPU per 10 ms, each CPU's worst always sent), reason=\"ring_full\" (the ring buffer full)",
+            MetricType::Counter,
+            &[
+                (reason("rate_bound"), bounded),
+                (reason("ring_full"), ring_full),
+            ],
             counter,
         )
     }

@@ -43,6 +43,10 @@ pub(super) struct RtTasksSource {
     /// Each task's worst late wake-up said so far (ns).
     said: HashMap<i32, u64>,
     last: Option<WakeupSnapshot>,
+    /// Every task's wake-ups, not only the real-time ones'.
+    all: bool,
+    /// The tracefs path's gap was said (once).
+    gap_said: bool,
 }
 
 impl RtTasksSource {
@@ -65,7 +69,10 @@ impl RtTasksSource {
                 };
                 let late = match late_ns {
                     0 => String::new(),
-                    ns => format!("; each wake-up of {} µs or more explained", ns / 1000),
+                    ns => format!(
+                        "; wake-ups of {} µs or more explained (at most one per CPU per 10 ms, and each CPU's worst)",
+                        ns / 1000
+                    ),
                 };
                 messages::note(&format!(
                     "{whose} wake-up latency from BPF (sched_waking to switch-in, counted in the kernel){late}"
@@ -79,12 +86,19 @@ impl RtTasksSource {
                     symbols_ns: 0,
                     said: HashMap::new(),
                     last: None,
+                    all,
+                    gap_said: false,
                 });
             }
             Err(why) => why.to_string(),
         };
+        let whose = if all {
+            "every task's"
+        } else {
+            "every real-time task's"
+        };
         let said = format!(
-            "--rt-tasks: BPF cannot run here: {refused}; every real-time task's wake-ups are counted from tracefs instead (the same measure, with the trace's cost; late wake-ups are not explained: that needs the BPF program)"
+            "--rt-tasks: BPF cannot run here: {refused}; {whose} wake-ups are counted from tracefs instead, from the same two events: a wake-up whose switch-in the kernel's trace does not log (on some kernels, most of those on idle CPUs) is counted as not measured; late wake-ups are not explained (that needs the BPF program)"
         );
         messages::warn(&said);
         warnings.push(said);
@@ -97,6 +111,8 @@ impl RtTasksSource {
             symbols_ns: 0,
             said: HashMap::new(),
             last: None,
+            all,
+            gap_said: false,
         })
     }
 
@@ -129,6 +145,7 @@ impl RtTasksSource {
                 }
             }
         };
+        self.say_trace_gap(&snap);
         let mut w = rt_wakeups::summarise(&snap);
         w.late_causes = self
             .late
@@ -136,9 +153,25 @@ impl RtTasksSource {
             .iter()
             .map(|(k, n)| (k.clone(), *n))
             .collect();
-        w.late_not_explained = self.late.unexplained + snap.late_lost;
+        w.late_not_explained = self.late.unexplained;
+        w.late_not_sent = (snap.late_lost, snap.late_bounded);
         self.last = Some(snap);
         Some(w)
+    }
+
+    /// Once, on the tracefs path: most wake-ups were not measured.
+    fn say_trace_gap(&mut self, snap: &WakeupSnapshot) {
+        let seen = snap.counted + snap.lost;
+        if self.gap_said || !matches!(self.source, Source::Trace { .. }) || seen < 1000 {
+            return;
+        }
+        if snap.lost * 10 > seen {
+            self.gap_said = true;
+            messages::warn(&format!(
+                "--rt-tasks from tracefs: the kernel's trace did not log the switch-in of {} of {seen} wake-ups so far: the series hold only the others (biased to busy CPUs); BPF measures them all",
+                snap.lost
+            ));
+        }
     }
 
     fn explain(&mut self, sent: &[LateWakeup]) {
@@ -177,13 +210,13 @@ impl RtTasksSource {
         self.said.insert(e.pid, e.latency_ns);
         messages::note(&format!(
             "{} (pid {}, {} {}) switched in {:.1} µs after its wake-up on CPU {}: {}",
-            e.comm,
+            crate::text::one_line(&e.comm),
             e.pid,
             e.policy,
             e.priority,
             e.latency_ns as f64 / 1000.0,
             e.cpu,
-            e.cause
+            crate::text::one_line(&e.cause)
         ));
     }
 
@@ -202,7 +235,7 @@ impl RtTasksSource {
             "bpf_refused": refused,
             "counted": snap.counted,
             "lost": snap.lost,
-            "late_bound_ns": self.late_ns,
+            "late_bound_ns": (source == "bpf").then_some(self.late_ns),
             "late_sent": snap.late_sent,
             "late_not_sent": {"ring_full": snap.late_lost, "rate_bound": snap.late_bounded},
             "late_explained": l.explained,
@@ -216,7 +249,7 @@ impl RtTasksSource {
             })).collect::<Vec<_>>(),
             "tasks": w.tasks.iter().map(|t| serde_json::json!({
                 "comm": t.comm, "pid": t.pid, "policy": t.policy, "priority": t.priority,
-                "cpu": t.cpu, "worst_ns": t.worst_ns, "wakeups": t.wakeups,
+                "cpu": t.cpu, "worst_ns": t.worst_ns, "wakeups": t.wakeups, "pids": t.pids,
             })).collect::<Vec<_>>(),
             "late_causes": l.causes.iter().map(|(k, n)| serde_json::json!({
                 "comm": k.comm, "kind": k.kind, "cause": k.cause, "count": n,
@@ -226,25 +259,32 @@ impl RtTasksSource {
         crate::trace::Figure {
             key: "rt_wakeups".into(),
             value,
-            closing: closing(&w, l, source),
+            closing: closing(&w, l, source, self.all),
         }
     }
 }
 
-/// The closing text: the worst tasks, and the main causes of the late
-/// wake-ups.
-fn closing(w: &RtWakeups, l: &LateLog, source: &str) -> String {
-    let source = match source {
+/// The closing text: the worst tasks, what could not be measured, and
+/// the main causes of the late wake-ups (with those not sent).
+fn closing(w: &RtWakeups, l: &LateLog, source: &str, all: bool) -> String {
+    let from = match source {
         "bpf" => "BPF",
         _ => "tracefs, BPF refused",
     };
-    let mut out =
-        format!("Every real-time task's wake-ups ({source}; sched_waking to switch-in):\n");
+    let whose = if all {
+        "Every task's"
+    } else {
+        "Every real-time task's"
+    };
+    let mut out = format!("{whose} wake-ups ({from}; sched_waking to switch-in):\n");
     for t in w.tasks.iter().take(5) {
+        let who = match t.pids {
+            0 | 1 => format!("pid {}", t.pid),
+            n => format!("{n} tasks, the worst pid {}", t.pid),
+        };
         out.push_str(&format!(
-            "  {} (pid {}, {} {}): {} wake-ups, worst {:.1} µs on CPU {}\n",
-            t.comm,
-            t.pid,
+            "  {} ({who}, {} {}): {} wake-ups, worst {:.1} µs on CPU {}\n",
+            crate::text::one_line(&t.comm),
             t.policy,
             t.priority,
             t.wakeups,
@@ -252,21 +292,31 @@ fn closing(w: &RtWakeups, l: &LateLog, source: &str) -> String {
             t.cpu
         ));
     }
-    if source != "BPF" && w.lost > 0 {
+    if source != "bpf" && w.lost > 0 {
         out.push_str(&format!(
-            "  {} wake-ups not measured: the kernel's trace did not log their switch-in (BPF sees every one)\n",
+            "  {} wake-ups not measured: the kernel's trace did not log their switch-in; the figures \
+             above hold only those it logged (on this kernel, mostly wake-ups on busy CPUs): BPF \
+             measures them all\n",
             w.lost
         ));
     }
-    if l.explained + l.unexplained > 0 {
+    let (ring_full, bounded) = w.late_not_sent;
+    if l.explained + l.unexplained + ring_full + bounded > 0 {
         out.push_str(&format!(
-            "  late wake-ups explained: {} ({} not: the CPU's last 64 events did not reach back to the wake-up); main causes:\n",
-            l.explained, l.unexplained
+            "  late wake-ups explained: {}; not explained: {} (the CPU's last 64 events did not reach \
+             back to the wake-up); not sent to be explained: {} (at most one per CPU per 10 ms, \
+             each CPU's worst always), {} (the ring buffer full). Main causes:\n",
+            l.explained, l.unexplained, bounded, ring_full
         ));
         let mut causes: Vec<_> = l.causes.iter().collect();
         causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (k, n) in causes.iter().take(8) {
-            out.push_str(&format!("    {}: {} ({}) {n}\n", k.comm, k.cause, k.kind));
+            out.push_str(&format!(
+                "    {}: {} ({}) {n}\n",
+                crate::text::one_line(&k.comm),
+                crate::text::one_line(&k.cause),
+                k.kind
+            ));
         }
     }
     out

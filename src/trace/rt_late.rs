@@ -8,7 +8,7 @@
 //! a count ([`MAX_CAUSES`] of them; the rest are folded under `other`).
 
 use crate::sys::bpf::{self, LateWakeup};
-use crate::trace::explain::analyze::{self, Part};
+use crate::trace::explain::analyze::{self, Part, PartKind};
 use crate::trace::rawtrace::Symbols;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -83,7 +83,7 @@ impl LateLog {
             .find(|p| !p.kind.is_own())
             .or(e.parts.first());
         let (kind, what) = main.map_or(("unknown".into(), "?".into()), |p| {
-            (kind_name(p), p.what.clone())
+            (kind_name(p), label_of(p))
         });
         let mut key = CauseKey {
             comm: e.comm.clone(),
@@ -98,6 +98,20 @@ impl LateLog {
             self.recent.pop_front();
         }
         self.recent.push_back(e);
+    }
+}
+
+/// Who a part names, as short as a label wants: a thread's name, an
+/// IRQ's; the task named in an `unseen` part's sentence.
+fn label_of(p: &Part) -> String {
+    match p.kind {
+        PartKind::Unseen => p
+            .what
+            .rsplit_once('(')
+            .map(|(_, w)| w.trim_end_matches(')').trim_end_matches(" held the CPU"))
+            .unwrap_or("unseen")
+            .to_string(),
+        _ => p.what.clone(),
     }
 }
 
@@ -118,7 +132,20 @@ pub fn explain(late: &LateWakeup, symbols: &Symbols) -> Option<RtLate> {
     }
     let events = super::bpf_events::events(late, symbols);
     let latency_ns = late.switched_ns - late.woken_ns;
-    let e = analyze::explain(&events, 0, late.pid, 0, late.woken_ns, latency_ns);
+    let mut e = analyze::explain(&events, 0, late.pid, 0, late.woken_ns, latency_ns);
+    let mut cause = e.cause.replace("the timer thread", &late.comm);
+    if let Some(idle) = idle_exit(&mut e.parts) {
+        cause = format!(
+            "CPU {} was idle at the wake-up and took {:.1} µs of {:.1} µs to switch to {}: \
+             leaving idle (the wake-up's interrupt or IPI, the idle exit), or, on a VM, the host \
+             not running this CPU; RT throttling would idle it so only if the real-time tasks had \
+             used kernel.sched_rt_runtime_us of its period",
+            late.cpu,
+            idle as f64 / 1000.0,
+            latency_ns as f64 / 1000.0,
+            late.comm
+        );
+    }
     Some(RtLate {
         comm: late.comm.clone(),
         pid: late.pid,
@@ -128,8 +155,38 @@ pub fn explain(late: &LateWakeup, symbols: &Symbols) -> Option<RtLate> {
         woken_ns: late.woken_ns,
         latency_ns,
         parts: e.parts,
-        cause: e.cause.replace("the timer thread", &late.comm),
+        cause,
     })
+}
+
+/// A wake-up on a CPU that no thread held from the wake-up to the
+/// switch-in: the analysis says "held off" or "idled after the wake-up"
+/// (for a timer thread woken on its own CPU, only throttling idles it),
+/// but a task woken on an idle CPU waits for it to leave idle. Renames
+/// those parts, and gives their time when they are the main part.
+fn idle_exit(parts: &mut [Part]) -> Option<u64> {
+    if parts
+        .iter()
+        .any(|p| matches!(p.kind, PartKind::Thread | PartKind::Unseen))
+    {
+        return None;
+    }
+    let main_idle = parts
+        .iter()
+        .find(|p| !p.kind.is_own())
+        .is_some_and(|p| matches!(p.kind, PartKind::HeldOff | PartKind::Idle));
+    let mut idle = 0;
+    for p in parts
+        .iter_mut()
+        .filter(|p| matches!(p.kind, PartKind::HeldOff | PartKind::Idle))
+    {
+        (p.kind, p.what) = (
+            PartKind::Idle,
+            "idle at the wake-up (its exit, or the host)".into(),
+        );
+        idle += p.ns;
+    }
+    main_idle.then_some(idle)
 }
 
 #[cfg(test)]
@@ -200,5 +257,48 @@ mod tests {
         let other = log.causes.iter().find(|(k, _)| k.cause == "other").unwrap();
         assert_eq!(*other.1, 10);
         assert_eq!(log.explained, MAX_CAUSES as u64 + 10);
+    }
+
+    /// A task woken on an idle CPU that took long to run it: not "held
+    /// off" (no thread ran), the CPU's exit from idle or the host.
+    #[test]
+    fn a_wake_up_on_an_idle_cpu_is_its_idle_exit() {
+        let idle = ("swapper/1", 0, 120);
+        let me = ("rt-43", 50, 56);
+        let mut late = hogged();
+        late.log = vec![
+            crate::sys::bpf::Logged {
+                ts_ns: 800_000,
+                kind: LoggedKind::Switch { preempted: false },
+                prev_pid: me.1,
+                prev_prio: me.2,
+                prev_comm: me.0.into(),
+                next_pid: idle.1,
+                next_prio: idle.2,
+                next_comm: idle.0.into(),
+            },
+            crate::sys::bpf::Logged {
+                ts_ns: 3_000_000,
+                kind: LoggedKind::Switch { preempted: false },
+                prev_pid: idle.1,
+                prev_prio: idle.2,
+                prev_comm: idle.0.into(),
+                next_pid: me.1,
+                next_prio: me.2,
+                next_comm: me.0.into(),
+            },
+        ];
+        let e = explain(&late, &Symbols::default()).unwrap();
+        assert!(
+            e.parts.iter().all(|p| p.kind != PartKind::HeldOff),
+            "{:?}",
+            e.parts
+        );
+        assert!(
+            e.cause
+                .starts_with("CPU 1 was idle at the wake-up and took 2000.0 µs of 2000.0 µs"),
+            "{}",
+            e.cause
+        );
     }
 }

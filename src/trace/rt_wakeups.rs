@@ -59,8 +59,11 @@ pub struct RtTask {
     pub cpu: u32,
     /// Its worst wake-up-to-switch-in (ns).
     pub worst_ns: u64,
-    /// Its wake-ups.
+    /// Its wake-ups (of every task folded in this row).
     pub wakeups: u64,
+    /// Tasks (PIDs) folded in this row: those of one name, policy and
+    /// priority.
+    pub pids: u64,
 }
 
 /// Every real-time task's wake-ups at one moment.
@@ -75,9 +78,11 @@ pub struct RtWakeups {
     /// Late wake-ups explained, by task and main cause
     /// ([`crate::trace::rt_late`]; set by the reader).
     pub late_causes: Vec<(crate::trace::rt_late::CauseKey, u64)>,
-    /// Late wake-ups sent and not explained: the ring buffer full, or the
-    /// CPU's ring not reaching back to the wake-up.
+    /// Late wake-ups sent and not explained: the CPU's ring not reaching
+    /// back to the wake-up.
     pub late_not_explained: u64,
+    /// Late wake-ups not sent: the ring buffer full, and the rate bound.
+    pub late_not_sent: (u64, u64),
 }
 
 /// Fine buckets of one series: (bucket, count).
@@ -181,8 +186,10 @@ fn worst_tasks(snap: &WakeupSnapshot) -> Vec<RtTask> {
                 cpu: t.cpu,
                 worst_ns: t.worst_ns,
                 wakeups: 0,
+                pids: 0,
             });
         row.wakeups += t.count;
+        row.pids += 1;
         if t.worst_ns > row.worst_ns {
             (row.pid, row.cpu, row.worst_ns) = (t.pid, t.cpu, t.worst_ns);
         }
