@@ -9,9 +9,9 @@ to the last CPU) is watched at once by:
   task-lat  `rtlab task-latency --pid` (tracefs, one task, its own
             method: switch-ins the kernel does not log are inferred from
             the task's own events).
-The truth is the kernel's count of the cyclictest thread's voluntary
-context switches over its loop (/proc/PID/task/TID/status, read before
-the loop and at its end, through a pause of cyclictest's).
+The truth is cyclictest's own loop count: each of its LOOPS cycles is
+one clock_nanosleep, one wake-up (cyclictest -l ends after exactly that
+many).
 
 Printed: each watcher's count of the thread's wake-ups and, where it has
 them, the median, p99 and max of wake-up to switch-in.
@@ -36,18 +36,6 @@ EXPERIMENT = ("main\n{\n  stats.period 1 s\n}\ntimer_thread[0]\n{\n  sched.polic
               "  timer.period 100 ms\n}\n")
 
 
-def voluntary(pid):
-    """The voluntary switches of each thread of `pid` but the main one."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        if int(tid) == pid:
-            continue
-        for line in open(f"/proc/{pid}/task/{tid}/status"):
-            if line.startswith("voluntary_ctxt_switches:"):
-                out[int(tid)] = int(line.split()[1])
-    return out
-
-
 def figure(path):
     r = json.load(open(path))
     return next(f["value"] for f in r.get("figures", []) if f["key"] == "rt_wakeups")
@@ -63,32 +51,20 @@ def one_round(rtlab, d, loops, cpu):
     bpf = mon("bpf", [])
     trace = mon("tracefs", ["setpriv", "--bounding-set", "-bpf,-perfmon,-sys_admin", "--"])
     time.sleep(2)
-    # The thread's count is read once cyclictest has made it (its first
-    # loops are then missed by the truth, not by the watchers).
     ct = subprocess.Popen(["cyclictest", "-q", "-t1", "-p45", "-i1000", "-l", str(loops),
                            "-a", str(cpu), "-m"], stdout=subprocess.DEVNULL)
     time.sleep(0.3)
-    before = voluntary(ct.pid)
+    tid = max(int(t) for t in os.listdir(f"/proc/{ct.pid}/task"))
     tl = subprocess.Popen([rtlab, "task-latency", "--pid", str(ct.pid), "--duration",
                            f"{loops // 1000 + 30}s", "--json", os.path.join(d, "tl.json")],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
-    # The thread's switches are read just before it ends: cyclictest's
-    # last loop is near; a pause-free read as its count stops rising.
-    last = before
-    while ct.poll() is None:
-        try:
-            last = voluntary(ct.pid)
-        except OSError:
-            break
-        time.sleep(0.05)
-    tid = max(before, key=lambda t: before[t])
-    slept = last.get(tid, 0) - before.get(tid, 0)
+    ct.wait()
     time.sleep(1.5)
     for p in (bpf, trace, tl):
         p.send_signal(signal.SIGINT)
     for p in (bpf, trace, tl):
         p.wait(timeout=60)
-    out = {"slept_at_least": slept, "tid": tid}
+    out = {"loops": loops, "tid": tid}
     for name in ("bpf", "tracefs"):
         f = figure(os.path.join(d, f"{name}.json"))
         task = next((t for t in f["tasks"] if t["pid"] == tid), None)
