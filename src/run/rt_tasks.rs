@@ -77,18 +77,8 @@ impl RtTasksSource {
                 messages::note(&format!(
                     "{whose} wake-up latency from BPF (sched_waking to switch-in, counted in the kernel){late}"
                 ));
-                return Some(RtTasksSource {
-                    source: Source::Bpf(Box::new(probe)),
-                    root: root.clone(),
-                    late_ns,
-                    late: LateLog::default(),
-                    symbols: None,
-                    symbols_ns: 0,
-                    said: HashMap::new(),
-                    last: None,
-                    all,
-                    gap_said: false,
-                });
+                let bpf = Source::Bpf(Box::new(probe));
+                return Some(RtTasksSource::new(bpf, root, late_ns, all));
             }
             Err(why) => why.to_string(),
         };
@@ -102,10 +92,15 @@ impl RtTasksSource {
         );
         messages::warn(&said);
         warnings.push(said);
-        Some(RtTasksSource {
-            source: Source::Trace { refused, all },
+        let trace = Source::Trace { refused, all };
+        Some(RtTasksSource::new(trace, root, 0, all))
+    }
+
+    fn new(source: Source, root: &SysRoot, late_ns: u64, all: bool) -> RtTasksSource {
+        RtTasksSource {
+            source,
             root: root.clone(),
-            late_ns: 0,
+            late_ns,
             late: LateLog::default(),
             symbols: None,
             symbols_ns: 0,
@@ -113,7 +108,7 @@ impl RtTasksSource {
             last: None,
             all,
             gap_said: false,
-        })
+        }
     }
 
     /// Every task's (`Some(true)`) or every real-time task's wake-ups

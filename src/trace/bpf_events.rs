@@ -174,7 +174,8 @@ fn stack_event(late: &LateWakeup, symbols: &Symbols, prev: &Running) -> Event {
 pub(crate) mod tests {
     use super::*;
 
-    fn switch(ts_ns: u64, prev: (&str, i32, i32), next: (&str, i32, i32)) -> Logged {
+    /// A switch logged at `ts_ns`, from and to (name, PID, kernel prio).
+    pub(crate) fn switch(ts_ns: u64, prev: (&str, i32, i32), next: (&str, i32, i32)) -> Logged {
         Logged {
             ts_ns,
             kind: LoggedKind::Switch { preempted: false },

@@ -266,28 +266,8 @@ mod tests {
         let idle = ("swapper/1", 0, 120);
         let me = ("rt-43", 50, 56);
         let mut late = hogged();
-        late.log = vec![
-            crate::sys::bpf::Logged {
-                ts_ns: 800_000,
-                kind: LoggedKind::Switch { preempted: false },
-                prev_pid: me.1,
-                prev_prio: me.2,
-                prev_comm: me.0.into(),
-                next_pid: idle.1,
-                next_prio: idle.2,
-                next_comm: idle.0.into(),
-            },
-            crate::sys::bpf::Logged {
-                ts_ns: 3_000_000,
-                kind: LoggedKind::Switch { preempted: false },
-                prev_pid: idle.1,
-                prev_prio: idle.2,
-                prev_comm: idle.0.into(),
-                next_pid: me.1,
-                next_prio: me.2,
-                next_comm: me.0.into(),
-            },
-        ];
+        let switch = crate::trace::bpf_events::tests::switch;
+        late.log = vec![switch(800_000, me, idle), switch(3_000_000, idle, me)];
         let e = explain(&late, &Symbols::default()).unwrap();
         assert!(
             e.parts.iter().all(|p| p.kind != PartKind::HeldOff),
