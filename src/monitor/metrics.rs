@@ -416,6 +416,15 @@ impl Metrics {
             l.push(("priority".into(), s.priority.clone()));
             l
         };
+        let timers: Vec<_> = w.timer_series.iter().map(|s| (labels(s), s)).collect();
+        family(
+            encoder,
+            "rtlab_rt_timer_late_seconds",
+            "how late the timers that woke them fired, from a CLOCK_MONOTONIC timer's expiry to the wake-up in its callback, per CPU, policy and priority of the woken task (BPF)",
+            MetricType::Histogram,
+            &timers,
+            |m, s| histogram(m, &s.buckets, s.sum_ns),
+        )?;
         let hist: Vec<_> = w.series.iter().map(|s| (labels(s), s)).collect();
         family(
             encoder,

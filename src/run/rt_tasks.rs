@@ -242,6 +242,11 @@ impl RtTasksSource {
                 "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
                 "p999_ns": s.p999_ns,
             })).collect::<Vec<_>>(),
+            "timer_series": w.timer_series.iter().map(|s| serde_json::json!({
+                "cpu": s.cpu, "policy": s.policy, "priority": s.priority,
+                "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+                "p999_ns": s.p999_ns,
+            })).collect::<Vec<_>>(),
             "tasks": w.tasks.iter().map(|t| serde_json::json!({
                 "comm": t.comm, "pid": t.pid, "policy": t.policy, "priority": t.priority,
                 "cpu": t.cpu, "worst_ns": t.worst_ns, "wakeups": t.wakeups, "pids": t.pids,

@@ -11,7 +11,7 @@
 //! policy, into priority `other`. At most [`TOP_TASKS`] tasks are named.
 
 use crate::stats::metric_buckets::{METRIC_BUCKETS, metric_bucket};
-use crate::sys::bpf::{self, WakeupSnapshot};
+use crate::sys::bpf::{self, Cell, SeriesSum, WakeupSnapshot};
 use std::collections::BTreeMap;
 
 /// (policy, priority) pairs exported by their own priority.
@@ -71,6 +71,9 @@ pub struct RtTask {
 pub struct RtWakeups {
     /// The series, by CPU, policy and priority.
     pub series: Vec<RtSeries>,
+    /// How late the timers that woke them fired (expiry to wake-up), by
+    /// the same series.
+    pub timer_series: Vec<RtSeries>,
     /// The worst tasks, worst first.
     pub tasks: Vec<RtTask>,
     /// Wake-ups the source could not count (its maps full).
@@ -97,6 +100,18 @@ pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
     let mut pairs: Vec<((u32, u32), u64)> = by_pair.into_iter().collect();
     pairs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let named: Vec<(u32, u32)> = pairs.iter().take(MAX_PRIORITIES).map(|p| p.0).collect();
+    RtWakeups {
+        series: series(&snap.cells, &snap.sums, &named),
+        timer_series: series(&snap.timer_cells, &snap.timer_sums, &named),
+        tasks: worst_tasks(snap),
+        lost: snap.lost,
+        ..RtWakeups::default()
+    }
+}
+
+/// The series of `cells` and `sums`, the (policy, priority) pairs
+/// `named` by their priority and the rest as `other`.
+fn series(cells: &[Cell], sums: &[SeriesSum], named: &[(u32, u32)]) -> Vec<RtSeries> {
     let label = |policy: u32, priority: u32| {
         if named.contains(&(policy, priority)) {
             priority.to_string()
@@ -105,27 +120,20 @@ pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
         }
     };
     let mut fine: BTreeMap<(usize, u32, String), (Fine, u64)> = BTreeMap::new();
-    for c in &snap.cells {
+    for c in cells {
         let key = (c.cpu, c.policy, label(c.policy, c.priority));
         *fine.entry(key).or_default().0.entry(c.bucket).or_default() += c.count;
     }
-    for s in &snap.sums {
+    for s in sums {
         let key = (s.cpu, s.policy, label(s.policy, s.priority));
         let sum = &mut fine.entry(key).or_default().1;
         *sum = sum.saturating_add(s.sum_ns);
     }
-    let series = fine
-        .into_iter()
+    fine.into_iter()
         .map(|((cpu, policy, priority), (cells, sum_ns))| {
             series_of(cpu, policy, priority, &cells, sum_ns)
         })
-        .collect();
-    RtWakeups {
-        series,
-        tasks: worst_tasks(snap),
-        lost: snap.lost,
-        ..RtWakeups::default()
-    }
+        .collect()
 }
 
 /// One series from its fine buckets.

@@ -144,6 +144,14 @@ fn every_rt_tasks_wake_ups_are_counted_in_the_kernel_once() {
         counted <= slept + 3 && counted + slept / 100 >= slept,
         "BPF counted {counted} FIFO 37 wake-ups, the thread slept {slept} times in its loop"
     );
+    // Each sleep ended by the thread's own timer: its lateness counted
+    // once, in the thread's series.
+    let timed = summed(&exposition, "rtlab_rt_timer_late_seconds_count", &fifo37)
+        .expect("a FIFO 37 timer series") as u64;
+    assert!(
+        timed <= slept + 3 && timed + slept / 50 >= slept,
+        "BPF counted {timed} FIFO 37 timer expiries, the thread slept {slept} times"
+    );
     let worst = ["comm=\"rtlab-timer0\"", fifo37[0], fifo37[1]];
     assert!(
         summed(&exposition, "rtlab_rt_task_worst_latency_seconds", &worst).is_some_and(|w| w > 0.0),

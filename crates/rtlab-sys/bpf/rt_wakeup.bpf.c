@@ -63,6 +63,21 @@ struct irqaction {
 	const char *name;
 } __attribute__((preserve_access_index));
 
+struct timerqueue_node {
+	long long expires;
+} __attribute__((preserve_access_index));
+
+struct hrtimer_clock_base {
+	int clockid;
+} __attribute__((preserve_access_index));
+
+struct hrtimer {
+	struct timerqueue_node node;
+	struct hrtimer_clock_base *base;
+} __attribute__((preserve_access_index));
+
+#define CLOCK_MONOTONIC 1
+
 // Set by the loader: every task, not only the real-time ones.
 const volatile __u32 all_tasks = 0;
 // Set by the loader: a wake-up at least this late (ns) has its CPU's
@@ -89,6 +104,24 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } histogram SEC(".maps");
+
+// The same keys: how late the timer that woke the task fired, from its
+// expiry (CLOCK_MONOTONIC timers: every task's own sleep) to its wake-up.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} timer_late SEC(".maps");
+
+// Per CPU: the expiry (ns) of the CLOCK_MONOTONIC timer whose callback
+// runs now, or 0.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} expiring SEC(".maps");
 
 // Per task (PID): its worst wake-up, and where.
 struct worst {
@@ -312,19 +345,6 @@ static __always_inline void send_late(void *ctx, struct task_struct *next, __u64
 	count(3);
 }
 
-SEC("tp_btf/sched_waking")
-int on_waking(__u64 *ctx)
-{
-	struct task_struct *p = (void *)ctx[0];
-	if (!wanted(p))
-		return 0;
-	__u32 pid = p->pid;
-	__u64 now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&woken, &pid, &now, BPF_ANY))
-		count(1);
-	return 0;
-}
-
 // 1 µs wide below 100 µs, then ten per decade's step: 10 µs to 1 ms,
 // 100 µs to 10 ms, 1 ms to 100 ms, 10 ms to 1 s, one bucket beyond.
 static __always_inline __u32 bucket_of(__u64 ns)
@@ -343,19 +363,74 @@ static __always_inline __u32 bucket_of(__u64 ns)
 	return 460;
 }
 
-static __always_inline void add(__u32 key, __u64 by)
+static __always_inline void add_to(void *map, __u32 key, __u64 by)
 {
-	__u64 *n = bpf_map_lookup_elem(&histogram, &key);
+	__u64 *n = bpf_map_lookup_elem(map, &key);
 	if (n) {
 		*n += by;
-	} else if (bpf_map_update_elem(&histogram, &key, &by, BPF_NOEXIST)) {
+	} else if (bpf_map_update_elem(map, &key, &by, BPF_NOEXIST)) {
 		// Another CPU made it meanwhile: its value is ours too now.
-		n = bpf_map_lookup_elem(&histogram, &key);
+		n = bpf_map_lookup_elem(map, &key);
 		if (n)
 			*n += by;
 		else
 			count(2);
 	}
+}
+
+static __always_inline void add(__u32 key, __u64 by)
+{
+	add_to(&histogram, key, by);
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int on_expire_entry(__u64 *ctx)
+{
+	struct hrtimer *t = (void *)ctx[0];
+	__u32 zero = 0;
+	__u64 *at = bpf_map_lookup_elem(&expiring, &zero);
+	if (!at)
+		return 0;
+	*at = t->base->clockid == CLOCK_MONOTONIC ? (__u64)t->node.expires : 0;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int on_expire_exit(__u64 *ctx)
+{
+	__u32 zero = 0;
+	__u64 *at = bpf_map_lookup_elem(&expiring, &zero);
+	if (at)
+		*at = 0;
+	return 0;
+}
+
+// A wake-up inside a CLOCK_MONOTONIC timer's callback (the task's own
+// sleep ending): how late the timer fired, counted by the task's series.
+static __always_inline void count_timer_late(struct task_struct *p, __u64 now)
+{
+	__u32 zero = 0;
+	__u64 *expires = bpf_map_lookup_elem(&expiring, &zero);
+	if (!expires || !*expires)
+		return;
+	__u64 late = now > *expires ? now - *expires : 0;
+	__u32 series = (p->policy & 0xff) << 24 | (p->rt_priority & 0xff) << 16;
+	add_to(&timer_late, series | bucket_of(late), 1);
+	add_to(&timer_late, series | SUM_BUCKET, late);
+}
+
+SEC("tp_btf/sched_waking")
+int on_waking(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	if (!wanted(p))
+		return 0;
+	__u32 pid = p->pid;
+	__u64 now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&woken, &pid, &now, BPF_ANY))
+		count(1);
+	count_timer_late(p, now);
+	return 0;
 }
 
 static __always_inline void keep_worst(__u32 pid, struct task_struct *next, __u64 ns,

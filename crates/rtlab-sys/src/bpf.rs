@@ -114,6 +114,11 @@ pub struct WakeupSnapshot {
     pub cells: Vec<Cell>,
     /// Every series' sum.
     pub sums: Vec<SeriesSum>,
+    /// How late the timers that woke them fired (a CLOCK_MONOTONIC
+    /// timer's expiry to the wake-up in its callback), by the same keys.
+    pub timer_cells: Vec<Cell>,
+    /// Their sums.
+    pub timer_sums: Vec<SeriesSum>,
     /// The tasks the kernel keeps (the most recently counted 4096).
     pub tasks: Vec<TaskWorst>,
     /// Wake-ups counted.
@@ -400,7 +405,12 @@ pub struct WakeupProbe {
 /// The programs and their tracepoints: the counting pair, then those
 /// that keep each CPU's recent events for the explanations.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
-const COUNTING: &[(&str, &str)] = &[("on_waking", "sched_waking"), ("on_switch", "sched_switch")];
+const COUNTING: &[(&str, &str)] = &[
+    ("on_waking", "sched_waking"),
+    ("on_switch", "sched_switch"),
+    ("on_expire_entry", "hrtimer_expire_entry"),
+    ("on_expire_exit", "hrtimer_expire_exit"),
+];
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
 const LOGGING: &[(&str, &str)] = &[
     ("on_irq_entry", "irq_handler_entry"),
@@ -492,19 +502,19 @@ impl WakeupProbe {
         out.into_iter().map(|(late, _)| late).collect()
     }
 
-    /// What the maps hold now.
-    pub fn read(&self) -> Result<WakeupSnapshot, String> {
-        use aya::maps::{HashMap, PerCpuArray, PerCpuHashMap};
-        let map = |name: &str| self.ebpf.map(name).ok_or(format!("no map {name}"));
-        let mut snap = WakeupSnapshot::default();
+    /// The cells and sums of a histogram map (`histogram`, `timer_late`).
+    fn histogram(&self, name: &str) -> Result<(Vec<Cell>, Vec<SeriesSum>), String> {
+        use aya::maps::PerCpuHashMap;
+        let map = self.ebpf.map(name).ok_or(format!("no map {name}"))?;
         let histogram: PerCpuHashMap<_, u32, u64> =
-            PerCpuHashMap::try_from(map("histogram")?).map_err(|e| e.to_string())?;
+            PerCpuHashMap::try_from(map).map_err(|e| e.to_string())?;
+        let (mut cells, mut sums) = (Vec::new(), Vec::new());
         for entry in histogram.iter() {
             let (key, per_cpu) = entry.map_err(|e| e.to_string())?;
             let (policy, priority, bucket) = key_parts(key);
             for (cpu, &v) in per_cpu.iter().enumerate().filter(|(_, v)| **v > 0) {
                 if bucket == SUM_BUCKET {
-                    snap.sums.push(SeriesSum {
+                    sums.push(SeriesSum {
                         cpu,
                         policy,
                         priority,
@@ -512,7 +522,7 @@ impl WakeupProbe {
                     });
                 } else {
                     let bucket = bucket.min(u32::from(BUCKETS - 1)) as u16;
-                    snap.cells.push(Cell {
+                    cells.push(Cell {
                         cpu,
                         policy,
                         priority,
@@ -522,6 +532,16 @@ impl WakeupProbe {
                 }
             }
         }
+        Ok((cells, sums))
+    }
+
+    /// What the maps hold now.
+    pub fn read(&self) -> Result<WakeupSnapshot, String> {
+        use aya::maps::{HashMap, PerCpuArray};
+        let map = |name: &str| self.ebpf.map(name).ok_or(format!("no map {name}"));
+        let mut snap = WakeupSnapshot::default();
+        (snap.cells, snap.sums) = self.histogram("histogram")?;
+        (snap.timer_cells, snap.timer_sums) = self.histogram("timer_late")?;
         let tasks: HashMap<_, u32, [u8; WORST_SIZE]> =
             HashMap::try_from(map("tasks")?).map_err(|e| e.to_string())?;
         for entry in tasks.iter() {
@@ -760,6 +780,24 @@ mod tests {
         );
         assert!(at_42 >= mine.count, "{at_42} wake-ups at FIFO 42");
         assert!(snap.counted >= mine.count);
+        // Each of its sleeps ended by its own timer: the timer's lateness
+        // counted once each (a sleep whose deadline had passed is woken
+        // by no timer), no later than its own clock saw.
+        let timer_42: Vec<&Cell> = snap
+            .timer_cells
+            .iter()
+            .filter(|c| (c.policy, c.priority) == (1, 42))
+            .collect();
+        let timed: u64 = timer_42.iter().map(|c| c.count).sum();
+        assert!(
+            timed <= slept + 1 && timed + slept / 50 >= slept,
+            "{timed} of {slept}"
+        );
+        let latest = timer_42.iter().map(|c| bucket_bounds_ns(c.bucket).0).max();
+        assert!(
+            latest.is_some_and(|ns| ns <= own_worst),
+            "{latest:?} > {own_worst}"
+        );
     }
 
     /// A FIFO thread, pinned by a FIFO hog's 3 ms bursts on its CPU.
