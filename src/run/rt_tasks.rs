@@ -283,11 +283,11 @@ fn closing(w: &RtWakeups, l: &LateLog, source: &str, all: bool) -> String {
             n => format!("{n} tasks, the worst pid {}", t.pid),
         };
         out.push_str(&format!(
-            "  {} ({who}, {} {}): {} wake-ups, worst {:.1} µs on CPU {}\n",
+            "  {} ({who}, {} {}): {}, worst {:.1} µs on CPU {}\n",
             crate::text::one_line(&t.comm),
             t.policy,
             t.priority,
-            t.wakeups,
+            crate::text::counted(t.wakeups, "wake-up", "wake-ups"),
             t.worst_ns as f64 / 1000.0,
             t.cpu
         ));
