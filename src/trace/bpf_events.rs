@@ -3,7 +3,7 @@
 //! as the [`Event`]s the tracefs readers give, so that the one analysis
 //! ([`crate::trace::explain::analyze`]) explains it. Added: the woken
 //! task's `sched_waking` at its stamp, and the kernel stack the program
-//! took at the switch-in as a `kernel_stack` event after it. Each field's
+//! took at the switch-in (in the record) as a `kernel_stack` event after it. Each field's
 //! place is noted as it is written ([`Spans::push`]), never searched: a
 //! task's name may hold anything.
 

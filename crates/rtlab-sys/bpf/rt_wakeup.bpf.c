@@ -26,12 +26,10 @@ typedef unsigned long long __u64;
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_PERCPU_HASH 5
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
-#define BPF_MAP_TYPE_STACK_TRACE 7
 #define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_RINGBUF 27
 #define BPF_ANY 0
 #define BPF_NOEXIST 1
-#define BPF_F_REUSE_STACKID (1ULL << 10)
 
 // The helpers used, by their stable numbers.
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
@@ -39,7 +37,7 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
-static long (*bpf_get_stackid)(void *ctx, void *map, __u64 flags) = (void *)27;
+static long (*bpf_get_stack)(void *ctx, void *buf, __u32 size, __u64 flags) = (void *)67;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
 static long (*bpf_probe_read_kernel_str)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)115;
 static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
@@ -191,6 +189,8 @@ struct ev {
 	char next_comm[16];
 };
 
+#define STACK_DEPTH 32
+
 struct late {
 	__u64 woken_ns;
 	__u64 switched_ns;
@@ -200,13 +200,18 @@ struct late {
 	__u32 rt_priority;
 	__u32 cpu;
 	__u32 pad0;
-	long long stack_id;
+	// Bytes of `stack` the kernel wrote (negative: none).
+	long long stack_bytes;
 	char comm[16];
 	// Events logged on this CPU so far: the ring's next slot is this % LOG.
 	__u32 logged;
 	__u32 pad;
 	__u64 last_sent_ns;
 	__u64 worst_sent_ns;
+	// The kernel stack at the switch-in (the task switched out's),
+	// return addresses innermost first: in the record itself, so that
+	// no later record's stack can stand in for it.
+	__u64 stack[STACK_DEPTH];
 	struct ev log[LOG];
 };
 
@@ -222,13 +227,6 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } late_wakeups SEC(".maps");
 
-#define STACK_DEPTH 32
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u64[STACK_DEPTH]);
-} stacks SEC(".maps");
 
 // The CPU's next slot of the ring, or 0 when explanations are off. An
 // interrupt handler's program that runs amid a softirq's, between its
@@ -333,7 +331,7 @@ static __always_inline void send_late(void *ctx, struct task_struct *next, __u64
 	l->policy = policy;
 	l->rt_priority = prio;
 	l->cpu = bpf_get_smp_processor_id();
-	l->stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	l->stack_bytes = bpf_get_stack(ctx, l->stack, sizeof(l->stack), 0);
 	bpf_probe_read_kernel(l->comm, sizeof(l->comm), next->comm);
 	if (bpf_ringbuf_output(&late_wakeups, l, sizeof(*l), 0)) {
 		count(4);

@@ -206,8 +206,11 @@ pub struct LateWakeup {
     pub log: Vec<Logged>,
 }
 
-/// The record's layout (`struct late` and `struct ev` in the program).
-const LATE_HEAD: usize = 88;
+/// The record's layout (`struct late` and `struct ev` in the program):
+/// its head, the stack's return addresses, the ring.
+const STACK_AT: usize = 88;
+const STACK_DEPTH: usize = 32;
+const LATE_HEAD: usize = STACK_AT + STACK_DEPTH * 8;
 const EV_SIZE: usize = 64;
 /// The size of a record.
 pub const LATE_SIZE: usize = LATE_HEAD + LATE_LOG * EV_SIZE;
@@ -219,8 +222,8 @@ fn comm_of(bytes: &[u8]) -> String {
 }
 
 /// A record from the ring buffer's bytes; None if it is not one (its
-/// size). The stack is looked up apart (`stack_id`).
-pub fn late_from_bytes(b: &[u8]) -> Option<(LateWakeup, i64)> {
+/// size).
+pub fn late_from_bytes(b: &[u8]) -> Option<LateWakeup> {
     if b.len() != LATE_SIZE {
         return None;
     }
@@ -257,7 +260,12 @@ pub fn late_from_bytes(b: &[u8]) -> Option<(LateWakeup, i64)> {
     }
     // A nested handler's event may sit a slot out of order.
     log.sort_by_key(|e| e.ts_ns);
-    let late = LateWakeup {
+    // The bytes of the stack the kernel wrote (negative: none).
+    let stack_bytes = usize::try_from(u64_at(40) as i64).unwrap_or(0);
+    let stack = (0..(stack_bytes / 8).min(STACK_DEPTH))
+        .map(|i| u64_at(STACK_AT + i * 8))
+        .collect();
+    Some(LateWakeup {
         woken_ns: u64_at(0),
         switched_ns: u64_at(8),
         pid: i32_at(16),
@@ -266,10 +274,9 @@ pub fn late_from_bytes(b: &[u8]) -> Option<(LateWakeup, i64)> {
         priority: u32_at(28),
         cpu: u32_at(32),
         comm: comm_of(&b[48..64]),
-        stack: Vec::new(),
+        stack,
         log,
-    };
-    Some((late, u64_at(40) as i64))
+    })
 }
 
 /// The value layout of the program's `tasks` map (`struct worst`).
@@ -397,9 +404,6 @@ pub struct WakeupProbe {
     /// The late wake-ups' records, when explanations are on.
     #[cfg(rtlab_bpf)]
     late: Option<aya::maps::RingBuf<aya::maps::MapData>>,
-    /// Their kernel stacks.
-    #[cfg(rtlab_bpf)]
-    stacks: Option<aya::maps::StackTraceMap<aya::maps::MapData>>,
 }
 
 /// The programs and their tracepoints: the counting pair, then those
@@ -462,44 +466,31 @@ impl WakeupProbe {
         // a 5.5 MB vmlinux BTF): let the allocator give it back.
         drop(btf);
         crate::os::trim_heap();
-        let (mut late, mut stacks) = (None, None);
+        let mut late = None;
         if late_ns > 0 {
-            let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| refused(name, &"no map"));
-            late = Some(
-                aya::maps::RingBuf::try_from(take("late_wakeups")?)
-                    .map_err(|e| refused("late_wakeups", &e))?,
-            );
-            stacks = Some(
-                aya::maps::StackTraceMap::try_from(take("stacks")?)
-                    .map_err(|e| refused("stacks", &e))?,
-            );
+            let ring = ebpf
+                .take_map("late_wakeups")
+                .ok_or_else(|| refused("late_wakeups", &"no map"))?;
+            late =
+                Some(aya::maps::RingBuf::try_from(ring).map_err(|e| refused("late_wakeups", &e))?);
         }
-        Ok(WakeupProbe { ebpf, late, stacks })
+        Ok(WakeupProbe { ebpf, late })
     }
 
     /// The late wake-ups sent since the last call, at most `max` (the
     /// rest wait for the next call).
     pub fn drain_late(&mut self, max: usize) -> Vec<LateWakeup> {
-        let mut out: Vec<(LateWakeup, i64)> = Vec::new();
+        let mut out = Vec::new();
         let Some(ring) = self.late.as_mut() else {
-            return Vec::new();
+            return out;
         };
         while out.len() < max {
             let Some(item) = ring.next() else {
                 break;
             };
-            if let Some(late) = late_from_bytes(&item) {
-                out.push(late);
-            }
+            out.extend(late_from_bytes(&item));
         }
-        for (late, stack_id) in out.iter_mut() {
-            if let (Some(stacks), Ok(id)) = (&self.stacks, u32::try_from(*stack_id))
-                && let Ok(trace) = stacks.get(&id, 0)
-            {
-                late.stack = trace.frames().iter().map(|f| f.ip).collect();
-            }
-        }
-        out.into_iter().map(|(late, _)| late).collect()
+        out
     }
 
     /// The cells and sums of a histogram map (`histogram`, `timer_late`).
@@ -890,6 +881,8 @@ mod tests {
                 (hog, "bpf-hog-61", 38)
             );
         }
+        // The hog's kernel stack as it let the CPU go, in each record.
+        assert!(mine.iter().all(|l| !l.stack.is_empty()), "{mine:?}");
         let snap = probe.read().unwrap();
         assert!(snap.late_sent >= mine.len() as u64);
     }
