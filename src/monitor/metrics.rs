@@ -403,8 +403,9 @@ impl Metrics {
     }
 
     /// Every real-time task's wake-ups (`--rt-tasks`): a histogram per
-    /// CPU, policy and priority, their p99 and p99.9, the worst tasks by
-    /// name, and the wake-ups the kernel's maps could not hold.
+    /// CPU, policy and priority (and of their timers' lateness), their p99
+    /// and p99.9, the worst tasks by name, the wake-ups not counted, and
+    /// the late ones' causes.
     fn encode_rt_wakeups(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
         let Some(w) = &self.rt_wakeups else {
             return Ok(());
@@ -477,6 +478,16 @@ impl Metrics {
             &[(self.base(), w.lost)],
             counter,
         )?;
+        self.encode_rt_late(w, encoder)
+    }
+
+    /// The late real-time wake-ups (`--rt-late`): explained, by task and
+    /// main cause; not explained; not sent, by reason.
+    fn encode_rt_late(
+        &self,
+        w: &crate::trace::rt_wakeups::RtWakeups,
+        encoder: &mut DescriptorEncoder,
+    ) -> std::fmt::Result {
         let late: Vec<(Labels, u64)> = w
             .late_causes
             .iter()

@@ -445,6 +445,19 @@ pub(super) struct Armed {
     pub(super) failed: Option<EndReason>,
 }
 
+/// The CPUs of the supervisor's helpers: the guard and the spike
+/// programs, off the measured CPUs too.
+fn helper_cpus(plan: &RunPlan) -> Vec<usize> {
+    let off_measured = plan.main.cpus.as_ref().filter(|_| plan.main.off_audited);
+    plan.main
+        .on_spike
+        .as_ref()
+        .filter(|s| s.runs_programs())
+        .map(|s| s.cpus.clone())
+        .or_else(|| off_measured.filter(|_| !plan.programs.is_empty()).cloned())
+        .unwrap_or_default()
+}
+
 impl Armed {
     pub(super) fn arm(
         plan: &RunPlan,
@@ -463,16 +476,6 @@ impl Armed {
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
         let (stream, stream_unavailable) =
             start_stream(root, &mut journal, plan, online, rt_fallback, warnings);
-        // The guard (and the spike programs) off the measured CPUs too.
-        let off_measured = plan.main.cpus.as_ref().filter(|_| plan.main.off_audited);
-        let helper_cpus = plan
-            .main
-            .on_spike
-            .as_ref()
-            .filter(|s| s.runs_programs())
-            .map(|s| s.cpus.clone())
-            .or_else(|| off_measured.filter(|_| !plan.programs.is_empty()).cloned())
-            .unwrap_or_default();
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -480,7 +483,7 @@ impl Armed {
             online.to_vec(),
             run_start,
             journal.0.as_mut(),
-            helper_cpus,
+            helper_cpus(plan),
         );
         let failure = |error: String| Some(EndReason::Failed { error });
         let mut failed = supervisor
