@@ -4,6 +4,7 @@
 //! deadline misses, who woke it, and the late wake-ups explained.
 
 use crate::stats::Summary;
+use crate::trace::task_latency::kernel::BpfThread;
 use crate::trace::task_latency::{TaskLatencyResult, TaskThreadResult};
 
 fn us(ns: u64) -> String {
@@ -48,6 +49,56 @@ pub fn text(m: &TaskLatencyResult) -> String {
     for n in &m.notes {
         out.push_str(&format!("  note: {n}\n"));
     }
+    out.push_str(&bpf_text(m));
+    out
+}
+
+/// A thread's wake-up to run as the kernel counted it: p50 and p99 are
+/// the starts of their buckets (1 µs wide below 100 µs), max exact.
+fn bpf_row(k: &BpfThread) -> String {
+    format!(
+        "    {:<26} - / {} / {} / {}   ({} wake-ups counted in the kernel)\n",
+        "wake-up to run (BPF)",
+        us(k.p50_ns),
+        us(k.p99_ns),
+        us(k.max_ns),
+        k.wake_ups
+    )
+}
+
+/// Whether the kernel counted the task too: why not, and the threads it
+/// counted that the trace saw no wake-up of.
+fn bpf_text(m: &TaskLatencyResult) -> String {
+    let Some(b) = &m.bpf else {
+        return String::new();
+    };
+    if let Some(why) = &b.refused {
+        return format!(
+            "  note: not counted in the kernel (BPF): {}; these figures are the trace's alone\n",
+            crate::text::one_line(why)
+        );
+    }
+    let mut out = String::new();
+    for k in b
+        .threads
+        .iter()
+        .filter(|k| !m.threads.iter().any(|t| t.tid == k.tid))
+    {
+        out.push_str(&format!(
+            "  L{}.{} {} (TID {}): no wake-up in the trace\n",
+            m.spec.index,
+            k.tid,
+            crate::text::one_line(&k.comm),
+            k.tid
+        ));
+        out.push_str(&bpf_row(k));
+    }
+    if b.lost > 0 {
+        out.push_str(&format!(
+            "  note: the kernel could not count {} wake-ups (a BPF map full)\n",
+            b.lost
+        ));
+    }
     out
 }
 
@@ -56,11 +107,20 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
         "  L{}.{} {} (TID {}): {} wake-ups, {} by its own timers\n",
         m.spec.index, t.tid, t.comm, t.tid, t.wake_ups, t.timer_wake_ups
     ));
+    let counted = m
+        .bpf
+        .as_ref()
+        .and_then(|b| b.threads.iter().find(|k| k.tid == t.tid));
     if t.switch_ins_inferred > 0 {
         out.push_str(&format!(
             "    note: {} switch-ins were not logged by this kernel (out of idle) and were taken at \
-             the thread's next event (its syscall's exit): those latencies are a few µs high\n",
-            t.switch_ins_inferred
+             the thread's next event (its syscall's exit): those latencies are a few µs high{}\n",
+            t.switch_ins_inferred,
+            if counted.is_some() {
+                "; the kernel's count (BPF) below sees those switch-ins"
+            } else {
+                ""
+            }
         ));
     }
     out.push_str("    µs (min / p50 / p99 / max)\n");
@@ -76,6 +136,9 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
     ]);
     for (what, s) in rows {
         out.push_str(&format!("    {what:<26} {}\n", figures(s)));
+    }
+    if let Some(k) = counted {
+        out.push_str(&bpf_row(k));
     }
     if !t.runs_the_cycle && m.spec.period_ns.is_some() {
         out.push_str(&format!(

@@ -430,6 +430,8 @@ pub(super) struct Armed {
     trace_unavailable: Option<crate::trace::explain::TraceReport>,
     /// Why the run that wanted a trace stream has none.
     stream_unavailable: Option<String>,
+    /// Each `task_latency[N]`'s BPF program, watching its task.
+    task_probes: super::task_bpf::TaskProbes,
     /// The run audits CPUs (a stream that could not start is then an
     /// audit not done).
     audits: bool,
@@ -476,6 +478,11 @@ impl Armed {
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
         let (stream, stream_unavailable) =
             start_stream(root, &mut journal, plan, online, rt_fallback, warnings);
+        // Before the programs start: their first wake-ups are counted.
+        let mut task_probes = match stream {
+            Some(_) => super::task_bpf::TaskProbes::start(root, &plan.task_latency),
+            None => super::task_bpf::TaskProbes::default(),
+        };
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -490,6 +497,7 @@ impl Armed {
             .start_all()
             .err()
             .and_then(|e| failure(e.to_string()));
+        task_probes.learn(&supervisor.running());
         let tx_noise = tx.clone();
         let timers = match failed {
             Some(_) => Timers::none(),
@@ -540,6 +548,7 @@ impl Armed {
             trace_unavailable,
             stream,
             stream_unavailable,
+            task_probes,
             audits: plan.main.audit_cpus.is_some(),
             // From the timer threads' release, the warm-up first: they
             // measure the whole lifetime.
@@ -562,6 +571,7 @@ impl Armed {
         if let Some(w) = self.spikes.as_mut() {
             w.look(&self.timers.handles, &mut self.supervisor);
         }
+        self.task_probes.learn(&self.supervisor.running());
         if let Some(s) = self.stream.as_mut() {
             let timers: Vec<(usize, i32, u64)> = self
                 .timers
@@ -659,7 +669,7 @@ impl Armed {
         let StreamResults {
             audit,
             irq_tasks,
-            task_latency,
+            mut task_latency,
             timer_irq,
             // The noise threads' attribution: the lead wires it in.
             noise: attributions,
@@ -668,6 +678,7 @@ impl Armed {
             Some(s) => s.finish(&measured, &self.supervisor.running(), promises),
             None => StreamResults::default(),
         };
+        std::mem::take(&mut self.task_probes).finish(&mut task_latency);
         let audit = audit.or_else(|| {
             let why = self.stream_unavailable.clone().filter(|_| self.audits)?;
             Some(AuditReport {

@@ -38,6 +38,7 @@ mod export;
 mod exporting;
 mod noise;
 mod rt_tasks;
+mod task_bpf;
 mod traces;
 mod watch;
 

@@ -89,7 +89,7 @@ pub struct RtWakeups {
 }
 
 /// Fine buckets of one series: (bucket, count).
-type Fine = BTreeMap<u16, u64>;
+pub(crate) type Fine = BTreeMap<u16, u64>;
 
 /// The series and worst tasks of `snap`.
 pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
@@ -165,7 +165,7 @@ fn series_of(cpu: usize, policy: u32, priority: String, cells: &Fine, sum_ns: u6
 }
 
 /// The start of the fine bucket holding rank ceil(q·n).
-fn at_quantile(cells: &Fine, n: u64, q: f64) -> u64 {
+pub(crate) fn at_quantile(cells: &Fine, n: u64, q: f64) -> u64 {
     let rank = ((q * n as f64).ceil() as u64).max(1);
     let mut seen = 0;
     for (&b, &count) in cells {

@@ -24,6 +24,7 @@ typedef unsigned long long __u64;
 
 // The kernel's UAPI numbers (include/uapi/linux/bpf.h, stable ABI).
 #define BPF_MAP_TYPE_HASH 1
+#define BPF_MAP_TYPE_ARRAY 2
 #define BPF_MAP_TYPE_PERCPU_HASH 5
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
 #define BPF_MAP_TYPE_LRU_HASH 9
@@ -47,6 +48,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // Only the fields read; their offsets come from the kernel's BTF.
 struct task_struct {
 	int pid;
+	int tgid;
 	int prio;
 	unsigned int policy;
 	unsigned int rt_priority;
@@ -84,6 +86,35 @@ const volatile __u64 late_ns = 0;
 // Set by the loader: at most one such record per CPU per this many ns,
 // unless it is the CPU's latest worst (the worst is always explained).
 const volatile __u64 late_every_ns = 10000000;
+
+// Set by the loader: measure the threads of one task alone (`rtlab
+// task-latency`): 1, those of the process `watch.tgid`; 2, those named
+// `watch.comm`; 0, by policy (`all_tasks`).
+const volatile __u32 watch_mode = 0;
+
+// The task watched, set by user space once known (a program's PID is
+// known once it is started): nothing is counted before.
+struct watch {
+	__u32 tgid;
+	__u32 set;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct watch);
+} watch SEC(".maps");
+
+// Per thread of the task watched: key TID << 32 | bucket (SUM_BUCKET: the
+// sum of its latencies, ns). Value: a count per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} thread_hist SEC(".maps");
 
 // A task's wake-up time, until its switch-in.
 struct {
@@ -158,8 +189,32 @@ static __always_inline void count(__u32 which)
 		*n += 1;
 }
 
+// The task watched: its process, or its name (the 16 bytes of `comm`
+// up to the first NUL).
+static __always_inline int watched(struct task_struct *p)
+{
+	__u32 zero = 0;
+	struct watch *w = bpf_map_lookup_elem(&watch, &zero);
+	if (!w || !w->set)
+		return 0;
+	if (watch_mode == 1)
+		return p->tgid == (int)w->tgid;
+	char comm[16];
+	bpf_probe_read_kernel(comm, sizeof(comm), p->comm);
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != w->comm[i])
+			return 0;
+		if (!comm[i])
+			return 1;
+	}
+	return 1;
+}
+
 static __always_inline int wanted(struct task_struct *p)
 {
+	if (watch_mode)
+		return watched(p);
 	unsigned int policy = p->policy;
 	return all_tasks || policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE;
 }
@@ -361,19 +416,33 @@ static __always_inline __u32 bucket_of(__u64 ns)
 	return 460;
 }
 
-static __always_inline void add_to(void *map, __u32 key, __u64 by)
+static __always_inline void add_at(void *map, const void *key, __u64 by)
 {
-	__u64 *n = bpf_map_lookup_elem(map, &key);
+	__u64 *n = bpf_map_lookup_elem(map, key);
 	if (n) {
 		*n += by;
-	} else if (bpf_map_update_elem(map, &key, &by, BPF_NOEXIST)) {
+	} else if (bpf_map_update_elem(map, key, &by, BPF_NOEXIST)) {
 		// Another CPU made it meanwhile: its value is ours too now.
-		n = bpf_map_lookup_elem(map, &key);
+		n = bpf_map_lookup_elem(map, key);
 		if (n)
 			*n += by;
 		else
 			count(2);
 	}
+}
+
+static __always_inline void add_to(void *map, __u32 key, __u64 by)
+{
+	add_at(map, &key, by);
+}
+
+// The thread's own histogram, when one task is watched.
+static __always_inline void add_thread(__u32 tid, __u32 bucket, __u64 ns)
+{
+	__u64 key = (__u64)tid << 32 | bucket;
+	add_at(&thread_hist, &key, 1);
+	key = (__u64)tid << 32 | SUM_BUCKET;
+	add_at(&thread_hist, &key, ns);
 }
 
 static __always_inline void add(__u32 key, __u64 by)
@@ -481,8 +550,11 @@ int on_switch(__u64 *ctx)
 	__u32 policy = next->policy & 0xff;
 	__u32 prio = next->rt_priority & 0xff;
 	__u32 series = policy << 24 | prio << 16;
-	add(series | bucket_of(ns), 1);
+	__u32 bucket = bucket_of(ns);
+	add(series | bucket, 1);
 	add(series | SUM_BUCKET, ns);
+	if (watch_mode)
+		add_thread(pid, bucket, ns);
 	keep_worst(pid, next, ns, policy, prio);
 	count(0);
 	if (late_ns && ns >= late_ns)

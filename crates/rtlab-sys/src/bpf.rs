@@ -11,6 +11,9 @@
 
 use crate::SysRoot;
 
+mod watch;
+pub use watch::{ThreadCells, Watch};
+
 /// Buckets of the in-kernel histogram: 1 µs wide below 100 µs, then ten
 /// per step of each decade (10 µs to 1 ms, 100 µs to 10 ms, 1 ms to
 /// 100 ms, 10 ms to 1 s) and one beyond. Mirrors `bucket_of` in the BPF
@@ -406,6 +409,15 @@ pub struct WakeupProbe {
     late: Option<aya::maps::RingBuf<aya::maps::MapData>>,
 }
 
+/// The program's settings, fixed at its load.
+#[cfg_attr(not(rtlab_bpf), allow(dead_code))]
+struct Globals {
+    all_tasks: u32,
+    late_ns: u64,
+    /// 0: by policy; 1: one process's threads; 2: the threads of one name.
+    watch_mode: u32,
+}
+
 /// The programs and their tracepoints: the counting pair, then those
 /// that keep each CPU's recent events for the explanations.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
@@ -431,7 +443,18 @@ impl WakeupProbe {
     /// sends its CPU's recent events ([`WakeupProbe::drain_late`]); the
     /// interrupt and softirq tracepoints are then attached too.
     pub fn start(root: &SysRoot, all_tasks: bool, late_ns: u64) -> Result<WakeupProbe, BpfRefusal> {
+        let globals = Globals {
+            all_tasks: u32::from(all_tasks),
+            late_ns,
+            watch_mode: 0,
+        };
+        WakeupProbe::load(root, &globals)
+    }
+
+    /// Loads the program with `globals`, attached: see [`WakeupProbe::start`].
+    fn load(root: &SysRoot, globals: &Globals) -> Result<WakeupProbe, BpfRefusal> {
         use aya::programs::BtfTracePoint;
+        let late_ns = globals.late_ns;
         preflight(root)?;
         let object = OBJECT.ok_or(BpfRefusal::NotBuilt)?;
         let refused =
@@ -441,11 +464,11 @@ impl WakeupProbe {
         let btf = aya::Btf::parse(&vmlinux, aya::Endianness::default())
             .map_err(|e| refused("parsing the kernel's BTF", &e))?;
         drop(vmlinux);
-        let all = u32::from(all_tasks);
         let mut ebpf = aya::EbpfLoader::new()
             .btf(Some(&btf))
-            .override_global("all_tasks", &all, true)
+            .override_global("all_tasks", &globals.all_tasks, true)
             .override_global("late_ns", &late_ns, true)
+            .override_global("watch_mode", &globals.watch_mode, true)
             .load(object)
             .map_err(|e| refused("loading", &e))?;
         let logging = if late_ns > 0 { LOGGING } else { &[] };

@@ -20,6 +20,7 @@
 //! Pure: the trace stream ([`crate::trace::stream`]) feeds it.
 
 mod cpu;
+pub mod kernel;
 
 /// Registers one tracker per task-latency measurement of the spec.
 pub fn register(spec: &StreamSpec, out: &mut Vec<Box<dyn Consumer>>) {
@@ -250,6 +251,10 @@ pub struct TaskLatencyResult {
     pub lost_events: u64,
     /// Tracepoints missing, or a timer clock this cannot compare.
     pub notes: Vec<String>,
+    /// The same task's wake-ups counted in the kernel by the BPF program
+    /// (`rtlab task-latency` where it can; absent in results before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf: Option<kernel::TaskLatencyBpf>,
 }
 
 /// A timer a thread armed.
@@ -856,6 +861,7 @@ impl Tracker {
             threads,
             lost_events,
             notes,
+            bpf: None,
         }
     }
 }

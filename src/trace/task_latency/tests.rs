@@ -278,6 +278,51 @@ fn the_timer_slack_is_its_own_part_and_lateness_counts_from_expires() {
     assert!(text.contains("PR_SET_TIMERSLACK"), "{text}");
 }
 
+/// The kernel's count of the same thread (BPF) is its own row under the
+/// trace's; a thread only the kernel counted is listed with its name
+/// escaped; a refusal says the figures are the trace's alone.
+#[test]
+fn the_kernels_count_is_shown_beside_the_traces_or_its_refusal() {
+    use super::kernel::{BpfThread, TaskLatencyBpf};
+    let mut t = Tracker::new(spec());
+    feed(&mut t, &slack_cycle(10_000, 50, 57, 10_300, 10_310));
+    let mut r = t.finish(0, &[]);
+    let tid = r.threads[0].tid;
+    let row = |tid: i32, comm: &str| BpfThread {
+        tid,
+        comm: comm.into(),
+        wake_ups: 3,
+        mean_ns: 200_000,
+        p50_ns: 250_000,
+        p99_ns: 290_000,
+        p999_ns: 290_000,
+        max_ns: 300_000,
+    };
+    r.bpf = Some(TaskLatencyBpf {
+        refused: None,
+        threads: vec![row(tid, "x"), row(tid + 1, "odd\nrtlab: name")],
+        lost: 0,
+    });
+    let text = crate::report::task_latency::text(&r);
+    assert!(
+        text.contains(
+            "wake-up to run (BPF)       - / 250.0 / 290.0 / 300.0   (3 wake-ups counted in the kernel)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("no wake-up in the trace"), "{text}");
+    assert!(!text.contains("\nrtlab: name"), "{text}");
+    r.bpf = Some(TaskLatencyBpf {
+        refused: Some("this process lacks CAP_BPF".into()),
+        ..TaskLatencyBpf::default()
+    });
+    let text = crate::report::task_latency::text(&r);
+    assert!(
+        text.contains("not counted in the kernel (BPF): this process lacks CAP_BPF; these figures are the trace's alone"),
+        "{text}"
+    );
+}
+
 /// The live figures (live view, metrics) are the result's own: counts,
 /// extremes, sum, deadline misses where the period applies (none for a
 /// thread it does not), and the metrics buckets hold every wake-up in the
