@@ -57,12 +57,13 @@ pub fn text(m: &TaskLatencyResult) -> String {
 /// the starts of their buckets (1 µs wide below 100 µs), max exact.
 fn bpf_row(k: &BpfThread) -> String {
     format!(
-        "    {:<26} - / {} / {} / {}   ({} wake-ups counted in the kernel)\n",
+        "    {:<26} - / {} / {} / {}   ({} wake-up{} counted in the kernel)\n",
         "wake-up to run (BPF)",
         us(k.p50_ns),
         us(k.p99_ns),
         us(k.max_ns),
-        k.wake_ups
+        k.wake_ups,
+        if k.wake_ups == 1 { "" } else { "s" }
     )
 }
 
