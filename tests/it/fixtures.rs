@@ -21,12 +21,44 @@ pub const MACHINE_LOCK: &str = "/run/rtlab-it-machine.lock";
 pub struct Exclusive {
     _here: RwLockWriteGuard<'static, ()>,
     _across: Option<std::fs::File>,
+    _held: Held,
 }
 
 /// Held by a test that leaves the machine as it is.
 pub struct Shared {
     _here: RwLockReadGuard<'static, ()>,
     _across: Option<std::fs::File>,
+    _held: Held,
+}
+
+/// How long a test held the machine, said on stderr at its end when
+/// `RTLAB_TEST_TIMING` is set (with `--nocapture`: where the suite's time
+/// goes, without the waits).
+struct Held {
+    kind: &'static str,
+    since: Instant,
+}
+
+impl Held {
+    fn new(kind: &'static str) -> Held {
+        Held {
+            kind,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if std::env::var_os("RTLAB_TEST_TIMING").is_some() {
+            let name = std::thread::current().name().unwrap_or("?").to_string();
+            eprintln!(
+                "[held] {:>7.1} s {} {name}",
+                self.since.elapsed().as_secs_f64(),
+                self.kind
+            );
+        }
+    }
 }
 
 /// The lock file, opened (None without root, or where it cannot be: then
@@ -54,6 +86,7 @@ pub fn machine_exclusive() -> Exclusive {
     Exclusive {
         _here: here,
         _across: across,
+        _held: Held::new("exclusive"),
     }
 }
 
@@ -64,6 +97,7 @@ pub fn machine_shared() -> Shared {
     Shared {
         _here: here,
         _across: across,
+        _held: Held::new("shared"),
     }
 }
 
