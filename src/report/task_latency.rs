@@ -103,6 +103,9 @@ fn bpf_text(m: &TaskLatencyResult) -> String {
     out
 }
 
+/// The trace's row the kernel's count (BPF) is shown under.
+const WAKE_TO_RUN: &str = "wake-up to run";
+
 fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
     out.push_str(&format!(
         "  L{}.{} {} (TID {}): {} wake-ups, {} by its own timers\n",
@@ -115,13 +118,9 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
     if t.switch_ins_inferred > 0 {
         out.push_str(&format!(
             "    note: {} switch-ins were not logged by this kernel (out of idle) and were taken at \
-             the thread's next event (its syscall's exit): those latencies are a few µs high{}\n",
-            t.switch_ins_inferred,
-            if counted.is_some() {
-                "; the kernel's count (BPF) below sees those switch-ins"
-            } else {
-                ""
-            }
+             the thread's next event (its syscall's exit): those latencies are high by the time to \
+             it (a few µs, or a preemption before it)\n",
+            t.switch_ins_inferred
         ));
     }
     out.push_str("    µs (min / p50 / p99 / max)\n");
@@ -131,15 +130,17 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
     }
     rows.extend([
         ("timer interrupt late", &t.timer_late),
-        ("wake-up to run", &t.wake_to_run),
+        (WAKE_TO_RUN, &t.wake_to_run),
         ("run time per cycle", &t.run_time),
         ("period seen", &t.period),
     ]);
     for (what, s) in rows {
         out.push_str(&format!("    {what:<26} {}\n", figures(s)));
-    }
-    if let Some(k) = counted {
-        out.push_str(&bpf_row(k));
+        if what == WAKE_TO_RUN
+            && let Some(k) = counted
+        {
+            out.push_str(&bpf_row(k));
+        }
     }
     if !t.runs_the_cycle && m.spec.period_ns.is_some() {
         out.push_str(&format!(

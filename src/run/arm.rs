@@ -476,13 +476,15 @@ impl Armed {
         let tuning_changes = tune(root, &mut journal, plan, warnings);
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
+        // Loaded before the stream (the load takes a while), counting from
+        // its start or their program's.
+        let mut task_probes = super::task_bpf::TaskProbes::start(root, &plan.task_latency);
         let (stream, stream_unavailable) =
             start_stream(root, &mut journal, plan, online, rt_fallback, warnings);
-        // Before the programs start: their first wake-ups are counted.
-        let mut task_probes = match stream {
-            Some(_) => super::task_bpf::TaskProbes::start(root, &plan.task_latency),
-            None => super::task_bpf::TaskProbes::default(),
-        };
+        match stream {
+            Some(_) => task_probes.arm(),
+            None => task_probes = super::task_bpf::TaskProbes::default(),
+        }
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
@@ -666,6 +668,7 @@ impl Armed {
         self.timers.halt();
         self.noise.halt();
         let measured = measured_tids(&self.timers.handles);
+        self.task_probes.pause();
         let StreamResults {
             audit,
             irq_tasks,

@@ -1,10 +1,11 @@
 //! The BPF source of `task_latency[N]` (`rtlab task-latency`): for each
-//! measurement, the BPF program watching that task alone, loaded before
-//! the programs start (a program's PID is given to it once the program is
-//! started, and again if it is restarted), read at the end into the
-//! measurement's `bpf` figures. It counts every switch-in, those out of
-//! idle that this kernel's trace does not log too. Where BPF cannot run,
-//! the trace's figures stand alone and the result says why.
+//! measurement, the BPF program watching that task alone. Loaded before
+//! the trace stream starts, it counts from the moment the stream has
+//! started (a process given by PID, or a name) or its program has (that
+//! PID given to it, and again when restarted), until just before the
+//! stream's last read: over the trace's own window. Read at the end into
+//! the measurement's `bpf` figures. Where BPF cannot run, the trace's
+//! figures stand alone and the result says why.
 
 use crate::config::TaskSelector;
 use crate::messages;
@@ -18,8 +19,20 @@ struct TaskProbe {
     index: usize,
     task: TaskSelector,
     probe: Result<WakeupProbe, String>,
-    /// The process it watches now (a program's, once started).
+    /// The program's process it watches now, once started.
     watching: Option<u32>,
+}
+
+impl TaskProbe {
+    /// The task by PID or name, from now on (a program's waits for its
+    /// PID); a refusal of the kernel replaces the probe with its reason.
+    fn watch(&mut self, watch: &Watch) {
+        if let Ok(probe) = self.probe.as_mut()
+            && let Err(why) = probe.watch(watch)
+        {
+            self.probe = Err(format!("setting the task watched: {why}"));
+        }
+    }
 }
 
 /// Every `task_latency[N]`'s probe (none without a `task_latency`).
@@ -29,33 +42,31 @@ pub(super) struct TaskProbes {
 }
 
 impl TaskProbes {
-    /// Loads a probe per measurement, and says whether it runs.
+    /// Loads a probe per measurement.
     pub(super) fn start(root: &SysRoot, specs: &[TaskLatencySpec]) -> TaskProbes {
         let probes: Vec<TaskProbe> = specs
             .iter()
             .map(|s| {
-                let watch = match &s.task {
-                    TaskSelector::Pid(pid) => Watch::Process(u32::try_from(*pid).ok()),
-                    TaskSelector::Name(name) => Watch::Name(name.clone()),
-                    TaskSelector::Program(_) => Watch::Process(None),
-                };
-                let watching = match watch {
-                    Watch::Process(pid) => pid,
-                    Watch::Name(_) => None,
-                };
-                let probe = WakeupProbe::start_watching(root, &watch).map_err(|e| e.to_string());
+                let probe = WakeupProbe::start_watching(root, &watch_of(&s.task))
+                    .map_err(|e| e.to_string());
                 TaskProbe {
                     index: s.index,
                     task: s.task.clone(),
                     probe,
-                    watching,
+                    watching: None,
                 }
             })
             .collect();
-        for p in &probes {
+        TaskProbes { probes }
+    }
+
+    /// The stream has started: the tasks given by PID or name are counted
+    /// from now on; each measurement says whether the kernel counts it.
+    pub(super) fn arm(&mut self) {
+        for p in &self.probes {
             messages::note(&match &p.probe {
                 Ok(_) => format!(
-                    "task latency L{}: wake-up to switch-in also counted in the kernel (BPF), every switch-in",
+                    "task latency L{}: wake-up to switch-in also counted in the kernel (BPF)",
                     p.index
                 ),
                 Err(why) => format!(
@@ -64,7 +75,18 @@ impl TaskProbes {
                 ),
             });
         }
-        TaskProbes { probes }
+        for p in &mut self.probes {
+            if !matches!(p.task, TaskSelector::Program(_)) {
+                p.watch(&watch_of(&p.task));
+            }
+        }
+    }
+
+    /// The stream reads its last: nothing is counted from now on.
+    pub(super) fn pause(&mut self) {
+        for p in &mut self.probes {
+            p.watch(&Watch::Process(None));
+        }
     }
 
     /// Gives each probe of a program its PID, once started (or restarted).
@@ -80,16 +102,10 @@ impl TaskProbes {
             else {
                 continue;
             };
-            if p.watching == Some(pid) {
-                continue;
+            if p.watching != Some(pid) {
+                p.watch(&Watch::Process(Some(pid)));
+                p.watching = Some(pid);
             }
-            if let Ok(probe) = p.probe.as_mut()
-                && let Err(why) = probe.set_process(pid)
-            {
-                p.probe = Err(format!("giving it program[{n}]'s PID {pid}: {why}"));
-                continue;
-            }
-            p.watching = Some(pid);
         }
     }
 
@@ -104,10 +120,30 @@ impl TaskProbes {
                 let cells = probe.thread_cells()?;
                 Ok(kernel::summarise(&cells, &snap.tasks, snap.lost))
             });
+            let read = read.map(|mut k| {
+                // The kernel keeps a thread's name from its first count: a
+                // name the trace saw later (after an exec) is the current.
+                for t in &mut k.threads {
+                    if let Some(seen) = r.threads.iter().find(|s| s.tid == t.tid) {
+                        t.comm.clone_from(&seen.comm);
+                    }
+                }
+                k
+            });
             r.bpf = Some(read.unwrap_or_else(|why| TaskLatencyBpf {
                 refused: Some(why),
                 ..TaskLatencyBpf::default()
             }));
         }
+    }
+}
+
+/// What a probe watches, by the task's selector (a program's PID comes
+/// once it is started).
+fn watch_of(task: &TaskSelector) -> Watch {
+    match task {
+        TaskSelector::Pid(pid) => Watch::Process(u32::try_from(*pid).ok()),
+        TaskSelector::Name(name) => Watch::Name(name.clone()),
+        TaskSelector::Program(_) => Watch::Process(None),
     }
 }

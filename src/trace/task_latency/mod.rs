@@ -203,7 +203,7 @@ pub struct TaskThreadResult {
     pub timer_wake_ups: u64,
     /// Switch-ins the kernel did not log (out of idle, on some kernels),
     /// taken at the thread's first event after its wake-up (its syscall's
-    /// exit): those latencies are a few µs high.
+    /// exit): those latencies are high by the time to it (a few µs, or a preemption before it).
     pub switch_ins_inferred: u64,
     /// Release to switch-in, every wake-up.
     pub latency: Summary,

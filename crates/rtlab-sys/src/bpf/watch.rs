@@ -87,8 +87,10 @@ pub fn threads_of(entries: impl IntoIterator<Item = (u64, u64)>) -> Vec<ThreadCe
 
 #[cfg(rtlab_bpf)]
 impl WakeupProbe {
-    /// Loads the program to count the threads of `watch` alone (no
-    /// explanations: the trace gives them).
+    /// Loads the program to count the threads of a task like `watch`
+    /// alone (no explanations: the trace gives them). It counts nothing
+    /// until [`WakeupProbe::watch`] names the task: the load takes a while
+    /// (the kernel's BTF parsed), the start of the count does not.
     pub fn start_watching(root: &SysRoot, watch: &Watch) -> Result<WakeupProbe, super::BpfRefusal> {
         let globals = super::Globals {
             all_tasks: 0,
@@ -98,28 +100,21 @@ impl WakeupProbe {
                 Watch::Name(_) => 2,
             },
         };
-        let mut probe = WakeupProbe::load(root, &globals)?;
-        let set = match watch {
-            Watch::Process(Some(pid)) => probe.set_process(*pid),
-            Watch::Process(None) => Ok(()),
-            Watch::Name(name) => probe.set_watch(0, name.as_bytes()),
-        };
-        set.map_err(|e| super::BpfRefusal::Refused(format!("setting the task watched: {e}")))?;
-        Ok(probe)
+        WakeupProbe::load(root, &globals)
     }
 
-    /// Watches the threads of process `pid` from now on.
-    pub fn set_process(&mut self, pid: u32) -> Result<(), String> {
-        self.set_watch(pid, &[])
-    }
-
-    fn set_watch(&mut self, tgid: u32, comm: &[u8]) -> Result<(), String> {
+    /// Counts the threads of `watch` from now on (of the kind the probe
+    /// was loaded for); `Process(None)`: nothing from now on.
+    pub fn watch(&mut self, watch: &Watch) -> Result<(), String> {
         use aya::maps::Array;
+        let value = match watch {
+            Watch::Process(Some(pid)) => watch_value(*pid, &[]),
+            Watch::Process(None) => [0; 24],
+            Watch::Name(name) => watch_value(0, name.as_bytes()),
+        };
         let map = self.ebpf.map_mut("watch").ok_or("no map watch")?;
         let mut array: Array<_, [u8; 24]> = Array::try_from(map).map_err(|e| e.to_string())?;
-        array
-            .set(0, watch_value(tgid, comm), 0)
-            .map_err(|e| e.to_string())
+        array.set(0, value, 0).map_err(|e| e.to_string())
     }
 
     /// Each watched thread's histogram so far.
@@ -150,7 +145,7 @@ impl WakeupProbe {
     }
 
     /// Never reached: no probe starts.
-    pub fn set_process(&mut self, _pid: u32) -> Result<(), String> {
+    pub fn watch(&mut self, _watch: &Watch) -> Result<(), String> {
         Ok(())
     }
 
@@ -224,18 +219,28 @@ mod tests {
         if super::super::preflight(&root).is_err() {
             return; // said by the probe's own test
         }
-        let by_name = WakeupProbe::start_watching(&root, &Watch::Name("bpf-watched".into()));
-        let Ok(by_name) = by_name else {
+        let name = Watch::Name("bpf-watched".into());
+        let Ok(mut by_name) = WakeupProbe::start_watching(&root, &name) else {
             return;
         };
+        by_name.watch(&name).unwrap();
         let mut by_process = WakeupProbe::start_watching(&root, &Watch::Process(None)).unwrap();
-        by_process.set_process(std::process::id()).unwrap();
+        by_process
+            .watch(&Watch::Process(Some(std::process::id())))
+            .unwrap();
         let other = sleeper("bpf-unwatched", 50);
         let (tid, slept, own_worst) = sleeper("bpf-watched", 200).join().unwrap();
         let (other_tid, other_slept, _) = other.join().unwrap();
+        // Paused: a thread of the name is not counted any more.
+        by_name.watch(&Watch::Process(None)).unwrap();
+        let (late_tid, _, _) = sleeper("bpf-watched", 20).join().unwrap();
         let named = by_name.thread_cells().unwrap();
         let mine: Vec<&ThreadCells> = named.iter().filter(|t| t.tid == tid).collect();
-        assert_eq!(named.len(), 1, "{named:?} (the watched thread: {tid})");
+        assert_eq!(
+            named.len(),
+            1,
+            "{named:?} (the watched thread: {tid}, then {late_tid})"
+        );
         let counted = mine[0].count();
         assert!(
             counted <= slept && counted + slept / 50 >= slept,
