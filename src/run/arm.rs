@@ -477,13 +477,19 @@ impl Armed {
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
         // Loaded before the stream (the load takes a while), counting from
-        // its start or their program's.
+        // the moment it records, or from their program's start.
         let mut task_probes = super::task_bpf::TaskProbes::start(root, &plan.task_latency);
-        let (stream, stream_unavailable) =
-            start_stream(root, &mut journal, plan, online, rt_fallback, warnings);
-        match stream {
-            Some(_) => task_probes.arm(),
-            None => task_probes = super::task_bpf::TaskProbes::default(),
+        let (stream, stream_unavailable) = start_stream(
+            root,
+            &mut journal,
+            plan,
+            online,
+            rt_fallback,
+            &mut || task_probes.arm(),
+            warnings,
+        );
+        if stream.is_none() {
+            task_probes = super::task_bpf::TaskProbes::default();
         }
         let mut supervisor = Supervisor::new(
             &plan.programs,

@@ -88,6 +88,7 @@ pub(super) fn start_stream(
     plan: &RunPlan,
     online: &[usize],
     rt_fallback: Option<bool>,
+    recording: &mut dyn FnMut(),
     warnings: &mut Vec<String>,
 ) -> (Option<TraceStream>, Option<String>) {
     if !plan.streams() && rt_fallback.is_none() {
@@ -107,7 +108,9 @@ pub(super) fn start_stream(
         rt_wakeups: rt_fallback,
     };
     let started = match journal.0.as_mut() {
-        Some(j) => TraceStream::start(root, j, &spec, online).map_err(|e| e.to_string()),
+        Some(j) => {
+            TraceStream::start_then(root, j, &spec, online, recording).map_err(|e| e.to_string())
+        }
         None => Err("the trace stream needs root and the journal of system changes".into()),
     };
     match started {

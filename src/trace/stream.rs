@@ -74,6 +74,18 @@ impl TraceStream {
         spec: &StreamSpec,
         online: &[usize],
     ) -> Result<Self, trace::TraceError> {
+        TraceStream::start_then(root, journal, spec, online, &mut || {})
+    }
+
+    /// [`TraceStream::start`], calling `recording` the moment the
+    /// instance records (a count kept beside the trace starts with it).
+    pub fn start_then(
+        root: &SysRoot,
+        journal: &mut Journal,
+        spec: &StreamSpec,
+        online: &[usize],
+        recording: &mut dyn FnMut(),
+    ) -> Result<Self, trace::TraceError> {
         let started = std::time::Instant::now();
         let mut consumers = Vec::new();
         for register in crate::trace::STREAM_CONSUMERS {
@@ -93,6 +105,7 @@ impl TraceStream {
             events: events.clone(),
             extra: Vec::new(),
         })?;
+        recording();
         let irqs_started = crate::sys::irq::totals(root);
         let pins = pin_tasks(root, &mut consumers);
         // The filtered events go on now, before the decoder is made (it
