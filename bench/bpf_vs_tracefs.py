@@ -8,7 +8,9 @@ to the last CPU) is watched at once by:
             (BPF refused: the trace stream's consumer counts instead);
   task-lat  `rtlab task-latency --pid` (tracefs, one task, its own
             method: switch-ins the kernel does not log are inferred from
-            the task's own events).
+            the task's own events);
+  task-lat-bpf  the same run's BPF count of that task (`task_latency[0].bpf`,
+            over the trace's window).
 The truth is cyclictest's own loop count: each of its LOOPS cycles is
 one clock_nanosleep, one wake-up (cyclictest -l ends after exactly that
 many).
@@ -86,6 +88,15 @@ def one_round(rtlab, d, loops, cpu):
                            "p50_us": pct.get("p50", 0) / 1000,
                            "p99_us": pct.get("p99", 0) / 1000,
                            "max_us": w.get("max_ns", 0) / 1000}
+    # task-latency's own BPF count of the same thread, over its trace's
+    # window (`task_latency[0].bpf`).
+    bpf = next((m.get("bpf") for m in r.get("task_latency", [])), None) or {}
+    k = next((k for k in bpf.get("threads", []) if k["tid"] == tid), None)
+    if k:
+        out["task-lat-bpf"] = {"counted": k["wake_ups"], "p50_us": k["p50_ns"] / 1000,
+                               "p99_us": k["p99_ns"] / 1000, "max_us": k["max_ns"] / 1000}
+    elif bpf.get("refused"):
+        out["task-lat-bpf"] = {"refused": bpf["refused"]}
     return out
 
 

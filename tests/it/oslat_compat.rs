@@ -368,7 +368,7 @@ fn real_oslat_outputs_have_the_shape_the_checker_expects() {
         .filter(|l| !l.source.starts_with("composed"))
         .count();
     assert!(quoted >= 10, "{quoted} quoted lines");
-    for line in LINES {
+    for (i, line) in LINES.iter().enumerate() {
         let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let args = words(line.run, d1.path());
         let first = run_real_oslat(&args, d1.path());
@@ -387,7 +387,12 @@ fn real_oslat_outputs_have_the_shape_the_checker_expects() {
         } else {
             assert_eq!(buckets, buckets_asked(&args), "{}", line.run);
         }
-        // A second run: other values, the same shape.
+        // A second run: other values, the same shape (on every third line:
+        // the checker's tolerance, not each line's, is what it shows; the
+        // suite's time is kept).
+        if i % 3 != 0 {
+            continue;
+        }
         let second = run_real_oslat(&words(line.run, d2.path()), d2.path());
         if let Err(e) = compare(line, (&second, d2.path()), (&first, d1.path())) {
             panic!("the checker parts two real runs: {e}");
