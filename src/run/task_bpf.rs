@@ -1,9 +1,9 @@
 //! The BPF source of `task_latency[N]` (`rtlab task-latency`): for each
 //! measurement, the BPF program watching that task alone. Loaded before
-//! the trace stream starts, it counts from the moment the stream has
-//! started (a process given by PID, or a name) or its program has (that
-//! PID given to it, and again when restarted), until just before the
-//! stream's last read: over the trace's own window. Read at the end into
+//! the trace stream starts, it counts from the moment the stream's
+//! instance records (a process given by PID, or a name) or its program
+//! has started (that PID given to it, and again when restarted), until
+//! just before the stream's last read: over the trace's own window. Read at the end into
 //! the measurement's `bpf` figures. Where BPF cannot run, the trace's
 //! figures stand alone and the result says why.
 

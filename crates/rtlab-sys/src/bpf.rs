@@ -597,6 +597,17 @@ impl WakeupProbe {
     }
 }
 
+/// The calling thread's voluntary context switches, as the kernel counts
+/// them (the live tests' truth of how many sleeps blocked).
+#[cfg(test)]
+fn voluntary_switches() -> u64 {
+    let status = SysRoot::real().read("proc/thread-self/status").unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"));
+    line.unwrap().trim().parse::<u64>().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,13 +751,7 @@ mod tests {
                     policy: Policy::Fifo,
                     priority: 42,
                 };
-                let switches = || {
-                    let status = SysRoot::real().read("proc/thread-self/status").unwrap();
-                    let line = status
-                        .lines()
-                        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"));
-                    line.unwrap().trim().parse::<u64>().unwrap()
-                };
+                let switches = voluntary_switches;
                 crate::os::set_sched(0, fifo).map(|()| {
                     let (mut worst, before) = (0, switches());
                     let mut at = crate::os::monotonic_ns();

@@ -189,13 +189,7 @@ mod tests {
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                let switches = || {
-                    let status = SysRoot::real().read("proc/thread-self/status").unwrap();
-                    let line = status
-                        .lines()
-                        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"));
-                    line.unwrap().trim().parse::<u64>().unwrap()
-                };
+                let switches = super::super::voluntary_switches;
                 let (mut worst, before) = (0, switches());
                 let mut at = crate::os::monotonic_ns();
                 for _ in 0..n {
