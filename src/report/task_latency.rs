@@ -174,6 +174,11 @@ fn thread(out: &mut String, m: &TaskLatencyResult, t: &TaskThreadResult) {
             .collect();
         out.push_str(&format!("    woken otherwise by: {}\n", w.join(", ")));
     }
+    explained(out, t);
+}
+
+/// The worst late wake-ups explained: who held the CPU, the parts.
+fn explained(out: &mut String, t: &TaskThreadResult) {
     for e in t.explained.iter().take(5) {
         let parts: Vec<String> = e
             .parts
