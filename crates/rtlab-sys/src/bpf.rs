@@ -597,6 +597,18 @@ impl WakeupProbe {
     }
 }
 
+/// Held by each live test of the BPF program: one at a time, as a load's
+/// verifier (a long kernel section on a kernel without preemption) or
+/// one test's hog would delay another's measured thread and be blamed.
+#[cfg(test)]
+static LIVE_BPF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The live test's turn, held while it runs.
+#[cfg(test)]
+fn live_bpf_alone() -> std::sync::MutexGuard<'static, ()> {
+    LIVE_BPF.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The calling thread's voluntary context switches, as the kernel counts
 /// them (the live tests' truth of how many sleeps blocked).
 #[cfg(test)]
@@ -733,6 +745,7 @@ mod tests {
     /// space). Where it does not pass, the refusal says why.
     #[test]
     fn the_probe_counts_a_fifo_threads_wake_ups_here() {
+        let _alone = live_bpf_alone();
         let root = SysRoot::real();
         if let Err(why) = preflight(&root) {
             assert!(!why.to_string().is_empty());
@@ -868,6 +881,7 @@ mod tests {
     /// before the woken thread's wake-up and switched out to it after.
     #[test]
     fn a_late_wake_up_sends_who_held_its_cpu_here() {
+        let _alone = live_bpf_alone();
         let root = SysRoot::real();
         if preflight(&root).is_err() {
             return;

@@ -209,6 +209,7 @@ mod tests {
     /// clock; the other thread of this process only in the second.
     #[test]
     fn a_watched_name_and_a_watched_process_count_their_threads_here() {
+        let _alone = super::super::live_bpf_alone();
         let root = SysRoot::real();
         if super::super::preflight(&root).is_err() {
             return; // said by the probe's own test
