@@ -173,8 +173,14 @@ fn cyclictest_outputs_agree_with_its_own_summary() {
             assert_eq!(m["samples"], cycles as f64, "{what}");
             assert_eq!(m["min_ns"], (min * 1000) as f64, "{what}");
             assert_eq!(m["max_ns"], (max * 1000) as f64, "{what}");
+            // With samples past the histogram (a host stall in a CI
+            // probe: 76 past it, the max 2.1 ms) the mean read from the
+            // JSON (23 µs) and the histogram summary's (22) parted: the
+            // overflows' own values are not in the buckets.
             let mean_us = m["mean_ns"].as_f64().unwrap() / 1000.0;
-            assert_eq!(mean_us.floor() as u64, avg, "{what}");
+            if m["beyond_histogram"].as_f64().unwrap_or(0.0) == 0.0 {
+                assert_eq!(mean_us.floor() as u64, avg, "{what}");
+            }
             assert_eq!(
                 col["format"],
                 if file.ends_with("json") {
