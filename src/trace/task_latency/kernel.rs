@@ -1,8 +1,9 @@
 //! A task's wake-ups as the BPF program counted them in the kernel
-//! (`sched_waking` to switch-in, at every switch-in: none missed out of
-//! idle, none inferred), per thread: the figures beside the trace's
-//! `wake_to_run`, from the program's fine buckets (exact to 1 µs below
-//! 100 µs) and each thread's exact worst.
+//! (`sched_waking` to switch-in, at each switch-in it sees: those out of
+//! idle that this VM's trace often does not log too, none inferred; the
+//! few the trace misses, it misses as well), per thread: the figures
+//! beside the trace's `wake_to_run`, from the program's fine buckets
+//! (exact to 1 µs below 100 µs) and each thread's exact worst.
 
 use crate::sys::bpf::{TaskWorst, ThreadCells, bucket_bounds_ns};
 use crate::trace::rt_wakeups::{Fine, at_quantile};
