@@ -460,6 +460,37 @@ fn helper_cpus(plan: &RunPlan) -> Vec<usize> {
         .unwrap_or_default()
 }
 
+/// The trace stream and each `task_latency[N]`'s BPF program: loaded
+/// before the stream (the load takes a while), counting from the moment
+/// it records (or from their program's start); none without a stream.
+fn stream_and_probes(
+    root: &SysRoot,
+    journal: &mut RunJournal,
+    plan: &RunPlan,
+    online: &[usize],
+    rt_fallback: Option<bool>,
+    warnings: &mut Vec<String>,
+) -> (
+    Option<TraceStream>,
+    Option<String>,
+    super::task_bpf::TaskProbes,
+) {
+    let mut probes = super::task_bpf::TaskProbes::start(root, &plan.task_latency);
+    let (stream, unavailable) = start_stream(
+        root,
+        journal,
+        plan,
+        online,
+        rt_fallback,
+        &mut || probes.arm(),
+        warnings,
+    );
+    if stream.is_none() {
+        probes = super::task_bpf::TaskProbes::default();
+    }
+    (stream, unavailable, probes)
+}
+
 impl Armed {
     pub(super) fn arm(
         plan: &RunPlan,
@@ -476,21 +507,8 @@ impl Armed {
         let tuning_changes = tune(root, &mut journal, plan, warnings);
         let (flight, trace_unavailable) = start_flight(root, &mut journal, plan, warnings);
         let marker = flight.as_ref().and_then(FlightRecorder::marker);
-        // Loaded before the stream (the load takes a while), counting from
-        // the moment it records, or from their program's start.
-        let mut task_probes = super::task_bpf::TaskProbes::start(root, &plan.task_latency);
-        let (stream, stream_unavailable) = start_stream(
-            root,
-            &mut journal,
-            plan,
-            online,
-            rt_fallback,
-            &mut || task_probes.arm(),
-            warnings,
-        );
-        if stream.is_none() {
-            task_probes = super::task_bpf::TaskProbes::default();
-        }
+        let (stream, stream_unavailable, mut task_probes) =
+            stream_and_probes(root, &mut journal, plan, online, rt_fallback, warnings);
         let mut supervisor = Supervisor::new(
             &plan.programs,
             &plan.cpu_groups,
