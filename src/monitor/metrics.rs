@@ -426,6 +426,15 @@ impl Metrics {
             &timers,
             |m, s| histogram(m, &s.buckets, s.sum_ns),
         )?;
+        let irqs: Vec<_> = w.irq_series.iter().map(|s| (labels(s), s)).collect();
+        family(
+            encoder,
+            "rtlab_rt_irq_to_task_seconds",
+            "IRQ to task: from the exit of the interrupt handler whose work woke a task (in the handler, in a device softirq that handler raised, or by the IRQ's thread) to the task's switch-in, per CPU, policy and priority of the woken task (BPF)",
+            MetricType::Histogram,
+            &irqs,
+            |m, s| histogram(m, &s.buckets, s.sum_ns),
+        )?;
         let hist: Vec<_> = w.series.iter().map(|s| (labels(s), s)).collect();
         family(
             encoder,

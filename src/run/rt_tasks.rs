@@ -237,16 +237,9 @@ impl RtTasksSource {
             "late_not_explained": l.unexplained,
             "explain_cpu_ns": l.cpu_ns,
             "symbols_cpu_ns": self.symbols_ns,
-            "series": w.series.iter().map(|s| serde_json::json!({
-                "cpu": s.cpu, "policy": s.policy, "priority": s.priority,
-                "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
-                "p999_ns": s.p999_ns,
-            })).collect::<Vec<_>>(),
-            "timer_series": w.timer_series.iter().map(|s| serde_json::json!({
-                "cpu": s.cpu, "policy": s.policy, "priority": s.priority,
-                "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
-                "p999_ns": s.p999_ns,
-            })).collect::<Vec<_>>(),
+            "series": series_json(&w.series),
+            "timer_series": series_json(&w.timer_series),
+            "irq_series": series_json(&w.irq_series),
             "tasks": w.tasks.iter().map(|t| serde_json::json!({
                 "comm": t.comm, "pid": t.pid, "policy": t.policy, "priority": t.priority,
                 "cpu": t.cpu, "worst_ns": t.worst_ns, "wakeups": t.wakeups, "pids": t.pids,
@@ -262,6 +255,18 @@ impl RtTasksSource {
             closing: closing(&w, l, source, self.all),
         }
     }
+}
+
+/// Series as the figure's JSON has them.
+fn series_json(series: &[crate::trace::rt_wakeups::RtSeries]) -> Vec<serde_json::Value> {
+    let row = |s: &crate::trace::rt_wakeups::RtSeries| {
+        serde_json::json!({
+            "cpu": s.cpu, "policy": s.policy, "priority": s.priority,
+            "count": s.count, "sum_ns": s.sum_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+            "p999_ns": s.p999_ns,
+        })
+    };
+    series.iter().map(row).collect()
 }
 
 /// The closing text: the worst tasks, what could not be measured, and

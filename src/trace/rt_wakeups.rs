@@ -74,6 +74,9 @@ pub struct RtWakeups {
     /// How late the timers that woke them fired (expiry to wake-up), by
     /// the same series.
     pub timer_series: Vec<RtSeries>,
+    /// IRQ to task (the handler's exit to the switch-in of the task its
+    /// work woke), by the same series.
+    pub irq_series: Vec<RtSeries>,
     /// The worst tasks, worst first.
     pub tasks: Vec<RtTask>,
     /// Wake-ups the source could not count (its maps full).
@@ -103,6 +106,7 @@ pub fn summarise(snap: &WakeupSnapshot) -> RtWakeups {
     RtWakeups {
         series: series(&snap.cells, &snap.sums, &named),
         timer_series: series(&snap.timer_cells, &snap.timer_sums, &named),
+        irq_series: series(&snap.irq_cells, &snap.irq_sums, &named),
         tasks: worst_tasks(snap),
         lost: snap.lost,
         ..RtWakeups::default()
@@ -275,6 +279,30 @@ mod tests {
             let (lo, hi) = bpf::bucket_bounds_ns(bucket_of_ns(truth));
             assert!(lo == got && truth < hi, "p{q}: {got} for {truth}");
         }
+    }
+
+    #[test]
+    fn each_histogram_map_makes_its_own_series() {
+        // Wake-ups of FIFO 80 on CPU 1; of them, two woken by an IRQ's
+        // work (3 µs and 250 µs after its handler's exit) and one by its
+        // timer (2 µs late).
+        let mut snap = WakeupSnapshot::default();
+        counted(&mut snap, 1, 80, &[4_000, 9_000, 300_000]);
+        let mut irq = WakeupSnapshot::default();
+        counted(&mut irq, 1, 80, &[3_000, 250_000]);
+        let mut timer = WakeupSnapshot::default();
+        counted(&mut timer, 1, 80, &[2_000]);
+        (snap.irq_cells, snap.irq_sums) = (irq.cells, irq.sums);
+        (snap.timer_cells, snap.timer_sums) = (timer.cells, timer.sums);
+        let w = summarise(&snap);
+        let of = |s: &[RtSeries]| {
+            let s = &s[0];
+            (s.cpu, s.priority.clone(), s.count, s.sum_ns, s.p50_ns)
+        };
+        assert_eq!(of(&w.series), (1, "80".into(), 3, 313_000, 9_000));
+        assert_eq!(of(&w.irq_series), (1, "80".into(), 2, 253_000, 3_000));
+        assert_eq!(w.irq_series[0].p99_ns, 250_000);
+        assert_eq!(of(&w.timer_series), (1, "80".into(), 1, 2_000, 2_000));
     }
 
     #[test]

@@ -56,6 +56,18 @@ fn summed(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 fn monitored(dir: &Path, priority: u32, wrapper: &[&str]) -> (Option<String>, Value, String) {
     let cpu = crate::fixtures::measured_cpu();
     std::fs::write(dir.join("rt.cfg"), experiment(priority, cpu)).unwrap();
+    monitored_until(dir, wrapper, |t| {
+        summed(t, "rtlab_latency_seconds_count", &["thread=\"T0\""]) == Some(1000.0)
+    })
+}
+
+/// `rtlab monitor rt.cfg --rt-tasks` in `dir`, run by `wrapper`, scraped
+/// once its exposition is `done`: see [`monitored`].
+fn monitored_until(
+    dir: &Path,
+    wrapper: &[&str],
+    done: impl Fn(&str) -> bool,
+) -> (Option<String>, Value, String) {
     let port = free_port();
     let rtlab = env!("CARGO_BIN_EXE_rtlab");
     let (program, args) = match wrapper.split_first() {
@@ -73,9 +85,8 @@ fn monitored(dir: &Path, priority: u32, wrapper: &[&str]) -> (Option<String>, Va
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let done = |t: &str| summed(t, "rtlab_latency_seconds_count", &["thread=\"T0\""]);
     let finished = wait_until(Duration::from_secs(60), || {
-        http_get(port, "/metrics").and_then(|t| done(&t)) == Some(1000.0)
+        http_get(port, "/metrics").is_some_and(|t| done(&t))
     });
     let exposition = finished.then(|| http_get(port, "/metrics")).flatten();
     let _ = Command::new("kill")
@@ -300,4 +311,114 @@ fn without_its_capabilities_the_bpf_source_says_what_is_missing() {
             "{said}; tracefs counted {counted} wake-ups of {slept} sleeps, {lost} switch-ins not logged"
         ),
     );
+}
+
+/// IRQ to task, counted in the kernel for every real-time task, against
+/// `rtlab irq-task`'s figure from the trace on the same run: `dd` at FIFO
+/// 33 reads a file with direct I/O, each read woken by the disk's
+/// interrupt (its handler, or the BLOCK softirq it raised). dd ends
+/// before the run does, so that both count all of its reads: the same
+/// number of samples. The trace's time stamps read later than the
+/// kernel's clock in the BPF program (about 1 µs on this VM; docs/ebpf.md):
+/// the kernel's median is within a bucket below the trace's and at most
+/// 3 µs past it.
+#[test]
+fn irq_to_task_in_the_kernel_agrees_with_rtlab_irq_task_on_the_same_run() {
+    let _machine = crate::fixtures::machine_exclusive();
+    let test = test_name!();
+    if crate::fixtures::is_root()
+        && rtlab::sys::bpf::preflight(&rtlab::sys::SysRoot::real()).is_err()
+    {
+        return path_taken(test, "no BPF here (the refusal is tested above)");
+    }
+    if !crate::trace_experiments::can_trace(test) {
+        return;
+    }
+    let Some((dir, _irq, name, _)) = crate::trace_experiments::disk_irq_here(test) else {
+        return;
+    };
+    let cpu = crate::fixtures::measured_cpu();
+    let cfg = format!(
+        "main\n{{\n  stats.period 200 ms\n}}\n\
+         timer_thread[0]\n{{\n  sched.policy FIFO\n  sched.priority 37\n  timer.period 1 ms\n  \
+         lifetime.loops 100000\n  cpu_affinity {cpu}\n}}\n\
+         irq_task[0]\n{{\n  irq {name}\n  task.program 0\n}}\n\
+         program[0]\n{{\n  cmdline dd if=dio.bin of=/dev/null bs=4k iflag=direct\n  \
+         sched.policy FIFO\n  sched.priority 33\n}}\n"
+    );
+    std::fs::write(dir.path().join("rt.cfg"), cfg).unwrap();
+    let (exposition, result, stderr) = monitored_until(dir.path(), &[], |t| {
+        summed(t, "rtlab_program_exits_total", &[]).is_some_and(|n| n >= 1.0)
+    });
+    if stderr.contains("the kernel refused the BPF program") {
+        return path_taken(test, "the kernel refuses BPF here: said");
+    }
+    let exposition = exposition.expect("dd ended");
+    let fifo33 = ["policy=\"fifo\"", "priority=\"33\""];
+    assert!(
+        summed(&exposition, "rtlab_rt_irq_to_task_seconds_count", &fifo33).is_some(),
+        "no IRQ to task series for dd:\n{exposition}"
+    );
+    let trace = &result["irq_tasks"][0];
+    let matched = trace["counts"]["matched"].as_u64().unwrap();
+    let figure = result["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["key"] == "rt_wakeups"))
+        .expect("the rt_wakeups figure");
+    let dd: Vec<&Value> = figure["value"]["irq_series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["policy"] == "fifo" && s["priority"] == "33")
+        .collect();
+    let n = |s: &Value, k: &str| s[k].as_u64().unwrap();
+    let counted: u64 = dd.iter().map(|s| n(s, "count")).sum();
+    // 1024 reads. In about one run in ten here the kernel counted 3 to
+    // 4.5% fewer of dd's wake-ups than the trace matched, in its count of
+    // dd's wake-ups of any cause too (so at the switch-in, not in telling
+    // the IRQ's work): docs/ebpf.md, "Known gaps". Within 5%, and never
+    // more than the trace.
+    assert!(matched > 900, "{}", trace["counts"]);
+    assert!(
+        counted <= matched + 3 && counted * 100 >= matched * 95,
+        "BPF counted {counted} IRQ-to-dd wake-ups ({} wake-ups in all), the trace matched \
+         {matched}: {}",
+        woken_in_all(&figure["value"]),
+        trace["counts"]
+    );
+    // The series of the CPU where most of dd's wake-ups were, against the
+    // trace's figures (which count every CPU).
+    let main = dd.iter().max_by_key(|s| n(s, "count")).unwrap();
+    let p50 = |s: &Value| {
+        let p = s["percentiles"].as_array().unwrap();
+        p.iter().find(|x| x["name"] == "p50").unwrap()["value_ns"]
+            .as_u64()
+            .unwrap()
+    };
+    // Within its bucket or the next below (the trace's figure is over
+    // every CPU), and at most 3 µs past its bucket's end.
+    let (ours, theirs) = (n(main, "p50_ns"), p50(&trace["from_exit"]));
+    assert!(
+        ours <= theirs + 1_000 && theirs < ours + 1_000 + 3_000,
+        "IRQ to dd p50: BPF's bucket from {ours} ns, the trace's {theirs} ns; BPF's series \
+         {dd:?}"
+    );
+    let mean = dd.iter().map(|s| n(s, "sum_ns")).sum::<u64>() / counted.max(1);
+    let trace_mean = trace["from_exit"]["mean_ns"].as_f64().unwrap() as u64;
+    path_taken(
+        test,
+        &format!(
+            "IRQ {name} to dd (FIFO 33): BPF {counted} wake-ups, p50 bucket {ours} ns, \
+             mean {mean} ns; trace {matched} matched, p50 {theirs} ns, mean {trace_mean} ns"
+        ),
+    );
+}
+
+/// dd's wake-ups (FIFO 33) the kernel counted, from any cause.
+fn woken_in_all(figure: &Value) -> u64 {
+    let series = figure["series"].as_array().unwrap();
+    let dd = series
+        .iter()
+        .filter(|s| s["policy"] == "fifo" && s["priority"] == "33");
+    dd.map(|s| s["count"].as_u64().unwrap()).sum()
 }

@@ -138,7 +138,7 @@ fn disk_irq(dir: &Path) -> Option<(u32, String, Vec<usize>)> {
 /// A directory for direct I/O and the disk IRQ it raises (see
 /// [`disk_irq`]), or None said for `test`. Under the target directory: on
 /// the build's disk (a tmpfs /tmp has no direct I/O and no disk interrupt).
-fn disk_irq_here(test: &str) -> Option<(tempfile::TempDir, u32, String, Vec<usize>)> {
+pub(crate) fn disk_irq_here(test: &str) -> Option<(tempfile::TempDir, u32, String, Vec<usize>)> {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     match disk_irq(dir.path()) {
         Some((irq, name, cpus)) => Some((dir, irq, name, cpus)),

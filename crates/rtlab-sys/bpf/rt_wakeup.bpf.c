@@ -38,6 +38,7 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
+static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)16;
 static long (*bpf_get_stack)(void *ctx, void *buf, __u32 size, __u64 flags) = (void *)67;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
 static long (*bpf_probe_read_kernel_str)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)115;
@@ -116,12 +117,21 @@ struct {
 	__type(value, __u64);
 } thread_hist SEC(".maps");
 
-// A task's wake-up time, until its switch-in.
+// A task's wake-up, until its switch-in: when, and if an interrupt's
+// work woke it, the IRQ + 1 and its handler's exit (0 while the handler
+// runs on).
+struct stamp {
+	__u64 woken_ns;
+	__u64 irq_exit_ns;
+	__u32 irq;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct stamp);
 } woken SEC(".maps");
 
 // Key: policy << 24 | priority << 16 | bucket; bucket SUM_BUCKET holds
@@ -142,6 +152,64 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } timer_late SEC(".maps");
+
+// The same keys: IRQ to task, from the exit of the interrupt handler
+// whose work woke the task (in the handler, in a device softirq the
+// handler raised, or by the IRQ's thread) to the task's switch-in.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} irq_wake SEC(".maps");
+
+// What a CPU's interrupts are doing, for IRQ to task. IRQ numbers are
+// kept + 1 (0: none).
+#define SOFTIRQS 10
+#define WOKEN_IN_HANDLER 4
+struct raised {
+	// The IRQ whose handler raised the softirq, and that handler's exit
+	// (0 until it exits).
+	__u32 irq;
+	__u32 pad;
+	__u64 exit_ns;
+};
+
+struct irq_state {
+	// The IRQ whose handler runs now, and the softirqs it raised.
+	__u32 irq;
+	__u32 raised_mask;
+	// The last handler exit, and whether it asked for its IRQ thread.
+	__u32 exit_irq;
+	__u32 exit_woke_thread;
+	__u64 exit_ns;
+	// The running device softirq's IRQ (raised by its handler), and
+	// that handler's exit.
+	__u32 softirq_irq;
+	// In a hrtimer callback: a wake-up there is the timer's.
+	__u32 hrtimer;
+	__u64 softirq_exit_ns;
+	// Tasks woken in the running handler: their exit is filled at its end.
+	__u32 n_woken;
+	__u32 woken[WOKEN_IN_HANDLER];
+	struct raised raised[SOFTIRQS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_state);
+} irq_state SEC(".maps");
+
+// Per IRQ number: the exit of its last handler that woke its IRQ thread
+// (a thread `irq/N-...` then wakes tasks for it).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} thread_irq_exit SEC(".maps");
 
 // Per CPU: the expiry (ns) of the CLOCK_MONOTONIC timer whose callback
 // runs now, or 0.
@@ -301,9 +369,21 @@ static __always_inline struct ev *next_slot(struct late **cpu)
 	return &l->log[at & (LOG - 1)];
 }
 
+static __always_inline struct irq_state *irq_state_here(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&irq_state, &zero);
+}
+
 SEC("tp_btf/irq_handler_entry")
 int on_irq_entry(__u64 *ctx)
 {
+	struct irq_state *st = irq_state_here();
+	if (st) {
+		st->irq = (__u32)ctx[0] + 1;
+		st->n_woken = 0;
+		st->raised_mask = 0;
+	}
 	struct late *l;
 	struct ev *e = next_slot(&l);
 	if (!e)
@@ -329,21 +409,84 @@ static __always_inline int log_plain(__u32 kind, __u32 arg)
 	return 0;
 }
 
+#define IRQ_WAKE_THREAD 2
+
+// The handler's end: the tasks it woke and the softirqs it raised learn
+// their origin's exit; a handler that asked for its thread leaves the
+// exit for the tasks that thread wakes.
+static __always_inline void irq_ended(__u32 irq, int ret, __u64 now)
+{
+	struct irq_state *st = irq_state_here();
+	if (!st)
+		return;
+	st->irq = 0;
+	st->exit_irq = irq + 1;
+	st->exit_ns = now;
+	st->exit_woke_thread = (ret & IRQ_WAKE_THREAD) != 0;
+	if (st->exit_woke_thread)
+		bpf_map_update_elem(&thread_irq_exit, &irq, &now, BPF_ANY);
+#pragma unroll
+	for (int i = 0; i < WOKEN_IN_HANDLER; i++) {
+		if (i >= st->n_woken)
+			break;
+		__u32 pid = st->woken[i];
+		struct stamp *o = bpf_map_lookup_elem(&woken, &pid);
+		if (o && o->irq == irq + 1 && !o->irq_exit_ns)
+			o->irq_exit_ns = now;
+	}
+	st->n_woken = 0;
+#pragma unroll
+	for (int v = 0; v < SOFTIRQS; v++) {
+		if (st->raised_mask & (1u << v))
+			st->raised[v].exit_ns = now;
+	}
+	st->raised_mask = 0;
+}
+
 SEC("tp_btf/irq_handler_exit")
 int on_irq_exit(__u64 *ctx)
 {
+	irq_ended((__u32)ctx[0], (int)ctx[2], bpf_ktime_get_ns());
 	return log_plain(EV_IRQ_EXIT, (__u32)ctx[0]);
+}
+
+// Softirqs that carry a device's work on from its handler: HI, NET_TX,
+// NET_RX, BLOCK, IRQ_POLL, TASKLET.
+#define DEVICE_SOFTIRQS 0x7d
+
+SEC("tp_btf/softirq_raise")
+int on_softirq_raise(__u64 *ctx)
+{
+	__u32 vec = (__u32)ctx[0];
+	struct irq_state *st = irq_state_here();
+	if (!st || !st->irq || vec >= SOFTIRQS || !(DEVICE_SOFTIRQS & (1u << vec)))
+		return 0;
+	st->raised[vec].irq = st->irq;
+	st->raised[vec].exit_ns = 0;
+	st->raised_mask |= 1u << vec;
+	return 0;
 }
 
 SEC("tp_btf/softirq_entry")
 int on_softirq_entry(__u64 *ctx)
 {
-	return log_plain(EV_SOFTIRQ_ENTRY, (__u32)ctx[0]);
+	__u32 vec = (__u32)ctx[0];
+	struct irq_state *st = irq_state_here();
+	if (st && vec < SOFTIRQS) {
+		// A handler's raise is taken by the softirq's next run alone.
+		st->softirq_irq = st->raised[vec].irq;
+		st->softirq_exit_ns = st->raised[vec].exit_ns;
+		st->raised[vec].irq = 0;
+	}
+	return log_plain(EV_SOFTIRQ_ENTRY, vec);
 }
 
 SEC("tp_btf/softirq_exit")
 int on_softirq_exit(__u64 *ctx)
 {
+	struct irq_state *st = irq_state_here();
+	if (st)
+		st->softirq_irq = 0;
 	return log_plain(EV_SOFTIRQ_EXIT, (__u32)ctx[0]);
 }
 
@@ -459,6 +602,9 @@ int on_expire_entry(__u64 *ctx)
 	if (!at)
 		return 0;
 	*at = t->base->clockid == CLOCK_MONOTONIC ? (__u64)t->node.expires : 0;
+	struct irq_state *st = irq_state_here();
+	if (st)
+		st->hrtimer = 1;
 	return 0;
 }
 
@@ -469,7 +615,74 @@ int on_expire_exit(__u64 *ctx)
 	__u64 *at = bpf_map_lookup_elem(&expiring, &zero);
 	if (at)
 		*at = 0;
+	struct irq_state *st = irq_state_here();
+	if (st)
+		st->hrtimer = 0;
 	return 0;
+}
+
+// N of a name `irq/N-...` (an IRQ thread's), or -1.
+static __always_inline int irq_thread_number(const char *comm)
+{
+	if (comm[0] != 'i' || comm[1] != 'r' || comm[2] != 'q' || comm[3] != '/')
+		return -1;
+	int n = 0;
+#pragma unroll
+	for (int i = 4; i < 10; i++) {
+		char c = comm[i];
+		if (c == '-')
+			return i > 4 ? n : -1;
+		if (c < '0' || c > '9')
+			return -1;
+		n = n * 10 + (c - '0');
+	}
+	return -1;
+}
+
+// Where `p`'s wake-up came from, if from an interrupt's work: in its
+// handler (the exit then comes later), in a device softirq its handler
+// raised, by its IRQ thread, or (an IRQ thread itself) woken for its
+// handler. A wake-up in a timer's callback is the timer's.
+static __always_inline void note_irq_origin(struct task_struct *p, __u32 pid, struct stamp *o)
+{
+	struct irq_state *st = irq_state_here();
+	if (!st || st->hrtimer)
+		return;
+	if (st->irq) {
+		// More tasks than it can follow: those past them are not counted.
+		__u32 n = st->n_woken;
+		if (n < WOKEN_IN_HANDLER) {
+			o->irq = st->irq;
+			st->woken[n & (WOKEN_IN_HANDLER - 1)] = pid;
+			st->n_woken = n + 1;
+		}
+		return;
+	}
+	if (st->softirq_irq) {
+		o->irq = st->softirq_irq;
+		o->irq_exit_ns = st->softirq_exit_ns;
+		return;
+	}
+	char comm[16];
+	if (st->exit_woke_thread) {
+		bpf_probe_read_kernel(comm, sizeof(comm), p->comm);
+		int own = irq_thread_number(comm);
+		if (own >= 0 && st->exit_irq == (__u32)own + 1) {
+			o->irq = st->exit_irq;
+			o->irq_exit_ns = st->exit_ns;
+			return;
+		}
+	}
+	bpf_get_current_comm(comm, sizeof(comm));
+	int by = irq_thread_number(comm);
+	if (by < 0)
+		return;
+	__u32 key = by;
+	__u64 *exit = bpf_map_lookup_elem(&thread_irq_exit, &key);
+	if (exit) {
+		o->irq = key + 1;
+		o->irq_exit_ns = *exit;
+	}
 }
 
 // A wake-up inside a CLOCK_MONOTONIC timer's callback (the task's own
@@ -493,11 +706,23 @@ int on_waking(__u64 *ctx)
 	if (!wanted(p))
 		return 0;
 	__u32 pid = p->pid;
-	__u64 now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&woken, &pid, &now, BPF_ANY))
+	struct stamp stamp = {};
+	stamp.woken_ns = bpf_ktime_get_ns();
+	if (!watch_mode)
+		note_irq_origin(p, pid, &stamp);
+	if (bpf_map_update_elem(&woken, &pid, &stamp, BPF_ANY))
 		count(1);
-	count_timer_late(p, now);
+	count_timer_late(p, stamp.woken_ns);
 	return 0;
+}
+
+// The switch-in of a task an interrupt's work woke: the time since its
+// handler's exit (0 when it runs before that exit, on another CPU).
+static __always_inline void count_irq_wake(__u64 exit, __u32 series, __u64 now)
+{
+	__u64 ns = exit && now > exit ? now - exit : 0;
+	add_to(&irq_wake, series | bucket_of(ns), 1);
+	add_to(&irq_wake, series | SUM_BUCKET, ns);
 }
 
 static __always_inline void keep_worst(__u32 pid, struct task_struct *next, __u64 ns,
@@ -541,10 +766,12 @@ int on_switch(__u64 *ctx)
 	__u32 pid = next->pid;
 	if (pid == 0)
 		return 0;
-	__u64 *at = bpf_map_lookup_elem(&woken, &pid);
+	struct stamp *at = bpf_map_lookup_elem(&woken, &pid);
 	if (!at)
 		return 0;
-	__u64 woken_at = *at;
+	__u64 woken_at = at->woken_ns;
+	__u32 irq = at->irq;
+	__u64 irq_exit = at->irq_exit_ns;
 	__u64 ns = now - woken_at;
 	bpf_map_delete_elem(&woken, &pid);
 	__u32 policy = next->policy & 0xff;
@@ -555,6 +782,8 @@ int on_switch(__u64 *ctx)
 	add(series | SUM_BUCKET, ns);
 	if (watch_mode)
 		add_thread(pid, bucket, ns);
+	else if (irq)
+		count_irq_wake(irq_exit, series, now);
 	keep_worst(pid, next, ns, policy, prio);
 	count(0);
 	if (late_ns && ns >= late_ns)

@@ -122,6 +122,13 @@ pub struct WakeupSnapshot {
     pub timer_cells: Vec<Cell>,
     /// Their sums.
     pub timer_sums: Vec<SeriesSum>,
+    /// IRQ to task, by the same keys: from the exit of the interrupt
+    /// handler whose work woke the task (in the handler, in a device
+    /// softirq that handler raised, or by its IRQ thread) to its
+    /// switch-in.
+    pub irq_cells: Vec<Cell>,
+    /// Their sums.
+    pub irq_sums: Vec<SeriesSum>,
     /// The tasks the kernel keeps (the most recently counted 4096).
     pub tasks: Vec<TaskWorst>,
     /// Wake-ups counted.
@@ -418,8 +425,7 @@ struct Globals {
     watch_mode: u32,
 }
 
-/// The programs and their tracepoints: the counting pair, then those
-/// that keep each CPU's recent events for the explanations.
+/// The programs and their tracepoints: the counting pair and the timers'.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
 const COUNTING: &[(&str, &str)] = &[
     ("on_waking", "sched_waking"),
@@ -427,10 +433,13 @@ const COUNTING: &[(&str, &str)] = &[
     ("on_expire_entry", "hrtimer_expire_entry"),
     ("on_expire_exit", "hrtimer_expire_exit"),
 ];
+/// The programs that follow interrupts and softirqs: for IRQ to task
+/// (every real-time task's) and for the explanations' recent events.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
-const LOGGING: &[(&str, &str)] = &[
+const INTERRUPTS: &[(&str, &str)] = &[
     ("on_irq_entry", "irq_handler_entry"),
     ("on_irq_exit", "irq_handler_exit"),
+    ("on_softirq_raise", "softirq_raise"),
     ("on_softirq_entry", "softirq_entry"),
     ("on_softirq_exit", "softirq_exit"),
 ];
@@ -471,8 +480,13 @@ impl WakeupProbe {
             .override_global("watch_mode", &globals.watch_mode, true)
             .load(object)
             .map_err(|e| refused("loading", &e))?;
-        let logging = if late_ns > 0 { LOGGING } else { &[] };
-        for &(name, tracepoint) in COUNTING.iter().chain(logging) {
+        // One task watched (`task-latency`) needs neither.
+        let interrupts = if late_ns > 0 || globals.watch_mode == 0 {
+            INTERRUPTS
+        } else {
+            &[]
+        };
+        for &(name, tracepoint) in COUNTING.iter().chain(interrupts) {
             let program: &mut BtfTracePoint = ebpf
                 .program_mut(name)
                 .ok_or_else(|| refused(name, &"not in the object"))?
@@ -516,7 +530,8 @@ impl WakeupProbe {
         out
     }
 
-    /// The cells and sums of a histogram map (`histogram`, `timer_late`).
+    /// The cells and sums of a histogram map (`histogram`, `timer_late`,
+    /// `irq_wake`).
     fn histogram(&self, name: &str) -> Result<(Vec<Cell>, Vec<SeriesSum>), String> {
         use aya::maps::PerCpuHashMap;
         let map = self.ebpf.map(name).ok_or(format!("no map {name}"))?;
@@ -556,6 +571,7 @@ impl WakeupProbe {
         let mut snap = WakeupSnapshot::default();
         (snap.cells, snap.sums) = self.histogram("histogram")?;
         (snap.timer_cells, snap.timer_sums) = self.histogram("timer_late")?;
+        (snap.irq_cells, snap.irq_sums) = self.histogram("irq_wake")?;
         let tasks: HashMap<_, u32, [u8; WORST_SIZE]> =
             HashMap::try_from(map("tasks")?).map_err(|e| e.to_string())?;
         for entry in tasks.iter() {
