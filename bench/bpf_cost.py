@@ -21,6 +21,13 @@ recursion_misses; `kernel.bpf_stats_enabled` is set to 1 for the
 bench and put back after).
 
     sudo python3 bench/bpf_cost.py [--rounds 5] [--groups 8] [--loops 3000]
+        [--fifo PRIO] [--states counting,rt-tasks] [--rtlab PATH]
+
+`--fifo PRIO` runs hackbench at SCHED_FIFO PRIO (chrt): every wake-up is
+then a real-time task's, counted by the programs (the worst case of the
+default mode). `--rtlab PATH` measures that build instead of building
+(the BPF program is the same in a debug build: clang compiles it alike);
+`--states` picks the states.
 
 Run as root. Needs rt-tests' hackbench. Builds rtlab in release mode.
 """
@@ -41,8 +48,11 @@ EXPERIMENT = ("main\n{\n  stats.period 1 s\n}\ntimer_thread[0]\n{\n  sched.polic
               "  timer.period 100 ms\n}\n")
 
 
+FIFO = []
+
+
 def hackbench(groups, loops):
-    out = subprocess.run(["hackbench", "-p", "-g", str(groups), "-l", str(loops)],
+    out = subprocess.run([*FIFO, "hackbench", "-p", "-g", str(groups), "-l", str(loops)],
                          capture_output=True, text=True, check=True).stdout
     return float(re.search(r"Time:\s*([\d.]+)", out).group(1))
 
@@ -110,32 +120,41 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--loops", type=int, default=3000)
+    ap.add_argument("--fifo", type=int, default=0)
+    ap.add_argument("--states", default=",".join(STATES))
+    ap.add_argument("--rtlab", default=None)
     args = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
-    rtlab = os.path.join(REPO, "target/release/rtlab")
+    states = tuple(s for s in STATES if s in args.states.split(","))
+    if args.fifo:
+        FIFO.extend(["chrt", "-f", str(args.fifo)])
+    rtlab = args.rtlab
+    if rtlab is None:
+        subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
+        rtlab = os.path.join(REPO, "target/release/rtlab")
     stats_file = "/proc/sys/kernel/bpf_stats_enabled"
     before = open(stats_file).read().strip()
-    results = {s: [] for s in STATES}
+    results = {s: [] for s in states}
     try:
         open(stats_file, "w").write("1")
         with tempfile.TemporaryDirectory() as d:
             cfg = os.path.join(d, "exp.cfg")
             open(cfg, "w").write(EXPERIMENT)
             for r in range(args.rounds):
-                order = STATES if r % 2 == 0 else tuple(reversed(STATES))
+                order = states if r % 2 == 0 else tuple(reversed(states))
                 for state in order:
                     results[state].append(round_of(state, rtlab, cfg, args.groups, args.loops))
                 print(f"round {r + 1} done", flush=True)
     finally:
         open(stats_file, "w").write(before)
     print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
-          f"{os.cpu_count()} CPUs; hackbench -p -g {args.groups} -l {args.loops}, "
+          f"{os.cpu_count()} CPUs; {' '.join(FIFO)} hackbench -p -g {args.groups} -l {args.loops}, "
           f"{args.rounds} interleaved rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    base = statistics.median(t for t, _ in results["none"])
+    print(f"rtlab: {rtlab}")
+    base = statistics.median(t for t, _ in results.get("none") or results[states[0]])
     print("| state | hackbench s (median, range) | throughput vs none | monitor CPU % of one CPU "
           "| monitor VmRSS / VmHWM KiB | BPF ns per run (runs per round) |")
     print("|---|---|---|---|---|---|")
-    for state in STATES:
+    for state in states:
         times = [t for t, _ in results[state]]
         med = statistics.median(times)
         extra = [x for _, x in results[state] if x]
