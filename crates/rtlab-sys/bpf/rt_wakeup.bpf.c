@@ -749,6 +749,17 @@ static __always_inline void keep_worst(__u32 pid, struct task_struct *next, __u6
 	bpf_map_update_elem(&tasks, &pid, &fresh, BPF_ANY);
 }
 
+// A task that execs another program starts a new row: the name it had
+// (a shell's, `chrt`'s) would stand for the program it became.
+SEC("tp_btf/sched_process_exec")
+int on_exec(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 pid = p->pid;
+	bpf_map_delete_elem(&tasks, &pid);
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int on_switch(__u64 *ctx)
 {

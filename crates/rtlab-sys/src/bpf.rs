@@ -95,7 +95,7 @@ pub struct SeriesSum {
 pub struct TaskWorst {
     /// Its PID (thread id).
     pub pid: u32,
-    /// Its name when it was first counted, as the kernel has it (any
+    /// Its name when it was first counted since it last exec'd, as the kernel has it (any
     /// bytes: escape before showing).
     pub comm: String,
     /// Its policy at its last wake-up.
@@ -425,13 +425,15 @@ struct Globals {
     watch_mode: u32,
 }
 
-/// The programs and their tracepoints: the counting pair and the timers'.
+/// The programs and their tracepoints: the counting pair, the timers',
+/// and the exec that starts a task's row anew.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
 const COUNTING: &[(&str, &str)] = &[
     ("on_waking", "sched_waking"),
     ("on_switch", "sched_switch"),
     ("on_expire_entry", "hrtimer_expire_entry"),
     ("on_expire_exit", "hrtimer_expire_exit"),
+    ("on_exec", "sched_process_exec"),
 ];
 /// The programs that follow interrupts and softirqs: for IRQ to task
 /// (every real-time task's) and for the explanations' recent events.
