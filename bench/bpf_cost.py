@@ -27,7 +27,9 @@ bench and put back after).
 then a real-time task's, counted by the programs (the worst case of the
 default mode). `--rtlab PATH` measures that build instead of building
 (the BPF program is the same in a debug build: clang compiles it alike);
-`--states` picks the states.
+`--states` picks the states. `--pipe CPU` replaces hackbench by `perf
+bench sched pipe -l LOOPS` pinned to that CPU (two tasks ping-ponging: a
+steadier load whose time is all context switches).
 
 Run as root. Needs rt-tests' hackbench. Builds rtlab in release mode.
 """
@@ -51,7 +53,17 @@ EXPERIMENT = ("main\n{\n  stats.period 1 s\n}\ntimer_thread[0]\n{\n  sched.polic
 FIFO = []
 
 
+PIPE = []
+
+
 def hackbench(groups, loops):
+    """The load's own time (s): hackbench's, or with --pipe CPU `perf bench
+    sched pipe`'s two tasks ping-ponging on one CPU (a context switch per
+    message, nothing else)."""
+    if PIPE:
+        out = subprocess.run([*FIFO, "taskset", "-c", PIPE[0], "perf", "bench", "sched", "pipe",
+                              "-l", str(loops)], capture_output=True, text=True, check=True).stdout
+        return float(re.search(r"Total time:\s*([\d.]+)", out).group(1))
     out = subprocess.run([*FIFO, "hackbench", "-p", "-g", str(groups), "-l", str(loops)],
                          capture_output=True, text=True, check=True).stdout
     return float(re.search(r"Time:\s*([\d.]+)", out).group(1))
@@ -121,12 +133,15 @@ def main():
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--loops", type=int, default=3000)
     ap.add_argument("--fifo", type=int, default=0)
+    ap.add_argument("--pipe", default=None, metavar="CPU")
     ap.add_argument("--states", default=",".join(STATES))
     ap.add_argument("--rtlab", default=None)
     args = ap.parse_args()
     states = tuple(s for s in STATES if s in args.states.split(","))
     if args.fifo:
         FIFO.extend(["chrt", "-f", str(args.fifo)])
+    if args.pipe is not None:
+        PIPE.append(args.pipe)
     rtlab = args.rtlab
     if rtlab is None:
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
@@ -147,7 +162,9 @@ def main():
     finally:
         open(stats_file, "w").write(before)
     print(f"machine: {platform.node()} {platform.machine()} kernel {platform.release()}, "
-          f"{os.cpu_count()} CPUs; {' '.join(FIFO)} hackbench -p -g {args.groups} -l {args.loops}, "
+          f"{os.cpu_count()} CPUs; {' '.join(FIFO)} "
+          f"{f'perf bench sched pipe on CPU {PIPE[0]}' if PIPE else f'hackbench -p -g {args.groups}'}"
+          f" -l {args.loops}, "
           f"{args.rounds} interleaved rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"rtlab: {rtlab}")
     base = statistics.median(t for t, _ in results.get("none") or results[states[0]])

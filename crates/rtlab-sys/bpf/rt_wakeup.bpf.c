@@ -108,6 +108,7 @@ struct {
 	__type(value, struct watch);
 } watch SEC(".maps");
 
+#define SUM_BUCKET 0xffff
 // Per thread of the task watched: key TID << 32 | bucket (SUM_BUCKET: the
 // sum of its latencies, ns). Value: a count per CPU.
 struct {
@@ -134,23 +135,29 @@ struct {
 	__type(value, struct stamp);
 } woken SEC(".maps");
 
-// Key: policy << 24 | priority << 16 | bucket; bucket SUM_BUCKET holds
-// the sum of the latencies (ns). Value: a count per CPU.
-#define SUM_BUCKET 0xffff
+// Key: policy << 24 | priority << 16 | bucket. Value, per CPU: the
+// wake-ups counted in the bucket and the sum of their latencies (ns),
+// one cell for both (one lookup a wake-up).
+struct cell {
+	__u64 count;
+	__u64 sum_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct cell);
 } histogram SEC(".maps");
 
-// The same keys: how late the timer that woke the task fired, from its
-// expiry (CLOCK_MONOTONIC timers: every task's own sleep) to its wake-up.
+// The same keys and cells: how late the timer that woke the task fired,
+// from its expiry (CLOCK_MONOTONIC timers: every task's own sleep) to
+// its wake-up.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct cell);
 } timer_late SEC(".maps");
 
 // The same keys: IRQ to task, from the exit of the interrupt handler
@@ -160,7 +167,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct cell);
 } irq_wake SEC(".maps");
 
 // What a CPU's interrupts are doing, for IRQ to task. IRQ numbers are
@@ -574,9 +581,27 @@ static __always_inline void add_at(void *map, const void *key, __u64 by)
 	}
 }
 
-static __always_inline void add_to(void *map, __u32 key, __u64 by)
+// One wake-up of `ns` into its cell of `map` (`histogram`, `timer_late`,
+// `irq_wake`).
+static __always_inline void add_cell(void *map, __u32 key, __u64 ns)
 {
-	add_at(map, &key, by);
+	struct cell *c = bpf_map_lookup_elem(map, &key);
+	if (c) {
+		c->count += 1;
+		c->sum_ns += ns;
+		return;
+	}
+	struct cell fresh = {1, ns};
+	if (!bpf_map_update_elem(map, &key, &fresh, BPF_NOEXIST))
+		return;
+	// Another CPU made it meanwhile: its value is ours too now.
+	c = bpf_map_lookup_elem(map, &key);
+	if (c) {
+		c->count += 1;
+		c->sum_ns += ns;
+	} else {
+		count(2);
+	}
 }
 
 // The thread's own histogram, when one task is watched.
@@ -588,10 +613,6 @@ static __always_inline void add_thread(__u32 tid, __u32 bucket, __u64 ns)
 	add_at(&thread_hist, &key, ns);
 }
 
-static __always_inline void add(__u32 key, __u64 by)
-{
-	add_to(&histogram, key, by);
-}
 
 SEC("tp_btf/hrtimer_expire_entry")
 int on_expire_entry(__u64 *ctx)
@@ -695,8 +716,7 @@ static __always_inline void count_timer_late(struct task_struct *p, __u64 now)
 		return;
 	__u64 late = now > *expires ? now - *expires : 0;
 	__u32 series = (p->policy & 0xff) << 24 | (p->rt_priority & 0xff) << 16;
-	add_to(&timer_late, series | bucket_of(late), 1);
-	add_to(&timer_late, series | SUM_BUCKET, late);
+	add_cell(&timer_late, series | bucket_of(late), late);
 }
 
 SEC("tp_btf/sched_waking")
@@ -721,8 +741,7 @@ int on_waking(__u64 *ctx)
 static __always_inline void count_irq_wake(__u64 exit, __u32 series, __u64 now)
 {
 	__u64 ns = exit && now > exit ? now - exit : 0;
-	add_to(&irq_wake, series | bucket_of(ns), 1);
-	add_to(&irq_wake, series | SUM_BUCKET, ns);
+	add_cell(&irq_wake, series | bucket_of(ns), ns);
 }
 
 static __always_inline void keep_worst(__u32 pid, struct task_struct *next, __u64 ns,
@@ -789,8 +808,7 @@ int on_switch(__u64 *ctx)
 	__u32 prio = next->rt_priority & 0xff;
 	__u32 series = policy << 24 | prio << 16;
 	__u32 bucket = bucket_of(ns);
-	add(series | bucket, 1);
-	add(series | SUM_BUCKET, ns);
+	add_cell(&histogram, series | bucket, ns);
 	if (watch_mode)
 		add_thread(pid, bucket, ns);
 	else if (irq)

@@ -77,7 +77,8 @@ pub struct Cell {
     pub count: u64,
 }
 
-/// The sum of a series' latencies on a CPU.
+/// The sum of a series' latencies on a CPU, or of a part of them (a
+/// series' sums add up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeriesSum {
     /// The CPU.
@@ -115,7 +116,7 @@ pub struct TaskWorst {
 pub struct WakeupSnapshot {
     /// Every non-empty cell.
     pub cells: Vec<Cell>,
-    /// Every series' sum.
+    /// The series' sums (a series may have several: they add up).
     pub sums: Vec<SeriesSum>,
     /// How late the timers that woke them fired (a CLOCK_MONOTONIC
     /// timer's expiry to the wake-up in its callback), by the same keys.
@@ -293,7 +294,7 @@ pub fn late_from_bytes(b: &[u8]) -> Option<LateWakeup> {
 // Read by the loader, which a build without the program leaves out.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
 const WORST_SIZE: usize = 48;
-/// The key's bucket that holds a series' sum.
+/// The key's bucket that holds a thread's sum (`thread_hist`).
 // Read by the loader, which a build without the program leaves out.
 #[cfg_attr(not(rtlab_bpf), allow(dead_code))]
 const SUM_BUCKET: u32 = 0xffff;
@@ -533,34 +534,32 @@ impl WakeupProbe {
     }
 
     /// The cells and sums of a histogram map (`histogram`, `timer_late`,
-    /// `irq_wake`).
+    /// `irq_wake`): each cell, per CPU, its count and the sum of its
+    /// latencies (a series' sum is the sum of its cells').
     fn histogram(&self, name: &str) -> Result<(Vec<Cell>, Vec<SeriesSum>), String> {
         use aya::maps::PerCpuHashMap;
         let map = self.ebpf.map(name).ok_or(format!("no map {name}"))?;
-        let histogram: PerCpuHashMap<_, u32, u64> =
+        let histogram: PerCpuHashMap<_, u32, [u64; 2]> =
             PerCpuHashMap::try_from(map).map_err(|e| e.to_string())?;
         let (mut cells, mut sums) = (Vec::new(), Vec::new());
         for entry in histogram.iter() {
             let (key, per_cpu) = entry.map_err(|e| e.to_string())?;
             let (policy, priority, bucket) = key_parts(key);
-            for (cpu, &v) in per_cpu.iter().enumerate().filter(|(_, v)| **v > 0) {
-                if bucket == SUM_BUCKET {
-                    sums.push(SeriesSum {
-                        cpu,
-                        policy,
-                        priority,
-                        sum_ns: v,
-                    });
-                } else {
-                    let bucket = bucket.min(u32::from(BUCKETS - 1)) as u16;
-                    cells.push(Cell {
-                        cpu,
-                        policy,
-                        priority,
-                        bucket,
-                        count: v,
-                    });
-                }
+            let bucket = bucket.min(u32::from(BUCKETS - 1)) as u16;
+            for (cpu, &[count, sum_ns]) in per_cpu.iter().enumerate().filter(|(_, v)| v[0] > 0) {
+                cells.push(Cell {
+                    cpu,
+                    policy,
+                    priority,
+                    bucket,
+                    count,
+                });
+                sums.push(SeriesSum {
+                    cpu,
+                    policy,
+                    priority,
+                    sum_ns,
+                });
             }
         }
         Ok((cells, sums))
@@ -832,7 +831,10 @@ mod tests {
         assert!(snap.counted >= mine.count);
         // Each of its sleeps ended by its own timer: the timer's lateness
         // counted once each (a sleep whose deadline had passed is woken
-        // by no timer), no later than its own clock saw.
+        // by no timer), no later than its own clock saw. A timer that
+        // fires before the thread has blocked (its vCPU stalled between
+        // the two) wakes it running: counted, and no voluntary switch
+        // (200 timers against 195 switches once here).
         let timer_42: Vec<&Cell> = snap
             .timer_cells
             .iter()
@@ -840,7 +842,7 @@ mod tests {
             .collect();
         let timed: u64 = timer_42.iter().map(|c| c.count).sum();
         assert!(
-            timed <= slept + 1 && timed + slept / 50 >= slept,
+            timed <= slept + 1 + slept / 20 && timed + slept / 50 >= slept,
             "{timed} of {slept}"
         );
         let latest = timer_42.iter().map(|c| bucket_bounds_ns(c.bucket).0).max();
