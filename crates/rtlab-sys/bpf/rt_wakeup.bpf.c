@@ -785,7 +785,9 @@ int on_switch(__u64 *ctx)
 	__u64 preempt = ctx[0] & 0xff;
 	struct task_struct *prev = (void *)ctx[1];
 	struct task_struct *next = (void *)ctx[2];
-	__u64 now = bpf_ktime_get_ns();
+	// The clock is read here only to log the switch; a switch to a task
+	// not counted then needs no reading at all.
+	__u64 now = late_ns ? bpf_ktime_get_ns() : 0;
 	log_switch(now, preempt, prev, next);
 	// A task preempted was running: a stamp it still has is of a wake-up
 	// while it ran (no switch-in followed), not of this wait.
@@ -794,11 +796,15 @@ int on_switch(__u64 *ctx)
 		bpf_map_delete_elem(&woken, &prev_pid);
 	}
 	__u32 pid = next->pid;
-	if (pid == 0)
+	// A task not counted has no stamp: its policy is cheaper to read
+	// than the map (most switches of a busy machine are such tasks').
+	if (pid == 0 || !wanted(next))
 		return 0;
 	struct stamp *at = bpf_map_lookup_elem(&woken, &pid);
 	if (!at)
 		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	__u64 woken_at = at->woken_ns;
 	__u32 irq = at->irq;
 	__u64 irq_exit = at->irq_exit_ns;
