@@ -120,22 +120,29 @@ fn check_board(b: &Board, bin: &Path) -> String {
 fn the_boards_binaries_run_an_experiment_under_emulation() {
     let _machine = crate::fixtures::machine_exclusive();
     let test = test_name!();
-    for b in &BOARDS {
-        if !has_command(b.qemu) {
-            path_taken(test, &format!("{}: no {} here", b.target, b.qemu));
-            continue;
-        }
-        if b.prefix.first().is_some_and(|l| !Path::new(l).exists()) {
-            path_taken(
-                test,
-                &format!("{}: no ARM glibc (libc6-armhf-cross)", b.target),
-            );
-            continue;
-        }
-        match binary(b) {
-            Ok(bin) => path_taken(test, &check_board(b, &bin)),
-            Err(why) => path_taken(test, &format!("{}: {why}", b.target)),
-        }
+    // The boards side by side: each emulation takes one CPU, and the
+    // machine is this test's alone (a failed board fails the test).
+    let said: Vec<String> = std::thread::scope(|s| {
+        let boards: &'static [Board] = &BOARDS;
+        let checks: Vec<_> = boards.iter().map(|b| s.spawn(|| one_board(b))).collect();
+        checks.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    for what in said {
+        path_taken(test, &what);
+    }
+}
+
+/// The check of board `b`, or why this machine cannot run it.
+fn one_board(b: &Board) -> String {
+    if !has_command(b.qemu) {
+        return format!("{}: no {} here", b.target, b.qemu);
+    }
+    if b.prefix.first().is_some_and(|l| !Path::new(l).exists()) {
+        return format!("{}: no ARM glibc (libc6-armhf-cross)", b.target);
+    }
+    match binary(b) {
+        Ok(bin) => check_board(b, &bin),
+        Err(why) => format!("{}: {why}", b.target),
     }
 }
 

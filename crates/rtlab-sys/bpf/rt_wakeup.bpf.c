@@ -6,7 +6,10 @@
 // SCHED_DEADLINE; every task when `all_tasks` is set at load); its next
 // sched_switch in takes the time since, and counts it in a per-CPU
 // histogram keyed by policy, priority and bucket (the CPU is the per-CPU
-// map's own), and in the task's worst. Built by crates/rtlab-sys/build.rs
+// map's own), and in the task's worst; a wake-up from an interrupt's
+// work (its handler, a device softirq it raised, its IRQ thread) is also
+// counted from that handler's exit (IRQ to task), and one in a timer's
+// callback from the timer's expiry. Built by crates/rtlab-sys/build.rs
 // with clang -target bpf; CO-RE: the task_struct fields below are
 // relocated against the running kernel's BTF at load, so no kernel header
 // and no compiler are needed on the node. Self-contained: only clang.
