@@ -233,7 +233,9 @@ fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() 
         kernel_agrees(test, mode, &r, own.len());
         let t = busiest(&r);
         // The cycles are every timer wake-up of the thread from the first
-        // cycle's expiry on: the counts match exactly.
+        // cycle's expiry on: the counts match, but for a cycle that ends
+        // past the next expiry (a host stall of 300 ms seen in a CI
+        // probe): the next wait finds its timer fired and does not sleep.
         let first = own[0].0;
         let cycles = t["wake_up_samples"]
             .as_array()
@@ -241,7 +243,13 @@ fn an_unmodified_cyclic_program_and_a_timerfd_one_agree_with_their_own_clocks() 
             .iter()
             .filter(|w| w["kind"] == "timer" && w["expiry_ns"].as_i64() >= Some(first))
             .count();
-        assert_eq!(cycles, own.len(), "{mode}: {}", brief(&r));
+        let overran = own.iter().filter(|(_, late)| *late >= 1_000_000).count();
+        assert!(
+            cycles <= own.len() && cycles + overran >= own.len(),
+            "{mode}: {cycles} timer wake-ups of {} cycles, {overran} past the next expiry: {}",
+            own.len(),
+            brief(&r)
+        );
         assert_eq!(
             t["period"]["samples"].as_u64(),
             t["wake_ups"].as_u64().map(|n| n - 1)
