@@ -170,8 +170,9 @@ def main():
           f" -l {args.loops}, "
           f"{args.rounds} interleaved rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"rtlab: {rtlab}")
-    base = statistics.median(t for t, _ in results.get("none") or results[states[0]])
-    print("| state | hackbench s (median, range) | throughput vs none | monitor CPU % of one CPU "
+    base_state = "none" if "none" in results else states[0]
+    base = statistics.median(t for t, _ in results[base_state])
+    print(f"| state | load's time s (median, range) | throughput vs {base_state} | monitor CPU % of one CPU "
           "| monitor VmRSS / VmHWM KiB | BPF ns per run (runs per round) |")
     print("|---|---|---|---|---|---|")
     for state in states:
